@@ -357,6 +357,8 @@ typedef struct kvc_attention_params {
     const kvc_paged_kv *paged_kv;
     double logit_softcap;
     int64_t attention_chunk_size;
+    kvc_tensor alibi_slopes;
+    bool alibi_bf16;
     ...;
 } kvc_attention_params;
 kvc_attention_params kvc_attention_default_params(void);

@@ -199,6 +199,15 @@ typedef struct kvc_model_config {
     int64_t conv_kernel;
     bool conv_bias;
     bool layer_conv[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    /* ALiBi (BLOOM, MPT, Falcon with alibi; alibi): no positions at all, each head's attention scores biased by
+     * its slope times the key's distance (the operator's alibi_slopes; kvci_model_alibi_slopes): alibi_bias_max 0
+     * gives BLOOM's slopes (powers of 2^(-8/n), n the largest power of two <= heads, the rest odd powers of
+     * 2^(-4/n)), else MPT's (2^(-k * alibi_bias_max / n), n the smallest power of two >= heads, even k first when
+     * n > heads); alibi_in_scale: Falcon's form, the bias added before the softmax scale at bf16 precision (bf16
+     * slopes, the operator's alibi_bf16), else after it in f32 (BLOOM, MPT). BLOOM also normalises the embeddings
+     * (embed_norm: word_embeddings_layernorm, a LayerNorm with bias). Last, as above. */
+    bool alibi, alibi_in_scale, embed_norm;
+    double alibi_bias_max;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -419,6 +419,22 @@ typedef struct kvc_attention_params {
      * Keys before the chunk are never read (a chunked-local cache may have released their blocks). Added
      * after logit_softcap: the fields before it keep their offsets. */
     int64_t attention_chunk_size;
+
+    /* ALiBi (BLOOM, MPT, Falcon with alibi): optional f32 [Nq], one slope m_n per query head. Query head n's
+     * score of key j, for a row at absolute position p = i + Skv - Sq (as above), gains m_n * (j - p) after
+     * the scale and the soft-cap (a score of -inf stays -inf), the bias computed in f32 from the distance
+     * (exact below 2^24); the distance, not j alone, keeps the bias small where the weights are (the softmax
+     * is the same, lse includes the bias). Models that add the bias before the scale (Falcon) pass m_n * scale.
+     * data NULL: none (the default). Added after attention_chunk_size: the fields before it keep their
+     * offsets. */
+    kvc_tensor alibi_slopes;
+
+    /* With alibi_slopes, transformers' Falcon form instead of the distance: head n's score of key j (its
+     * absolute position) gains bf16(m_n * bf16(j)) * scale, the position rounded to bf16, the product taken in
+     * f32 and rounded to bf16 (nearest even), then times the softmax scale: the bias added before the scale at
+     * bf16 precision, as FalconModel's build_alibi_tensor computes it (slopes.bfloat16() * int64 positions).
+     * false: the distance form above. Added after alibi_slopes. */
+    bool alibi_bf16;
 } kvc_attention_params;
 
 KVC_API kvc_attention_params kvc_attention_default_params(void);

@@ -151,7 +151,7 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
               bidirectional=False, mask=None, kv_layout="BNBSND", sinks=None, key_scale=None, value_scale=None,
               key_offset=None, value_offset=None, quant_mode="per_channel", paged_kv=None, q_rope=None,
               k_rope=None, out=None, return_lse=False, impl="cpu", logit_softcap=0.0,
-              attention_chunk_size=0):
+              attention_chunk_size=0, alibi_slopes=None, alibi_bf16=False):
     """Fused inference attention (kvc_attention_cpu, or the float64 reference
     kvc_attention_ref with impl="ref").
 
@@ -187,6 +187,12 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
       attention): a query at absolute position p = i + Skv - Sq sees only the
       keys of its own chunk [floor(p / C) C, floor(p / C) C + C), on top of
       sparse_mode's rule.
+    alibi_slopes: None, or f32 [Nq] ALiBi slopes (BLOOM, MPT, Falcon-RW): head
+      n's score of key j from a query at absolute position p = i + Skv - Sq
+      gains alibi_slopes[n] * (j - p), after the scale and the soft-cap.
+    alibi_bf16: with alibi_slopes, transformers' Falcon form instead: key j
+      gains bf16(alibi_slopes[n] * bf16(j)) * scale (the bias before the
+      scale, at bf16 precision).
     int8 k/v: key_scale/value_scale (f32) in quant_mode "per_channel",
       "per_token" or "per_head" (a pair for keys and values may be given).
     out: written in place (q's dtype and shape rule by default, a new array
@@ -230,6 +236,7 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
     p.scale = 1.0 / math.sqrt(max(d, 1)) if scale is None else real(scale, "scale")
     p.logit_softcap = real(logit_softcap, "logit_softcap")
     p.attention_chunk_size = int64(attention_chunk_size, "attention_chunk_size")
+    p.alibi_bf16 = bool(alibi_bf16)
     p.sparse_mode = int32(sparse_mode, "sparse_mode")
     if pre_tokens is not None:
         p.pre_tokens = int64(pre_tokens, "pre_tokens")
@@ -266,7 +273,8 @@ def attention(q, k, v, block_table=None, *, layout=None, q_lens=None, kv_lens=No
             p.block_size, p.paged_kv = block_size, desc
     for name, arr, field in (("mask", mask, p.mask), ("sinks", sinks, p.sinks), ("key_scale", key_scale, p.key_scale),
                              ("value_scale", value_scale, p.value_scale), ("key_offset", key_offset, p.key_offset),
-                             ("value_offset", value_offset, p.value_offset)):
+                             ("value_offset", value_offset, p.value_offset),
+                             ("alibi_slopes", alibi_slopes, p.alibi_slopes)):
         if arr is not None:
             av = view(arr, name)
             keep.append(av)

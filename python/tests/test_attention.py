@@ -94,6 +94,31 @@ def test_attention_chunk_size_keeps_each_query_in_its_chunk():
         kvcache.attention(q, k, v, attention_chunk_size=-1)
 
 
+def test_attention_alibi_slopes_bias_by_distance():
+    """ALiBi over a causal prefill of 6 queries on 9 keys (3 cached), 4 query heads on 2 KV heads: head n's score of
+    key j from the query at position p = i + 3 gains slopes[n] * (j - p), in the kernel and the reference; refused
+    by name when not [Nq]."""
+    rng = np.random.default_rng(6)
+    q = rng.standard_normal((1, 6, 4, 16), dtype=np.float32)
+    k = rng.standard_normal((1, 9, 2, 16), dtype=np.float32)
+    v = rng.standard_normal((1, 9, 2, 16), dtype=np.float32)
+    slopes = np.array([0.5, 0.25, 0.125, -0.0625], dtype=np.float32)
+    want = np.zeros((6, 4, 16))
+    for i in range(6):
+        p = i + 3
+        for h in range(4):
+            kv = k[0, :p + 1, h // 2].astype(np.float64)
+            s = kv @ q[0, i, h].astype(np.float64) / 4.0 + float(slopes[h]) * (np.arange(p + 1) - p)
+            w = np.exp(s - s.max())
+            want[i, h] = (w / w.sum()) @ v[0, :p + 1, h // 2].astype(np.float64)
+    for impl in ("cpu", "ref"):
+        got = kvcache.attention(q, k, v, alibi_slopes=slopes, impl=impl)
+        assert np.abs(got[0] - want).max() < 1e-5
+    assert np.abs(kvcache.attention(q, k, v)[0] - want).max() > 1e-2
+    with pytest.raises(kvcache.InvalidArgument, match=r"alibi_slopes must be \[Nq = 4\]"):
+        kvcache.attention(q, k, v, alibi_slopes=slopes[:2])
+
+
 
 
 def _torch():

@@ -176,6 +176,8 @@ static void base_params(kvc_attention_params *p, const kvc_attn_call *c) {
     if (c->sinks) {
         p->sinks = view(c->sinks, 1, c->nH, 0, 0);
     }
+    if (c->alibi) p->alibi_slopes = view(c->alibi, 1, c->nH, 0, 0);
+    p->alibi_bf16 = c->alibi_bf16;
 }
 
 /* int8 / fp8 keys and values: the per-slot scales written with them, read

@@ -156,6 +156,8 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
                           .window = c->layer_sliding[l] ? c->sliding_window : 0,
                           .chunk = c->layer_chunked[l] ? c->attention_chunk_size : 0,
                           .sinks = w->sinks,
+                          .alibi = m->alibi,
+                          .alibi_bf16 = c->alibi_in_scale,
                           .out = ws->att};
     kvc_status st = kvci_attn_core(s, &call); /* times its cache write and its attention */
     t0 = kvci_sp_begin();

@@ -72,6 +72,27 @@ static const rename_rule RULES[] = {
     {"gptj", "mlp.up_proj.", "mlp.fc_in."},
     {"gptj", "mlp.down_proj.", "mlp.fc_out."},
     {"gptj", "model.norm.", "transformer.ln_f."},
+    /* BLOOM (BloomForCausalLM): under transformer., word_embeddings and word_embeddings_layernorm (embed_norm), h.N,
+     * self_attention.query_key_value (q/k/v per head: weights.c) and self_attention.dense, the MLP dense_h_to_4h
+     * (up) and dense_4h_to_h (down), ln_f the final norm */
+    {"bloom", "model.embed_tokens.", "transformer.word_embeddings."},
+    {"bloom", "model.embed_norm.", "transformer.word_embeddings_layernorm."},
+    {"bloom", "model.layers.", "transformer.h."},
+    {"bloom", "self_attn.qkv_proj.", "self_attention.query_key_value."},
+    {"bloom", "self_attn.o_proj.", "self_attention.dense."},
+    {"bloom", "mlp.up_proj.", "mlp.dense_h_to_4h."},
+    {"bloom", "mlp.down_proj.", "mlp.dense_4h_to_h."},
+    {"bloom", "model.norm.", "transformer.ln_f."},
+    /* MPT (MptForCausalLM): under transformer., wte, blocks.N with norm_1 / norm_2, attn.Wqkv (q, k, v one after
+     * the other) and attn.out_proj, ffn.up_proj / ffn.down_proj, norm_f the final norm */
+    {"mpt", "model.embed_tokens.", "transformer.wte."},
+    {"mpt", "model.layers.", "transformer.blocks."},
+    {"mpt", "input_layernorm.", "norm_1."},
+    {"mpt", "post_attention_layernorm.", "norm_2."},
+    {"mpt", "self_attn.qkv_proj.", "attn.Wqkv."},
+    {"mpt", "self_attn.o_proj.", "attn.out_proj."},
+    {"mpt", "mlp.", "ffn."},
+    {"mpt", "model.norm.", "transformer.norm_f."},
     /* DBRX (DbrxForCausalLM): under transformer., wte the embedding, blocks.N the layers with norm_attn_norm's norm_1
      * / norm_2 and attn.Wqkv (q, k, v fused) / attn.out_proj, norm_f the final norm (its ffn's names are weights.c's)
      */
@@ -85,10 +106,12 @@ static const rename_rule RULES[] = {
 };
 
 /* The base model's prefix that a type's hub checkpoints may leave out (openai-community/gpt2 holds wte.weight,
- * h.0.ln_1.weight, ...; OPT's OPTModel checkpoints decoder.layers...). */
+ * h.0.ln_1.weight, ...; OPT's OPTModel checkpoints decoder.layers...; bigscience/bloom-560m word_embeddings.weight,
+ * h.0...). */
 static const rename_rule BARE[] = {
     {"gpt2", "transformer.", ""},
     {"opt", "model.", ""},
+    {"bloom", "transformer.", ""},
 };
 
 /* Types whose checkpoints name their modules as another type's: GPT-BigCode (GPTBigCodeForCausalLM) as GPT-2's

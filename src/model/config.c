@@ -162,7 +162,9 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
         cfg->intermediate_size = 4 * cfg->hidden_size;
         KVC_TRY(kvci_json_int(c, falcon ? "ffn_hidden_size" : "n_inner", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size,
                               &have));
-    } else if (strcmp(cfg->model_type, "opt") == 0) { /* OPTConfig's ffn_dim, 3072 when absent */
+    } else if (strcmp(cfg->model_type, "bloom") == 0 || strcmp(cfg->model_type, "mpt") == 0) {
+        cfg->intermediate_size = 4 * cfg->hidden_size; /* BloomMLP's and MptMLP's fixed width */
+    } else if (strcmp(cfg->model_type, "opt") == 0) {  /* OPTConfig's ffn_dim, 3072 when absent */
         KVC_TRY(kvci_family_opt_int(c, "ffn_dim", 3072, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "dbrx") == 0) { /* DbrxFFNConfig's ffn_hidden_size, 3584 when absent */
         char path[32];

@@ -1,7 +1,8 @@
 /* The runtime keys of the classic decoder types the dense family runs (kvci_family_parse_classic): Phi (1, 1.5,
- * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2, GPT-BigCode (StarCoder 1, SantaCoder), OPT, Falcon, GPT-J and Nemotron.
- * Each is a dense model of LayerNorms with bias, an ungated MLP with biases and RoPE on part of each head (GPT-2,
- * GPT-BigCode, OPT: learned positions instead); their checkpoints' own module names are ckpt_names.c's. */
+ * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2, GPT-BigCode (StarCoder 1, SantaCoder), OPT, Falcon, GPT-J, Nemotron,
+ * BLOOM and MPT. Each is a dense model of LayerNorms with bias, an ungated MLP with biases and RoPE on part of each
+ * head (GPT-2, GPT-BigCode, OPT: learned positions instead; BLOOM, MPT, Falcon with alibi: ALiBi); their
+ * checkpoints' own module names are ckpt_names.c's. */
 #include <string.h>
 
 #include "base/internal.h"
@@ -143,6 +144,13 @@ static kvc_status parse_opt(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
+/* ALiBi instead of positions on every layer of cfg: BLOOM's slopes (bias_max 0) or MPT's, the bias before the
+ * softmax scale (in_scale) or after. */
+static void alibi_layers(kvc_model_config *cfg, bool in_scale, double bias_max) {
+    cfg->alibi = true, cfg->alibi_in_scale = in_scale, cfg->alibi_bias_max = bias_max;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
+}
+
 /* Falcon (tiiuae/falcon-7b, 40b, 180b; FalconForCausalLM): q/k/v fused in self_attention.query_key_value grouped by KV
  * head (weights.c): multi_query (true when absent) one KV head, new_decoder_architecture (false) num_kv_heads of
  * them, neither as many as heads (hparams.c); RoPE half-split on the whole head (rope_theta, 1e4); LayerNorms with
@@ -150,20 +158,16 @@ static kvc_status parse_opt(const kvc_hparams *hp, kvc_model_config *cfg) {
  * new_decoder_architecture and num_ln_in_parallel_attn 2 (its default there), each on its own (ln_attn, ln_mlp);
  * false: the sequential pre-norm block; q/k/v, dense and the MLP dense_4h_to_h(act(dense_h_to_4h(x))) of
  * ffn_hidden_size (4 x hidden when absent or null, config.c) with biases by bias (false), act by activation (gelu);
- * tied by default. Refused by name: alibi true (ALiBi position biases, which the attention operator does not
- * add), and the combinations transformers cannot run: new_decoder_architecture with parallel_attn false, two
- * parallel norms without it, num_kv_heads other than the heads without multi_query or it. */
+ * tied by default. With alibi (false when absent; Falcon-RW) no RoPE: BLOOM's slopes, the bias added before the
+ * 1/sqrt(head_dim) scale as FalconAttention adds it (the operator's slopes times the scale). Refused by name the
+ * combinations transformers cannot run: new_decoder_architecture with parallel_attn false, two parallel norms
+ * without it, num_kv_heads other than the heads without multi_query or it. */
 static kvc_status parse_falcon(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     bool alibi = false, new_arch = false, mq = true, parallel = true, bias = false, have_ln = false;
     int64_t n_ln = 0;
     KVC_TRY(kvci_family_opt_bool(c, "alibi", false, &alibi));
-    if (alibi)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: falcon with alibi true is not supported (ALiBi position biases: the attention operator "
-                         "adds none)",
-                         c->doc);
     KVC_TRY(kvci_family_opt_bool(c, "new_decoder_architecture", false, &new_arch));
     KVC_TRY(kvci_family_opt_bool(c, "multi_query", true, &mq));
     KVC_TRY(kvci_family_opt_bool(c, "parallel_attn", true, &parallel));
@@ -187,6 +191,7 @@ static kvc_status parse_falcon(const kvc_hparams *hp, kvc_model_config *cfg) {
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = bias;
     cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
     cfg->parallel_block = parallel, cfg->parallel_mlp_norm = new_arch && n_ln == 2;
+    if (alibi) alibi_layers(cfg, true, 0.0);
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
     return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
 }
@@ -241,12 +246,97 @@ static kvc_status parse_nemotron(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* BLOOM (bigscience/bloom*, BloomForCausalLM): the embeddings normalised by word_embeddings_layernorm, LayerNorms
+ * with bias (layer_norm_epsilon, 1e-5), q/k/v fused per head in self_attention.query_key_value [heads, 3, D] with
+ * biases, dense (o_proj) with bias, head_dim hidden_size / n_head, the MLP dense_4h_to_h(gelu_tanh(dense_h_to_4h(x)))
+ * of 4 x hidden with biases (BloomGelu: GELU's tanh form), no positions but ALiBi (BLOOM's slopes, the bias after
+ * the scale as BloomAttention's baddbmm adds it), tied by default. Refused by name:
+ * apply_residual_connection_post_layernorm true (the residual taken after the norm). */
+static kvc_status parse_bloom(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool post_ln = false;
+    KVC_TRY(kvci_family_opt_bool(c, "apply_residual_connection_post_layernorm", false, &post_ln));
+    if (post_ln)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: bloom with apply_residual_connection_post_layernorm true is not supported (the residual "
+                         "taken after the layer's norm)",
+                         c->doc);
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
+    cfg->mlp_act = KVC_MLP_GELU_TANH;
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = cfg->embed_norm = true;
+    alibi_layers(cfg, false, 0.0);
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* MPT (mosaicml/mpt-7b, 30b; MptForCausalLM) as transformers 5.25 builds it: LayerNorms without bias
+ * (layer_norm_epsilon, 1e-5), q/k/v one after the other in attn.Wqkv clamped to +-attn_config.clip_qkv (null or 0:
+ * none), out_proj and the MLP ffn.down_proj(gelu(ffn.up_proj(x))) of 4 x d_model, no biases, head_dim d_model /
+ * n_heads, the softmax scale attn_config.softmax_scale (null: head_dim^-1/2), no positions but ALiBi (MPT's slopes with
+ * alibi_bias_max 8; the bias after the scale), tied by default. Refused by name what MptModel would
+ * ignore, so that the checkpoint's own model differs from it: attn_config.alibi false (MptModel adds ALiBi
+ * anyway and builds no learned positions), qk_ln true (no q/k LayerNorms built), attn_type other than
+ * multihead_attention, prefix_lm or attn_uses_sequence_id true, no_bias false (no biases built), expansion_ratio
+ * other than 4 (its MLP is 4 x d_model wide), attn_config.alibi_bias_max other than 8 (MptModel calls
+ * build_mpt_alibi_tensor with its default 8) and a logit_scale (not applied). */
+static kvc_status parse_mpt(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false}, pos = {0.0, 3.4e38, true}, clip = {0.0, 3.4e38, false};
+    kvc_json_obj attn = {.doc = c->doc};
+    char path[32];
+    const char *attn_type = "multihead_attention";
+    bool have = false, alibi = true, qk_ln = false, prefix = false, seq_id = false, no_bias = true;
+    double bias_max = 8.0, scale = 0.0;
+    int64_t ratio = 4;
+    const cJSON *logit_scale = kvci_json_find(c, "logit_scale");
+    KVC_TRY(kvci_json_child(c, "attn_config", path, sizeof path, &attn, &have));
+    KVC_TRY(kvci_family_opt_bool(&attn, "alibi", true, &alibi));
+    KVC_TRY(kvci_family_opt_bool(&attn, "qk_ln", false, &qk_ln));
+    KVC_TRY(kvci_family_opt_bool(&attn, "prefix_lm", false, &prefix));
+    KVC_TRY(kvci_family_opt_bool(&attn, "attn_uses_sequence_id", false, &seq_id));
+    KVC_TRY(kvci_json_str(&attn, "attn_type", KVC_HP_NAME_MAX, &attn_type, &have));
+    KVC_TRY(kvci_family_opt_bool(c, "no_bias", true, &no_bias));
+    KVC_TRY(kvci_family_opt_int(c, "expansion_ratio", 4, 1, KVC_HP_MAX_WIDTH, &ratio));
+    KVC_TRY(kvci_json_num(&attn, "alibi_bias_max", pos, &bias_max, &have));
+    const char *why = !alibi                                          ? "attn_config.alibi false"
+                      : qk_ln                                         ? "attn_config.qk_ln true"
+                      : strcmp(attn_type, "multihead_attention") != 0 ? "an attn_config.attn_type other than "
+                                                                        "multihead_attention"
+                      : prefix                                        ? "attn_config.prefix_lm true"
+                      : seq_id                                        ? "attn_config.attn_uses_sequence_id true"
+                      : !no_bias                                      ? "no_bias false"
+                      : ratio != 4                                    ? "expansion_ratio other than 4"
+                      : bias_max != 8.0
+                          ? "an attn_config.alibi_bias_max other than 8 (MptModel builds its ALiBi with 8)"
+                      : logit_scale != NULL && !cJSON_IsNull(logit_scale) ? "a logit_scale"
+                                                                          : NULL;
+    if (why)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: mpt with %s is not supported (transformers' MptForCausalLM ignores it and runs "
+                         "another model than the checkpoint's)",
+                         c->doc, why);
+    KVC_TRY(kvci_json_num(&attn, "clip_qkv", clip, &cfg->clip_qkv, &have)); /* null or 0: none */
+    KVC_TRY(kvci_json_num(&attn, "softmax_scale", pos, &scale, &have));     /* null: head_dim^-1/2 */
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));                     /* d_model / n_heads: hparams.c */
+    cfg->attention_multiplier = scale;                                      /* 0: head_dim^-1/2 */
+    cfg->mlp_act = KVC_MLP_GELU;
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;
+    cfg->layer_norm = cfg->mlp_plain = true;
+    alibi_layers(cfg, false, bias_max);
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* The classic types and their parsers. */
 static const struct {
     const char *model_type;
     kvc_status (*parse)(const kvc_hparams *hp, kvc_model_config *cfg);
-} CLASSIC[] = {{"phi", parse_phi}, {"gpt_neox", parse_gpt_neox}, {"gpt2", parse_gpt2}, {"gpt_bigcode", parse_gpt2},
-               {"opt", parse_opt}, {"falcon", parse_falcon},     {"gptj", parse_gptj}, {"nemotron", parse_nemotron}};
+} CLASSIC[] = {{"phi", parse_phi},          {"gpt_neox", parse_gpt_neox}, {"gpt2", parse_gpt2},
+               {"gpt_bigcode", parse_gpt2}, {"opt", parse_opt},           {"falcon", parse_falcon},
+               {"gptj", parse_gptj},        {"nemotron", parse_nemotron}, {"bloom", parse_bloom},
+               {"mpt", parse_mpt}};
 
 bool kvci_family_is_classic(const char *model_type) {
     for (size_t i = 0; i < sizeof CLASSIC / sizeof CLASSIC[0]; i++)

@@ -760,13 +760,23 @@ static const kvc_family_alias ALIASES[] = {
     {"ernie4_5_moe", "Ernie4_5_MoeForCausalLM", "ernie4_5_moe", true},
     {"phimoe", "PhimoeForCausalLM", "phimoe", true},
     {"dbrx", "DbrxForCausalLM", "dbrx", true},
+    {"bloom", "BloomForCausalLM", "bloom", true},
+    {"mpt", "MptForCausalLM", "mpt", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),
- * else head_dim^-1/2. */
+ * MPT's attn_config.softmax_scale when given (parse_mpt's), else head_dim^-1/2. */
 static kvc_status dense_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
     const char *mt = ctx->hp->model_type;
     *scale = mt && (strcmp(mt, "granite") == 0 || granite_moe(mt)) ? 1.0 : 1.0 / sqrt((double)head_dim);
+    if (mt && strcmp(mt, "mpt") == 0) {
+        const kvc_json_range pos = {0.0, 3.4e38, true};
+        kvc_json_obj attn = {.doc = ctx->hp->cfg.doc};
+        char path[32];
+        bool have = false;
+        KVC_TRY(kvci_json_child(&ctx->hp->cfg, "attn_config", path, sizeof path, &attn, &have));
+        KVC_TRY(kvci_json_num(&attn, "softmax_scale", pos, scale, &have));
+    }
     return KVC_OK;
 }
 

@@ -413,6 +413,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
             kvc_rope_cos_sin(m->inv_freq_sliding, rot, m->rope_attn_factor_sliding, md->positions[t],
                              ws->cos_sliding + t * rot, ws->sin_sliding + t * rot);
     }
+    if (m->embed_norm) norm_rows(m, ws->h, T, m->embed_norm, m->embed_norm_b, ws->h); /* BLOOM */
     kvci_sp_end(KVC_SP_EMBED, t0);
     const kvc_family_desc *fam = kvci_family_get(c->family);
     for (int64_t l = 0; l < c->num_layers; l++) {

@@ -119,7 +119,7 @@ kvc_status kvci_ffn_phimoe(const kvc_fwd_step *s, int64_t l);
 
 /* Attention of q [T, nH, D] over k [T, Nkv, D], v [T, Nkv, Dv] of the step
  * and/or the layer's cache (full form): writes the cache and fills out
- * [T, nH, Dv]. window 0 = full attention; chunk > 0: chunked local; sinks [nH] or NULL. */
+ * [T, nH, Dv]. window 0 = full attention; chunk > 0: chunked local; sinks [nH] or NULL; ALiBi slopes [nH] or NULL. */
 typedef struct kvc_attn_call {
     int64_t layer;
     const float *q, *k, *v;
@@ -129,6 +129,8 @@ typedef struct kvc_attn_call {
     int64_t window;
     int64_t chunk; /* the operator's attention_chunk_size (0: none) */
     const float *sinks;
+    const float *alibi;  /* the operator's alibi_slopes [nH] (NULL: none) */
+    bool alibi_bf16;     /* the operator's alibi_bf16 (Falcon's form) */
     const float *q_rope; /* MLA absorbed [T, nH, dr]: k is the latent cache (also the value), v the rope cache */
     int64_t dr;
     float *out;

@@ -18,10 +18,10 @@ typedef struct type_defaults {
     bool window_switch;     /* sliding_window applies only with use_sliding_window true */
     int64_t kv_heads; /* num_key_value_heads when the key is missing (null: as many as the query heads); 0: that */
     /* the attention always splits hidden_size over num_attention_heads (GPT-2, OPT, GPT-NeoX, GPT-J, GPT-BigCode,
-     * Falcon, StableLM, Qwen2-VL): a head_dim key, which transformers never reads for them, is not read */
+     * Falcon, BLOOM, MPT, StableLM, Qwen2-VL): a head_dim key, which transformers never reads for them, is not read */
     bool head_dim_from_hidden;
-    /* one KV head per head whatever num_key_value_heads says (GPT-2, OPT, GPT-NeoX, GPT-J: transformers never reads
-     * it) */
+    /* one KV head per head whatever num_key_value_heads says (GPT-2, OPT, GPT-NeoX, GPT-J, BLOOM, MPT:
+     * transformers never reads it) */
     bool mha_only;
 } type_defaults;
 
@@ -59,6 +59,8 @@ static const type_defaults DEFAULTS[] = {
     {"gptj", 0, 10000.0, 0, false, 0, true, true},
     {"gpt_bigcode", 0, 10000.0, 0, false, 0, true, false}, /* its KV heads by multi_query */
     {"falcon", 0, 10000.0, 0, false, 0, true, false},      /* its KV heads by its flags */
+    {"bloom", 0, 10000.0, 0, false, 0, true, true},
+    {"mpt", 0, 10000.0, 0, false, 0, true, true},
     {"llama4_text", 128, 500000.0, 0, false, 8, false, false},
     {"llama4", 128, 500000.0, 0, false, 8, false, false},
     /* Qwen2VLTextConfig's and Qwen2_5_VLTextConfig's (the hub's flat configs: their outer types) */
@@ -127,11 +129,11 @@ void kvci_hparams_close(kvc_hparams *hp) {
 /* ---- sizes ----------------------------------------------------------------------- */
 
 /* The names configs give each size (transformers' attribute maps: GPT-2 / GPT-BigCode n_layer, n_head,
- * n_embd, n_positions; MPT n_layers, n_heads, d_model, max_seq_len; Falcon num_kv_heads, n_head_kv;
+ * n_embd, n_positions; BLOOM n_embed; MPT n_layers, n_heads, d_model, max_seq_len; Falcon num_kv_heads, n_head_kv;
  * ChatGLM num_layers, seq_length, kv_channels), the standard name first. */
 const char *const kvci_hp_layers_keys[KVC_HP_ALIASES] = {"num_hidden_layers", "n_layer", "num_layers", "n_layers"};
 const char *const kvci_hp_heads_keys[KVC_HP_ALIASES] = {"num_attention_heads", "n_head", "num_heads", "n_heads"};
-const char *const kvci_hp_hidden_keys[KVC_HP_ALIASES] = {"hidden_size", "n_embd", "d_model", NULL};
+const char *const kvci_hp_hidden_keys[KVC_HP_ALIASES] = {"hidden_size", "n_embd", "d_model", "n_embed"};
 static const char *const KV_HEADS_KEYS[KVC_HP_ALIASES] = {"num_key_value_heads", "num_kv_heads", "n_head_kv", NULL};
 static const char *const MAX_POS_KEYS[KVC_HP_ALIASES] = {"max_position_embeddings", "n_positions", "seq_length",
                                                          "max_seq_len"};
@@ -221,11 +223,13 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     hp->hidden_size = 0;
     KVC_TRY(kvci_hparams_int(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
     KVC_TRY(kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
-    /* the learned position tables' class defaults (GPT2Config's n_positions, OPTConfig's): their row count */
+    /* the learned position tables' class defaults (GPT2Config's n_positions, OPTConfig's): their row count; BLOOM
+     * (ALiBi, BloomConfig has no such key): 2048, its training length, as vLLM assumes for a config without one */
     const char *mt = hp->model_type;
     if (!hp->have_max_pos && mt != NULL &&
-        (strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0 || strcmp(mt, "opt") == 0))
-        hp->max_pos = strcmp(mt, "opt") == 0 ? 2048 : 1024, hp->have_max_pos = true;
+        (strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0 || strcmp(mt, "opt") == 0 ||
+         strcmp(mt, "bloom") == 0))
+        hp->max_pos = strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0 ? 1024 : 2048, hp->have_max_pos = true;
     return KVC_OK;
 }
 

@@ -138,6 +138,9 @@ struct kvc_model {
     float *final_norm_b;   /* [H] its bias (norm_bias), else NULL */
     kvc_wmat lm_head;      /* [V, H] (the embed's data when tied) */
     float *lm_head_b;      /* [V] its bias (head_bias), else NULL */
+    float *embed_norm;     /* [H] BLOOM's word_embeddings_layernorm (embed_norm), else NULL */
+    float *embed_norm_b;   /* [H] its bias */
+    float *alibi;          /* [cfg.num_heads] this rank's heads' ALiBi slopes (the operator's), else NULL */
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     void *arena;                                    /* every weight above: one kvci_pages_alloc mapping */
     int64_t arena_bytes;
@@ -234,6 +237,11 @@ void kvci_model_fuse(kvc_model *m);
 int64_t kvci_model_rot_dim(const kvc_model_config *c);
 /* The first of c's short-convolution layers (layer_conv), -1: none. */
 int64_t kvci_model_first_conv(const kvc_model_config *c);
+
+/* The ALiBi slopes of c's num_heads heads into out [num_heads] (c->alibi; alibi.c), as transformers computes
+ * them in f32: BLOOM's and Falcon's build_alibi_tensor (alibi_bias_max 0) or MPT's (alibi_bias_max > 0), rounded
+ * to bf16 for Falcon's form (alibi_in_scale: the operator's alibi_bf16). */
+void kvci_model_alibi_slopes(const kvc_model_config *c, float *out);
 
 /* What a step of the model reads and computes (bench model's rooflines). */
 typedef struct kvc_model_cost_path {

@@ -102,15 +102,15 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
  * Conv1D: along the columns; ckpt_names.c's names). GPT-NeoX, GPT-BigCode and Falcon keep q, k, v (weights and
  * biases) grouped by KV head, [KV heads, heads per KV head + 2, D]: each group's query heads, then its key and its
  * value (GPT-NeoX's and GPT-BigCode's per head [heads, 3, D]; multi_query's one group [q | k | v]; Falcon's
- * new_decoder_architecture); DBRX's as Phi-3's in attn.Wqkv. The runtime holds them apart (fuse.c joins them back where
- * it can). */
+ * new_decoder_architecture; BLOOM's per head); DBRX's and MPT's as Phi-3's in attn.Wqkv. The runtime holds them apart
+ * (fuse.c joins them back where it can). */
 static bool grouped_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "gpt_neox") == 0 || strcmp(c->model_type, "gpt_bigcode") == 0 ||
-           strcmp(c->model_type, "falcon") == 0;
+           strcmp(c->model_type, "falcon") == 0 || strcmp(c->model_type, "bloom") == 0;
 }
 static bool fused_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || grouped_qkv(c) ||
-           strcmp(c->model_type, "dbrx") == 0;
+           strcmp(c->model_type, "dbrx") == 0 || strcmp(c->model_type, "mpt") == 0;
 }
 static bool fused_gate_up(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "glm4") == 0 ||
@@ -409,6 +409,10 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     const kvc_model_config *c = &m->cfg;
     visitor v = {.fn = fn, .user = user, .m = m, .prefix = ""};
     TRY(m2(&v, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed, WHOLE));
+    if (c->embed_norm) { /* BLOOM's word_embeddings_layernorm */
+        TRY(v1(&v, "model.embed_norm.weight", c->hidden_size, &m->embed_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(v1(&v, "model.embed_norm.bias", c->hidden_size, &m->embed_norm_b, KVC_WINIT_BIAS, WHOLE));
+    }
     if (c->pos_learned)
         TRY(v2(&v, "model.embed_positions.weight", c->max_position_embeddings + c->pos_offset, c->hidden_size,
                &m->pos_embed, KVC_WINIT_WEIGHT, WHOLE));
@@ -468,6 +472,7 @@ void kvc_model_destroy(kvc_model *m) {
     kvci_free(m->inv_freq);
     kvci_free(m->inv_freq_sliding);
     kvci_free(m->inv_freq_long);
+    kvci_free(m->alibi);
     kvci_free(m);
 }
 
@@ -653,6 +658,17 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
     if (st == KVC_OK && m->inv_freq_long)
         st = kvc_rope_frequencies_long(&m->cfg.rope, m->rot_dim, m->inv_freq_long, &a_long);
     if (st == KVC_OK) st = sliding_rope(m);
+    if (st == KVC_OK && cfg->alibi) { /* the whole model's slopes, this rank's heads kept */
+        float *all = kvci_calloc((size_t)cfg->num_heads, sizeof(float));
+        m->alibi = kvci_calloc((size_t)m->cfg.num_heads, sizeof(float));
+        if (all && m->alibi) {
+            kvci_model_alibi_slopes(cfg, all);
+            memcpy(m->alibi, all + tp->rank * m->cfg.num_heads, (size_t)m->cfg.num_heads * sizeof(float));
+        } else {
+            st = kvci_fail(KVC_ENOMEM, "model: out of memory");
+        }
+        kvci_free(all);
+    }
     if (st != KVC_OK) {
         kvc_model_destroy(m);
         return st;

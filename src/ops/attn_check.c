@@ -691,7 +691,7 @@ static kvc_status check_quant(const kvc_attention_params *p, kvc_attn_problem *p
     return KVC_OK;
 }
 
-/* ---- outputs, sinks ------------------------------------------------------- */
+/* ---- outputs, sinks, ALiBi slopes ------------------------------------------------------- */
 
 static kvc_status check_outputs(const kvc_attention_params *p, kvc_attn_problem *pb) {
     int64_t s[5];
@@ -710,6 +710,14 @@ static kvc_status check_outputs(const kvc_attention_params *p, kvc_attn_problem 
             FAIL(KVC_EINVAL, "sinks dtype %s must be f32/f16/bf16 (R11)", kvc_dtype_name(p->sinks.dtype));
         if (p->sinks.ndim != 1 || p->sinks.shape[0] != pb->Nq)
             FAIL(KVC_EINVAL, "sinks must be [Nq = %lld], one logit per query head (R11)", (long long)pb->Nq);
+    }
+    if (p->alibi_slopes.data) {
+        if (p->alibi_slopes.dtype != KVC_DTYPE_F32)
+            FAIL(KVC_EINVAL, "alibi_slopes dtype %s must be f32", kvc_dtype_name(p->alibi_slopes.dtype));
+        if (p->alibi_slopes.ndim != 1 || p->alibi_slopes.shape[0] != pb->Nq)
+            FAIL(KVC_EINVAL, "alibi_slopes must be [Nq = %lld], one ALiBi slope per query head", (long long)pb->Nq);
+    } else if (p->alibi_bf16) {
+        FAIL(KVC_EINVAL, "alibi_bf16 needs alibi_slopes (the form of their bias)");
     }
     return KVC_OK;
 }

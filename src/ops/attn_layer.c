@@ -13,9 +13,10 @@ typedef struct {
 
 #define FIELD(x)                                                                                                       \
     { #x, offsetof(kvci_attn_layer, x), offsetof(kvc_attention_params, x) }
-static const layer_field fields[] = {FIELD(q),         FIELD(q_rope),      FIELD(k),          FIELD(v),
-                                     FIELD(k_rope),    FIELD(out),         FIELD(lse),        FIELD(sinks),
-                                     FIELD(key_scale), FIELD(value_scale), FIELD(key_offset), FIELD(value_offset)};
+static const layer_field fields[] = {FIELD(q),           FIELD(q_rope),      FIELD(k),          FIELD(v),
+                                     FIELD(k_rope),      FIELD(out),         FIELD(lse),        FIELD(sinks),
+                                     FIELD(key_scale),   FIELD(value_scale), FIELD(key_offset), FIELD(value_offset),
+                                     FIELD(alibi_slopes)};
 #undef FIELD
 #define N_FIELDS (sizeof fields / sizeof fields[0])
 
@@ -72,13 +73,14 @@ bool kvci_attention_plan_fits(const kvci_attn_plan *plan, const kvc_attention_pa
     const kvc_attention_params *a = &plan->p;
     if (a->layout != p->layout || a->num_heads != p->num_heads || a->num_kv_heads != p->num_kv_heads ||
         a->scale != p->scale || a->logit_softcap != p->logit_softcap ||
-        a->attention_chunk_size != p->attention_chunk_size || a->sparse_mode != p->sparse_mode ||
-        a->pre_tokens != p->pre_tokens || a->next_tokens != p->next_tokens || a->bidirectional != p->bidirectional ||
-        a->batch != p->batch || a->q_lens != p->q_lens || a->kv_lens != p->kv_lens ||
-        a->kv_len_form != p->kv_len_form || a->kv_storage != p->kv_storage || a->block_layout != p->block_layout ||
-        a->paged_kv != p->paged_kv || a->block_size != p->block_size || a->key_quant_mode != p->key_quant_mode ||
-        a->value_quant_mode != p->value_quant_mode || !same_tensor_ref(&a->block_table, &p->block_table) ||
-        !same_tensor_ref(&a->mask, &p->mask) || !same_binding(&a->binding, &p->binding))
+        a->attention_chunk_size != p->attention_chunk_size || a->alibi_bf16 != p->alibi_bf16 ||
+        a->sparse_mode != p->sparse_mode || a->pre_tokens != p->pre_tokens || a->next_tokens != p->next_tokens ||
+        a->bidirectional != p->bidirectional || a->batch != p->batch || a->q_lens != p->q_lens ||
+        a->kv_lens != p->kv_lens || a->kv_len_form != p->kv_len_form || a->kv_storage != p->kv_storage ||
+        a->block_layout != p->block_layout || a->paged_kv != p->paged_kv || a->block_size != p->block_size ||
+        a->key_quant_mode != p->key_quant_mode || a->value_quant_mode != p->value_quant_mode ||
+        !same_tensor_ref(&a->block_table, &p->block_table) || !same_tensor_ref(&a->mask, &p->mask) ||
+        !same_binding(&a->binding, &p->binding))
         return false;
     for (size_t i = 0; i < N_FIELDS; i++)
         if (!same_form(at(p, fields[i].in_params), at(a, fields[i].in_params))) return false;

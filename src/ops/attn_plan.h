@@ -15,7 +15,7 @@
 /* The tensors of one layer's run; the rest of kvc_attention_params (lengths,
  * block table, mask, mode, heads, scale, quant modes) is the step's. */
 typedef struct kvci_attn_layer {
-    kvc_tensor q, q_rope, k, v, k_rope, out, lse, sinks;
+    kvc_tensor q, q_rope, k, v, k_rope, out, lse, sinks, alibi_slopes;
     kvc_tensor key_scale, value_scale, key_offset, value_offset;
 } kvci_attn_layer;
 

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kvcache/half.h"
 #include "kvcache/ops.h"
 
 /* How a dequantisation scale/offset tensor is indexed. */
@@ -215,6 +216,14 @@ static inline void kvci_attn_row_interval(const kvc_attn_problem *pb, int64_t i,
     if (e < a) e = a;
     *lo = a;
     *hi = e;
+}
+
+/* The ALiBi bias of key j (absolute position) in the alibi_bf16 form, before the scale: bf16(m * bf16(j)), the
+ * position rounded to bf16, the product taken in f32 and rounded to bf16 (torch's bf16 slopes times int64
+ * positions: transformers' Falcon); the kernel and the reference both read it from here. */
+static inline float kvci_attn_alibi_bf16(float m, int64_t j) {
+    const float jb = kvc_bf16_to_f32(kvc_f32_to_bf16((float)j));
+    return kvc_bf16_to_f32(kvc_f32_to_bf16(m * jb));
 }
 
 /* True when the explicit mask hides key j from row i of request b. */

@@ -514,6 +514,9 @@ static void test_refusals(void **state) {
 #define BIGCODE_BASE "{\"model_type\":\"gpt_bigcode\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
 #define FALCON_BASE                                                                                                    \
     "{\"model_type\":\"falcon\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4"
+#define BLOOM_BASE "{\"model_type\":\"bloom\",\"vocab_size\":8,\"n_layer\":2,\"n_head\":6"
+#define MPT_BASE                                                                                                       \
+    "{\"model_type\":\"mpt\",\"vocab_size\":8,\"d_model\":40,\"n_layers\":2,\"n_heads\":5,\"max_seq_len\":64"
 #define GPTJ_BASE "{\"model_type\":\"gptj\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":2"
 #define NEMOTRON_BASE                                                                                                  \
     "{\"model_type\":\"nemotron\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"                       \
@@ -1377,7 +1380,10 @@ static void test_falcon_fields(void **state) {
                                             "falcon-seq", &c),
                      KVC_OK);
     assert_true(c.num_kv_heads == 4 && !c.parallel_block && c.intermediate_size == 24);
-    expect_refusal(FALCON_BASE ",\"alibi\":true}", "falcon with alibi true is not supported");
+    assert_int_equal(kvc_model_config_parse(FALCON_BASE ",\"alibi\":true,\"multi_query\":false}", "falcon-rw", &c),
+                     KVC_OK);
+    assert_true(c.alibi && c.alibi_in_scale && c.alibi_bias_max == 0.0 && c.layer_nope[0] && c.layer_nope[1]);
+    assert_true(!c.embed_norm && c.num_kv_heads == 4);
     expect_refusal(FALCON_BASE ",\"new_decoder_architecture\":true,\"parallel_attn\":false}",
                    "falcon with new_decoder_architecture true and parallel_attn false is not supported");
     expect_refusal(FALCON_BASE ",\"num_ln_in_parallel_attn\":2}",
@@ -1385,6 +1391,67 @@ static void test_falcon_fields(void **state) {
     expect_refusal(FALCON_BASE ",\"multi_query\":false,\"num_kv_heads\":2}",
                    "falcon with multi_query false needs num_kv_heads 2 equal to num_attention_heads 4");
     expect_refusal(FALCON_BASE ",\"activation\":\"silu\"}", "activation \"silu\" is not supported (falcon");
+}
+
+/* BLOOM with BloomConfig's keys (n_layer, n_head, hidden_size or the older n_embed): the embeddings LayerNorm,
+ * LayerNorms with bias, every bias, BloomGelu (the tanh form), 4 x hidden, ALiBi after the scale, tied; refused by
+ * name: apply_residual_connection_post_layernorm. Falcon with alibi: BLOOM's slopes rounded to bf16. MPT (d_model,
+ * n_heads, n_layers, attn_config): clip_qkv, softmax_scale and alibi_bias_max read from attn_config; refused by name
+ * what MptForCausalLM ignores. The slopes of both, and Falcon's scaled ones, against transformers' formulas written out
+ * by hand. */
+static void test_alibi_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(BLOOM_BASE ",\"hidden_size\":48}", "bloom", &c), KVC_OK);
+    assert_true(c.alibi && !c.alibi_in_scale && c.alibi_bias_max == 0.0 && c.embed_norm && c.head_dim == 8);
+    assert_true(c.layer_norm && c.norm_bias && c.qkv_bias && c.o_bias && c.mlp_bias && c.mlp_plain);
+    assert_true(c.mlp_act == KVC_MLP_GELU_TANH && c.intermediate_size == 192 && c.tie_word_embeddings);
+    assert_true(c.num_kv_heads == 6 && c.layer_nope[0] && c.layer_nope[1] && c.rms_norm_eps == 1e-5);
+    float s[8];
+    kvci_model_alibi_slopes(&c, s); /* 4 of 2^-2 (2^-8/4), then 2^-1, 2^-3 (odd powers of 2^-4/4) */
+    const float bloom6[6] = {0.25f, 0.0625f, 0.015625f, 0.00390625f, 0.5f, 0.125f};
+    assert_memory_equal(s, bloom6, sizeof bloom6);
+    assert_int_equal(kvc_model_config_parse(BLOOM_BASE ",\"n_embed\":48}", "bloom-n-embed", &c), KVC_OK);
+    assert_true(c.hidden_size == 48);
+    expect_refusal(BLOOM_BASE ",\"hidden_size\":48,\"apply_residual_connection_post_layernorm\":true}",
+                   "bloom with apply_residual_connection_post_layernorm true is not supported");
+    assert_int_equal(kvc_model_config_parse(MPT_BASE "}", "mpt", &c), KVC_OK);
+    assert_true(c.alibi && !c.alibi_in_scale && c.alibi_bias_max == 8.0 && !c.embed_norm && c.head_dim == 8);
+    assert_true(c.layer_norm && !c.norm_bias && !c.qkv_bias && !c.o_bias && !c.mlp_bias && c.clip_qkv == 0.0);
+    assert_true(c.mlp_act == KVC_MLP_GELU && c.intermediate_size == 160 && c.tie_word_embeddings);
+    assert_true(c.max_position_embeddings == 64 && c.attention_multiplier == 0.0);
+    kvci_model_alibi_slopes(&c, s); /* 8 slopes 2^-k, k even first: 2^-2, 2^-4, 2^-6, 2^-8, 2^-1 */
+    const float mpt5[5] = {0.25f, 0.0625f, 0.015625f, 0.00390625f, 0.5f};
+    assert_memory_equal(s, mpt5, sizeof mpt5);
+    assert_int_equal(kvc_model_config_parse(MPT_BASE ",\"attn_config\":{\"clip_qkv\":2,\"softmax_scale\":0.5,"
+                                                     "\"alibi_bias_max\":8}}",
+                                            "mpt-attn", &c),
+                     KVC_OK);
+    assert_true(c.clip_qkv == 2.0 && c.attention_multiplier == 0.5 && kvc_model_attn_scale(&c) == 0.5);
+    c.alibi_bias_max = 16.0;        /* the formula at another bias_max (no config reaches it) */
+    kvci_model_alibi_slopes(&c, s); /* 2^-(2k * 16 / 8) for even k first */
+    assert_true(s[0] == 0.0625f && s[4] == 0.25f);
+    static const char *const refused[][2] = {
+        {",\"attn_config\":{\"alibi\":false}}", "attn_config.alibi false"},
+        {",\"attn_config\":{\"qk_ln\":true}}", "attn_config.qk_ln true"},
+        {",\"attn_config\":{\"attn_type\":\"multiquery_attention\"}}", "attn_type other than multihead"},
+        {",\"attn_config\":{\"prefix_lm\":true}}", "attn_config.prefix_lm true"},
+        {",\"no_bias\":false}", "no_bias false"},
+        {",\"expansion_ratio\":2}", "expansion_ratio other than 4"},
+        {",\"logit_scale\":2.0}", "a logit_scale"},
+        {",\"attn_config\":{\"alibi_bias_max\":6}}", "alibi_bias_max other than 8"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s%s", MPT_BASE, refused[i][0]);
+        expect_refusal(text, refused[i][1]);
+    }
+    assert_int_equal(kvc_model_config_parse(MPT_BASE ",\"logit_scale\":null}", "mpt-null-logit-scale", &c), KVC_OK);
+    assert_int_equal(kvc_model_config_parse(FALCON_BASE ",\"alibi\":true,\"multi_query\":false}", "falcon-rw", &c),
+                     KVC_OK);
+    c.num_heads = 16;               /* 2^(-k/2) rounded to bf16: 2^-0.5 is 0.70703125, not 0.70710677 */
+    kvci_model_alibi_slopes(&c, s); /* (the bias before the scale, at bf16 precision) */
+    assert_true(s[0] == 0.70703125f && s[1] == 0.5f && s[2] == 0.353515625f);
 }
 
 /* GPT-J with GPTJConfig's defaults (rotary_dim 64 of head_dim 16: the whole head; theta 1e4 whatever rope_theta
@@ -1671,6 +1738,7 @@ int main(void) {
         cmocka_unit_test(test_gpt2_fields),
         cmocka_unit_test(test_gpt_bigcode_fields),
         cmocka_unit_test(test_falcon_fields),
+        cmocka_unit_test(test_alibi_fields),
         cmocka_unit_test(test_gptj_fields),
         cmocka_unit_test(test_nemotron_fields),
         cmocka_unit_test(test_opt_fields),

@@ -541,6 +541,27 @@ static void test_falcon_new(void **state) {
     run_dir("falcon_new");
 }
 
+/* Falcon-RW-like: alibi (no RoPE; the bias before the 1/sqrt(8) scale), query_key_value per head [4, 3, 8], the
+ * sequential block, biases, gelu, tied */
+static void test_falcon_alibi(void **state) {
+    (void)state;
+    run_dir("falcon_alibi");
+}
+
+/* BLOOM-like: embeddings LayerNorm, q/k/v per head [6, 3, 8] with biases, ALiBi over 6 heads (not a power of two:
+ * the interleaved slopes), BloomGelu MLP with biases, LayerNorms with bias, tied */
+static void test_bloom(void **state) {
+    (void)state;
+    run_dir("bloom");
+}
+
+/* MPT-7B-like: LayerNorms without bias, Wqkv [q | k | v] clamped to +-1.5, ALiBi over 5 heads (MPT's slopes of 8
+ * heads, even ones first), exact GELU MLP, no biases, tied */
+static void test_mpt(void **state) {
+    (void)state;
+    run_dir("mpt");
+}
+
 /* GPT-J-6B-like: parallel block on one LayerNorm, no q/k/v/out_proj biases, RoPE on adjacent pairs of the first 8 of
  * 16 channels, fc_in / fc_out with biases, gelu_new, untied with the head's bias */
 static void test_gptj(void **state) {
@@ -688,6 +709,9 @@ int main(void) {
         cmocka_unit_test(test_gpt_bigcode_mha),
         cmocka_unit_test(test_falcon),
         cmocka_unit_test(test_falcon_new),
+        cmocka_unit_test(test_falcon_alibi),
+        cmocka_unit_test(test_bloom),
+        cmocka_unit_test(test_mpt),
         cmocka_unit_test(test_gptj),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_lfm2),

@@ -102,6 +102,8 @@ static void check_dir(const char *sub, const char *dir, kvc_wmat_dtype weights) 
                 fail_msg("%s rank %lld: %s", sub, (long long)r, kvc_last_error());
             assert_int_equal(s->cfg.num_heads * size, m->cfg.num_heads);
             for (int64_t l = 0; l < m->cfg.num_layers; l++) check_layer(s, m, l, r);
+            if (m->alibi) /* each rank's query heads' slopes */
+                check_vec(s->alibi, m->alibi + r * s->cfg.num_heads, s->cfg.num_heads, false, "alibi slopes");
             check_part(&s->lm_head, &m->lm_head, 0, 0, "lm_head (whole)");
             kvc_model_destroy(s);
         }
@@ -275,7 +277,8 @@ static void test_glm_seed_oss(void **state) {
  * split along their stored columns (rows of the operand) and its c_attn's q/k/v columns per rank, the learned
  * positions whole; OPT's names under model.decoder.; GPT-BigCode's c_attn rows per rank, its one KV head replicated
  * (multi_query) or per head as GPT-NeoX's; Falcon's query_key_value grouped by KV head, a rank's query heads
- * possibly part of one group; GPT-J's head bias whole; Nemotron's LayerNorm1P weights and biases whole. */
+ * possibly part of one group (with alibi: each rank's heads' slopes); GPT-J's head bias whole; Nemotron's LayerNorm1P
+ * weights and biases whole. */
 static void test_classic(void **state) {
     (void)state;
     check_family("phi", KVC_WMAT_CHECKPOINT);
@@ -287,6 +290,7 @@ static void test_classic(void **state) {
     check_family("gpt_bigcode_mha", KVC_WMAT_CHECKPOINT);
     check_family("falcon", KVC_WMAT_CHECKPOINT);
     check_family("falcon_new", KVC_WMAT_CHECKPOINT);
+    check_family("falcon_alibi", KVC_WMAT_CHECKPOINT);
     check_family("gptj", KVC_WMAT_CHECKPOINT);
     check_family("nemotron", KVC_WMAT_CHECKPOINT);
 }

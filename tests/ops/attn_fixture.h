@@ -50,8 +50,10 @@ typedef struct fx_cfg {
     bool rope_quant; /* MLA: k_rope in the int8/fp8 cache dtype, dequantised with its key's scale */
     uint32_t seed;
     bool permute_blocks;
-    double softcap; /* logit_softcap (0: none) */
-    int64_t chunk;  /* attention_chunk_size (0: none) */
+    double softcap;  /* logit_softcap (0: none) */
+    int64_t chunk;   /* attention_chunk_size (0: none) */
+    bool alibi;      /* alibi_slopes: random slopes from the seed, apart from the other draws */
+    bool alibi_bf16; /* with alibi: Falcon's form (alibi_bf16) */
 } fx_cfg;
 
 typedef struct fx {
@@ -60,8 +62,9 @@ typedef struct fx {
     double *q, *qr;     /* [B][Sqmax][Nq][D], [..][Dr] */
     double *k, *v, *kr; /* [B][Skvmax][Nkv][D or Dv], dequantised values; kr [..][Dr] */
     int64_t sqmax, skvmax;
-    double *msk;  /* [B][Sqmax][Skvmax] explicit mask 0/1 */
-    double *sink; /* [Nq] */
+    double *msk;   /* [B][Sqmax][Skvmax] explicit mask 0/1 */
+    double *sink;  /* [Nq] */
+    float *slopes; /* [Nq] ALiBi slopes (the tensor's data), NULL without */
     /* tensors */
     void *qbuf, *qrbuf, *kbuf, *vbuf, *krbuf, *obuf, *lsebuf, *mbuf, *sbuf, *tblbuf;
     float *ks, *vs, *ko, *vo; /* [max scale count] dequant scales / offsets of K and V */
@@ -272,9 +275,9 @@ static inline int64_t fx_quant_i(const fx *f, bool is_v, int64_t b, int64_t j, i
 }
 
 static inline void fx_free(fx *f) {
-    void *bufs[] = {f->q,    f->qr,    f->k,      f->v,    f->kr,    f->msk,  f->sink,
-                    f->qbuf, f->qrbuf, f->kbuf,   f->vbuf, f->krbuf, f->obuf, f->lsebuf,
-                    f->mbuf, f->sbuf,  f->tblbuf, f->ks,   f->vs,    f->ko,   f->vo};
+    void *bufs[] = {f->q,      f->qr,   f->k,    f->v,     f->kr,   f->msk,    f->sink, f->qbuf,
+                    f->qrbuf,  f->kbuf, f->vbuf, f->krbuf, f->obuf, f->lsebuf, f->mbuf, f->sbuf,
+                    f->tblbuf, f->ks,   f->vs,   f->ko,    f->vo,   f->slopes};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     memset(f, 0, sizeof *f);
 }
@@ -504,6 +507,18 @@ static inline void fx_build(fx *f, const fx_cfg *cfg) {
         s[0] = Nq;
         fx_set_shape(&p->sinks, f->sbuf, KVC_DTYPE_F32, 1, s);
     }
+    if (c->alibi) { /* magnitudes 2^-4 .. 2^-11 (a bias of at most ~45 over 700 keys), one in four negative */
+        uint32_t as = c->seed * 747796405u + 2891336453u;
+        as = as ? as : 1u;
+        f->slopes = malloc(sizeof(float) * (size_t)Nq);
+        for (int64_t n = 0; n < Nq; n++) {
+            const double mag = ldexp(0.75 + 0.25 * fx_unif(&as), -4 - (int)(fx_rng(&as) % 8));
+            f->slopes[n] = (float)(fx_rng(&as) % 4 == 0 ? -mag : mag);
+        }
+        s[0] = Nq;
+        fx_set_shape(&p->alibi_slopes, f->slopes, KVC_DTYPE_F32, 1, s);
+        p->alibi_bf16 = c->alibi_bf16;
+    }
     if (c->explicit_mask) {
         f->mbuf = calloc((size_t)(B * f->sqmax * f->skvmax), 1);
         for (int64_t e = 0; e < B * f->sqmax * f->skvmax; e++) {
@@ -580,6 +595,11 @@ static inline void fx_oracle(const fx *f, double *out, double *lse) {
                         dot += f->qr[((b * f->sqmax + i) * Nq + n) * Dr + d] *
                                f->kr[((b * f->skvmax + j) * Nkv + g) * Dr + d];
                     s[j] = c->softcap > 0.0 ? c->softcap * tanh(scale * dot / c->softcap) : scale * dot;
+                    if (f->slopes && c->alibi_bf16) { /* Falcon's: bf16(m bf16(j)), j absolute, times the scale */
+                        const float jb = kvc_bf16_to_f32(kvc_f32_to_bf16((float)j));
+                        s[j] += (double)kvc_bf16_to_f32(kvc_f32_to_bf16(f->slopes[n] * jb)) * scale;
+                    } else if (f->slopes) /* ALiBi after the cap */
+                        s[j] += (double)f->slopes[n] * (double)(j - (i + dl));
                     m = s[j] > m ? s[j] : m;
                     any = true;
                 }

@@ -119,6 +119,8 @@ static fx_cfg random_cfg(uint32_t *rs, kvc_attn_layout layout, int mode, kvc_dty
     /* chunked local attention, also from the seed: chunks of 1-12 keys (boundaries inside a prefill's queries)
      * or 13-412 (across blocks of 16-128 keys, rarely a multiple of them) */
     c.chunk = c.seed % 8 == 1 ? 1 + (int64_t)(c.seed / 8 % 12) : c.seed % 8 == 5 ? 13 + (int64_t)(c.seed / 8 % 400) : 0;
+    c.alibi = c.seed / 24 % 3 == 1; /* ALiBi slopes in a third of the calls, across the cap's and chunks' draws */
+    c.alibi_bf16 = c.alibi && c.seed / 72 % 2; /* half of them in Falcon's form */
     return c;
 }
 
@@ -515,6 +517,8 @@ static void test_bitwise_determinism(void **state) {
             c.quant = dts[di] == KVC_DTYPE_I8 || dts[di] == KVC_DTYPE_F8E5M2 ? 0 : -1, c.seed = 5, c.sinks = true;
             c.softcap = di % 2 ? 0.25 : 0.0;       /* soft-capped scores: the same bits in every variant too */
             c.chunk = di >= 3 ? 300 + 37 * di : 0; /* chunked local attention (chunks across split-K's): too */
+            c.alibi = di != 1,
+            c.alibi_bf16 = di == 3; /* ALiBi slopes (both forms, with and without the cap and chunks): too */
             c.sq[0] = 1, c.skv[0] = L, c.sq[1] = 5, c.skv[1] = L / 3 + 7, c.sq[2] = 1, c.skv[2] = 1;
             const kvc_block_layout *st = sts[lanes];
             const int bss[4] = {16, 128, 64, 48};

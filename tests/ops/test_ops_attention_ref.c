@@ -91,6 +91,8 @@ static void test_ref_matches_oracle_all_layouts(void **state) {
                     c.seed = (uint32_t)runs + 1;
                     c.softcap = runs % 3 == 1 ? 0.25 : 0.0;     /* scores of about +-1/3: the cap bends them */
                     c.chunk = runs % 4 == 2 ? 2 + runs % 5 : 0; /* chunks of 2-6 keys: inside the prefills */
+                    c.alibi = runs % 5 >= 3;                    /* ALiBi slopes: with and without cap and chunks */
+                    c.alibi_bf16 = runs % 5 == 4;               /* Falcon's form */
                     fx f;
                     fx_build(&f, &c);
                     double e = ref_vs_oracle(&f, 1e-6, 1e-6);
@@ -101,6 +103,14 @@ static void test_ref_matches_oracle_all_layouts(void **state) {
                     runs++;
                 }
     assert_true(runs > 200);
+}
+
+/* The float64 reference (cpu false) or the CPU kernel on p; a refusal fails the test. */
+static void run_ref_or_cpu(kvc_attention_params *p, bool cpu) {
+    if (cpu)
+        fx_run_cpu(p);
+    else
+        assert_int_equal(kvc_attention_ref(p), KVC_OK);
 }
 
 /* Soft-capping by hand: scores [2, 0] (q 1, keys 2 and 0, scale 1), values [1], [3], cap 1: weights
@@ -123,18 +133,37 @@ static void test_softcap_by_hand(void **state) {
         const double want = (w0 + 3.0) / (w0 + 1.0 + sink), want_lse = log(w0 + 1.0 + sink);
         for (int cpu = 0; cpu < 2; cpu++) {
             ((float *)f.obuf)[0] = NAN;
-            if (cpu) {
-                size_t bytes = 0;
-                assert_int_equal(kvc_attention_cpu_workspace_size(&f.p, 1, &bytes), KVC_OK);
-                void *ws = NULL;
-                assert_int_equal(kvc_aligned_alloc(64, bytes, &ws), KVC_OK);
-                assert_int_equal(kvc_attention_cpu(&f.p, ws, bytes), KVC_OK);
-                kvc_aligned_free(ws);
-            } else {
-                assert_int_equal(kvc_attention_ref(&f.p), KVC_OK);
-            }
+            run_ref_or_cpu(&f.p, cpu);
             assert_float_equal(((float *)f.obuf)[0], want, 1e-6);
             assert_float_equal(((float *)f.lsebuf)[0], want_lse, 1e-6);
+        }
+        fx_free(&f);
+    }
+}
+
+/* ALiBi by hand: a decode row (Sq 1, Skv 3: position 2) with scores 0 (q 0), values 1, 2, 4 and slope 0.5:
+ * biases -1, -0.5, 0, so out = (e^-1 + 2 e^-0.5 + 4) / (e^-1 + e^-0.5 + 1) and lse its log-denominator; slope
+ * -0.5 mirrors the weights; the reference and the CPU kernel alike, and with a cap of 1 (the bias added after
+ * the cap: zeros stay zeros, so the same numbers). */
+static void test_alibi_by_hand(void **state) {
+    (void)state;
+    fx_cfg c = base_cfg();
+    c.sq[0] = 1, c.skv[0] = 3, c.D = c.Dv = 1, c.mode = 3, c.lse = true, c.alibi = true;
+    for (int variant = 0; variant < 3; variant++) { /* slope 0.5; slope -0.5; slope 0.5 with cap 1 */
+        c.softcap = variant == 2 ? 1.0 : 0.0;
+        fx f;
+        fx_build(&f, &c);
+        const double m = variant == 1 ? -0.5 : 0.5;
+        f.slopes[0] = (float)m;
+        ((float *)f.qbuf)[0] = 0.0f;
+        for (int j = 0; j < 3; j++) ((float *)f.kbuf)[j] = 1.0f, ((float *)f.vbuf)[j] = (float)(1 << j);
+        double num = 0.0, den = 0.0;
+        for (int j = 0; j < 3; j++) num += exp(m * (j - 2)) * (1 << j), den += exp(m * (j - 2));
+        for (int cpu = 0; cpu < 2; cpu++) {
+            ((float *)f.obuf)[0] = NAN;
+            run_ref_or_cpu(&f.p, cpu);
+            assert_float_equal(((float *)f.obuf)[0], num / den, 1e-6);
+            assert_float_equal(((float *)f.lsebuf)[0], log(den), 1e-6);
         }
         fx_free(&f);
     }
@@ -255,6 +284,13 @@ static void m_softcap_inf(fx *f) { f->p.logit_softcap = INFINITY; }
 static void m_softcap_nan(fx *f) { f->p.logit_softcap = NAN; }
 static void m_chunk_neg(fx *f) { f->p.attention_chunk_size = -1; }
 static void m_chunk_big(fx *f) { f->p.attention_chunk_size = (int64_t)1 << 31; }
+static void m_alibi_f16(fx *f) {
+    f->p.alibi_slopes = (kvc_tensor){.data = g_scale, .dtype = KVC_DTYPE_F16, .ndim = 1, .shape = {2}};
+}
+static void m_alibi_shape(fx *f) {
+    f->p.alibi_slopes = (kvc_tensor){.data = g_scale, .dtype = KVC_DTYPE_F32, .ndim = 1, .shape = {4}};
+}
+static void m_alibi_bf16_alone(fx *f) { f->p.alibi_bf16 = true; }
 static void m_noheads(fx *f) { f->p.num_heads = 0; }
 static void m_gqa(fx *f) { f->p.num_kv_heads = 3; }
 static void m_bindheads(fx *f) { f->p.binding.num_kv_heads = 1; }
@@ -326,6 +362,9 @@ static void test_refused_misuse(void **state) {
         {"logit_softcap NaN", m_softcap_nan, KVC_EINVAL, "logit_softcap"},
         {"attention_chunk_size < 0", m_chunk_neg, KVC_EINVAL, "attention_chunk_size -1"},
         {"attention_chunk_size 2^31", m_chunk_big, KVC_EINVAL, "attention_chunk_size 2147483648"},
+        {"alibi_slopes f16", m_alibi_f16, KVC_EINVAL, "alibi_slopes dtype f16 must be f32"},
+        {"alibi_slopes [4] for 2 heads", m_alibi_shape, KVC_EINVAL, "alibi_slopes must be [Nq = 2]"},
+        {"alibi_bf16 without slopes", m_alibi_bf16_alone, KVC_EINVAL, "alibi_bf16 needs alibi_slopes"},
         {"num_heads unset", m_noheads, KVC_EINVAL, "num_heads"},
         {"R6 Nq % Nkv", m_gqa, KVC_EINVAL, "divisible"},
         {"R6 binding heads", m_bindheads, KVC_EINVAL, "num_head"},
@@ -725,6 +764,7 @@ int main(void) {
         cmocka_unit_test(test_ref_matches_oracle_all_layouts),
         cmocka_unit_test(test_sink_four_thirds),
         cmocka_unit_test(test_softcap_by_hand),
+        cmocka_unit_test(test_alibi_by_hand),
         cmocka_unit_test(test_yarn_scale),
         cmocka_unit_test(test_visibility_table),
         cmocka_unit_test(test_degenerate_cases),

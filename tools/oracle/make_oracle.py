@@ -6,7 +6,8 @@ phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohe
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
-gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2) this script
+gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2)
+this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -64,6 +65,10 @@ from transformers import (
     GPTBigCodeForCausalLM,
     FalconConfig,
     FalconForCausalLM,
+    BloomConfig,
+    BloomForCausalLM,
+    MptConfig,
+    MptForCausalLM,
     GPTJConfig,
     GPTJForCausalLM,
     NemotronConfig,
@@ -872,6 +877,34 @@ def falcon_new_config():
                         max_position_embeddings=64, bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def falcon_alibi_config():
+    # Falcon-RW at toy size: alibi (no RoPE; BLOOM's slopes over 12 heads, 8 powers of 2^-1 and 4 odd powers of
+    # 2^-0.5 (rounded to bf16: FalconModel's slopes.bfloat16()), the bias added before the 1/sqrt(head_dim) scale),
+    # multi_query false (query_key_value per head [12, 3, 4]), the sequential block (parallel_attn false), biases,
+    # gelu (erf, the default), ffn_hidden_size null (4 x 48), 2 layers, 12 heads of 4, tied (the default).
+    return FalconConfig(vocab_size=VOCAB, hidden_size=48, num_hidden_layers=2, num_attention_heads=12, alibi=True,
+                        multi_query=False, parallel_attn=False, bias=True, max_position_embeddings=64,
+                        bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def bloom_config():
+    # BLOOM at toy size: the embeddings normalised (word_embeddings_layernorm), LayerNorms with bias, q/k/v fused per
+    # head in query_key_value [6, 3, 8] with biases, ALiBi over 6 heads (not a power of two: 4 slopes of 2^-2 and two
+    # interleaved of 2^-1), the bias after the scale, BloomGelu (tanh form) MLP of 4 x 48 with biases, 2 layers, tied
+    # (the default).
+    return BloomConfig(vocab_size=VOCAB, hidden_size=48, n_layer=2, n_head=6, bos_token_id=None, eos_token_id=None,
+                       pad_token_id=None)
+
+
+def mpt_config():
+    # MPT-7B's blocks at toy size: LayerNorms without bias, Wqkv [q | k | v] clamped to +-1.5 (attn_config.clip_qkv:
+    # about a tenth of the entries), no biases, ALiBi over 5 heads of 8 (MPT's slopes of 8 heads, even ones first,
+    # alibi_bias_max 8), exact GELU MLP of 4 x 40, 2 layers, max_seq_len 64, tied (the default).
+    return MptConfig(vocab_size=VOCAB, d_model=40, n_heads=5, n_layers=2, max_seq_len=64,
+                     attn_config={"clip_qkv": 1.5, "alibi_bias_max": 8}, bos_token_id=None, eos_token_id=None,
+                     pad_token_id=None)
+
+
 def gptj_config():
     # GPT-J-6B at toy size: a parallel block on one LayerNorm (ln_1), q/k/v and out_proj without biases, RoPE on
     # adjacent pairs of the first rotary_dim 8 of 16 channels (theta 1e4, fixed), fc_in / fc_out with biases of n_inner
@@ -1018,6 +1051,9 @@ FAMILIES = {
     "gpt_bigcode_mha": (gpt_bigcode_mha_config, GPTBigCodeForCausalLM),
     "falcon": (falcon_config, FalconForCausalLM),
     "falcon_new": (falcon_new_config, FalconForCausalLM),
+    "falcon_alibi": (falcon_alibi_config, FalconForCausalLM),
+    "bloom": (bloom_config, BloomForCausalLM),
+    "mpt": (mpt_config, MptForCausalLM),
     "gptj": (gptj_config, GPTJForCausalLM),
     "nemotron": (nemotron_config, NemotronForCausalLM),
     "lfm2": (lfm2_config, Lfm2ForCausalLM),
@@ -1067,8 +1103,12 @@ def param_std(name, shape, config):
         return 0.5
     if config.model_type == "falcon" and name.endswith(("ln_f.weight", "ln_attn.weight", "ln_mlp.weight")):
         return None  # Falcon's LayerNorms: ln_f, new_decoder_architecture's ln_attn / ln_mlp
-    if config.model_type == "falcon" and name.endswith("word_embeddings.weight"):  # tied (the default): the head too
+    if config.model_type in ("falcon", "bloom") and name.endswith("word_embeddings.weight"):  # tied: the head too
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
+    if config.model_type == "bloom" and name.endswith("ln_f.weight"):  # BLOOM's final LayerNorm
+        return None
+    if config.model_type == "mpt" and name.endswith("wte.weight"):  # MPT's embedding, tied: the head too
+        return 2.0 / math.sqrt(shape[1])
     if config.model_type in ("gpt2", "gpt_bigcode", "gptj"):  # GPT-2's names: ln_1 / ln_2 / ln_f, wte, wpe
         if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")):
             return None
@@ -1810,7 +1850,8 @@ def main():
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
-                               "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron", "lfm2",
+                               "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
+                               "nemotron", "lfm2",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))

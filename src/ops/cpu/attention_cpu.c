@@ -333,7 +333,7 @@ kvc_status kvci_attention_run(const kvci_attn_plan *plan, const kvci_attn_layer 
     /* the plan's problem and context over the layer's tensors (neither holds a data pointer of its own) */
     kvc_attention_params p = plan->p;
     p.q = layer->q, p.q_rope = layer->q_rope, p.k = layer->k, p.v = layer->v, p.k_rope = layer->k_rope;
-    p.out = layer->out, p.lse = layer->lse, p.sinks = layer->sinks;
+    p.out = layer->out, p.lse = layer->lse, p.sinks = layer->sinks, p.alibi_slopes = layer->alibi_slopes;
     p.key_scale = layer->key_scale, p.value_scale = layer->value_scale;
     p.key_offset = layer->key_offset, p.value_offset = layer->value_offset;
     kvc_attn_problem pb = plan->pb;

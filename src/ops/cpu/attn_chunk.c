@@ -62,10 +62,11 @@ void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb) {
     cx->Dq8 = cx->D8 + cx->Dr8;
     cx->Dv8 = kvci_round8(pb->Dv);
     const bool krows = pb->vk.form == KVCI_KV_ROWS, vrows = pb->vv.form == KVCI_KV_ROWS;
-    /* not with soft-capped scores or chunked local attention: the AMX kernels are untested with them (no AMX
-     * where they were written), so such calls take the table's AVX-512 kernels instead */
+    /* not with soft-capped scores, chunked local attention or ALiBi: the AMX kernels are untested with them (no
+     * AMX where they were written), so such calls take the table's AVX-512 kernels instead */
     cx->amx = cx->simd->amx && p->k.dtype == KVC_DTYPE_BF16 && p->v.dtype == KVC_DTYPE_BF16 && krows && vrows &&
-              !pb->Dr && !pb->kv_quant && pb->Dv % 16 == 0 && p->logit_softcap == 0.0 && p->attention_chunk_size == 0;
+              !pb->Dr && !pb->kv_quant && pb->Dv % 16 == 0 && p->logit_softcap == 0.0 && p->attention_chunk_size == 0 &&
+              !p->alibi_slopes.data;
     cx->Dp = kvci_round32(pb->D);
     const int64_t rows = cx->amx ? KVC_AMX_ROWS : KVC_ROWS;
     cx->QT = pb->G >= rows ? 1 : rows / pb->G;
@@ -611,10 +612,23 @@ static void softcap(float *s, int64_t n, float c) {
         if (s[t] != -INFINITY) s[t] = c * tanhf(s[t] / c);
 }
 
-/* Selection, soft-capping (logit_softcap), maximum and exponentials of row r; weights outside the row's
- * visible keys are left 0 over [j0, j1) of the chunk. A NaN score makes the
- * record NaN (through the exponentials, or m and l NaN when the maximum
- * dropped it); keys scoring -inf weigh 0 and are not read, like masked ones. */
+/* ALiBi of scores s[a..e) (alibi_slopes): the score of the key at distance d0 + t from the row's position gains
+ * m * (d0 + t), the distance exact in f32 below 2^24 and one product and one sum rounded, in scalar code on every
+ * path like softcap; -inf stays -inf (left out), NaN stays NaN. */
+static void alibi(float *s, int64_t a, int64_t e, int64_t d0, float m) {
+    for (int64_t t = a; t < e; t++)
+        if (s[t] != -INFINITY) s[t] += m * (float)(d0 + t);
+}
+
+/* alibi_bf16's form: the key at absolute position j0 + t gains bf16(m * (j0 + t)) * scale (kvci_attn_alibi_bf16). */
+static void alibi_bf16(float *s, int64_t a, int64_t e, int64_t j0, float m, float scale) {
+    for (int64_t t = a; t < e; t++)
+        if (s[t] != -INFINITY) s[t] += kvci_attn_alibi_bf16(m, j0 + t) * scale;
+}
+
+/* Selection, soft-capping (logit_softcap), ALiBi (alibi_slopes), maximum and exponentials of row r; weights outside the
+ * row's visible keys are left 0 over [j0, j1) of the chunk. A NaN score makes the record NaN (through the exponentials,
+ * or m and l NaN when the maximum dropped it); keys scoring -inf weigh 0 and are not read, like masked ones. */
 static void row_softmax(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t r, int64_t cb, int64_t j0, int64_t j1,
                         const chunk_rows *cr, kvc_cpu_scratch *s, float *rr) {
     const kvc_attn_problem *pb = cx->pb;
@@ -634,6 +648,14 @@ static void row_softmax(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t r
         for (int64_t t = a; t < e; t++)
             if (kvci_attn_masked(pb, it->b, i, cb + t)) sr[t] = -INFINITY;
     if (pb->p->logit_softcap > 0.0) softcap(sr + a, e - a, (float)pb->p->logit_softcap); /* before the maximum */
+    if (pb->p->alibi_slopes.data) { /* after the cap; query head n of row r at position i + skv - sq */
+        const int64_t n = (it->g0 + r / (pb->G * it->ni)) * pb->G + r / it->ni % pb->G;
+        const float m = ((const float *)pb->p->alibi_slopes.data)[n];
+        if (pb->p->alibi_bf16)
+            alibi_bf16(sr, a, e, cb, m, (float)pb->p->scale);
+        else
+            alibi(sr, a, e, cb - (i + it->skv - it->sq), m);
+    }
     const float m = cx->simd->max(sr + a8, e8 - a8);
     if (m == -INFINITY) { /* every key masked or scoring -inf (left out alike), or NaN scores the maximum dropped */
         const float x = any_nan(sr + a, e - a) ? NAN : -INFINITY;

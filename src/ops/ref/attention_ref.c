@@ -68,6 +68,11 @@ static void ref_row(const kvc_attn_problem *pb, int64_t b, int64_t q0, int64_t s
     double m = -INFINITY;
     for (int64_t j = lo; j < hi; j++) {
         s[j] = kvci_attn_masked(pb, b, i, j) ? -INFINITY : score(pb, b, q0, i, n, k0, j);
+        if (p->alibi_slopes.data && s[j] != -INFINITY) { /* ALiBi after the cap: slope times the key's distance */
+            const float sl = ((const float *)p->alibi_slopes.data)[n];
+            s[j] += p->alibi_bf16 ? (double)kvci_attn_alibi_bf16(sl, j) * p->scale
+                                  : (double)sl * (double)(j - (i + skv - sq));
+        }
         if (s[j] == -INFINITY) continue; /* masked, or scoring -inf: left out alike */
         if (s[j] > m) m = s[j];
         any = true;
