@@ -72,6 +72,18 @@ static const rename_rule RULES[] = {
     {"gptj", "mlp.up_proj.", "mlp.fc_in."},
     {"gptj", "mlp.down_proj.", "mlp.fc_out."},
     {"gptj", "model.norm.", "transformer.ln_f."},
+    /* GPT-Neo (GPTNeoForCausalLM): under transformer., wte / wpe the embeddings, h.N the layers with ln_1 / ln_2,
+     * attn.attention.q_proj / k_proj / v_proj / out_proj, mlp.c_fc (up) and mlp.c_proj (down), ln_f the final norm */
+    {"gpt_neo", "model.embed_tokens.", "transformer.wte."},
+    {"gpt_neo", "model.embed_positions.", "transformer.wpe."},
+    {"gpt_neo", "model.layers.", "transformer.h."},
+    {"gpt_neo", "input_layernorm.", "ln_1."},
+    {"gpt_neo", "post_attention_layernorm.", "ln_2."},
+    {"gpt_neo", "self_attn.o_proj.", "attn.attention.out_proj."},
+    {"gpt_neo", "self_attn.", "attn.attention."},
+    {"gpt_neo", "mlp.up_proj.", "mlp.c_fc."},
+    {"gpt_neo", "mlp.down_proj.", "mlp.c_proj."},
+    {"gpt_neo", "model.norm.", "transformer.ln_f."},
     /* DBRX (DbrxForCausalLM): under transformer., wte the embedding, blocks.N the layers with norm_attn_norm's norm_1
      * / norm_2 and attn.Wqkv (q, k, v fused) / attn.out_proj, norm_f the final norm (its ffn's names are weights.c's)
      */

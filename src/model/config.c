@@ -145,14 +145,18 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
     cfg->hidden_size = hp->hidden_size;
     KVC_TRY(kvci_json_int(c, "vocab_size", 1, KVC_HP_MAX_VOCAB, &cfg->vocab_size, NULL));
     const bool falcon = strcmp(cfg->model_type, "falcon") == 0;
+    const bool neo = strcmp(cfg->model_type, "gpt_neo") == 0;
     if (strcmp(cfg->model_type, "gpt2") == 0 || strcmp(cfg->model_type, "gpt_bigcode") == 0 ||
-        strcmp(cfg->model_type, "gptj") == 0 || falcon) {
-        /* GPT2Config's, GPTBigCodeConfig's and GPTJConfig's n_inner, FalconConfig's ffn_hidden_size: 4 x hidden when
-         * absent or null */
+        strcmp(cfg->model_type, "gptj") == 0 || falcon || neo) {
+        /* GPT2Config's, GPTBigCodeConfig's and GPTJConfig's n_inner, FalconConfig's ffn_hidden_size,
+         * GPTNeoConfig's intermediate_size: 4 x hidden when absent or null */
         bool have = false;
         cfg->intermediate_size = 4 * cfg->hidden_size;
-        KVC_TRY(kvci_json_int(c, falcon ? "ffn_hidden_size" : "n_inner", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size,
-                              &have));
+        KVC_TRY(kvci_json_int(c,
+                              falcon ? "ffn_hidden_size"
+                              : neo  ? "intermediate_size"
+                                     : "n_inner",
+                              1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, &have));
     } else if (strcmp(cfg->model_type, "opt") == 0) { /* OPTConfig's ffn_dim, 3072 when absent */
         KVC_TRY(kvci_family_opt_int(c, "ffn_dim", 3072, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "dbrx") == 0) { /* DbrxFFNConfig's ffn_hidden_size, 3584 when absent */

@@ -704,7 +704,7 @@ static bool dense_reads_window(const kvc_hparams *hp) {
     static const char *const WINDOW_TYPES[] = {
         "mistral",    "mixtral",   "ministral",  "ministral3",    "mistral3",        "qwen2",   "qwen2_moe",
         "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
-        "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe"};
+        "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",  "gpt_neo"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -760,13 +760,15 @@ static const kvc_family_alias ALIASES[] = {
     {"ernie4_5_moe", "Ernie4_5_MoeForCausalLM", "ernie4_5_moe", true},
     {"phimoe", "PhimoeForCausalLM", "phimoe", true},
     {"dbrx", "DbrxForCausalLM", "dbrx", true},
+    {"gpt_neo", "GPTNeoForCausalLM", "gpt_neo", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),
- * else head_dim^-1/2. */
+ * GPT-Neo's 1 (its attention does not scale q.k), else head_dim^-1/2. */
 static kvc_status dense_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
     const char *mt = ctx->hp->model_type;
-    *scale = mt && (strcmp(mt, "granite") == 0 || granite_moe(mt)) ? 1.0 : 1.0 / sqrt((double)head_dim);
+    const bool unscaled = mt && (strcmp(mt, "granite") == 0 || granite_moe(mt) || strcmp(mt, "gpt_neo") == 0);
+    *scale = unscaled ? 1.0 : 1.0 / sqrt((double)head_dim);
     return KVC_OK;
 }
 

@@ -57,6 +57,7 @@ static const type_defaults DEFAULTS[] = {
     {"opt", 0, 10000.0, 0, false, 0, true, true},
     {"gpt_neox", 0, 10000.0, 0, false, 0, true, true},
     {"gptj", 0, 10000.0, 0, false, 0, true, true},
+    {"gpt_neo", 0, 10000.0, 256, false, 0, true, true},    /* its window: window_size */
     {"gpt_bigcode", 0, 10000.0, 0, false, 0, true, false}, /* its KV heads by multi_query */
     {"falcon", 0, 10000.0, 0, false, 0, true, false},      /* its KV heads by its flags */
     {"llama4_text", 128, 500000.0, 0, false, 8, false, false},
@@ -220,11 +221,14 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     hp->hidden_size = 0;
     KVC_TRY(kvci_hparams_int(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
     KVC_TRY(kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
-    /* the learned position tables' class defaults (GPT2Config's n_positions, OPTConfig's): their row count */
+    /* the learned position tables' class defaults (GPT2Config's n_positions, OPTConfig's, GPTNeoConfig's): their
+     * row count */
+    static const char *const TABLE_2048[] = {"opt", "gpt_neo"};
     const char *mt = hp->model_type;
-    if (!hp->have_max_pos && mt != NULL &&
-        (strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0 || strcmp(mt, "opt") == 0))
-        hp->max_pos = strcmp(mt, "opt") == 0 ? 2048 : 1024, hp->have_max_pos = true;
+    if (!hp->have_max_pos && mt != NULL && (strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0))
+        hp->max_pos = 1024, hp->have_max_pos = true;
+    if (!hp->have_max_pos && kvci_name_listed(mt, TABLE_2048, sizeof TABLE_2048 / sizeof TABLE_2048[0]))
+        hp->max_pos = 2048, hp->have_max_pos = true;
     return KVC_OK;
 }
 
@@ -256,16 +260,19 @@ kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwe
     bool have = false;
     *window = 0;
     *qwen_rule = false;
+    /* GPT-Neo's local layers slide over window_size keys (GPTNeoConfig's 256 when absent), no other key read */
+    const bool neo = hp->model_type != NULL && strcmp(hp->model_type, "gpt_neo") == 0;
+    const char *key = neo ? "window_size" : "sliding_window";
     /* the Qwen types, and any config that states the switch (Qwen2-VL, Qwen2.5-VL) */
-    if (d.window_switch || kvci_json_find(&hp->cfg, "use_sliding_window") != NULL) {
+    if (!neo && (d.window_switch || kvci_json_find(&hp->cfg, "use_sliding_window") != NULL)) {
         bool use = false;
         KVC_TRY(kvci_json_bool(&hp->cfg, "use_sliding_window", &use, &have));
         if (!use) return KVC_OK; /* transformers ignores sliding_window then */
         *qwen_rule = true;
     }
     /* the class default applies when the key is absent; an explicit null is no window (Mistral v0.2 on) */
-    *window = cJSON_GetObjectItemCaseSensitive(hp->cfg.obj, "sliding_window") != NULL ? 0 : d.sliding_window;
-    KVC_TRY(kvci_json_int(&hp->cfg, "sliding_window", 1, KVC_HP_MAX_POSITIONS, window, &have));
+    *window = cJSON_GetObjectItemCaseSensitive(hp->cfg.obj, key) != NULL ? 0 : d.sliding_window;
+    KVC_TRY(kvci_json_int(&hp->cfg, key, 1, KVC_HP_MAX_POSITIONS, window, &have));
     if (*qwen_rule && *window == 0)
         return kvci_fail(KVC_EINVAL, "%s: use_sliding_window is true but sliding_window is missing", hp->cfg.doc);
     return KVC_OK;
@@ -420,9 +427,9 @@ static bool rotates_part(const kvc_hparams *hp) {
 
 /* A partial_rotary_factor of a type that rotates whole heads: transformers' default rope ignores it (so does
  * kvcache); its scaled ropes would size their frequencies by it for a whole-head rotation, which no model has
- * (types with learned positions read no rope at all: GPT-2, OPT, GPT-BigCode). */
+ * (types with learned positions read no rope at all: GPT-2, OPT, GPT-BigCode, GPT-Neo). */
 static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
-    static const char *const NO_ROPE_TYPES[] = {"gpt2", "opt", "gpt_bigcode"}; /* learned positions: no rope read */
+    static const char *const NO_ROPE_TYPES[] = {"gpt2", "opt", "gpt_bigcode", "gpt_neo"}; /* learned positions */
     if (r->partial_rotary_factor == 1.0 || rotates_part(hp)) return KVC_OK;
     const bool no_rope =
         kvci_name_listed(hp->model_type, NO_ROPE_TYPES, sizeof NO_ROPE_TYPES / sizeof NO_ROPE_TYPES[0]);
@@ -435,8 +442,8 @@ static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
     return KVC_OK;
 }
 
-/* GPT-J's rope, which no rope key sets: theta 1e4 (its sinusoid table's) on the first rotary_dim channels of each
- * head (64 when absent; null: the whole head), a factor whose truncated product with head_dim is rotary_dim. */
+/* GPT-J's rope, which no rope key sets: theta 1e4 (its sinusoid table's) on the first rotary_dim channels
+ * of each head (64 when absent; null: the whole head), a factor whose truncated product with head_dim is rotary_dim. */
 static kvc_status gptj_rope(const kvc_hparams *hp, kvc_rope_config *r) {
     int64_t hd = 0, rd = 64;
     bool have = false;

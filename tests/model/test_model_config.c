@@ -517,7 +517,8 @@ static void test_refusals(void **state) {
 #define NEMOTRON_BASE                                                                                                  \
     "{\"model_type\":\"nemotron\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"                       \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4"
-#define GPT2_BASE "{\"model_type\":\"gpt2\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
+#define GPT_NEO_BASE "{\"model_type\":\"gpt_neo\",\"vocab_size\":8,\"hidden_size\":32,\"num_heads\":4"
+#define GPT2_BASE    "{\"model_type\":\"gpt2\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
 #define OPT_BASE                                                                                                       \
     "{\"model_type\":\"opt\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4"
 #define MINISTRAL_BASE                                                                                                 \
@@ -1406,6 +1407,69 @@ static void test_gptj_fields(void **state) {
                    "activation_function \"silu\" is not supported (gptj");
 }
 
+/* GPT-Neo with GPTNeoConfig's defaults (24 layers alternating global and local from attention_types' default, window
+ * 256, 2048 learned positions, no q/k/v biases, out_proj / MLP biases, intermediate 4 x hidden, gelu_new, tied, eps
+ * 1e-5, an unscaled q.k: the runtime's and the planner's scale 1); attention_layers over attention_types, layer_types /
+ * sliding_window / head_dim / num_key_value_heads / rope keys not read; refused by name: an entry neither global nor
+ * local, a layer count other than num_layers, a malformed group. */
+static void test_gpt_neo_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = GPT_NEO_BASE ",\"num_layers\":24}";
+    assert_int_equal(kvc_model_config_parse(def, "gpt_neo-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 8 && c.num_kv_heads == 4 && c.intermediate_size == 128);
+    assert_true(c.pos_learned && c.pos_offset == 0 && c.max_position_embeddings == 2048 && c.tie_word_embeddings);
+    assert_true(c.layer_nope[0] && c.layer_nope[23] && kvc_model_attn_scale(&c) == 1.0);
+    assert_true(!c.layer_sliding[0] && c.layer_sliding[1] && !c.layer_sliding[22] && c.layer_sliding[23]);
+    assert_true(c.sliding_window == 256 && !c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias && !c.parallel_block);
+    assert_true(c.mlp_act == KVC_MLP_GELU_TANH && c.mlp_plain && c.layer_norm && c.norm_bias && c.rms_norm_eps == 1e-5);
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options opt = kvc_plan_default_options();
+    assert_int_equal(kvc_model_plan_create(def, strlen(def), &opt, &plan), KVC_OK);
+    assert_string_equal(plan->family, "gpt_neo");
+    assert_true(plan->scale == 1.0 && plan->n_layers == 24 && plan->options.max_model_len == 2048);
+    assert_true(plan->layers[0].sliding_window == 0 && plan->layers[1].sliding_window == 256);
+    kvc_model_plan_destroy(plan);
+    /* attention_layers (a saved config's) wins over attention_types, as GPTNeoConfig keeps it; keys transformers never
+     * reads for gpt_neo are not read */
+    const char *set = GPT_NEO_BASE ",\"num_layers\":3,\"attention_types\":[[[\"global\"],3]],"
+                                   "\"attention_layers\":[\"local\",\"global\",\"local\"],\"window_size\":5,"
+                                   "\"intermediate_size\":null,\"max_position_embeddings\":64,"
+                                   "\"activation_function\":\"relu\",\"layer_norm_epsilon\":1e-3,"
+                                   "\"tie_word_embeddings\":false,\"sliding_window\":3,\"use_sliding_window\":false,"
+                                   "\"layer_types\":[\"full_attention\",\"full_attention\",\"full_attention\"],"
+                                   "\"head_dim\":16,\"num_key_value_heads\":2,\"rope_theta\":5e5}";
+    assert_int_equal(kvc_model_config_parse(set, "gpt_neo-set", &c), KVC_OK);
+    assert_true(c.layer_sliding[0] && !c.layer_sliding[1] && c.layer_sliding[2] && c.sliding_window == 5);
+    assert_true(c.head_dim == 8 && c.num_kv_heads == 4 && c.intermediate_size == 128 && c.layer_nope[2]);
+    assert_true(c.max_position_embeddings == 64 && c.mlp_act == KVC_MLP_RELU && c.rms_norm_eps == 1e-3);
+    assert_true(!c.tie_word_embeddings && kvc_model_attn_scale(&c) == 1.0);
+    assert_int_equal(kvc_model_plan_create(set, strlen(set), &opt, &plan), KVC_OK);
+    assert_true(plan->layers[0].sliding_window == 5 && plan->layers[1].sliding_window == 0);
+    assert_true(plan->num_key_value_heads == 4 && plan->head_dim == 8 && plan->options.max_model_len == 64);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(GPT_NEO_BASE
+                                            ",\"num_layers\":5,\"attention_types\":[[[\"global\",\"local\"],2],"
+                                            "[[\"local\"],1]]}",
+                                            "gpt_neo-groups", &c),
+                     KVC_OK);
+    assert_true(!c.layer_sliding[0] && c.layer_sliding[1] && !c.layer_sliding[2] && c.layer_sliding[3]);
+    assert_true(c.layer_sliding[4]);
+    expect_refusal(GPT_NEO_BASE ",\"num_layers\":3}", "gpt_neo's attention_types gives 24 layers but num_layers is 3");
+    expect_refusal(GPT_NEO_BASE ",\"num_layers\":2,\"attention_layers\":[\"global\"]}",
+                   "gpt_neo's attention_layers gives 1 layers but num_layers is 2");
+    expect_refusal(GPT_NEO_BASE ",\"num_layers\":2,\"attention_layers\":[\"global\",\"sparse\"]}",
+                   "attention_layers[1] holds an entry other than \"global\" and \"local\"");
+    expect_refusal(GPT_NEO_BASE ",\"num_layers\":2,\"attention_types\":[[\"global\",2]]}",
+                   "attention_types[0] must be [[\"global\" or \"local\", ...], count]");
+    expect_refusal(GPT_NEO_BASE ",\"num_layers\":2,\"attention_types\":[[[\"global\"],1e9]]}",
+                   "attention_types[0] must be");
+    expect_refusal(GPT_NEO_BASE ",\"num_layers\":2,\"attention_types\":[[[\"local\"],2]],\"window_size\":0}",
+                   "window_size");
+    expect_refusal(GPT_NEO_BASE ",\"num_layers\":24,\"activation_function\":\"silu\"}",
+                   "activation_function \"silu\" is not supported (gpt_neo");
+}
+
 /* Nemotron with NemotronConfig's defaults (LayerNorm1P: LayerNorms with bias applied as 1 + w, RoPE half-split on half
  * of each head, relu2 ungated MLP, no biases, eps 1e-5, untied) and with biases, head_dim, partial_rotary_factor and
  * hidden_act set; refused by name: num_key_value_heads absent or null (None in NemotronConfig). */
@@ -1620,6 +1684,7 @@ int main(void) {
         cmocka_unit_test(test_gpt_bigcode_fields),
         cmocka_unit_test(test_falcon_fields),
         cmocka_unit_test(test_gptj_fields),
+        cmocka_unit_test(test_gpt_neo_fields),
         cmocka_unit_test(test_nemotron_fields),
         cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_refusals),

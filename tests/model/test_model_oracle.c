@@ -538,6 +538,14 @@ static void test_nemotron(void **state) {
     run_dir("nemotron");
 }
 
+/* GPT-Neo-125M-like: learned positions, pre-norm LayerNorms, no q/k/v biases, out_proj with one, q.k unscaled,
+ * layers global, local, local (attention_types in two groups) sliding over window_size 8, c_fc / c_proj with biases,
+ * gelu_new, tied */
+static void test_gpt_neo(void **state) {
+    (void)state;
+    run_dir("gpt_neo");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -664,6 +672,7 @@ int main(void) {
         cmocka_unit_test(test_falcon),
         cmocka_unit_test(test_falcon_new),
         cmocka_unit_test(test_gptj),
+        cmocka_unit_test(test_gpt_neo),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),

@@ -289,6 +289,7 @@ static void test_classic(void **state) {
     check_family("falcon_new", KVC_WMAT_CHECKPOINT);
     check_family("gptj", KVC_WMAT_CHECKPOINT);
     check_family("nemotron", KVC_WMAT_CHECKPOINT);
+    check_family("gpt_neo", KVC_WMAT_CHECKPOINT);
 }
 
 int main(void) {

@@ -6,7 +6,7 @@ phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohe
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
-gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx) this script
+gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, gpt_neo) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -65,6 +65,8 @@ from transformers import (
     FalconConfig,
     FalconForCausalLM,
     GPTJConfig,
+    GPTNeoConfig,
+    GPTNeoForCausalLM,
     GPTJForCausalLM,
     NemotronConfig,
     NemotronForCausalLM,
@@ -878,6 +880,16 @@ def gptj_config():
                       bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def gpt_neo_config():
+    # GPT-Neo 125M's blocks at toy size: learned positions (wpe, 64 rows), pre-norm LayerNorms with bias, q/k/v
+    # without biases and out_proj with one, no 1/sqrt(d) scaling of q.k, global (full) and local layers by
+    # attention_types (two groups: global + local once, then local once: layers global, local, local) sliding over
+    # window_size 8 keys, c_fc / c_proj with biases of intermediate_size 96, gelu_new (the default), tied (the default).
+    return GPTNeoConfig(vocab_size=VOCAB, hidden_size=48, num_layers=3, num_heads=4, intermediate_size=96,
+                        attention_types=[[["global", "local"], 1], [["local"], 1]], window_size=8,
+                        max_position_embeddings=64, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def nemotron_config():
     # Nemotron-4 / Minitron at toy size: LayerNorm1P norms (weight applied as 1 + w, with bias), grouped-query
     # attention (2 KV heads of 4, head_dim 16), RoPE half-split on half of each head (partial_rotary_factor 0.5, the
@@ -1004,6 +1016,7 @@ FAMILIES = {
     "falcon": (falcon_config, FalconForCausalLM),
     "falcon_new": (falcon_new_config, FalconForCausalLM),
     "gptj": (gptj_config, GPTJForCausalLM),
+    "gpt_neo": (gpt_neo_config, GPTNeoForCausalLM),
     "nemotron": (nemotron_config, NemotronForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
@@ -1053,7 +1066,7 @@ def param_std(name, shape, config):
         return None  # Falcon's LayerNorms: ln_f, new_decoder_architecture's ln_attn / ln_mlp
     if config.model_type == "falcon" and name.endswith("word_embeddings.weight"):  # tied (the default): the head too
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
-    if config.model_type in ("gpt2", "gpt_bigcode", "gptj"):  # GPT-2's names: ln_1 / ln_2 / ln_f, wte, wpe
+    if config.model_type in ("gpt2", "gpt_bigcode", "gptj", "gpt_neo"):  # GPT-2's: ln_1/ln_2/ln_f, wte, wpe
         if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")):
             return None
         if name.endswith(".bias"):
@@ -1062,7 +1075,7 @@ def param_std(name, shape, config):
             return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
         if name.endswith("wpe.weight"):
             return 0.5
-        if config.model_type in ("gpt_bigcode", "gptj"):  # nn.Linear [out, in]; its own lm_head when untied
+        if config.model_type in ("gpt_bigcode", "gptj", "gpt_neo"):  # nn.Linear [out, in]; own lm_head
             return (2.0 if name == "lm_head.weight" else 1.0) / math.sqrt(shape[1])
         return 1.0 / math.sqrt(shape[0])  # GPT-2's Conv1D [in, out], used as x @ W: fan-in is the first dim
     if name.endswith("sinks"):
@@ -1413,6 +1426,10 @@ def make_family(family, out_root, seed):
         summary["sensitivity_sliding_rope_global"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters,
                                             "sliding_attention": model.config.rope_parameters["full_attention"]})
+    if family == "gpt_neo":
+        n = model.config.num_layers
+        summary["sensitivity_all_global"] = sensitivity(model, ps[-1], attention_layers=["global"] * n)
+        summary["sensitivity_window_9"] = sensitivity(model, ps[-1], window_size=9)
     if family == "gemma2":
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_sliding_window"] = sensitivity(
@@ -1792,7 +1809,7 @@ def main():
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
-                               "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron",
+                               "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron", "gpt_neo",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
