@@ -104,8 +104,10 @@ static const rename_rule BARE[] = {
 };
 
 /* Types whose checkpoints name their modules as another type's: GPT-BigCode (GPTBigCodeForCausalLM) as GPT-2's
- * (its layers nn.Linear where GPT-2's are Conv1D: weights.c). */
+ * (its layers nn.Linear where GPT-2's are Conv1D: weights.c), CodeGen (CodeGenForCausalLM) as GPT-J's (its q/k/v fused
+ * in attn.qkv_proj: weights.c). */
 static const char *names_of(const char *model_type) {
+    if (strcmp(model_type, "codegen") == 0) return "gptj";
     return strcmp(model_type, "gpt_bigcode") == 0 ? "gpt2" : model_type;
 }
 

@@ -147,8 +147,8 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
     const bool falcon = strcmp(cfg->model_type, "falcon") == 0;
     const bool neo = strcmp(cfg->model_type, "gpt_neo") == 0;
     if (strcmp(cfg->model_type, "gpt2") == 0 || strcmp(cfg->model_type, "gpt_bigcode") == 0 ||
-        strcmp(cfg->model_type, "gptj") == 0 || falcon || neo) {
-        /* GPT2Config's, GPTBigCodeConfig's and GPTJConfig's n_inner, FalconConfig's ffn_hidden_size,
+        strcmp(cfg->model_type, "gptj") == 0 || strcmp(cfg->model_type, "codegen") == 0 || falcon || neo) {
+        /* GPT2Config's, GPTBigCodeConfig's, GPTJConfig's and CodeGenConfig's n_inner, FalconConfig's ffn_hidden_size,
          * GPTNeoConfig's intermediate_size: 4 x hidden when absent or null */
         bool have = false;
         cfg->intermediate_size = 4 * cfg->hidden_size;

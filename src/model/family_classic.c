@@ -1,6 +1,6 @@
 /* The runtime keys of the classic decoder types the dense family runs (kvci_family_parse_classic): Phi (1, 1.5,
- * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2, GPT-BigCode (StarCoder 1, SantaCoder), OPT, Falcon, GPT-J, Nemotron and
- * GPT-Neo.
+ * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2, GPT-BigCode (StarCoder 1, SantaCoder), OPT, Falcon, GPT-J, Nemotron,
+ * GPT-Neo and CodeGen.
  * Each is a dense model of LayerNorms with bias, an ungated MLP with biases and RoPE on part of each head (GPT-2,
  * GPT-BigCode, OPT: learned positions instead); their checkpoints' own module names are ckpt_names.c's. */
 #include <string.h>
@@ -192,24 +192,31 @@ static kvc_status parse_falcon(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
-/* GPT-J (EleutherAI/gpt-j-6b; GPTJForCausalLM): one LayerNorm with bias (layer_norm_epsilon, 1e-5) feeding the
- * attention and the MLP side by side (a parallel block), q/k/v and out_proj without biases, RoPE on adjacent pairs
- * of the first rotary_dim channels of each head (64 when absent) at theta 1e4 (hparams.c), the MLP
- * fc_out(act(fc_in(x))) with biases of n_inner (4 x n_embd when absent or null, config.c) by activation_function
- * (gelu_new), the final LayerNorm ln_f and the head lm_head with a bias; untied by default. Refused by name:
- * rotary_dim null (transformers rotates by a table of hidden_size channels then, which fits no head but a lone
- * one) or above head_dim. */
+/* GPT-J (EleutherAI/gpt-j-6b; GPTJForCausalLM) and CodeGen (Salesforce/codegen-*, codegen2; CodeGenForCausalLM): one
+ * LayerNorm with bias (layer_norm_epsilon, 1e-5) feeding the attention and the MLP side by side (a parallel block),
+ * q/k/v and out_proj without biases, RoPE on adjacent pairs of the first rotary_dim channels of each head (64 when
+ * absent) at theta 1e4 (hparams.c), the MLP fc_out(act(fc_in(x))) with biases of n_inner (4 x n_embd when absent or
+ * null, config.c) by activation_function (gelu_new), the final LayerNorm ln_f and the head lm_head with a bias;
+ * untied by default. CodeGen fuses q/k/v in attn.qkv_proj as its 4 model-parallel shards left them (weights.c), which
+ * needs n_embd to be a multiple of 4. Refused by name: rotary_dim null (transformers rotates by a table of
+ * hidden_size channels then, which fits no head but a lone one) or above head_dim. */
 static kvc_status parse_gptj(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
+    const char *type = cfg->model_type;
     int64_t rd = 64;
     bool have = true;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
     if (!kvci_json_missing(c, "rotary_dim")) KVC_TRY(kvci_json_int(c, "rotary_dim", 1, KVC_HP_MAX_DIM, &rd, &have));
     if (!have || rd > cfg->head_dim)
-        return kvci_fail(KVC_EINVAL, "%s: gptj with rotary_dim %s is not supported (at most head_dim %lld)", c->doc,
+        return kvci_fail(KVC_EINVAL, "%s: %s with rotary_dim %s is not supported (at most head_dim %lld)", c->doc, type,
                          have ? "above head_dim" : "null", (long long)cfg->head_dim);
-    KVC_TRY(gelu_act(c, "activation_function", "gptj", "gelu_new", cfg));
+    if (strcmp(type, "codegen") == 0 && cfg->hidden_size % 4 != 0)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: codegen with n_embd %lld is not supported (its qkv_proj splits into 4 model-parallel "
+                         "shards: a multiple of 4)",
+                         c->doc, (long long)cfg->hidden_size);
+    KVC_TRY(gelu_act(c, "activation_function", type, "gelu_new", cfg));
     cfg->qkv_bias = cfg->o_bias = false, cfg->mlp_bias = cfg->head_bias = true;
     cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = cfg->parallel_block = true;
     cfg->rope_form = KVC_ROPE_PAIRS;
@@ -313,7 +320,8 @@ static const struct {
     kvc_status (*parse)(const kvc_hparams *hp, kvc_model_config *cfg);
 } CLASSIC[] = {{"phi", parse_phi},          {"gpt_neox", parse_gpt_neox}, {"gpt2", parse_gpt2},
                {"gpt_bigcode", parse_gpt2}, {"opt", parse_opt},           {"falcon", parse_falcon},
-               {"gptj", parse_gptj},        {"nemotron", parse_nemotron}, {"gpt_neo", parse_gpt_neo}};
+               {"gptj", parse_gptj},        {"nemotron", parse_nemotron}, {"gpt_neo", parse_gpt_neo},
+               {"codegen", parse_gptj}};
 
 bool kvci_family_is_classic(const char *model_type) {
     for (size_t i = 0; i < sizeof CLASSIC / sizeof CLASSIC[0]; i++)

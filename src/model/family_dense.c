@@ -761,6 +761,7 @@ static const kvc_family_alias ALIASES[] = {
     {"phimoe", "PhimoeForCausalLM", "phimoe", true},
     {"dbrx", "DbrxForCausalLM", "dbrx", true},
     {"gpt_neo", "GPTNeoForCausalLM", "gpt_neo", true},
+    {"codegen", "CodeGenForCausalLM", "codegen", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

@@ -57,7 +57,8 @@ static const type_defaults DEFAULTS[] = {
     {"opt", 0, 10000.0, 0, false, 0, true, true},
     {"gpt_neox", 0, 10000.0, 0, false, 0, true, true},
     {"gptj", 0, 10000.0, 0, false, 0, true, true},
-    {"gpt_neo", 0, 10000.0, 256, false, 0, true, true},    /* its window: window_size */
+    {"gpt_neo", 0, 10000.0, 256, false, 0, true, true}, /* its window: window_size */
+    {"codegen", 0, 10000.0, 0, false, 0, true, true},
     {"gpt_bigcode", 0, 10000.0, 0, false, 0, true, false}, /* its KV heads by multi_query */
     {"falcon", 0, 10000.0, 0, false, 0, true, false},      /* its KV heads by its flags */
     {"llama4_text", 128, 500000.0, 0, false, 8, false, false},
@@ -221,9 +222,9 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     hp->hidden_size = 0;
     KVC_TRY(kvci_hparams_int(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
     KVC_TRY(kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
-    /* the learned position tables' class defaults (GPT2Config's n_positions, OPTConfig's, GPTNeoConfig's): their
-     * row count */
-    static const char *const TABLE_2048[] = {"opt", "gpt_neo"};
+    /* the position tables' class defaults, their row count: learned (GPT2Config's n_positions, OPTConfig's,
+     * GPTNeoConfig's) or CodeGen's sinusoid table (CodeGenConfig's n_positions), which no position may pass */
+    static const char *const TABLE_2048[] = {"opt", "gpt_neo", "codegen"};
     const char *mt = hp->model_type;
     if (!hp->have_max_pos && mt != NULL && (strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0))
         hp->max_pos = 1024, hp->have_max_pos = true;
@@ -442,7 +443,7 @@ static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
     return KVC_OK;
 }
 
-/* GPT-J's rope, which no rope key sets: theta 1e4 (its sinusoid table's) on the first rotary_dim channels
+/* GPT-J's and CodeGen's rope, which no rope key sets: theta 1e4 (its sinusoid table's) on the first rotary_dim channels
  * of each head (64 when absent; null: the whole head), a factor whose truncated product with head_dim is rotary_dim. */
 static kvc_status gptj_rope(const kvc_hparams *hp, kvc_rope_config *r) {
     int64_t hd = 0, rd = 64;
@@ -477,7 +478,8 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
         KVC_TRY(kvci_json_num(&hp->cfg, "rotary_emb_base", theta_range, &r->theta, &have));
         KVC_TRY(kvci_json_num(&hp->cfg, "rotary_pct", share, &r->partial_rotary_factor, &have));
     }
-    if (hp->model_type != NULL && strcmp(hp->model_type, "gptj") == 0) return gptj_rope(hp, r);
+    if (hp->model_type != NULL && (strcmp(hp->model_type, "gptj") == 0 || strcmp(hp->model_type, "codegen") == 0))
+        return gptj_rope(hp, r);
     if (dict == NULL) return whole_head_rope(hp, r);
     KVC_TRY(kvci_json_num(dict, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(kvci_json_num(dict, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));

@@ -110,7 +110,7 @@ static bool grouped_qkv(const kvc_model_config *c) {
 }
 static bool fused_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || grouped_qkv(c) ||
-           strcmp(c->model_type, "dbrx") == 0;
+           strcmp(c->model_type, "dbrx") == 0 || strcmp(c->model_type, "codegen") == 0;
 }
 static bool fused_gate_up(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "glm4") == 0 ||
@@ -119,7 +119,8 @@ static bool fused_gate_up(const kvc_model_config *c) {
 
 /* Where part `i` (0 q, 1 k, 2 v) of the attention's `what` ("weight" or "bias") lies in the fused qkv_proj
  * (name NULL: never fused): Phi-3's q, k, v rows one after the other, or grouped: per KV head, g = heads / KV heads
- * query heads (g D rows) then D rows of k and D of v. */
+ * query heads (g D rows) then D rows of k and D of v; CodeGen's in 4 model-parallel shards of hidden / 4 = L rows of q,
+ * then L of v, then L of k ([4, q | v | k, L]). */
 static kvc_wfused qkv_part(const visitor *v, const kvc_model_config *c, int i, const char *what) {
     const int64_t D = c->head_dim, fq = v->m->full.num_heads * D, fkv = v->m->full.num_kv_heads * D;
     if (!fused_qkv(c)) return (kvc_wfused){0};
@@ -127,6 +128,8 @@ static kvc_wfused qkv_part(const visitor *v, const kvc_model_config *c, int i, c
     const int64_t g = v->m->full.num_heads / v->m->full.num_kv_heads;
     if (grouped_qkv(c))
         return (kvc_wfused){name, fq + 2 * fkv, i == 0 ? 0 : (g + i - 1) * D, i == 0 ? g * D : D, (g + 2) * D};
+    if (strcmp(c->model_type, "codegen") == 0) /* mp_num 4; q, k, v all of fq rows (its heads are its KV heads) */
+        return (kvc_wfused){name, 3 * fq, (i == 0 ? 0 : i == 1 ? 2 : 1) * (fq / 4), fq / 4, 3 * (fq / 4)};
     return (kvc_wfused){name, fq + 2 * fkv, i == 0 ? 0 : i == 1 ? fq : fq + fkv, 0, 0};
 }
 

@@ -405,6 +405,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/falcon_new/config.json",
         "oracle/gptj/config.json",
         "oracle/gpt_neo/config.json",
+        "oracle/codegen/config.json",
         "oracle/nemotron/config.json",
         "oracle/ernie4_5_moe/config.json",
         "oracle/phimoe/config.json",

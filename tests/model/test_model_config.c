@@ -517,6 +517,7 @@ static void test_refusals(void **state) {
 #define NEMOTRON_BASE                                                                                                  \
     "{\"model_type\":\"nemotron\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"                       \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4"
+#define CODEGEN_BASE "{\"model_type\":\"codegen\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":2"
 #define GPT_NEO_BASE "{\"model_type\":\"gpt_neo\",\"vocab_size\":8,\"hidden_size\":32,\"num_heads\":4"
 #define GPT2_BASE    "{\"model_type\":\"gpt2\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
 #define OPT_BASE                                                                                                       \
@@ -1407,6 +1408,39 @@ static void test_gptj_fields(void **state) {
                    "activation_function \"silu\" is not supported (gptj");
 }
 
+/* CodeGen with CodeGenConfig's defaults (GPT-J's: rotary_dim 64, theta 1e4 whatever rope_theta says, adjacent pairs,
+ * a parallel block on one LayerNorm, MLP and head biases, n_inner 4 x n_embd, gelu_new, untied, 2048 positions) and
+ * with rotary_dim 6 of 16; head_dim / num_key_value_heads keys not read; refused by name: n_embd not a multiple of 4
+ * (its 4 model-parallel shards), rotary_dim null or above head_dim. */
+static void test_codegen_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = CODEGEN_BASE ",\"rotary_dim\":16,\"rope_theta\":5e5,\"head_dim\":8,\"num_key_value_heads\":1}";
+    assert_int_equal(kvc_model_config_parse(def, "codegen-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.num_kv_heads == 2 && c.intermediate_size == 128);
+    assert_true(kvci_model_rot_dim(&c) == 16 && c.rope.theta == 10000.0 && c.rope_form == KVC_ROPE_PAIRS);
+    assert_true(c.parallel_block && !c.parallel_mlp_norm && !c.qkv_bias && !c.o_bias && c.mlp_bias && c.head_bias);
+    assert_true(c.layer_norm && c.norm_bias && c.mlp_plain && c.mlp_act == KVC_MLP_GELU_TANH && !c.tie_word_embeddings);
+    assert_true(c.max_position_embeddings == 2048 && !c.pos_learned && c.rms_norm_eps == 1e-5);
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options opt = kvc_plan_default_options();
+    assert_int_equal(kvc_model_plan_create(def, strlen(def), &opt, &plan), KVC_OK);
+    assert_string_equal(plan->family, "codegen");
+    assert_true(plan->num_key_value_heads == 2 && plan->head_dim == 16 && plan->options.max_model_len == 2048);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(
+        kvc_model_config_parse(CODEGEN_BASE ",\"rotary_dim\":6,\"n_inner\":null,\"n_positions\":64}", "codegen-6", &c),
+        KVC_OK);
+    assert_true(kvci_model_rot_dim(&c) == 6 && c.intermediate_size == 128 && c.max_position_embeddings == 64);
+    expect_refusal(CODEGEN_BASE "}", "codegen with rotary_dim above head_dim is not supported (at most head_dim 16)");
+    expect_refusal(CODEGEN_BASE ",\"rotary_dim\":null}", "codegen with rotary_dim null is not supported");
+    expect_refusal("{\"model_type\":\"codegen\",\"vocab_size\":8,\"n_embd\":18,\"n_layer\":2,\"n_head\":1,"
+                   "\"rotary_dim\":8}",
+                   "codegen with n_embd 18 is not supported (its qkv_proj splits into 4 model-parallel shards");
+    expect_refusal(CODEGEN_BASE ",\"rotary_dim\":8,\"activation_function\":\"silu\"}",
+                   "activation_function \"silu\" is not supported (codegen");
+}
+
 /* GPT-Neo with GPTNeoConfig's defaults (24 layers alternating global and local from attention_types' default, window
  * 256, 2048 learned positions, no q/k/v biases, out_proj / MLP biases, intermediate 4 x hidden, gelu_new, tied, eps
  * 1e-5, an unscaled q.k: the runtime's and the planner's scale 1); attention_layers over attention_types, layer_types /
@@ -1685,6 +1719,7 @@ int main(void) {
         cmocka_unit_test(test_falcon_fields),
         cmocka_unit_test(test_gptj_fields),
         cmocka_unit_test(test_gpt_neo_fields),
+        cmocka_unit_test(test_codegen_fields),
         cmocka_unit_test(test_nemotron_fields),
         cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_refusals),

@@ -546,6 +546,13 @@ static void test_gpt_neo(void **state) {
     run_dir("gpt_neo");
 }
 
+/* CodeGen-350M-like: GPT-J's layer with q/k/v fused in qkv_proj as 4 model-parallel shards [4, q | v | k, 12], 6
+ * heads of 8 straddling the shards, RoPE on adjacent pairs of the first 4 channels, untied with the head's bias */
+static void test_codegen(void **state) {
+    (void)state;
+    run_dir("codegen");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -673,6 +680,7 @@ int main(void) {
         cmocka_unit_test(test_falcon_new),
         cmocka_unit_test(test_gptj),
         cmocka_unit_test(test_gpt_neo),
+        cmocka_unit_test(test_codegen),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),

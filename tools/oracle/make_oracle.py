@@ -6,7 +6,7 @@ phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohe
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
-gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, gpt_neo) this script
+gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, gpt_neo, codegen) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -65,6 +65,8 @@ from transformers import (
     FalconConfig,
     FalconForCausalLM,
     GPTJConfig,
+    CodeGenConfig,
+    CodeGenForCausalLM,
     GPTNeoConfig,
     GPTNeoForCausalLM,
     GPTJForCausalLM,
@@ -890,6 +892,15 @@ def gpt_neo_config():
                         max_position_embeddings=64, bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def codegen_config():
+    # CodeGen-350M's blocks at toy size: GPT-J's layer (a parallel block on one LayerNorm, no q/k/v/out_proj biases,
+    # RoPE on adjacent pairs of the first rotary_dim 4 of 8 channels, fc_in / fc_out with biases of n_inner 96,
+    # gelu_new, untied with the head's bias) with q/k/v fused in qkv_proj as 4 model-parallel shards [4, q | v | k, 12]:
+    # n_embd 48 over 6 heads of 8, so that heads straddle the shards.
+    return CodeGenConfig(vocab_size=VOCAB, n_embd=48, n_layer=3, n_head=6, rotary_dim=4, n_inner=96, n_positions=64,
+                         bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def nemotron_config():
     # Nemotron-4 / Minitron at toy size: LayerNorm1P norms (weight applied as 1 + w, with bias), grouped-query
     # attention (2 KV heads of 4, head_dim 16), RoPE half-split on half of each head (partial_rotary_factor 0.5, the
@@ -1017,6 +1028,7 @@ FAMILIES = {
     "falcon_new": (falcon_new_config, FalconForCausalLM),
     "gptj": (gptj_config, GPTJForCausalLM),
     "gpt_neo": (gpt_neo_config, GPTNeoForCausalLM),
+    "codegen": (codegen_config, CodeGenForCausalLM),
     "nemotron": (nemotron_config, NemotronForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
@@ -1066,7 +1078,7 @@ def param_std(name, shape, config):
         return None  # Falcon's LayerNorms: ln_f, new_decoder_architecture's ln_attn / ln_mlp
     if config.model_type == "falcon" and name.endswith("word_embeddings.weight"):  # tied (the default): the head too
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
-    if config.model_type in ("gpt2", "gpt_bigcode", "gptj", "gpt_neo"):  # GPT-2's: ln_1/ln_2/ln_f, wte, wpe
+    if config.model_type in ("gpt2", "gpt_bigcode", "gptj", "gpt_neo", "codegen"):  # GPT-2's: ln_1/ln_2/ln_f, wte, wpe
         if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")):
             return None
         if name.endswith(".bias"):
@@ -1075,7 +1087,7 @@ def param_std(name, shape, config):
             return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
         if name.endswith("wpe.weight"):
             return 0.5
-        if config.model_type in ("gpt_bigcode", "gptj", "gpt_neo"):  # nn.Linear [out, in]; own lm_head
+        if config.model_type in ("gpt_bigcode", "gptj", "gpt_neo", "codegen"):  # nn.Linear [out, in]; own lm_head
             return (2.0 if name == "lm_head.weight" else 1.0) / math.sqrt(shape[1])
         return 1.0 / math.sqrt(shape[0])  # GPT-2's Conv1D [in, out], used as x @ W: fan-in is the first dim
     if name.endswith("sinks"):
@@ -1426,6 +1438,8 @@ def make_family(family, out_root, seed):
         summary["sensitivity_sliding_rope_global"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters,
                                             "sliding_attention": model.config.rope_parameters["full_attention"]})
+    if family == "codegen":  # RoPE on 4 of 8 channels against the whole head
+        summary["sensitivity_rotary_dim_8"] = sensitivity(model, ps[-1], rotary_dim=8)
     if family == "gpt_neo":
         n = model.config.num_layers
         summary["sensitivity_all_global"] = sensitivity(model, ps[-1], attention_layers=["global"] * n)
@@ -1809,7 +1823,7 @@ def main():
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
-                               "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron", "gpt_neo",
+                               "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron", "gpt_neo", "codegen",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
