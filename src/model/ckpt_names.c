@@ -84,6 +84,8 @@ static const rename_rule RULES[] = {
     {"gpt_neo", "mlp.up_proj.", "mlp.c_fc."},
     {"gpt_neo", "mlp.down_proj.", "mlp.c_proj."},
     {"gpt_neo", "model.norm.", "transformer.ln_f."},
+    /* VaultGemma (VaultGemmaForCausalLM): the MLP's input norm is pre_feedforward_layernorm (no post norms) */
+    {"vaultgemma", "post_attention_layernorm.", "pre_feedforward_layernorm."},
     /* DBRX (DbrxForCausalLM): under transformer., wte the embedding, blocks.N the layers with norm_attn_norm's norm_1
      * / norm_2 and attn.Wqkv (q, k, v fused) / attn.out_proj, norm_f the final norm (its ffn's names are weights.c's)
      */

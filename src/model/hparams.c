@@ -33,7 +33,8 @@ static const type_defaults DEFAULTS[] = {
     {"gpt_oss", 64, 150000.0, 128, false, 8, false, false},
     {"mistral", 0, 10000.0, 4096, false, 8, false, false},
     {"mixtral", 0, 1000000.0, 0, false, 8, false, false},
-    {"gemma2", 256, 10000.0, 4096, false, 4, false, false}, /* Gemma2Config's: one rope for every layer */
+    {"gemma2", 256, 10000.0, 4096, false, 4, false, false},     /* Gemma2Config's: one rope for every layer */
+    {"vaultgemma", 256, 10000.0, 4096, false, 4, false, false}, /* VaultGemmaConfig's, Gemma2Config's */
     /* Gemma 3: the full layers' theta; the sliding layers' is rope_local_base_freq (family_gemma.c) */
     {"gemma3_text", 256, 1000000.0, 4096, false, 4, false, false},
     {"gemma3", 256, 1000000.0, 4096, false, 4, false, false},

@@ -1408,6 +1408,34 @@ static void test_gptj_fields(void **state) {
                    "activation_function \"silu\" is not supported (gptj");
 }
 
+/* VaultGemma with VaultGemmaConfig's defaults (Gemma 2's: head_dim 256, window 4096, even layers sliding, scale
+ * 256^-1/2, soft-caps 50 and 30, tied) and Gemma 2's layer without its post norms; the planner plans it as Gemma 2's
+ * family with those windows and that scale; refused by name: hidden_size not a multiple of the heads. */
+static void test_vaultgemma_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def =
+        "{\"model_type\":\"vaultgemma\"," MOE_BASE "\"num_hidden_layers\":3,\"max_position_embeddings\":8192}";
+    assert_int_equal(kvc_model_config_parse(def, "vaultgemma", &c), KVC_OK);
+    for (int l = 0; l < 3; l++) assert_true(c.layer_sliding[l] == (l % 2 == 0));
+    assert_true(c.family == KVC_FAMILY_GEMMA2 && c.sliding_window == 4096 && c.head_dim == 256 && !c.qk_norm);
+    assert_true(c.gemma_norms && !c.sandwich_norms && c.tie_word_embeddings && c.mlp_act == KVC_MLP_GELU_TANH);
+    assert_true(c.attn_logit_softcapping == 50.0 && c.final_logit_softcapping == 30.0);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 / 16.0 && c.embed_scale == (float)sqrt(8.0) && c.rope.theta == 1e4);
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options opt = kvc_plan_default_options();
+    assert_int_equal(kvc_model_plan_create(def, strlen(def), &opt, &plan), KVC_OK);
+    assert_string_equal(plan->family, "vaultgemma");
+    assert_true(plan->scale == 1.0 / 16.0 && plan->head_dim == 256 && plan->layers[0].sliding_window == 4096);
+    assert_true(plan->layers[1].sliding_window == 0);
+    kvc_model_plan_destroy(plan);
+    expect_refusal("{\"model_type\":\"vaultgemma\",\"vocab_size\":8,\"hidden_size\":9,\"intermediate_size\":8,"
+                   "\"num_attention_heads\":2,\"num_key_value_heads\":2,\"num_hidden_layers\":2}",
+                   "vaultgemma with hidden_size 9 not a multiple of num_attention_heads 2 is not supported");
+    expect_refusal("{\"model_type\":\"vaultgemma\"," MOE_BASE "\"num_hidden_layers\":2,\"hidden_activation\":\"silu\"}",
+                   "(vaultgemma: gelu_pytorch_tanh)");
+}
+
 /* CodeGen with CodeGenConfig's defaults (GPT-J's: rotary_dim 64, theta 1e4 whatever rope_theta says, adjacent pairs,
  * a parallel block on one LayerNorm, MLP and head biases, n_inner 4 x n_embd, gelu_new, untied, 2048 positions) and
  * with rotary_dim 6 of 16; head_dim / num_key_value_heads keys not read; refused by name: n_embd not a multiple of 4
@@ -1685,6 +1713,7 @@ int main(void) {
         cmocka_unit_test(test_moe_fields),
         cmocka_unit_test(test_gemma3_fields),
         cmocka_unit_test(test_gemma2_fields),
+        cmocka_unit_test(test_vaultgemma_fields),
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),

@@ -553,6 +553,14 @@ static void test_codegen(void **state) {
     run_dir("codegen");
 }
 
+/* VaultGemma-1B-like: Gemma 2's layer with plain pre-norm blocks (input_layernorm, pre_feedforward_layernorm as
+ * 1 + w, no post norms), layers sliding (even, window 8) and full (odd), query_pre_attn_scalar 32, soft-caps 5 and 3,
+ * GeGLU, tied embeddings scaled by sqrt(hidden_size) */
+static void test_vaultgemma(void **state) {
+    (void)state;
+    run_dir("vaultgemma");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -681,6 +689,7 @@ int main(void) {
         cmocka_unit_test(test_gptj),
         cmocka_unit_test(test_gpt_neo),
         cmocka_unit_test(test_codegen),
+        cmocka_unit_test(test_vaultgemma),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),

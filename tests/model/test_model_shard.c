@@ -292,6 +292,7 @@ static void test_classic(void **state) {
     check_family("nemotron", KVC_WMAT_CHECKPOINT);
     check_family("gpt_neo", KVC_WMAT_CHECKPOINT);
     check_family("codegen", KVC_WMAT_CHECKPOINT);
+    check_family("vaultgemma", KVC_WMAT_CHECKPOINT);
 }
 
 int main(void) {

@@ -6,7 +6,7 @@ phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohe
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
-gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, gpt_neo, codegen) this script
+gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, gpt_neo, codegen, vaultgemma) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -112,6 +112,8 @@ from transformers import (
     LlavaNextForConditionalGeneration,
     GemmaForCausalLM,
     Gemma2Config,
+    VaultGemmaConfig,
+    VaultGemmaForCausalLM,
     Gemma2ForCausalLM,
     GlmConfig,
     GlmForCausalLM,
@@ -519,6 +521,16 @@ def gemma2_config():
     return Gemma2Config(**GEMMA_SHAPE, intermediate_size=64, num_hidden_layers=4, query_pre_attn_scalar=32,
                         sliding_window=8, hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6,
                         attn_logit_softcapping=5.0, final_logit_softcapping=3.0)
+
+
+def vaultgemma_config():
+    # VaultGemma at toy size: Gemma 2's layer without its post-attention and post-feedforward norms (input_layernorm,
+    # pre_feedforward_layernorm only, as 1 + w), 4 layers alternating sliding (even) and full (odd; the default
+    # layer_types), a window of 8, query_pre_attn_scalar 32, GeGLU, tied embeddings scaled by sqrt(hidden_size), both
+    # soft-caps low (attention 5, logits 3).
+    return VaultGemmaConfig(**GEMMA_SHAPE, intermediate_size=64, num_hidden_layers=4, query_pre_attn_scalar=32,
+                            sliding_window=8, rms_norm_eps=1e-6, attn_logit_softcapping=5.0,
+                            final_logit_softcapping=3.0)
 
 
 # GLM and GLM-4 share one toy shape: 3 layers, head_dim 16, theta 1e4, untied (the rest their classes' defaults).
@@ -1006,6 +1018,7 @@ FAMILIES = {
     "smollm3": (smollm3_config, SmolLM3ForCausalLM),
     "gemma": (gemma_config, GemmaForCausalLM),
     "gemma2": (gemma2_config, Gemma2ForCausalLM),
+    "vaultgemma": (vaultgemma_config, VaultGemmaForCausalLM),
     "glm": (glm_config, GlmForCausalLM),
     "seed_oss": (seed_oss_config, SeedOssForCausalLM),
     "exaone4": (exaone4_config, Exaone4ForCausalLM),
@@ -1062,7 +1075,8 @@ def param_std(name, shape, config):
     if name.startswith(("model.visual.", "model.vision_tower.", "model.multi_modal_projector.")) or \
             name == "model.image_newline":  # a vision tower, LLaVA's projector: never run on text-only prompts
         return 0.02
-    if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma", "nemotron"):
+    if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma", "nemotron",
+                                                                             "vaultgemma"):
         return 0.3  # Gemma and Nemotron apply 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith(("norm_1.weight", "norm_2.weight", "norm_f.weight")):  # DBRX's LayerNorms
         return None
@@ -1444,6 +1458,12 @@ def make_family(family, out_root, seed):
         n = model.config.num_layers
         summary["sensitivity_all_global"] = sensitivity(model, ps[-1], attention_layers=["global"] * n)
         summary["sensitivity_window_9"] = sensitivity(model, ps[-1], window_size=9)
+    if family == "vaultgemma":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_sliding_window"] = sensitivity(
+            model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
+        summary["sensitivity_no_attn_softcap"] = sensitivity(model, ps[-1], attn_logit_softcapping=None)
+        summary["sensitivity_no_final_softcap"] = sensitivity(model, ps[-1], final_logit_softcapping=None)
     if family == "gemma2":
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_sliding_window"] = sensitivity(
@@ -1823,7 +1843,7 @@ def main():
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
-                               "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron", "gpt_neo", "codegen",
+                               "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron", "gpt_neo", "codegen", "vaultgemma",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
