@@ -23,24 +23,26 @@ static bool granite_moe(const char *mt) {
 /* Qwen3-MoE and Qwen2-MoE (a sparse block on the layers not in mlp_only_layers with (l + 1) %
  * decoder_sparse_step == 0, experts of moe_intermediate_size; Qwen2-MoE adds a shared expert of
  * shared_expert_intermediate_size), Mixtral (every layer, experts of intermediate_size, always
- * renormalised), OLMoE (every layer, experts of intermediate_size, renormalised by norm_topk_prob) and Granite MoE
+ * renormalised), OLMoE and FlexOlmo (every layer, experts of intermediate_size, renormalised by norm_topk_prob; 64 of
+ * top 8 and 7 of top 5 when absent) and Granite MoE
  * (every layer, experts of intermediate_size, its own router: kvci_ffn_granite_moe; Granite MoE Shared adds a shared
  * MLP of shared_intermediate_size): the expert count, k, the widths and the MoE layers; defaults as transformers
  * 5.25's. */
 static kvc_status parse_moe(const kvc_hparams *hp, const char *mt, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const bool mixtral = strcmp(mt, "mixtral") == 0, qwen2 = strcmp(mt, "qwen2_moe") == 0;
-    const bool olmoe = strcmp(mt, "olmoe") == 0, granite = granite_moe(mt);
+    const bool flex = strcmp(mt, "flex_olmo") == 0, olmoe = strcmp(mt, "olmoe") == 0 || flex, granite = granite_moe(mt);
     /* the Qwen hub configs say num_experts; transformers 5 writes Qwen3-MoE's as num_local_experts (attribute_map) */
     static const char *const qwen_n[KVC_HP_ALIASES] = {"num_experts", "num_local_experts"};
     static const char *const mixtral_n[KVC_HP_ALIASES] = {"num_local_experts"};
     bool have = false;
-    cfg->n_routed_experts = mixtral || granite ? 8 : qwen2 ? 60 : olmoe ? 64 : 128;
+    cfg->n_routed_experts = mixtral || granite ? 8 : qwen2 ? 60 : flex ? 7 : olmoe ? 64 : 128;
     KVC_TRY(kvci_hparams_int(c, mixtral || granite ? mixtral_n : qwen_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts,
                              &have));
     KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok",
                                 mixtral || granite ? 2
                                 : qwen2            ? 4
+                                : flex             ? 5
                                                    : 8,
                                 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
     if (cfg->experts_per_tok > cfg->n_routed_experts)
@@ -121,6 +123,18 @@ static kvc_status parse_olmo(const kvc_hparams *hp, kvc_model_config *cfg) {
     if (strcmp(cfg->model_type, "olmo3") == 0 && !hp->rope_sliding_given)
         cfg->rope_sliding = kvci_family_default_rope(500000.0);
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* FlexOlmo (allenai/FlexOlmo-7x7B-1T, FlexOlmoForCausalLM): OLMo 2's layer (no input norm; the attention's and the
+ * feed-forward's outputs RMS-normalised before their residual adds; q_norm / k_norm over the whole q / k projection
+ * before RoPE, no clipping; attention_bias on q, k, v and o) with OLMoE's feed-forward on every layer: a softmax
+ * router over num_experts (7) SwiGLU experts of intermediate_size, top num_experts_per_tok (5), renormalised when
+ * norm_topk_prob (false); rms_norm_eps 1e-6 (FlexOlmoConfig's); no sliding window. */
+static kvc_status parse_flex_olmo(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(parse_olmo(hp, cfg));
+    KVC_TRY(kvci_family_opt_num(&hp->cfg, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
+    return parse_moe(hp, cfg->model_type, cfg);
 }
 
 /* Granite (ibm-granite/granite-3.x, GraniteForCausalLM): Llama with four multipliers, each 1 when absent
@@ -588,6 +602,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     const char *mt = cfg->model_type;
     if (strcmp(mt, "phi3") == 0) return parse_phi3(hp, cfg);
     if (strcmp(mt, "olmo2") == 0 || strcmp(mt, "olmo3") == 0) return parse_olmo(hp, cfg);
+    if (strcmp(mt, "flex_olmo") == 0) return parse_flex_olmo(hp, cfg);
     if (strcmp(mt, "gemma") == 0) return kvci_family_parse_gemma(hp, cfg);
     if (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0) return parse_glm(hp, cfg);
     if (strcmp(mt, "cohere") == 0 || strcmp(mt, "cohere2") == 0) return parse_cohere(hp, cfg);
@@ -762,6 +777,7 @@ static const kvc_family_alias ALIASES[] = {
     {"dbrx", "DbrxForCausalLM", "dbrx", true},
     {"gpt_neo", "GPTNeoForCausalLM", "gpt_neo", true},
     {"codegen", "CodeGenForCausalLM", "codegen", true},
+    {"flex_olmo", "FlexOlmoForCausalLM", "flex_olmo", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

@@ -39,6 +39,7 @@ static const type_defaults DEFAULTS[] = {
     {"gemma3_text", 256, 1000000.0, 4096, false, 4, false, false},
     {"gemma3", 256, 1000000.0, 4096, false, 4, false, false},
     {"olmo3", 0, 500000.0, 4096, false, 0, false, false},
+    {"flex_olmo", 0, 500000.0, 0, false, 0, false, false}, /* FlexOlmoConfig's default_theta */
     {"gemma", 256, 10000.0, 0, false, 16, false, false},
     {"smollm3", 0, 2000000.0, 0, true, 4, false, false},
     {"glm", 128, 10000.0, 0, false, 2, false, false},

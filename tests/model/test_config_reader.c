@@ -407,6 +407,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/gpt_neo/config.json",
         "oracle/codegen/config.json",
         "oracle/vaultgemma/config.json",
+        "oracle/flex_olmo/config.json",
         "oracle/nemotron/config.json",
         "oracle/ernie4_5_moe/config.json",
         "oracle/phimoe/config.json",

@@ -1436,6 +1436,36 @@ static void test_vaultgemma_fields(void **state) {
                    "(vaultgemma: gelu_pytorch_tanh)");
 }
 
+/* FlexOlmo with FlexOlmoConfig's defaults (OLMo 2's layer: post norms, whole q/k norms, no clipping, no window; 7
+ * experts of intermediate_size on every layer, top 5, not renormalised; eps 1e-6, theta 5e5, untied); clip_qkv and
+ * sliding_window are not read (FlexOlmo's attention has neither); refused by name: top-k above the experts. */
+static void test_flex_olmo_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"flex_olmo\"," MOE_BASE "\"num_hidden_layers\":2,\"clip_qkv\":1.5,"
+                      "\"sliding_window\":4,\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(def, "flex_olmo", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.post_norms && c.qk_norm && c.qk_norm_whole && c.clip_qkv == 0.0);
+    assert_true(c.n_routed_experts == 7 && c.experts_per_tok == 5 && !c.norm_topk_prob && c.layer_moe[0]);
+    assert_true(c.layer_moe[1] && c.moe_intermediate_size == 8 && c.rms_norm_eps == 1e-6 && c.rope.theta == 5e5);
+    assert_true(!c.tie_word_embeddings && !c.qkv_bias && !c.o_bias && c.sliding_window == 0 && !c.layer_sliding[0]);
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options opt = kvc_plan_default_options();
+    assert_int_equal(kvc_model_plan_create(def, strlen(def), &opt, &plan), KVC_OK);
+    assert_string_equal(plan->family, "flex_olmo");
+    assert_true(plan->layers[0].sliding_window == 0 && plan->layers[1].sliding_window == 0);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"flex_olmo\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"num_experts\":4,\"num_experts_per_tok\":2,"
+                                            "\"norm_topk_prob\":true,\"attention_bias\":true,\"rms_norm_eps\":1e-5}",
+                                            "flex_olmo-set", &c),
+                     KVC_OK);
+    assert_true(c.n_routed_experts == 4 && c.experts_per_tok == 2 && c.norm_topk_prob && c.qkv_bias && c.o_bias);
+    assert_true(c.rms_norm_eps == 1e-5);
+    expect_refusal("{\"model_type\":\"flex_olmo\"," MOE_BASE "\"num_hidden_layers\":2,\"num_experts\":4}",
+                   "num_experts_per_tok 5 must be in [1, num_experts = 4]");
+}
+
 /* CodeGen with CodeGenConfig's defaults (GPT-J's: rotary_dim 64, theta 1e4 whatever rope_theta says, adjacent pairs,
  * a parallel block on one LayerNorm, MLP and head biases, n_inner 4 x n_embd, gelu_new, untied, 2048 positions) and
  * with rotary_dim 6 of 16; head_dim / num_key_value_heads keys not read; refused by name: n_embd not a multiple of 4
@@ -1714,6 +1744,7 @@ int main(void) {
         cmocka_unit_test(test_gemma3_fields),
         cmocka_unit_test(test_gemma2_fields),
         cmocka_unit_test(test_vaultgemma_fields),
+        cmocka_unit_test(test_flex_olmo_fields),
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),

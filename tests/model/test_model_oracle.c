@@ -561,6 +561,13 @@ static void test_vaultgemma(void **state) {
     run_dir("vaultgemma");
 }
 
+/* FlexOlmo-like: OLMo 2's layer (post norms, whole q/k norms) with OLMoE's softmax router on every layer, 7 experts
+ * of 24, top-2 not renormalised, q/k/v/o biases, GQA 4/2, untied */
+static void test_flex_olmo(void **state) {
+    (void)state;
+    run_dir("flex_olmo");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -690,6 +697,7 @@ int main(void) {
         cmocka_unit_test(test_gpt_neo),
         cmocka_unit_test(test_codegen),
         cmocka_unit_test(test_vaultgemma),
+        cmocka_unit_test(test_flex_olmo),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),

@@ -293,6 +293,7 @@ static void test_classic(void **state) {
     check_family("gpt_neo", KVC_WMAT_CHECKPOINT);
     check_family("codegen", KVC_WMAT_CHECKPOINT);
     check_family("vaultgemma", KVC_WMAT_CHECKPOINT);
+    check_family("flex_olmo", KVC_WMAT_CHECKPOINT);
 }
 
 int main(void) {
