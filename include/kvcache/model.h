@@ -191,6 +191,9 @@ typedef struct kvc_model_config {
     /* Phi-3.5-MoE (model_type phimoe): SparseMixer's two experts, each among the router logits within
      * router_jitter_noise of its own (kvci_ffn_phimoe). Last, as above. */
     double router_jitter_noise;
+    /* HunYuan (model_type hunyuan_v1_dense): the per-head q/k RMSNorms (qk_norm) applied after RoPE instead of
+     * before it. Last, as above. */
+    bool qk_norm_after_rope;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

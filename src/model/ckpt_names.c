@@ -86,6 +86,9 @@ static const rename_rule RULES[] = {
     {"gpt_neo", "model.norm.", "transformer.ln_f."},
     /* VaultGemma (VaultGemmaForCausalLM): the MLP's input norm is pre_feedforward_layernorm (no post norms) */
     {"vaultgemma", "post_attention_layernorm.", "pre_feedforward_layernorm."},
+    /* HunYuan dense (HunYuanDenseV1ForCausalLM): the per-head q/k norms are query_layernorm / key_layernorm */
+    {"hunyuan_v1_dense", "self_attn.q_norm.", "self_attn.query_layernorm."},
+    {"hunyuan_v1_dense", "self_attn.k_norm.", "self_attn.key_layernorm."},
     /* DBRX (DbrxForCausalLM): under transformer., wte the embedding, blocks.N the layers with norm_attn_norm's norm_1
      * / norm_2 and attn.Wqkv (q, k, v fused) / attn.out_proj, norm_f the final norm (its ffn's names are weights.c's)
      */

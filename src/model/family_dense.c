@@ -137,6 +137,27 @@ static kvc_status parse_flex_olmo(const kvc_hparams *hp, kvc_model_config *cfg) 
     return parse_moe(hp, cfg->model_type, cfg);
 }
 
+/* HunYuan dense (tencent/Hunyuan-0.5B to 7B; HunYuanDenseV1ForCausalLM): Llama's layer with per-head q/k RMSNorms
+ * (query_layernorm, key_layernorm, always: use_qk_norm is not read) applied after RoPE, not before it as Qwen3's;
+ * attention_bias on q, k, v and o (false), no MLP bias, rms_norm_eps 1e-5 when absent, untied by default; its
+ * "dynamic" rope with an alpha is hparams.c's ntk_alpha_rope. Refused by name: head_dim absent or null
+ * (HunYuanDenseV1Config leaves it None, with which its attention cannot be built). */
+static kvc_status parse_hunyuan(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool bias = false;
+    if (kvci_json_find(c, "head_dim") == NULL)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: hunyuan_v1_dense without head_dim is not supported (HunYuanDenseV1Config leaves it None, "
+                         "with which transformers cannot build the attention)",
+                         c->doc);
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
+    cfg->qk_norm = cfg->qk_norm_after_rope = true;
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* Granite (ibm-granite/granite-3.x, GraniteForCausalLM): Llama with four multipliers, each 1 when absent
  * (GraniteConfig's): embedding_multiplier scales the embeddings, residual_multiplier each sub-layer's output
  * before its residual add, attention_multiplier is the softmax scale itself (1, not head_dim^-1/2, when
@@ -603,6 +624,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "phi3") == 0) return parse_phi3(hp, cfg);
     if (strcmp(mt, "olmo2") == 0 || strcmp(mt, "olmo3") == 0) return parse_olmo(hp, cfg);
     if (strcmp(mt, "flex_olmo") == 0) return parse_flex_olmo(hp, cfg);
+    if (strcmp(mt, "hunyuan_v1_dense") == 0) return parse_hunyuan(hp, cfg);
     if (strcmp(mt, "gemma") == 0) return kvci_family_parse_gemma(hp, cfg);
     if (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0) return parse_glm(hp, cfg);
     if (strcmp(mt, "cohere") == 0 || strcmp(mt, "cohere2") == 0) return parse_cohere(hp, cfg);
@@ -778,6 +800,7 @@ static const kvc_family_alias ALIASES[] = {
     {"gpt_neo", "GPTNeoForCausalLM", "gpt_neo", true},
     {"codegen", "CodeGenForCausalLM", "codegen", true},
     {"flex_olmo", "FlexOlmoForCausalLM", "flex_olmo", true},
+    {"hunyuan_v1_dense", "HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

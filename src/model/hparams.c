@@ -40,6 +40,7 @@ static const type_defaults DEFAULTS[] = {
     {"gemma3", 256, 1000000.0, 4096, false, 4, false, false},
     {"olmo3", 0, 500000.0, 4096, false, 0, false, false},
     {"flex_olmo", 0, 500000.0, 0, false, 0, false, false}, /* FlexOlmoConfig's default_theta */
+    {"hunyuan_v1_dense", 0, 10000.0, 0, false, 0, false, false},
     {"gemma", 256, 10000.0, 0, false, 16, false, false},
     {"smollm3", 0, 2000000.0, 0, true, 4, false, false},
     {"glm", 128, 10000.0, 0, false, 2, false, false},
@@ -461,6 +462,28 @@ static kvc_status gptj_rope(const kvc_hparams *hp, kvc_rope_config *r) {
     return KVC_OK;
 }
 
+/* HunYuan's "dynamic" rope with an alpha (transformers 5.25's ntk_alpha: fixed frequencies, not the dynamic NTK rope
+ * that follows the sequence length): the default rope at theta * alpha^(head_dim / (head_dim - 2)), in double as
+ * Python computes it; without an alpha (or 0) the type stays dynamic, which the runtime refuses. */
+static kvc_status ntk_alpha_rope(const kvc_hparams *hp, const kvc_json_obj *dict, kvc_rope_config *r) {
+    const kvc_json_range nonneg = {0.0, KVC_HP_MAX_FACTOR, false};
+    double alpha = 0.0;
+    int64_t hd = 0;
+    bool have = false;
+    KVC_TRY(kvci_json_num(dict, "alpha", nonneg, &alpha, &have));
+    if (!have || alpha == 0.0) return KVC_OK;
+    KVC_TRY(kvci_hparams_head_dim(hp, &hd));
+    if (hd <= 2)
+        return kvci_fail(KVC_EINVAL, "%s: %s.alpha needs head_dim above 2 (got %lld)", dict->doc, dict->path,
+                         (long long)hd);
+    r->theta *= pow(alpha, (double)hd / (double)(hd - 2));
+    if (!(r->theta <= KVC_HP_MAX_THETA))
+        return kvci_fail(KVC_EINVAL, "%s: %s.alpha %g gives rope theta %g, above %g", dict->doc, dict->path, alpha,
+                         r->theta, KVC_HP_MAX_THETA);
+    r->type = KVC_ROPE_DEFAULT;
+    return KVC_OK;
+}
+
 /* One rope dict (dict NULL: none) over the defaults and the top-level rope_theta into *r. */
 static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dict, kvc_rope_config *r) {
     *r = (kvc_rope_config){.type = KVC_ROPE_DEFAULT,
@@ -486,6 +509,8 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
     KVC_TRY(kvci_json_num(dict, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(kvci_json_num(dict, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));
     KVC_TRY(rope_type_of(dict, &r->type));
+    if (r->type == KVC_ROPE_DYNAMIC && hp->model_type != NULL && strcmp(hp->model_type, "hunyuan_v1_dense") == 0)
+        KVC_TRY(ntk_alpha_rope(hp, dict, r));
     KVC_TRY(whole_head_rope(hp, r));
     if (r->type == KVC_ROPE_DEFAULT) return KVC_OK;
     /* factor is required by every scaled type but longrope, where it is optional */

@@ -538,6 +538,9 @@ static kvc_status check_fields(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only");
     if (c->norm_weightless && (!c->layer_norm || c->norm_bias || c->post_norms || c->sandwich_norms || c->gemma_norms))
         return kvci_fail(KVC_EINVAL, "model: norm_weightless needs layer_norm in pre-norm blocks without norm_bias");
+    if (c->qk_norm_after_rope && (!c->qk_norm || c->qk_norm_whole || c->layer_norm || c->clip_qkv > 0.0 || fam->mla))
+        return kvci_fail(KVC_EINVAL, "model: qk_norm_after_rope needs per-head RMS q/k norms (qk_norm, not whole, "
+                                     "no layer_norm, no clip_qkv) outside MLA");
     if (!(c->router_jitter_noise >= 0.0 && c->router_jitter_noise <= 1.0))
         return kvci_fail(KVC_EINVAL, "model: router_jitter_noise %g outside [0, 1]", c->router_jitter_noise);
     if (!(c->moe_norm_min >= 0.0 && c->moe_norm_min <= 1.0))

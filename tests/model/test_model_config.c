@@ -1466,6 +1466,40 @@ static void test_flex_olmo_fields(void **state) {
                    "num_experts_per_tok 5 must be in [1, num_experts = 4]");
 }
 
+/* HunYuan dense with HunYuanDenseV1Config's defaults (Llama's layer, per-head q/k norms after RoPE, no biases, eps
+ * 1e-5, theta 1e4, KV heads = heads, untied) and with the hub's "dynamic" rope carrying an alpha (theta x alpha^(D / (D
+ * - 2)), a default rope, planner alike); refused by name: head_dim absent or null, "dynamic" without an alpha. */
+static void test_hunyuan_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"hunyuan_v1_dense\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4,"
+                      "\"use_qk_norm\":false,\"sliding_window\":4,\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(def, "hunyuan", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.qk_norm && c.qk_norm_after_rope && !c.qk_norm_whole);
+    assert_true(c.head_dim == 4 && c.num_kv_heads == 2 && c.rms_norm_eps == 1e-5 && c.rope.theta == 1e4);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings && c.sliding_window == 0);
+    const char *hub = "{\"model_type\":\"hunyuan_v1_dense\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4,"
+                      "\"rope_theta\":10000.0,\"rope_scaling\":{\"alpha\":1000.0,\"beta_fast\":32,\"beta_slow\":1,"
+                      "\"factor\":1.0,\"mscale\":1.0,\"mscale_all_dim\":1.0,\"type\":\"dynamic\"},"
+                      "\"attention_bias\":true,\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(hub, "hunyuan-hub", &c), KVC_OK);
+    assert_true(c.rope.type == KVC_ROPE_DEFAULT && c.rope.theta == 1e4 * pow(1000.0, 2.0) && c.qkv_bias && c.o_bias);
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options opt = kvc_plan_default_options();
+    assert_int_equal(kvc_model_plan_create(hub, strlen(hub), &opt, &plan), KVC_OK);
+    assert_string_equal(plan->family, "hunyuan_v1_dense");
+    assert_string_equal(plan->rope_type, "default");
+    assert_true(plan->head_dim == 4 && plan->num_key_value_heads == 2);
+    kvc_model_plan_destroy(plan);
+    expect_refusal("{\"model_type\":\"hunyuan_v1_dense\"," MOE_BASE "\"num_hidden_layers\":2}",
+                   "hunyuan_v1_dense without head_dim is not supported");
+    expect_refusal("{\"model_type\":\"hunyuan_v1_dense\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":null}",
+                   "hunyuan_v1_dense without head_dim is not supported");
+    expect_refusal("{\"model_type\":\"hunyuan_v1_dense\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4,"
+                   "\"rope_scaling\":{\"type\":\"dynamic\",\"factor\":2.0}}",
+                   "rope type \"dynamic\" is not supported");
+}
+
 /* CodeGen with CodeGenConfig's defaults (GPT-J's: rotary_dim 64, theta 1e4 whatever rope_theta says, adjacent pairs,
  * a parallel block on one LayerNorm, MLP and head biases, n_inner 4 x n_embd, gelu_new, untied, 2048 positions) and
  * with rotary_dim 6 of 16; head_dim / num_key_value_heads keys not read; refused by name: n_embd not a multiple of 4
@@ -1745,6 +1779,7 @@ int main(void) {
         cmocka_unit_test(test_gemma2_fields),
         cmocka_unit_test(test_vaultgemma_fields),
         cmocka_unit_test(test_flex_olmo_fields),
+        cmocka_unit_test(test_hunyuan_fields),
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),

@@ -568,6 +568,13 @@ static void test_flex_olmo(void **state) {
     run_dir("flex_olmo");
 }
 
+/* Hunyuan-7B-like: Llama's layer with per-head q/k RMSNorms after RoPE, the "dynamic" rope with alpha 1000 (theta
+ * 1e4 x 1000^(16/14)), GQA 4/2, untied */
+static void test_hunyuan_v1_dense(void **state) {
+    (void)state;
+    run_dir("hunyuan_v1_dense");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -698,6 +705,7 @@ int main(void) {
         cmocka_unit_test(test_codegen),
         cmocka_unit_test(test_vaultgemma),
         cmocka_unit_test(test_flex_olmo),
+        cmocka_unit_test(test_hunyuan_v1_dense),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),

@@ -6,7 +6,8 @@ phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohe
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
-gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, gpt_neo, codegen, vaultgemma, flex_olmo) this script
+gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, gpt_neo, codegen, vaultgemma, flex_olmo,
+hunyuan_v1_dense) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -112,6 +113,8 @@ from transformers import (
     LlavaNextForConditionalGeneration,
     GemmaForCausalLM,
     Gemma2Config,
+    HunYuanDenseV1Config,
+    HunYuanDenseV1ForCausalLM,
     FlexOlmoConfig,
     FlexOlmoForCausalLM,
     VaultGemmaConfig,
@@ -736,6 +739,15 @@ def flex_olmo_config():
                           num_experts_per_tok=2, attention_bias=True, tie_word_embeddings=False)
 
 
+def hunyuan_v1_dense_config():
+    # Hunyuan-7B's layer at toy size: Llama's with per-head q/k RMSNorms (query_layernorm, key_layernorm) applied
+    # after RoPE, the hub's "dynamic" rope with an alpha (transformers' ntk_alpha: theta 1e4 x 1000^(16/14)),
+    # GQA 4/2, head_dim 16, 3 layers, untied, no biases.
+    return HunYuanDenseV1Config(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16, tie_word_embeddings=False,
+                                rope_parameters={"rope_type": "dynamic", "alpha": 1000.0, "factor": 1.0,
+                                                 "rope_theta": 10000.0})
+
+
 def granitemoe_config():
     # Granite 3.0 MoE at toy size: Granite's multipliers (embedding 6, residual 0.22, attention 0.1, logits scaling 3,
     # as the granite oracle), q/k/v/o biases (attention_bias; the hub's have none), GQA 4/2, tied as the hub's, 2
@@ -1029,6 +1041,7 @@ FAMILIES = {
     "smollm3": (smollm3_config, SmolLM3ForCausalLM),
     "gemma": (gemma_config, GemmaForCausalLM),
     "gemma2": (gemma2_config, Gemma2ForCausalLM),
+    "hunyuan_v1_dense": (hunyuan_v1_dense_config, HunYuanDenseV1ForCausalLM),
     "flex_olmo": (flex_olmo_config, FlexOlmoForCausalLM),
     "vaultgemma": (vaultgemma_config, VaultGemmaForCausalLM),
     "glm": (glm_config, GlmForCausalLM),
@@ -1447,6 +1460,9 @@ def make_family(family, out_root, seed):
         summary["sensitivity_full_rotary"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
         summary["sensitivity_norm_topk_prob_false"] = sensitivity(model, ps[-1], norm_topk_prob=False)
+    if family == "hunyuan_v1_dense":
+        summary["sensitivity_no_alpha"] = sensitivity(
+            model, ps[-1], rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
     if family == "flex_olmo":
         summary["sensitivity_norm_topk_prob_true"] = sensitivity(model, ps[-1], norm_topk_prob=True)
     if family == "olmoe":
@@ -1859,6 +1875,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
+                               "hunyuan_v1_dense",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
