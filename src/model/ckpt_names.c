@@ -84,6 +84,18 @@ static const rename_rule RULES[] = {
     {"gpt_neo", "mlp.up_proj.", "mlp.c_fc."},
     {"gpt_neo", "mlp.down_proj.", "mlp.c_proj."},
     {"gpt_neo", "model.norm.", "transformer.ln_f."},
+    /* BioGPT (BioGptForCausalLM): under biogpt., OPT's layer names (self_attn_layer_norm / final_layer_norm,
+     * self_attn.out_proj, fc1 / fc2 outside any mlp.), layer_norm the final norm, output_projection the head */
+    {"biogpt", "model.embed_tokens.", "biogpt.embed_tokens."},
+    {"biogpt", "model.embed_positions.", "biogpt.embed_positions."},
+    {"biogpt", "model.layers.", "biogpt.layers."},
+    {"biogpt", "input_layernorm.", "self_attn_layer_norm."},
+    {"biogpt", "post_attention_layernorm.", "final_layer_norm."},
+    {"biogpt", "self_attn.o_proj.", "self_attn.out_proj."},
+    {"biogpt", "mlp.up_proj.", "fc1."},
+    {"biogpt", "mlp.down_proj.", "fc2."},
+    {"biogpt", "model.norm.", "biogpt.layer_norm."},
+    {"biogpt", "lm_head.", "output_projection."},
     /* VaultGemma (VaultGemmaForCausalLM): the MLP's input norm is pre_feedforward_layernorm (no post norms) */
     {"vaultgemma", "post_attention_layernorm.", "pre_feedforward_layernorm."},
     /* HunYuan dense (HunYuanDenseV1ForCausalLM): the per-head q/k norms are query_layernorm / key_layernorm */

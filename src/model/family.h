@@ -185,7 +185,7 @@ kvc_status kvci_family_check_grouped_router(const kvc_model_config *cfg, const c
 kvc_status kvci_family_parse_gemma(const kvc_hparams *hp, kvc_model_config *cfg);
 
 /* The classic decoder types (family_classic.c; run by the dense family): phi, gpt_neox, gpt2, gpt_bigcode, opt,
- * falcon, gptj, nemotron, gpt_neo, codegen. */
+ * falcon, gptj, nemotron, gpt_neo, codegen, biogpt. */
 bool kvci_family_is_classic(const char *model_type);
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg);
 /* GPT-Neo's layers, which it reads instead of layer_types: attention_layers ("global" full, "local" sliding), else

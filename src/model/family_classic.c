@@ -1,8 +1,9 @@
 /* The runtime keys of the classic decoder types the dense family runs (kvci_family_parse_classic): Phi (1, 1.5,
  * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2, GPT-BigCode (StarCoder 1, SantaCoder), OPT, Falcon, GPT-J, Nemotron,
- * GPT-Neo and CodeGen.
+ * GPT-Neo, CodeGen and BioGPT.
  * Each is a dense model of LayerNorms with bias, an ungated MLP with biases and RoPE on part of each head (GPT-2,
  * GPT-BigCode, OPT: learned positions instead); their checkpoints' own module names are ckpt_names.c's. */
+#include <math.h>
 #include <string.h>
 
 #include "base/internal.h"
@@ -269,6 +270,26 @@ static kvc_status parse_gpt_neo(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* BioGPT (microsoft/biogpt, BioGPT-Large; BioGptForCausalLM): OPT's learned positions offset by 2 (embed_positions
+ * holds max_position_embeddings + 2 rows, 1024 when absent) added to the token embeddings times sqrt(hidden_size)
+ * when scale_embedding (true when absent; as an f32), pre-norm blocks of nn.LayerNorm with weight and bias at their
+ * default eps 1e-5 (layer_norm_eps is not read by its modules), q/k/v/out_proj with biases, the MLP fc2(act(fc1(x)))
+ * with biases of intermediate_size (4096 when absent, config.c) by hidden_act (gelu), the final layer_norm and the
+ * head output_projection, tied by default. */
+static kvc_status parse_biogpt(const kvc_hparams *hp, kvc_model_config *cfg) {
+    bool scale = true;
+    KVC_TRY(gelu_act(&hp->cfg, "hidden_act", "biogpt", "gelu", cfg));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
+    KVC_TRY(kvci_family_opt_bool(&hp->cfg, "scale_embedding", true, &scale));
+    cfg->embed_scale = scale ? (float)sqrt((double)cfg->hidden_size) : 0.0f;
+    cfg->pos_learned = true, cfg->pos_offset = 2;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
+    cfg->rms_norm_eps = 1e-5;
+    return kvci_family_opt_bool(&hp->cfg, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
+}
+
 /* Entry e of GPT-Neo's layer list (where[i] names it), "global" (full) or "local" (sliding), as layer *n of kinds
  * (kept while *n < n_layers; *n counts on, so that a list of another length is refused by its own count). */
 static kvc_status gpt_neo_push(const kvc_family_ctx *ctx, const cJSON *e, const char *where, long long i,
@@ -321,7 +342,7 @@ static const struct {
 } CLASSIC[] = {{"phi", parse_phi},          {"gpt_neox", parse_gpt_neox}, {"gpt2", parse_gpt2},
                {"gpt_bigcode", parse_gpt2}, {"opt", parse_opt},           {"falcon", parse_falcon},
                {"gptj", parse_gptj},        {"nemotron", parse_nemotron}, {"gpt_neo", parse_gpt_neo},
-               {"codegen", parse_gptj}};
+               {"codegen", parse_gptj},     {"biogpt", parse_biogpt}};
 
 bool kvci_family_is_classic(const char *model_type) {
     for (size_t i = 0; i < sizeof CLASSIC / sizeof CLASSIC[0]; i++)

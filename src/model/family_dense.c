@@ -801,6 +801,7 @@ static const kvc_family_alias ALIASES[] = {
     {"codegen", "CodeGenForCausalLM", "codegen", true},
     {"flex_olmo", "FlexOlmoForCausalLM", "flex_olmo", true},
     {"hunyuan_v1_dense", "HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense", true},
+    {"biogpt", "BioGptForCausalLM", "biogpt", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

@@ -62,6 +62,7 @@ static const type_defaults DEFAULTS[] = {
     {"gptj", 0, 10000.0, 0, false, 0, true, true},
     {"gpt_neo", 0, 10000.0, 256, false, 0, true, true}, /* its window: window_size */
     {"codegen", 0, 10000.0, 0, false, 0, true, true},
+    {"biogpt", 0, 10000.0, 0, false, 0, true, true},
     {"gpt_bigcode", 0, 10000.0, 0, false, 0, true, false}, /* its KV heads by multi_query */
     {"falcon", 0, 10000.0, 0, false, 0, true, false},      /* its KV heads by its flags */
     {"llama4_text", 128, 500000.0, 0, false, 8, false, false},
@@ -226,10 +227,12 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     KVC_TRY(kvci_hparams_int(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
     KVC_TRY(kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
     /* the position tables' class defaults, their row count: learned (GPT2Config's n_positions, OPTConfig's,
-     * GPTNeoConfig's) or CodeGen's sinusoid table (CodeGenConfig's n_positions), which no position may pass */
+     * GPTNeoConfig's, BioGptConfig's) or CodeGen's sinusoid table (CodeGenConfig's n_positions), which no position may
+     * pass */
     static const char *const TABLE_2048[] = {"opt", "gpt_neo", "codegen"};
     const char *mt = hp->model_type;
-    if (!hp->have_max_pos && mt != NULL && (strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0))
+    static const char *const TABLE_1024[] = {"gpt2", "gpt_bigcode", "biogpt"};
+    if (!hp->have_max_pos && kvci_name_listed(mt, TABLE_1024, sizeof TABLE_1024 / sizeof TABLE_1024[0]))
         hp->max_pos = 1024, hp->have_max_pos = true;
     if (!hp->have_max_pos && kvci_name_listed(mt, TABLE_2048, sizeof TABLE_2048 / sizeof TABLE_2048[0]))
         hp->max_pos = 2048, hp->have_max_pos = true;
@@ -431,9 +434,9 @@ static bool rotates_part(const kvc_hparams *hp) {
 
 /* A partial_rotary_factor of a type that rotates whole heads: transformers' default rope ignores it (so does
  * kvcache); its scaled ropes would size their frequencies by it for a whole-head rotation, which no model has
- * (types with learned positions read no rope at all: GPT-2, OPT, GPT-BigCode, GPT-Neo). */
+ * (types with learned positions read no rope at all: GPT-2, OPT, GPT-BigCode, GPT-Neo, BioGPT). */
 static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
-    static const char *const NO_ROPE_TYPES[] = {"gpt2", "opt", "gpt_bigcode", "gpt_neo"}; /* learned positions */
+    static const char *const NO_ROPE_TYPES[] = {"gpt2", "opt", "gpt_bigcode", "gpt_neo", "biogpt"}; /* learned */
     if (r->partial_rotary_factor == 1.0 || rotates_part(hp)) return KVC_OK;
     const bool no_rope =
         kvci_name_listed(hp->model_type, NO_ROPE_TYPES, sizeof NO_ROPE_TYPES / sizeof NO_ROPE_TYPES[0]);

@@ -1500,6 +1500,41 @@ static void test_hunyuan_fields(void **state) {
                    "rope type \"dynamic\" is not supported");
 }
 
+/* BioGPT with BioGptConfig's defaults (learned positions offset by 2 over 1024 rows, embeddings times sqrt(hidden),
+ * LayerNorms at eps 1e-5 whatever layer_norm_eps says, biases everywhere but the head, intermediate 4096, gelu, tied);
+ * scale_embedding false and set keys; head_dim / num_key_value_heads / rope keys not read. */
+static void test_biogpt_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"biogpt\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,"
+                      "\"num_attention_heads\":4,\"layer_norm_eps\":1e-12,\"head_dim\":16,\"num_key_value_heads\":2,"
+                      "\"rope_theta\":5e5}";
+    assert_int_equal(kvc_model_config_parse(def, "biogpt", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 8 && c.num_kv_heads == 4 && c.intermediate_size == 4096);
+    assert_true(c.pos_learned && c.pos_offset == 2 && c.max_position_embeddings == 1024 && c.layer_nope[1]);
+    assert_true(c.embed_scale == (float)sqrt(32.0) && c.rms_norm_eps == 1e-5 && c.tie_word_embeddings);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias && c.layer_norm && c.norm_bias && c.mlp_plain);
+    assert_true(c.mlp_act == KVC_MLP_GELU && !c.parallel_block);
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options opt = kvc_plan_default_options();
+    assert_int_equal(kvc_model_plan_create(def, strlen(def), &opt, &plan), KVC_OK);
+    assert_string_equal(plan->family, "biogpt");
+    assert_true(plan->options.max_model_len == 1024 && plan->head_dim == 8 && plan->num_key_value_heads == 4);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"biogpt\",\"vocab_size\":8,\"hidden_size\":32,"
+                               "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"scale_embedding\":false,"
+                               "\"intermediate_size\":48,\"max_position_embeddings\":16,"
+                               "\"hidden_act\":\"relu\",\"tie_word_embeddings\":false}",
+                               "biogpt-set", &c),
+        KVC_OK);
+    assert_true(c.embed_scale == 0.0f && c.intermediate_size == 48 && c.max_position_embeddings == 16);
+    assert_true(c.mlp_act == KVC_MLP_RELU && !c.tie_word_embeddings);
+    expect_refusal("{\"model_type\":\"biogpt\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,"
+                   "\"num_attention_heads\":4,\"hidden_act\":\"silu\"}",
+                   "hidden_act \"silu\" is not supported (biogpt");
+}
+
 /* CodeGen with CodeGenConfig's defaults (GPT-J's: rotary_dim 64, theta 1e4 whatever rope_theta says, adjacent pairs,
  * a parallel block on one LayerNorm, MLP and head biases, n_inner 4 x n_embd, gelu_new, untied, 2048 positions) and
  * with rotary_dim 6 of 16; head_dim / num_key_value_heads keys not read; refused by name: n_embd not a multiple of 4
@@ -1780,6 +1815,7 @@ int main(void) {
         cmocka_unit_test(test_vaultgemma_fields),
         cmocka_unit_test(test_flex_olmo_fields),
         cmocka_unit_test(test_hunyuan_fields),
+        cmocka_unit_test(test_biogpt_fields),
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),

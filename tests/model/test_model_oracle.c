@@ -575,6 +575,13 @@ static void test_hunyuan_v1_dense(void **state) {
     run_dir("hunyuan_v1_dense");
 }
 
+/* BioGPT-like: OPT's learned positions offset by 2, token embeddings times sqrt(48), pre-norm LayerNorms at eps 1e-5,
+ * q/k/v/out_proj and fc1 / fc2 with biases, gelu, tied output_projection */
+static void test_biogpt(void **state) {
+    (void)state;
+    run_dir("biogpt");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -706,6 +713,7 @@ int main(void) {
         cmocka_unit_test(test_vaultgemma),
         cmocka_unit_test(test_flex_olmo),
         cmocka_unit_test(test_hunyuan_v1_dense),
+        cmocka_unit_test(test_biogpt),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),

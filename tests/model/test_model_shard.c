@@ -295,6 +295,7 @@ static void test_classic(void **state) {
     check_family("vaultgemma", KVC_WMAT_CHECKPOINT);
     check_family("flex_olmo", KVC_WMAT_CHECKPOINT);
     check_family("hunyuan_v1_dense", KVC_WMAT_CHECKPOINT);
+    check_family("biogpt", KVC_WMAT_CHECKPOINT);
 }
 
 int main(void) {

@@ -7,7 +7,7 @@ exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, gpt_neo, codegen, vaultgemma, flex_olmo,
-hunyuan_v1_dense) this script
+hunyuan_v1_dense, biogpt) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -66,6 +66,8 @@ from transformers import (
     FalconConfig,
     FalconForCausalLM,
     GPTJConfig,
+    BioGptConfig,
+    BioGptForCausalLM,
     CodeGenConfig,
     CodeGenForCausalLM,
     GPTNeoConfig,
@@ -936,6 +938,16 @@ def codegen_config():
                          bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def biogpt_config():
+    # BioGPT's blocks at toy size: OPT's learned positions offset by 2 (max_position_embeddings 64: 66 rows) added to
+    # the token embeddings times sqrt(48) (scale_embedding, the default), pre-norm LayerNorms with weight and bias at
+    # nn.LayerNorm's eps 1e-5 (layer_norm_eps 1e-12, the default, is not read by its modules), q/k/v/out_proj and
+    # fc1 / fc2 with biases of intermediate_size 96, gelu (the default), tied (the default) output_projection.
+    return BioGptConfig(vocab_size=VOCAB, hidden_size=48, num_hidden_layers=3, num_attention_heads=4,
+                        intermediate_size=96, max_position_embeddings=64, bos_token_id=None, eos_token_id=None,
+                        pad_token_id=None)
+
+
 def nemotron_config():
     # Nemotron-4 / Minitron at toy size: LayerNorm1P norms (weight applied as 1 + w, with bias), grouped-query
     # attention (2 KV heads of 4, head_dim 16), RoPE half-split on half of each head (partial_rotary_factor 0.5, the
@@ -1066,6 +1078,7 @@ FAMILIES = {
     "falcon_new": (falcon_new_config, FalconForCausalLM),
     "gptj": (gptj_config, GPTJForCausalLM),
     "gpt_neo": (gpt_neo_config, GPTNeoForCausalLM),
+    "biogpt": (biogpt_config, BioGptForCausalLM),
     "codegen": (codegen_config, CodeGenForCausalLM),
     "nemotron": (nemotron_config, NemotronForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
@@ -1111,6 +1124,10 @@ def param_std(name, shape, config):
         return None  # StableLM 2's per-head q/k LayerNorm modules (q_layernorm.norms.{h}.weight)
     if config.model_type == "opt" and name.endswith("embed_tokens.weight"):  # tied (the default): the head too
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
+    if config.model_type == "biogpt" and name.endswith("embed_tokens.weight"):  # tied; x sqrt(H) in the stream
+        return 1.0 / math.sqrt(shape[1])
+    if config.model_type == "biogpt" and name.endswith("embed_positions.weight"):
+        return 0.5
     if config.model_type == "opt" and name.endswith("embed_positions.weight"):
         return 0.5
     if config.model_type == "falcon" and name.endswith(("ln_f.weight", "ln_attn.weight", "ln_mlp.weight")):
@@ -1485,6 +1502,8 @@ def make_family(family, out_root, seed):
                                             "sliding_attention": model.config.rope_parameters["full_attention"]})
     if family == "codegen":  # RoPE on 4 of 8 channels against the whole head
         summary["sensitivity_rotary_dim_8"] = sensitivity(model, ps[-1], rotary_dim=8)
+    if family == "biogpt":
+        summary["sensitivity_no_embed_scale"] = sensitivity(model, ps[-1], scale_embedding=False)
     if family == "gpt_neo":
         n = model.config.num_layers
         summary["sensitivity_all_global"] = sensitivity(model, ps[-1], attention_layers=["global"] * n)
@@ -1875,7 +1894,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
-                               "hunyuan_v1_dense",
+                               "hunyuan_v1_dense", "biogpt",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
