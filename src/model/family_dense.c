@@ -435,37 +435,83 @@ static kvc_status parse_olmoe(const kvc_hparams *hp, kvc_model_config *cfg) {
     return parse_moe(hp, cfg->model_type, cfg);
 }
 
+/* DeepSeek-V3's feed-forward on a grouped-query model (GLM-4.5, dots.llm1): dense MLPs on the first
+ * first_k_dense_replace layers and on the others DeepSeek-V3's grouped sigmoid router (e_score_correction_bias;
+ * kvci_ffn_deepseek) over n_routed_experts (num_local_experts) experts of moe_intermediate_size (1408), top
+ * num_experts_per_tok in topk_group (1) of n_group (1) groups, renormalised when norm_topk_prob, times
+ * routed_scaling_factor (1), plus n_shared_experts shared experts as one MLP. d holds the class's defaults; a count
+ * of 0 there is one the class leaves None, with which transformers cannot build the block: refused by name when absent
+ * or null. */
+typedef struct grouped_moe_defaults {
+    int64_t first_dense, n_routed, n_shared, top_k;
+    bool norm_topk;
+} grouped_moe_defaults;
+
+static kvc_status moe_count(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES], int64_t def, int64_t lo,
+                            int64_t *out) {
+    bool have = false;
+    *out = def;
+    KVC_TRY(kvci_hparams_int(c, keys, lo, KVC_HP_MAX_EXPERTS, out, &have));
+    if (def == 0 && !have)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: %s is missing (its config class leaves it None, which transformers cannot run)", c->doc,
+                         keys[0]);
+    return KVC_OK;
+}
+
+static kvc_status parse_grouped_moe(const kvc_hparams *hp, const grouped_moe_defaults *d, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range scale = {0.0, KVC_HP_MAX_FACTOR, true};
+    static const char *const routed[KVC_HP_ALIASES] = {"n_routed_experts", "num_local_experts"};
+    static const char *const shared[KVC_HP_ALIASES] = {"n_shared_experts"};
+    static const char *const top_k[KVC_HP_ALIASES] = {"num_experts_per_tok"};
+    KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", d->first_dense, 0, KVC_HP_MAX_LAYERS,
+                                &cfg->first_k_dense_replace));
+    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 1408, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    KVC_TRY(moe_count(c, routed, d->n_routed, 1, &cfg->n_routed_experts));
+    KVC_TRY(moe_count(c, shared, d->n_shared, 0, &cfg->n_shared_experts));
+    KVC_TRY(moe_count(c, top_k, d->top_k, 1, &cfg->experts_per_tok));
+    KVC_TRY(kvci_family_opt_int(c, "n_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->n_group));
+    KVC_TRY(kvci_family_opt_int(c, "topk_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group));
+    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", d->norm_topk, &cfg->norm_topk_prob));
+    KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 1.0, scale, &cfg->routed_scaling_factor));
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= cfg->first_k_dense_replace;
+    cfg->shared_expert_intermediate_size = cfg->n_shared_experts * cfg->moe_intermediate_size;
+    return KVC_OK;
+}
+
 /* GLM-4.5 / 4.6 / Air (zai-org/GLM-4.5*, Glm4MoeForCausalLM): Llama with RoPE half-split over the first head_dim *
  * partial_rotary_factor channels (0.5 when absent, hparams.c), q/k/v biases by attention_bias and none on o_proj,
- * per-head q/k norms by use_qk_norm (both false when absent), dense MLPs on the first first_k_dense_replace (1) layers
- * and on the others DeepSeek-V3's grouped sigmoid router (e_score_correction_bias; kvci_ffn_deepseek) over
- * n_routed_experts (128) experts of moe_intermediate_size (1408), top num_experts_per_tok (8) in topk_group (1) of
- * n_group (1) groups, renormalised when norm_topk_prob (true), times routed_scaling_factor (1), plus n_shared_experts
- * (1) shared experts as one MLP; rms_norm_eps 1e-5 (Glm4MoeConfig's). Its MTP layers (num_nextn_predict_layers) are not
- * read. */
+ * per-head q/k norms by use_qk_norm (both false when absent), and DeepSeek-V3's feed-forward (parse_grouped_moe) with
+ * Glm4MoeConfig's defaults: the first 1 layer dense, 128 experts, top 8, 1 shared expert, renormalised;
+ * rms_norm_eps 1e-5. Its MTP layers (num_nextn_predict_layers) are not read. */
 static kvc_status parse_glm4_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
+    static const grouped_moe_defaults glm = {1, 128, 1, 8, true};
     const kvc_json_obj *c = &hp->cfg;
-    const kvc_json_range eps = {0.0, 1.0, false}, scale = {0.0, KVC_HP_MAX_FACTOR, true};
-    static const char *const experts_n[KVC_HP_ALIASES] = {"n_routed_experts", "num_local_experts"};
-    bool have = false;
+    const kvc_json_range eps = {0.0, 1.0, false};
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
     KVC_TRY(kvci_family_opt_bool(c, "use_qk_norm", false, &cfg->qk_norm));
     cfg->o_bias = cfg->mlp_bias = false;
     KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
-    KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", 1, 0, KVC_HP_MAX_LAYERS, &cfg->first_k_dense_replace));
-    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 1408, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
-    cfg->n_routed_experts = 128;
-    KVC_TRY(kvci_hparams_int(c, experts_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
-    KVC_TRY(kvci_family_opt_int(c, "n_shared_experts", 1, 0, KVC_HP_MAX_EXPERTS, &cfg->n_shared_experts));
-    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", 8, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
-    KVC_TRY(kvci_family_opt_int(c, "n_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->n_group));
-    KVC_TRY(kvci_family_opt_int(c, "topk_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group));
-    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", true, &cfg->norm_topk_prob));
-    KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 1.0, scale, &cfg->routed_scaling_factor));
-    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= cfg->first_k_dense_replace;
-    cfg->shared_expert_intermediate_size = cfg->n_shared_experts * cfg->moe_intermediate_size;
-    return KVC_OK;
+    return parse_grouped_moe(hp, &glm, cfg);
+}
+
+/* dots.llm1 (rednote-hilab/dots.llm1.base, .inst; Dots1ForCausalLM): Qwen3's attention (per-head q/k RMSNorms before
+ * RoPE, biases on q/k/v/o by attention_bias) with DeepSeek-V3's feed-forward (parse_grouped_moe) and Dots1Config's
+ * defaults: no dense layer first, norm_topk_prob false, n_routed_experts, n_shared_experts and num_experts_per_tok
+ * required (None in the class); rms_norm_eps 1e-6; layers from max_window_layers (62) on slide over sliding_window
+ * (4096) keys when it is set, use_sliding_window not read (dense_kinds). */
+static kvc_status parse_dots1(const kvc_hparams *hp, kvc_model_config *cfg) {
+    static const grouped_moe_defaults dots = {0, 0, 0, 0, false};
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool bias = false;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false, cfg->qk_norm = true;
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
+    return parse_grouped_moe(hp, &dots, cfg);
 }
 
 /* ERNIE 4.5 MoE (baidu/ERNIE-4.5-21B-A3B, -300B-A47B; Ernie4_5_MoeForCausalLM): ERNIE 4.5 (parse_ernie4_5) whose
@@ -643,6 +689,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "dbrx") == 0) return parse_dbrx(hp, cfg);
     if (strcmp(mt, "olmoe") == 0) return parse_olmoe(hp, cfg);
     if (strcmp(mt, "glm4_moe") == 0) return parse_glm4_moe(hp, cfg);
+    if (strcmp(mt, "dots1") == 0) return parse_dots1(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
@@ -716,6 +763,14 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     const char *mt = ctx->hp->model_type;
     if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
         return kvci_family_every_nth_full(ctx, 4, kinds);
+    if (mt && strcmp(mt, "dots1") == 0) { /* Dots1Config's: the layers from max_window_layers (62) on slide */
+        bool have = false;
+        from = 62;
+        KVC_TRY(kvci_json_int(&ctx->hp->cfg, "max_window_layers", 0, KVC_HP_MAX_LAYERS, &from, &have));
+        for (int64_t i = 0; i < ctx->n_layers; i++)
+            kinds[i] = ctx->window > 0 && i >= from ? KVC_LK_SLIDING : KVC_LK_FULL;
+        return KVC_OK;
+    }
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0)) return cohere2_kinds(ctx, kinds);
     if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
         return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
@@ -739,9 +794,9 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
  * shared template, or a fine-tune's leftover key, runs as transformers runs it. Types planned only keep the key. */
 static bool dense_reads_window(const kvc_hparams *hp) {
     static const char *const WINDOW_TYPES[] = {
-        "mistral",    "mixtral",   "ministral",  "ministral3",    "mistral3",        "qwen2",   "qwen2_moe",
-        "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
-        "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",  "gpt_neo"};
+        "mistral",    "mixtral",       "ministral",       "ministral3", "mistral3", "qwen2",   "qwen2_moe",  "qwen3",
+        "qwen3_moe",  "phi3",          "olmo3",           "smollm3",    "cohere2",  "exaone4", "starcoder2", "qwen2_vl",
+        "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",     "gpt_neo",  "dots1"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -802,6 +857,7 @@ static const kvc_family_alias ALIASES[] = {
     {"flex_olmo", "FlexOlmoForCausalLM", "flex_olmo", true},
     {"hunyuan_v1_dense", "HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense", true},
     {"biogpt", "BioGptForCausalLM", "biogpt", true},
+    {"dots1", "Dots1ForCausalLM", "dots1", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

@@ -63,6 +63,7 @@ static const type_defaults DEFAULTS[] = {
     {"gpt_neo", 0, 10000.0, 256, false, 0, true, true}, /* its window: window_size */
     {"codegen", 0, 10000.0, 0, false, 0, true, true},
     {"biogpt", 0, 10000.0, 0, false, 0, true, true},
+    {"dots1", 0, 10000.0, 4096, false, 32, false, false},  /* its window: no use_sliding_window (hparams_window) */
     {"gpt_bigcode", 0, 10000.0, 0, false, 0, true, false}, /* its KV heads by multi_query */
     {"falcon", 0, 10000.0, 0, false, 0, true, false},      /* its KV heads by its flags */
     {"llama4_text", 128, 500000.0, 0, false, 8, false, false},
@@ -267,11 +268,13 @@ kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwe
     bool have = false;
     *window = 0;
     *qwen_rule = false;
-    /* GPT-Neo's local layers slide over window_size keys (GPTNeoConfig's 256 when absent), no other key read */
+    /* GPT-Neo's local layers slide over window_size keys (GPTNeoConfig's 256 when absent), no other key read;
+     * dots.llm1 reads sliding_window alone, never use_sliding_window */
     const bool neo = hp->model_type != NULL && strcmp(hp->model_type, "gpt_neo") == 0;
+    const bool no_switch = neo || (hp->model_type != NULL && strcmp(hp->model_type, "dots1") == 0);
     const char *key = neo ? "window_size" : "sliding_window";
     /* the Qwen types, and any config that states the switch (Qwen2-VL, Qwen2.5-VL) */
-    if (!neo && (d.window_switch || kvci_json_find(&hp->cfg, "use_sliding_window") != NULL)) {
+    if (!no_switch && (d.window_switch || kvci_json_find(&hp->cfg, "use_sliding_window") != NULL)) {
         bool use = false;
         KVC_TRY(kvci_json_bool(&hp->cfg, "use_sliding_window", &use, &have));
         if (!use) return KVC_OK; /* transformers ignores sliding_window then */

@@ -1535,6 +1535,46 @@ static void test_biogpt_fields(void **state) {
                    "hidden_act \"silu\" is not supported (biogpt");
 }
 
+/* dots.llm1 with Dots1Config's defaults (Qwen3's attention: per-head q/k norms, biases by attention_bias on q/k/v/o;
+ * DeepSeek-V3's router on every layer from first_k_dense_replace 0, norm_topk_prob false, n_group / topk_group 1,
+ * scale 1; eps 1e-6; 32 KV heads when the key is missing; window 4096 from max_window_layers 62 on, use_sliding_window
+ * not read); refused by name: n_routed_experts, n_shared_experts or num_experts_per_tok absent (None in the class). */
+static void test_dots1_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define DOTS1_BASE                                                                                                     \
+    "{\"model_type\":\"dots1\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,\"num_attention_heads\":2,"  \
+    "\"num_key_value_heads\":2,\"num_hidden_layers\":3,\"max_position_embeddings\":8192,"
+    const char *def = DOTS1_BASE "\"n_routed_experts\":4,\"n_shared_experts\":1,\"num_experts_per_tok\":2,"
+                                 "\"use_sliding_window\":false,\"max_window_layers\":1}";
+    assert_int_equal(kvc_model_config_parse(def, "dots1", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.qk_norm && !c.qk_norm_after_rope && !c.qkv_bias && !c.o_bias);
+    assert_true(c.first_k_dense_replace == 0 && c.layer_moe[0] && c.n_routed_experts == 4 && c.experts_per_tok == 2);
+    assert_true(c.n_group == 1 && c.topk_group == 1 && !c.norm_topk_prob && c.routed_scaling_factor == 1.0);
+    assert_true(c.moe_intermediate_size == 1408 && c.shared_expert_intermediate_size == 1408 && c.rms_norm_eps == 1e-6);
+    assert_true(!c.layer_sliding[0] && c.layer_sliding[1] && c.layer_sliding[2] && c.sliding_window == 4096);
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options opt = kvc_plan_default_options();
+    assert_int_equal(kvc_model_plan_create(def, strlen(def), &opt, &plan), KVC_OK);
+    assert_string_equal(plan->family, "dots1");
+    assert_true(plan->layers[0].sliding_window == 0 && plan->layers[1].sliding_window == 4096);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"dots1\",\"vocab_size\":8,\"hidden_size\":8,"
+                               "\"intermediate_size\":8,\"num_attention_heads\":32,\"num_hidden_layers\":2,"
+                               "\"n_routed_experts\":4,\"n_shared_experts\":0,\"num_experts_per_tok\":1,"
+                               "\"head_dim\":2,\"attention_bias\":true,\"sliding_window\":null}",
+                               "dots1-class", &c),
+        KVC_OK);
+    assert_true(c.num_kv_heads == 32 && c.qkv_bias && c.o_bias && c.shared_expert_intermediate_size == 0);
+    assert_true(!c.layer_sliding[0] && !c.layer_sliding[1] && c.sliding_window == 0);
+    expect_refusal(DOTS1_BASE "\"n_shared_experts\":1,\"num_experts_per_tok\":2}", "n_routed_experts is missing");
+    expect_refusal(DOTS1_BASE "\"n_routed_experts\":4,\"num_experts_per_tok\":2}", "n_shared_experts is missing");
+    expect_refusal(DOTS1_BASE "\"n_routed_experts\":4,\"n_shared_experts\":1,\"num_experts_per_tok\":null}",
+                   "num_experts_per_tok is missing");
+#undef DOTS1_BASE
+}
+
 /* CodeGen with CodeGenConfig's defaults (GPT-J's: rotary_dim 64, theta 1e4 whatever rope_theta says, adjacent pairs,
  * a parallel block on one LayerNorm, MLP and head biases, n_inner 4 x n_embd, gelu_new, untied, 2048 positions) and
  * with rotary_dim 6 of 16; head_dim / num_key_value_heads keys not read; refused by name: n_embd not a multiple of 4
@@ -1816,6 +1856,7 @@ int main(void) {
         cmocka_unit_test(test_flex_olmo_fields),
         cmocka_unit_test(test_hunyuan_fields),
         cmocka_unit_test(test_biogpt_fields),
+        cmocka_unit_test(test_dots1_fields),
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),

@@ -582,6 +582,14 @@ static void test_biogpt(void **state) {
     run_dir("biogpt");
 }
 
+/* dots.llm1-like: Qwen3's attention (per-head q/k norms, q/k/v/o biases) with DeepSeek-V3's grouped sigmoid router (8
+ * experts in 2 groups, top-2 not renormalised, x 2.5, a shared expert) after one dense layer; layer 2 slides over 8
+ * keys (max_window_layers 2) */
+static void test_dots1(void **state) {
+    (void)state;
+    run_dir("dots1");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -714,6 +722,7 @@ int main(void) {
         cmocka_unit_test(test_flex_olmo),
         cmocka_unit_test(test_hunyuan_v1_dense),
         cmocka_unit_test(test_biogpt),
+        cmocka_unit_test(test_dots1),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),

@@ -7,7 +7,7 @@ exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, gpt_neo, codegen, vaultgemma, flex_olmo,
-hunyuan_v1_dense, biogpt) this script
+hunyuan_v1_dense, biogpt, dots1) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -115,6 +115,8 @@ from transformers import (
     LlavaNextForConditionalGeneration,
     GemmaForCausalLM,
     Gemma2Config,
+    Dots1Config,
+    Dots1ForCausalLM,
     HunYuanDenseV1Config,
     HunYuanDenseV1ForCausalLM,
     FlexOlmoConfig,
@@ -784,6 +786,18 @@ def glm4_moe_config():
                          attention_bias=True, num_mtp_layers=0, tie_word_embeddings=False,
                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
+def dots1_config():
+    # dots.llm1 at toy size: Qwen3's attention (per-head q/k norms before RoPE, q/k/v/o biases by attention_bias), GQA
+    # 4/2, head_dim 16, 3 layers: layer 0 a dense MLP of 96 (first_k_dense_replace 1), layers 1-2 DeepSeek-V3's
+    # grouped sigmoid router over 8 experts of width 16 in 2 groups (the best 1 kept), top-2, not renormalised (the
+    # class's norm_topk_prob false), times 2.5, plus one shared expert; the routers' e_score_correction_bias random;
+    # sliding_window 8 from max_window_layers 2 on (layer 2 slides), untied.
+    return Dots1Config(**DENSE_TOY_SHAPE, num_hidden_layers=3, first_k_dense_replace=1, moe_intermediate_size=16,
+                       n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1, n_shared_experts=1,
+                       routed_scaling_factor=2.5, attention_bias=True, sliding_window=8, max_window_layers=2,
+                       tie_word_embeddings=False, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
 def ernie4_5_moe_config():
     # ERNIE-4.5-21B-A3B at toy size: ERNIE 4.5's pairwise RoPE over the whole head (head_dim hidden / heads: 16), GQA
     # 4/2, 4 layers: layers 1-2 MoE (moe_layer_start_index 1, moe_layer_end_index 2, interval 1), layers 0 and 3 the
@@ -1087,6 +1101,7 @@ FAMILIES = {
     "granitemoe": (granitemoe_config, GraniteMoeForCausalLM),
     "granitemoeshared": (granitemoeshared_config, GraniteMoeSharedForCausalLM),
     "glm4_moe": (glm4_moe_config, Glm4MoeForCausalLM),
+    "dots1": (dots1_config, Dots1ForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -1159,7 +1174,7 @@ def param_std(name, shape, config):
         return 2.0 / math.sqrt(shape[1])
     if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
             "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "ernie4_5_moe",
-            "flex_olmo",
+            "flex_olmo", "dots1",
             "phimoe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
@@ -1477,6 +1492,12 @@ def make_family(family, out_root, seed):
         summary["sensitivity_full_rotary"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
         summary["sensitivity_norm_topk_prob_false"] = sensitivity(model, ps[-1], norm_topk_prob=False)
+    if family == "dots1":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_norm_topk_prob_true"] = sensitivity(model, ps[-1], norm_topk_prob=True)
+        summary["sensitivity_no_sliding_window"] = sensitivity(
+            model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
     if family == "hunyuan_v1_dense":
         summary["sensitivity_no_alpha"] = sensitivity(
             model, ps[-1], rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
@@ -1848,7 +1869,7 @@ def sensitivity(model, ids, **overrides):
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "glm4_moe": 1e-5,
-                    "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5}
+                    "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5}
 
 
 def verify(family, out):
@@ -1894,7 +1915,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
-                               "hunyuan_v1_dense", "biogpt",
+                               "hunyuan_v1_dense", "biogpt", "dots1",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
