@@ -50,6 +50,7 @@ static void run_usage(FILE *f) {
             "mixtral, gpt_oss, deepseek_v3, gemma2, vaultgemma, gemma3_text, gemma3 (its text model),\n"
             "phi3, olmo2, olmo3, granite, smollm3, gemma, glm, glm4, cohere, cohere2, seed_oss, exaone4,\n"
             "starcoder2, ministral, ministral3, mistral3 (its text model), helium, arcee, hunyuan_v1_dense,\n"
+            "hunyuan_v1_moe,\n"
             "stablelm, olmo, ernie4_5, deepseek_v2, olmoe, flex_olmo, granitemoe, granitemoeshared, glm4_moe, dots1,\n"
             "llama4_text, llama4 (its text model), phi, gpt_neox, gpt2, opt, gpt_bigcode, falcon, gptj, nemotron,\n"
             "ernie4_5_moe, phimoe, dbrx, gpt_neo, codegen, biogpt,\n"

@@ -101,6 +101,9 @@ static const rename_rule RULES[] = {
     /* HunYuan dense (HunYuanDenseV1ForCausalLM): the per-head q/k norms are query_layernorm / key_layernorm */
     {"hunyuan_v1_dense", "self_attn.q_norm.", "self_attn.query_layernorm."},
     {"hunyuan_v1_dense", "self_attn.k_norm.", "self_attn.key_layernorm."},
+    /* and the MoE's (HunYuanMoEV1ForCausalLM, named as the dense): the router mlp.gate.wg, the shared MLP shared_mlp */
+    {"hunyuan_v1_dense", "mlp.gate.weight", "mlp.gate.wg.weight"},
+    {"hunyuan_v1_dense", "mlp.shared_expert.", "mlp.shared_mlp."},
     /* DBRX (DbrxForCausalLM): under transformer., wte the embedding, blocks.N the layers with norm_attn_norm's norm_1
      * / norm_2 and attn.Wqkv (q, k, v fused) / attn.out_proj, norm_f the final norm (its ffn's names are weights.c's)
      */
@@ -122,9 +125,10 @@ static const rename_rule BARE[] = {
 
 /* Types whose checkpoints name their modules as another type's: GPT-BigCode (GPTBigCodeForCausalLM) as GPT-2's
  * (its layers nn.Linear where GPT-2's are Conv1D: weights.c), CodeGen (CodeGenForCausalLM) as GPT-J's (its q/k/v fused
- * in attn.qkv_proj: weights.c). */
+ * in attn.qkv_proj: weights.c), HunYuan MoE as HunYuan dense's. */
 static const char *names_of(const char *model_type) {
     if (strcmp(model_type, "codegen") == 0) return "gptj";
+    if (strcmp(model_type, "hunyuan_v1_moe") == 0) return "hunyuan_v1_dense";
     return strcmp(model_type, "gpt_bigcode") == 0 ? "gpt2" : model_type;
 }
 

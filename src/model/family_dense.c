@@ -137,11 +137,20 @@ static kvc_status parse_flex_olmo(const kvc_hparams *hp, kvc_model_config *cfg) 
     return parse_moe(hp, cfg->model_type, cfg);
 }
 
-/* HunYuan dense (tencent/Hunyuan-0.5B to 7B; HunYuanDenseV1ForCausalLM): Llama's layer with per-head q/k RMSNorms
- * (query_layernorm, key_layernorm, always: use_qk_norm is not read) applied after RoPE, not before it as Qwen3's;
- * attention_bias on q, k, v and o (false), no MLP bias, rms_norm_eps 1e-5 when absent, untied by default; its
- * "dynamic" rope with an alpha is hparams.c's ntk_alpha_rope. Refused by name: head_dim absent or null
- * (HunYuanDenseV1Config leaves it None, with which its attention cannot be built). */
+/* The key of keys that config c gives as a list (NULL: none). */
+static const char *list_key(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES]) {
+    const char *key = kvci_hparams_key(c, keys);
+    return key != NULL && cJSON_IsArray(kvci_json_find(c, key)) ? key : NULL;
+}
+
+/* HunYuan dense (tencent/Hunyuan-0.5B to 7B; HunYuanDenseV1ForCausalLM) and MoE (Hunyuan-A13B;
+ * HunYuanMoEV1ForCausalLM): Llama's layer with per-head q/k RMSNorms (query_layernorm, key_layernorm, always:
+ * use_qk_norm is not read) applied after RoPE, not before it as Qwen3's; attention_bias on q, k, v and o (false), no
+ * MLP bias, rms_norm_eps 1e-5 when absent, untied by default; its "dynamic" rope with an alpha is hparams.c's
+ * ntk_alpha_rope. The MoE's every layer: a softmax router (mlp.gate.wg) over num_experts (1) SwiGLU experts of
+ * intermediate_size, top moe_topk (1), always renormalised, plus shared_mlp, an ungated SwiGLU of intermediate_size.
+ * Refused by name: head_dim absent or null (the config classes leave it None, with which their attention cannot be
+ * built), num_experts or moe_topk given per layer (a list). */
 static kvc_status parse_hunyuan(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
@@ -155,7 +164,26 @@ static kvc_status parse_hunyuan(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
     cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
     cfg->qk_norm = cfg->qk_norm_after_rope = true;
-    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
+    if (strcmp(cfg->model_type, "hunyuan_v1_moe") != 0) return KVC_OK;
+    static const char *const experts_n[KVC_HP_ALIASES] = {"num_experts", "num_local_experts"};
+    static const char *const top_k[KVC_HP_ALIASES] = {"moe_topk", "num_experts_per_tok"};
+    const char *per_layer = list_key(c, experts_n);
+    if (per_layer == NULL) per_layer = list_key(c, top_k);
+    if (per_layer != NULL)
+        return kvci_fail(KVC_EINVAL, "%s: hunyuan_v1_moe with %s per layer (a list) is not supported", c->doc,
+                         per_layer);
+    bool have = false;
+    cfg->n_routed_experts = 1, cfg->experts_per_tok = 1;
+    KVC_TRY(kvci_hparams_int(c, experts_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
+    KVC_TRY(kvci_hparams_int(c, top_k, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok, &have));
+    if (cfg->experts_per_tok > cfg->n_routed_experts)
+        return kvci_fail(KVC_EINVAL, "%s: moe_topk %lld must be in [1, num_experts = %lld]", c->doc,
+                         (long long)cfg->experts_per_tok, (long long)cfg->n_routed_experts);
+    cfg->norm_topk_prob = true;
+    cfg->moe_intermediate_size = cfg->shared_expert_intermediate_size = cfg->intermediate_size;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    return KVC_OK;
 }
 
 /* Granite (ibm-granite/granite-3.x, GraniteForCausalLM): Llama with four multipliers, each 1 when absent
@@ -670,7 +698,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "phi3") == 0) return parse_phi3(hp, cfg);
     if (strcmp(mt, "olmo2") == 0 || strcmp(mt, "olmo3") == 0) return parse_olmo(hp, cfg);
     if (strcmp(mt, "flex_olmo") == 0) return parse_flex_olmo(hp, cfg);
-    if (strcmp(mt, "hunyuan_v1_dense") == 0) return parse_hunyuan(hp, cfg);
+    if (strcmp(mt, "hunyuan_v1_dense") == 0 || strcmp(mt, "hunyuan_v1_moe") == 0) return parse_hunyuan(hp, cfg);
     if (strcmp(mt, "gemma") == 0) return kvci_family_parse_gemma(hp, cfg);
     if (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0) return parse_glm(hp, cfg);
     if (strcmp(mt, "cohere") == 0 || strcmp(mt, "cohere2") == 0) return parse_cohere(hp, cfg);
@@ -856,6 +884,7 @@ static const kvc_family_alias ALIASES[] = {
     {"codegen", "CodeGenForCausalLM", "codegen", true},
     {"flex_olmo", "FlexOlmoForCausalLM", "flex_olmo", true},
     {"hunyuan_v1_dense", "HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense", true},
+    {"hunyuan_v1_moe", "HunYuanMoEV1ForCausalLM", "hunyuan_v1_moe", true},
     {"biogpt", "BioGptForCausalLM", "biogpt", true},
     {"dots1", "Dots1ForCausalLM", "dots1", true},
 };

@@ -41,6 +41,7 @@ static const type_defaults DEFAULTS[] = {
     {"olmo3", 0, 500000.0, 4096, false, 0, false, false},
     {"flex_olmo", 0, 500000.0, 0, false, 0, false, false}, /* FlexOlmoConfig's default_theta */
     {"hunyuan_v1_dense", 0, 10000.0, 0, false, 0, false, false},
+    {"hunyuan_v1_moe", 0, 10000.0, 0, false, 0, false, false},
     {"gemma", 256, 10000.0, 0, false, 16, false, false},
     {"smollm3", 0, 2000000.0, 0, true, 4, false, false},
     {"glm", 128, 10000.0, 0, false, 2, false, false},
@@ -468,9 +469,9 @@ static kvc_status gptj_rope(const kvc_hparams *hp, kvc_rope_config *r) {
     return KVC_OK;
 }
 
-/* HunYuan's "dynamic" rope with an alpha (transformers 5.25's ntk_alpha: fixed frequencies, not the dynamic NTK rope
- * that follows the sequence length): the default rope at theta * alpha^(head_dim / (head_dim - 2)), in double as
- * Python computes it; without an alpha (or 0) the type stays dynamic, which the runtime refuses. */
+/* HunYuan's (dense and MoE) "dynamic" rope with an alpha (transformers 5.25's ntk_alpha: fixed frequencies, not the
+ * dynamic NTK rope that follows the sequence length): the default rope at theta * alpha^(head_dim / (head_dim - 2)), in
+ * double as Python computes it; without an alpha (or 0) the type stays dynamic, which the runtime refuses. */
 static kvc_status ntk_alpha_rope(const kvc_hparams *hp, const kvc_json_obj *dict, kvc_rope_config *r) {
     const kvc_json_range nonneg = {0.0, KVC_HP_MAX_FACTOR, false};
     double alpha = 0.0;
@@ -515,7 +516,7 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
     KVC_TRY(kvci_json_num(dict, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(kvci_json_num(dict, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));
     KVC_TRY(rope_type_of(dict, &r->type));
-    if (r->type == KVC_ROPE_DYNAMIC && hp->model_type != NULL && strcmp(hp->model_type, "hunyuan_v1_dense") == 0)
+    if (r->type == KVC_ROPE_DYNAMIC && hp->model_type != NULL && strncmp(hp->model_type, "hunyuan_v1_", 11) == 0)
         KVC_TRY(ntk_alpha_rope(hp, dict, r));
     KVC_TRY(whole_head_rope(hp, r));
     if (r->type == KVC_ROPE_DEFAULT) return KVC_OK;

@@ -302,7 +302,8 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
     if (Ish > 0)
         TRY(visit_dense_mlp(v, c, w, ds || ernie ? "shared_experts." : "shared_expert.", Ish, &w->sh_gate, &w->sh_up,
                             &w->sh_down));
-    if (Ish > 0 && !ds && !ernie) TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
+    const bool hunyuan = strcmp(c->model_type, "hunyuan_v1_moe") == 0; /* its shared MLP has no gate */
+    if (Ish > 0 && !ds && !ernie && !hunyuan) TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
     return KVC_OK;
 }
 

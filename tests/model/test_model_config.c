@@ -1498,6 +1498,31 @@ static void test_hunyuan_fields(void **state) {
     expect_refusal("{\"model_type\":\"hunyuan_v1_dense\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4,"
                    "\"rope_scaling\":{\"type\":\"dynamic\",\"factor\":2.0}}",
                    "rope type \"dynamic\" is not supported");
+    /* HunYuan MoE: the same attention and rope; HunYuanMoEV1Config's 1 expert of top 1 when absent, always
+     * renormalised, the shared MLP and the experts of intermediate_size; lists per layer refused */
+    const char *moe = "{\"model_type\":\"hunyuan_v1_moe\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4,"
+                      "\"rope_scaling\":{\"alpha\":1000.0,\"type\":\"dynamic\"},\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(moe, "hunyuan-moe", &c), KVC_OK);
+    assert_true(c.qk_norm_after_rope && c.rope.theta == 1e4 * pow(1000.0, 2.0) && c.n_routed_experts == 1);
+    assert_true(c.experts_per_tok == 1 && c.norm_topk_prob && c.moe_intermediate_size == 8 && c.layer_moe[1]);
+    assert_true(c.shared_expert_intermediate_size == 8 && c.n_group == 0 && c.rms_norm_eps == 1e-5);
+    assert_int_equal(kvc_model_plan_create(moe, strlen(moe), &opt, &plan), KVC_OK);
+    assert_string_equal(plan->family, "hunyuan_v1_moe");
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"hunyuan_v1_moe\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"head_dim\":4,\"num_experts\":4,\"moe_topk\":2}",
+                                            "hunyuan-moe-4", &c),
+                     KVC_OK);
+    assert_true(c.n_routed_experts == 4 && c.experts_per_tok == 2);
+    expect_refusal("{\"model_type\":\"hunyuan_v1_moe\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4,"
+                   "\"num_experts\":[4,4]}",
+                   "hunyuan_v1_moe with num_experts per layer (a list) is not supported");
+    expect_refusal("{\"model_type\":\"hunyuan_v1_moe\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4,"
+                   "\"moe_topk\":[1,1]}",
+                   "hunyuan_v1_moe with moe_topk per layer (a list) is not supported");
+    expect_refusal("{\"model_type\":\"hunyuan_v1_moe\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4,"
+                   "\"num_experts\":2,\"moe_topk\":3}",
+                   "moe_topk 3 must be in [1, num_experts = 2]");
 }
 
 /* BioGPT with BioGptConfig's defaults (learned positions offset by 2 over 1024 rows, embeddings times sqrt(hidden),

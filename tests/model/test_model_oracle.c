@@ -590,6 +590,13 @@ static void test_dots1(void **state) {
     run_dir("dots1");
 }
 
+/* Hunyuan-A13B-like: HunYuan dense's attention (q/k norms after RoPE, alpha 1000) with a softmax router (mlp.gate.wg)
+ * over 8 experts of 24, top-2 renormalised, plus the ungated shared_mlp */
+static void test_hunyuan_v1_moe(void **state) {
+    (void)state;
+    run_dir("hunyuan_v1_moe");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -723,6 +730,7 @@ int main(void) {
         cmocka_unit_test(test_hunyuan_v1_dense),
         cmocka_unit_test(test_biogpt),
         cmocka_unit_test(test_dots1),
+        cmocka_unit_test(test_hunyuan_v1_moe),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),

@@ -7,7 +7,7 @@ exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, gpt_neo, codegen, vaultgemma, flex_olmo,
-hunyuan_v1_dense, biogpt, dots1) this script
+hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -118,6 +118,8 @@ from transformers import (
     Dots1Config,
     Dots1ForCausalLM,
     HunYuanDenseV1Config,
+    HunYuanMoEV1Config,
+    HunYuanMoEV1ForCausalLM,
     HunYuanDenseV1ForCausalLM,
     FlexOlmoConfig,
     FlexOlmoForCausalLM,
@@ -752,6 +754,16 @@ def hunyuan_v1_dense_config():
                                                  "rope_theta": 10000.0})
 
 
+def hunyuan_v1_moe_config():
+    # Hunyuan-A13B's layer at toy size: HunYuan dense's attention (per-head q/k norms after RoPE, the "dynamic" rope with
+    # alpha 1000), GQA 4/2, head_dim 16, 3 layers, each a softmax router (mlp.gate.wg) over 8 SwiGLU experts of width 24
+    # (intermediate_size), top-2 renormalised, plus the ungated shared_mlp of 24; untied, no biases.
+    return HunYuanMoEV1Config(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=3, head_dim=16,
+                              num_experts=8, moe_topk=2, tie_word_embeddings=False,
+                              rope_parameters={"rope_type": "dynamic", "alpha": 1000.0, "factor": 1.0,
+                                               "rope_theta": 10000.0})
+
+
 def granitemoe_config():
     # Granite 3.0 MoE at toy size: Granite's multipliers (embedding 6, residual 0.22, attention 0.1, logits scaling 3,
     # as the granite oracle), q/k/v/o biases (attention_bias; the hub's have none), GQA 4/2, tied as the hub's, 2
@@ -1068,6 +1080,7 @@ FAMILIES = {
     "gemma": (gemma_config, GemmaForCausalLM),
     "gemma2": (gemma2_config, Gemma2ForCausalLM),
     "hunyuan_v1_dense": (hunyuan_v1_dense_config, HunYuanDenseV1ForCausalLM),
+    "hunyuan_v1_moe": (hunyuan_v1_moe_config, HunYuanMoEV1ForCausalLM),
     "flex_olmo": (flex_olmo_config, FlexOlmoForCausalLM),
     "vaultgemma": (vaultgemma_config, VaultGemmaForCausalLM),
     "glm": (glm_config, GlmForCausalLM),
@@ -1174,7 +1187,7 @@ def param_std(name, shape, config):
         return 2.0 / math.sqrt(shape[1])
     if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
             "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "ernie4_5_moe",
-            "flex_olmo", "dots1",
+            "flex_olmo", "dots1", "hunyuan_v1_moe",
             "phimoe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
@@ -1481,7 +1494,7 @@ def make_family(family, out_root, seed):
         summary["clamp"] = gptoss_clamp_stats(model, ps)
         summary["sensitivity_all_full_attention"] = sensitivity(
             model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
-    if family in ("qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "flex_olmo"):
+    if family in ("qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "flex_olmo", "hunyuan_v1_moe"):
         summary["router_topk_margin"] = router_margin(model, ps)
     if family in ("granitemoe", "granitemoeshared"):
         summary["router_topk_margin"] = granite_router_margin(model, ps)
@@ -1869,7 +1882,8 @@ def sensitivity(model, ids, **overrides):
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "glm4_moe": 1e-5,
-                    "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5}
+                    "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5,
+                    "hunyuan_v1_moe": 1e-5}
 
 
 def verify(family, out):
@@ -1915,7 +1929,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
-                               "hunyuan_v1_dense", "biogpt", "dots1",
+                               "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
