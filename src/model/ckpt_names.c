@@ -104,6 +104,9 @@ static const rename_rule RULES[] = {
     /* and the MoE's (HunYuanMoEV1ForCausalLM, named as the dense): the router mlp.gate.wg, the shared MLP shared_mlp */
     {"hunyuan_v1_dense", "mlp.gate.weight", "mlp.gate.wg.weight"},
     {"hunyuan_v1_dense", "mlp.shared_expert.", "mlp.shared_mlp."},
+    /* MiniMax-M2 (MiniMaxM2ForCausalLM): Mixtral's block_sparse_moe (weights.c), the router's correction bias beside it
+     */
+    {"minimax_m2", "mlp.gate.e_score_correction_bias", "block_sparse_moe.e_score_correction_bias"},
     /* DBRX (DbrxForCausalLM): under transformer., wte the embedding, blocks.N the layers with norm_attn_norm's norm_1
      * / norm_2 and attn.Wqkv (q, k, v fused) / attn.out_proj, norm_f the final norm (its ffn's names are weights.c's)
      */

@@ -137,6 +137,38 @@ static kvc_status parse_flex_olmo(const kvc_hparams *hp, kvc_model_config *cfg) 
     return parse_moe(hp, cfg->model_type, cfg);
 }
 
+/* MiniMax-M2 (MiniMaxAI/MiniMax-M2, M2.1; MiniMaxM2ForCausalLM): FlexOlmo's attention in Llama's pre-norm blocks
+ * (OLMo 2's q_norm / k_norm over the whole q / k projection before RoPE, no biases) with RoPE half-split over the
+ * first rotary_dim channels of each head (hparams.c), and on every layer Mixtral's experts (block_sparse_moe, w1 / w3
+ * / w2, of intermediate_size) chosen by a sigmoid router with a correction bias (block_sparse_moe.
+ * e_score_correction_bias), top num_experts_per_tok (8) of num_local_experts (256; num_experts), the chosen sigmoid
+ * scores renormalised: DeepSeek-V3's router with one group and scale 1 (kvci_ffn_deepseek); MiniMaxM2Config's head_dim
+ * 128, 8 KV heads, theta 5e6 and rms_norm_eps 1e-6 when absent, untied. Refused by name: a single expert (the
+ * runtime's grouped router scores a group by its two best). */
+static kvc_status parse_minimax_m2(const kvc_hparams *hp, kvc_model_config *cfg) {
+    static const char *const experts_n[KVC_HP_ALIASES] = {"num_local_experts", "num_experts"};
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool have = false;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;
+    cfg->qk_norm = cfg->qk_norm_whole = true;
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
+    cfg->n_routed_experts = 256;
+    KVC_TRY(kvci_hparams_int(c, experts_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
+    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", 8, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
+    if (cfg->n_routed_experts < 2)
+        return kvci_fail(
+            KVC_EINVAL,
+            "%s: minimax_m2 with num_local_experts 1 is not supported (the runtime's grouped router scores "
+            "a group by its two best experts)",
+            c->doc);
+    cfg->moe_intermediate_size = cfg->intermediate_size;
+    cfg->n_group = cfg->topk_group = 1, cfg->norm_topk_prob = true, cfg->routed_scaling_factor = 1.0;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    return KVC_OK;
+}
+
 /* The key of keys that config c gives as a list (NULL: none). */
 static const char *list_key(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES]) {
     const char *key = kvci_hparams_key(c, keys);
@@ -718,6 +750,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "olmoe") == 0) return parse_olmoe(hp, cfg);
     if (strcmp(mt, "glm4_moe") == 0) return parse_glm4_moe(hp, cfg);
     if (strcmp(mt, "dots1") == 0) return parse_dots1(hp, cfg);
+    if (strcmp(mt, "minimax_m2") == 0) return parse_minimax_m2(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
@@ -887,6 +920,7 @@ static const kvc_family_alias ALIASES[] = {
     {"hunyuan_v1_moe", "HunYuanMoEV1ForCausalLM", "hunyuan_v1_moe", true},
     {"biogpt", "BioGptForCausalLM", "biogpt", true},
     {"dots1", "Dots1ForCausalLM", "dots1", true},
+    {"minimax_m2", "MiniMaxM2ForCausalLM", "minimax_m2", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

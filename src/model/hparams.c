@@ -42,6 +42,7 @@ static const type_defaults DEFAULTS[] = {
     {"flex_olmo", 0, 500000.0, 0, false, 0, false, false}, /* FlexOlmoConfig's default_theta */
     {"hunyuan_v1_dense", 0, 10000.0, 0, false, 0, false, false},
     {"hunyuan_v1_moe", 0, 10000.0, 0, false, 0, false, false},
+    {"minimax_m2", 128, 5000000.0, 0, false, 8, false, false}, /* MiniMaxM2Config's */
     {"gemma", 256, 10000.0, 0, false, 16, false, false},
     {"smollm3", 0, 2000000.0, 0, true, 4, false, false},
     {"glm", 128, 10000.0, 0, false, 2, false, false},
@@ -427,11 +428,11 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
 
 /* Whether a model type kvcache runs rotates only part of each head by partial_rotary_factor (its transformers
  * attention reads the factor: GLM, GLM-4, GLM-4.5, Phi, Phi-3, StableLM, GPT-NeoX,
- * Nemotron); the others rotate whole heads
+ * Nemotron, MiniMax-M2); the others rotate whole heads
  * whatever the config says. Types planned only, and unknown ones, keep the factor. */
 static bool rotates_part(const kvc_hparams *hp) {
-    static const char *const PARTIAL_TYPES[] = {"glm",  "glm4",     "glm4_moe", "phi",
-                                                "phi3", "stablelm", "gpt_neox", "nemotron"};
+    static const char *const PARTIAL_TYPES[] = {"glm",      "glm4",     "glm4_moe", "phi",       "phi3",
+                                                "stablelm", "gpt_neox", "nemotron", "minimax_m2"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, PARTIAL_TYPES, sizeof PARTIAL_TYPES / sizeof PARTIAL_TYPES[0]);
 }
@@ -491,6 +492,21 @@ static kvc_status ntk_alpha_rope(const kvc_hparams *hp, const kvc_json_obj *dict
     return KVC_OK;
 }
 
+/* MiniMax-M2's released checkpoints state the rotary width as rotary_dim: partial_rotary_factor rotary_dim / head_dim
+ * when the top level has no partial_rotary_factor (MiniMaxM2Config's setdefault; a rope dict's still wins). */
+static kvc_status minimax_rotary_dim(const kvc_hparams *hp, kvc_rope_config *r) {
+    int64_t hd = 0, rd = 0;
+    bool have = false;
+    KVC_TRY(kvci_json_int(&hp->cfg, "rotary_dim", 1, KVC_HP_MAX_DIM, &rd, &have));
+    if (!have) return KVC_OK;
+    KVC_TRY(kvci_hparams_head_dim(hp, &hd));
+    if (rd > hd)
+        return kvci_fail(KVC_EINVAL, "%s: rotary_dim %lld above head_dim %lld", hp->cfg.doc, (long long)rd,
+                         (long long)hd);
+    r->partial_rotary_factor = (double)rd / (double)hd;
+    return KVC_OK;
+}
+
 /* One rope dict (dict NULL: none) over the defaults and the top-level rope_theta into *r. */
 static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dict, kvc_rope_config *r) {
     *r = (kvc_rope_config){.type = KVC_ROPE_DEFAULT,
@@ -506,6 +522,8 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
     r->partial_rotary_factor = default_partial_rotary(hp);
     KVC_TRY(kvci_json_num(&hp->cfg, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(kvci_json_num(&hp->cfg, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));
+    if (hp->model_type != NULL && strcmp(hp->model_type, "minimax_m2") == 0 && !have) /* its checkpoints' rotary_dim */
+        KVC_TRY(minimax_rotary_dim(hp, r));
     if (hp->model_type != NULL && strcmp(hp->model_type, "gpt_neox") == 0) { /* GPTNeoXConfig's names for them */
         KVC_TRY(kvci_json_num(&hp->cfg, "rotary_emb_base", theta_range, &r->theta, &have));
         KVC_TRY(kvci_json_num(&hp->cfg, "rotary_pct", share, &r->partial_rotary_factor, &have));

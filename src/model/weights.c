@@ -278,12 +278,13 @@ static kvc_status visit_dbrx_moe(visitor *v, const kvc_model_config *c, kvc_laye
  * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3's router
  * (DeepSeek-V3, GLM-4.5: n_group set; not DeepSeek-V2's) adds its correction bias and shared experts, ERNIE 4.5 MoE
  * its correction bias [1, E] (moe_statics) and shared experts, Qwen2-MoE a
- * shared expert and its sigmoid gate [1, H]; Mixtral's and Phi-3.5-MoE's hub names are block_sparse_moe.{gate,
- * experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
+ * shared expert and its sigmoid gate [1, H]; Mixtral's, Phi-3.5-MoE's and MiniMax-M2's hub names are
+ * block_sparse_moe.{gate, experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
 static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
     const bool ds = c->n_group > 0; /* DeepSeek-V3's router */
-    const bool mixtral = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "phimoe") == 0;
+    const bool mixtral = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "phimoe") == 0 ||
+                         strcmp(c->model_type, "minimax_m2") == 0;
     const bool ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
     w->moe = true;
     if (c->family == KVC_FAMILY_LLAMA4) return visit_llama4_moe(v, c, w);

@@ -1600,6 +1600,44 @@ static void test_dots1_fields(void **state) {
 #undef DOTS1_BASE
 }
 
+/* MiniMax-M2 as its hub config states it (rotary_dim, no rope dict) and MiniMaxM2Config's defaults (head_dim 128, 8 KV
+ * heads, theta 5e6, eps 1e-6, 256 experts, top 8; whole-row q/k norms; DeepSeek-V3's router with one group, scale 1,
+ * renormalised); a top-level partial_rotary_factor wins over rotary_dim; refused by name: a single expert. */
+static void test_minimax_m2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *hub =
+        "{\"model_type\":\"minimax_m2\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
+        "\"num_attention_heads\":16,\"num_hidden_layers\":2,\"rotary_dim\":64,\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(hub, "minimax_m2", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 &&
+                kvci_model_rot_dim(&c) == 64);
+    assert_true(c.rope.theta == 5e6 && c.rms_norm_eps == 1e-6 && c.qk_norm && c.qk_norm_whole && !c.qkv_bias);
+    assert_true(c.n_routed_experts == 256 && c.experts_per_tok == 8 && c.n_group == 1 && c.topk_group == 1);
+    assert_true(c.norm_topk_prob && c.routed_scaling_factor == 1.0 && c.moe_intermediate_size == 8 && c.layer_moe[0]);
+    assert_true(c.shared_expert_intermediate_size == 0 && !c.tie_word_embeddings);
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options opt = kvc_plan_default_options();
+    assert_int_equal(kvc_model_plan_create(hub, strlen(hub), &opt, &plan), KVC_OK);
+    assert_string_equal(plan->family, "minimax_m2");
+    assert_true(plan->head_dim == 128 && plan->num_key_value_heads == 8);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"minimax_m2\"," MOE_BASE
+                               "\"num_hidden_layers\":2,\"head_dim\":16,\"rotary_dim\":8,"
+                               "\"partial_rotary_factor\":0.25,\"num_experts\":4,\"num_experts_per_tok\":2}",
+                               "minimax_m2-set", &c),
+        KVC_OK);
+    assert_true(kvci_model_rot_dim(&c) == 4 && c.n_routed_experts == 4 && c.experts_per_tok == 2 &&
+                c.num_kv_heads == 2);
+    expect_refusal("{\"model_type\":\"minimax_m2\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":16,"
+                   "\"num_local_experts\":1,\"num_experts_per_tok\":1}",
+                   "minimax_m2 with num_local_experts 1 is not supported");
+    expect_refusal("{\"model_type\":\"minimax_m2\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":16,"
+                   "\"rotary_dim\":32}",
+                   "rotary_dim 32 above head_dim 16");
+}
+
 /* CodeGen with CodeGenConfig's defaults (GPT-J's: rotary_dim 64, theta 1e4 whatever rope_theta says, adjacent pairs,
  * a parallel block on one LayerNorm, MLP and head biases, n_inner 4 x n_embd, gelu_new, untied, 2048 positions) and
  * with rotary_dim 6 of 16; head_dim / num_key_value_heads keys not read; refused by name: n_embd not a multiple of 4
@@ -1882,6 +1920,7 @@ int main(void) {
         cmocka_unit_test(test_hunyuan_fields),
         cmocka_unit_test(test_biogpt_fields),
         cmocka_unit_test(test_dots1_fields),
+        cmocka_unit_test(test_minimax_m2_fields),
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),

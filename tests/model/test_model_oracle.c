@@ -597,6 +597,13 @@ static void test_hunyuan_v1_moe(void **state) {
     run_dir("hunyuan_v1_moe");
 }
 
+/* MiniMax-M2-like: whole-row q/k norms, RoPE on the first rotary_dim 8 of 16 channels, Mixtral's block_sparse_moe of
+ * 8 experts chosen by sigmoid scores plus a correction bias, top-2 renormalised */
+static void test_minimax_m2(void **state) {
+    (void)state;
+    run_dir("minimax_m2");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -731,6 +738,7 @@ int main(void) {
         cmocka_unit_test(test_biogpt),
         cmocka_unit_test(test_dots1),
         cmocka_unit_test(test_hunyuan_v1_moe),
+        cmocka_unit_test(test_minimax_m2),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),

@@ -7,7 +7,7 @@ exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, gpt_neo, codegen, vaultgemma, flex_olmo,
-hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe) this script
+hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -118,6 +118,8 @@ from transformers import (
     Dots1Config,
     Dots1ForCausalLM,
     HunYuanDenseV1Config,
+    MiniMaxM2Config,
+    MiniMaxM2ForCausalLM,
     HunYuanMoEV1Config,
     HunYuanMoEV1ForCausalLM,
     HunYuanDenseV1ForCausalLM,
@@ -764,6 +766,15 @@ def hunyuan_v1_moe_config():
                                                "rope_theta": 10000.0})
 
 
+def minimax_m2_config():
+    # MiniMax-M2 at toy size: OLMo 2's q/k norms over the whole q [64] / k [32] projection before RoPE in pre-norm
+    # blocks, RoPE half-split on the first rotary_dim 8 of head_dim 16 (the checkpoints' key), GQA 4/2, 3 layers, each
+    # Mixtral's block_sparse_moe of 8 experts of width 24 chosen by sigmoid scores plus a random correction bias, top-2
+    # renormalised; theta 5e6 and rms_norm_eps 1e-6 left at the class's, untied, no biases.
+    return MiniMaxM2Config(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=3, head_dim=16,
+                           rotary_dim=8, num_local_experts=8, num_experts_per_tok=2, tie_word_embeddings=False)
+
+
 def granitemoe_config():
     # Granite 3.0 MoE at toy size: Granite's multipliers (embedding 6, residual 0.22, attention 0.1, logits scaling 3,
     # as the granite oracle), q/k/v/o biases (attention_bias; the hub's have none), GQA 4/2, tied as the hub's, 2
@@ -1081,6 +1092,7 @@ FAMILIES = {
     "gemma2": (gemma2_config, Gemma2ForCausalLM),
     "hunyuan_v1_dense": (hunyuan_v1_dense_config, HunYuanDenseV1ForCausalLM),
     "hunyuan_v1_moe": (hunyuan_v1_moe_config, HunYuanMoEV1ForCausalLM),
+    "minimax_m2": (minimax_m2_config, MiniMaxM2ForCausalLM),
     "flex_olmo": (flex_olmo_config, FlexOlmoForCausalLM),
     "vaultgemma": (vaultgemma_config, VaultGemmaForCausalLM),
     "glm": (glm_config, GlmForCausalLM),
@@ -1187,7 +1199,7 @@ def param_std(name, shape, config):
         return 2.0 / math.sqrt(shape[1])
     if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
             "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "ernie4_5_moe",
-            "flex_olmo", "dots1", "hunyuan_v1_moe",
+            "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2",
             "phimoe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
@@ -1505,6 +1517,10 @@ def make_family(family, out_root, seed):
         summary["sensitivity_full_rotary"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
         summary["sensitivity_norm_topk_prob_false"] = sensitivity(model, ps[-1], norm_topk_prob=False)
+    if family == "minimax_m2":
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_full_rotary"] = sensitivity(
+            model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
     if family == "dots1":
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
@@ -1883,7 +1899,7 @@ def sensitivity(model, ids, **overrides):
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "glm4_moe": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5,
-                    "hunyuan_v1_moe": 1e-5}
+                    "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5}
 
 
 def verify(family, out):
@@ -1930,6 +1946,7 @@ def main():
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
+                               "minimax_m2",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
