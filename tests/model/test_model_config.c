@@ -1408,6 +1408,15 @@ static void test_gptj_fields(void **state) {
                    "activation_function \"silu\" is not supported (gptj");
 }
 
+/* The plan of config json, which the planner must take, of family `family` (destroy it). */
+static kvc_model_plan *plan_of(const char *json, const char *family) {
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options opt = kvc_plan_default_options();
+    assert_int_equal(kvc_model_plan_create(json, strlen(json), &opt, &plan), KVC_OK);
+    assert_string_equal(plan->family, family);
+    return plan;
+}
+
 /* VaultGemma with VaultGemmaConfig's defaults (Gemma 2's: head_dim 256, window 4096, even layers sliding, scale
  * 256^-1/2, soft-caps 50 and 30, tied) and Gemma 2's layer without its post norms; the planner plans it as Gemma 2's
  * family with those windows and that scale; refused by name: hidden_size not a multiple of the heads. */
@@ -1422,10 +1431,7 @@ static void test_vaultgemma_fields(void **state) {
     assert_true(c.gemma_norms && !c.sandwich_norms && c.tie_word_embeddings && c.mlp_act == KVC_MLP_GELU_TANH);
     assert_true(c.attn_logit_softcapping == 50.0 && c.final_logit_softcapping == 30.0);
     assert_true(kvc_model_attn_scale(&c) == 1.0 / 16.0 && c.embed_scale == (float)sqrt(8.0) && c.rope.theta == 1e4);
-    kvc_model_plan *plan = NULL;
-    const kvc_plan_options opt = kvc_plan_default_options();
-    assert_int_equal(kvc_model_plan_create(def, strlen(def), &opt, &plan), KVC_OK);
-    assert_string_equal(plan->family, "vaultgemma");
+    kvc_model_plan *plan = plan_of(def, "vaultgemma");
     assert_true(plan->scale == 1.0 / 16.0 && plan->head_dim == 256 && plan->layers[0].sliding_window == 4096);
     assert_true(plan->layers[1].sliding_window == 0);
     kvc_model_plan_destroy(plan);
@@ -1449,10 +1455,7 @@ static void test_flex_olmo_fields(void **state) {
     assert_true(c.n_routed_experts == 7 && c.experts_per_tok == 5 && !c.norm_topk_prob && c.layer_moe[0]);
     assert_true(c.layer_moe[1] && c.moe_intermediate_size == 8 && c.rms_norm_eps == 1e-6 && c.rope.theta == 5e5);
     assert_true(!c.tie_word_embeddings && !c.qkv_bias && !c.o_bias && c.sliding_window == 0 && !c.layer_sliding[0]);
-    kvc_model_plan *plan = NULL;
-    const kvc_plan_options opt = kvc_plan_default_options();
-    assert_int_equal(kvc_model_plan_create(def, strlen(def), &opt, &plan), KVC_OK);
-    assert_string_equal(plan->family, "flex_olmo");
+    kvc_model_plan *plan = plan_of(def, "flex_olmo");
     assert_true(plan->layers[0].sliding_window == 0 && plan->layers[1].sliding_window == 0);
     kvc_model_plan_destroy(plan);
     assert_int_equal(kvc_model_config_parse("{\"model_type\":\"flex_olmo\"," MOE_BASE
@@ -1484,10 +1487,7 @@ static void test_hunyuan_fields(void **state) {
                       "\"attention_bias\":true,\"max_position_embeddings\":64}";
     assert_int_equal(kvc_model_config_parse(hub, "hunyuan-hub", &c), KVC_OK);
     assert_true(c.rope.type == KVC_ROPE_DEFAULT && c.rope.theta == 1e4 * pow(1000.0, 2.0) && c.qkv_bias && c.o_bias);
-    kvc_model_plan *plan = NULL;
-    const kvc_plan_options opt = kvc_plan_default_options();
-    assert_int_equal(kvc_model_plan_create(hub, strlen(hub), &opt, &plan), KVC_OK);
-    assert_string_equal(plan->family, "hunyuan_v1_dense");
+    kvc_model_plan *plan = plan_of(hub, "hunyuan_v1_dense");
     assert_string_equal(plan->rope_type, "default");
     assert_true(plan->head_dim == 4 && plan->num_key_value_heads == 2);
     kvc_model_plan_destroy(plan);
@@ -1506,8 +1506,7 @@ static void test_hunyuan_fields(void **state) {
     assert_true(c.qk_norm_after_rope && c.rope.theta == 1e4 * pow(1000.0, 2.0) && c.n_routed_experts == 1);
     assert_true(c.experts_per_tok == 1 && c.norm_topk_prob && c.moe_intermediate_size == 8 && c.layer_moe[1]);
     assert_true(c.shared_expert_intermediate_size == 8 && c.n_group == 0 && c.rms_norm_eps == 1e-5);
-    assert_int_equal(kvc_model_plan_create(moe, strlen(moe), &opt, &plan), KVC_OK);
-    assert_string_equal(plan->family, "hunyuan_v1_moe");
+    plan = plan_of(moe, "hunyuan_v1_moe");
     kvc_model_plan_destroy(plan);
     assert_int_equal(kvc_model_config_parse("{\"model_type\":\"hunyuan_v1_moe\"," MOE_BASE
                                             "\"num_hidden_layers\":2,\"head_dim\":4,\"num_experts\":4,\"moe_topk\":2}",
@@ -1540,10 +1539,7 @@ static void test_biogpt_fields(void **state) {
     assert_true(c.embed_scale == (float)sqrt(32.0) && c.rms_norm_eps == 1e-5 && c.tie_word_embeddings);
     assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias && c.layer_norm && c.norm_bias && c.mlp_plain);
     assert_true(c.mlp_act == KVC_MLP_GELU && !c.parallel_block);
-    kvc_model_plan *plan = NULL;
-    const kvc_plan_options opt = kvc_plan_default_options();
-    assert_int_equal(kvc_model_plan_create(def, strlen(def), &opt, &plan), KVC_OK);
-    assert_string_equal(plan->family, "biogpt");
+    kvc_model_plan *plan = plan_of(def, "biogpt");
     assert_true(plan->options.max_model_len == 1024 && plan->head_dim == 8 && plan->num_key_value_heads == 4);
     kvc_model_plan_destroy(plan);
     assert_int_equal(
@@ -1578,10 +1574,7 @@ static void test_dots1_fields(void **state) {
     assert_true(c.n_group == 1 && c.topk_group == 1 && !c.norm_topk_prob && c.routed_scaling_factor == 1.0);
     assert_true(c.moe_intermediate_size == 1408 && c.shared_expert_intermediate_size == 1408 && c.rms_norm_eps == 1e-6);
     assert_true(!c.layer_sliding[0] && c.layer_sliding[1] && c.layer_sliding[2] && c.sliding_window == 4096);
-    kvc_model_plan *plan = NULL;
-    const kvc_plan_options opt = kvc_plan_default_options();
-    assert_int_equal(kvc_model_plan_create(def, strlen(def), &opt, &plan), KVC_OK);
-    assert_string_equal(plan->family, "dots1");
+    kvc_model_plan *plan = plan_of(def, "dots1");
     assert_true(plan->layers[0].sliding_window == 0 && plan->layers[1].sliding_window == 4096);
     kvc_model_plan_destroy(plan);
     assert_int_equal(
@@ -1616,10 +1609,7 @@ static void test_minimax_m2_fields(void **state) {
     assert_true(c.n_routed_experts == 256 && c.experts_per_tok == 8 && c.n_group == 1 && c.topk_group == 1);
     assert_true(c.norm_topk_prob && c.routed_scaling_factor == 1.0 && c.moe_intermediate_size == 8 && c.layer_moe[0]);
     assert_true(c.shared_expert_intermediate_size == 0 && !c.tie_word_embeddings);
-    kvc_model_plan *plan = NULL;
-    const kvc_plan_options opt = kvc_plan_default_options();
-    assert_int_equal(kvc_model_plan_create(hub, strlen(hub), &opt, &plan), KVC_OK);
-    assert_string_equal(plan->family, "minimax_m2");
+    kvc_model_plan *plan = plan_of(hub, "minimax_m2");
     assert_true(plan->head_dim == 128 && plan->num_key_value_heads == 8);
     kvc_model_plan_destroy(plan);
     assert_int_equal(
@@ -1652,10 +1642,7 @@ static void test_codegen_fields(void **state) {
     assert_true(c.parallel_block && !c.parallel_mlp_norm && !c.qkv_bias && !c.o_bias && c.mlp_bias && c.head_bias);
     assert_true(c.layer_norm && c.norm_bias && c.mlp_plain && c.mlp_act == KVC_MLP_GELU_TANH && !c.tie_word_embeddings);
     assert_true(c.max_position_embeddings == 2048 && !c.pos_learned && c.rms_norm_eps == 1e-5);
-    kvc_model_plan *plan = NULL;
-    const kvc_plan_options opt = kvc_plan_default_options();
-    assert_int_equal(kvc_model_plan_create(def, strlen(def), &opt, &plan), KVC_OK);
-    assert_string_equal(plan->family, "codegen");
+    kvc_model_plan *plan = plan_of(def, "codegen");
     assert_true(plan->num_key_value_heads == 2 && plan->head_dim == 16 && plan->options.max_model_len == 2048);
     kvc_model_plan_destroy(plan);
     assert_int_equal(
@@ -1687,10 +1674,7 @@ static void test_gpt_neo_fields(void **state) {
     assert_true(!c.layer_sliding[0] && c.layer_sliding[1] && !c.layer_sliding[22] && c.layer_sliding[23]);
     assert_true(c.sliding_window == 256 && !c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias && !c.parallel_block);
     assert_true(c.mlp_act == KVC_MLP_GELU_TANH && c.mlp_plain && c.layer_norm && c.norm_bias && c.rms_norm_eps == 1e-5);
-    kvc_model_plan *plan = NULL;
-    const kvc_plan_options opt = kvc_plan_default_options();
-    assert_int_equal(kvc_model_plan_create(def, strlen(def), &opt, &plan), KVC_OK);
-    assert_string_equal(plan->family, "gpt_neo");
+    kvc_model_plan *plan = plan_of(def, "gpt_neo");
     assert_true(plan->scale == 1.0 && plan->n_layers == 24 && plan->options.max_model_len == 2048);
     assert_true(plan->layers[0].sliding_window == 0 && plan->layers[1].sliding_window == 256);
     kvc_model_plan_destroy(plan);
@@ -1708,7 +1692,7 @@ static void test_gpt_neo_fields(void **state) {
     assert_true(c.head_dim == 8 && c.num_kv_heads == 4 && c.intermediate_size == 128 && c.layer_nope[2]);
     assert_true(c.max_position_embeddings == 64 && c.mlp_act == KVC_MLP_RELU && c.rms_norm_eps == 1e-3);
     assert_true(!c.tie_word_embeddings && kvc_model_attn_scale(&c) == 1.0);
-    assert_int_equal(kvc_model_plan_create(set, strlen(set), &opt, &plan), KVC_OK);
+    plan = plan_of(set, "gpt_neo");
     assert_true(plan->layers[0].sliding_window == 5 && plan->layers[1].sliding_window == 0);
     assert_true(plan->num_key_value_heads == 4 && plan->head_dim == 8 && plan->options.max_model_len == 64);
     kvc_model_plan_destroy(plan);

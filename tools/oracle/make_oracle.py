@@ -1558,13 +1558,7 @@ def make_family(family, out_root, seed):
         n = model.config.num_layers
         summary["sensitivity_all_global"] = sensitivity(model, ps[-1], attention_layers=["global"] * n)
         summary["sensitivity_window_9"] = sensitivity(model, ps[-1], window_size=9)
-    if family == "vaultgemma":
-        summary["layer_types"] = model.config.layer_types
-        summary["sensitivity_no_sliding_window"] = sensitivity(
-            model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
-        summary["sensitivity_no_attn_softcap"] = sensitivity(model, ps[-1], attn_logit_softcapping=None)
-        summary["sensitivity_no_final_softcap"] = sensitivity(model, ps[-1], final_logit_softcapping=None)
-    if family == "gemma2":
+    if family in ("gemma2", "vaultgemma"):
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_sliding_window"] = sensitivity(
             model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
