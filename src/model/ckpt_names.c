@@ -107,6 +107,19 @@ static const rename_rule RULES[] = {
     /* MiniMax-M2 (MiniMaxM2ForCausalLM): Mixtral's block_sparse_moe (weights.c), the router's correction bias beside it
      */
     {"minimax_m2", "mlp.gate.e_score_correction_bias", "block_sparse_moe.e_score_correction_bias"},
+    /* EXAONE 3.x (ExaoneForCausalLM, which transformers runs as LlamaForCausalLM and saves under its hub names): under
+     * transformer., wte, h.N with ln_1 / ln_2, attn.attention.q_proj / k_proj / v_proj / out_proj, mlp.c_fc_0 (gate),
+     * c_fc_1 (up) and c_proj (down), ln_f the final norm */
+    {"exaone", "model.embed_tokens.", "transformer.wte."},
+    {"exaone", "model.layers.", "transformer.h."},
+    {"exaone", "input_layernorm.", "ln_1."},
+    {"exaone", "post_attention_layernorm.", "ln_2."},
+    {"exaone", "self_attn.o_proj.", "attn.attention.out_proj."},
+    {"exaone", "self_attn.", "attn.attention."},
+    {"exaone", "mlp.gate_proj.", "mlp.c_fc_0."},
+    {"exaone", "mlp.up_proj.", "mlp.c_fc_1."},
+    {"exaone", "mlp.down_proj.", "mlp.c_proj."},
+    {"exaone", "model.norm.", "transformer.ln_f."},
     /* DBRX (DbrxForCausalLM): under transformer., wte the embedding, blocks.N the layers with norm_attn_norm's norm_1
      * / norm_2 and attn.Wqkv (q, k, v fused) / attn.out_proj, norm_f the final norm (its ffn's names are weights.c's)
      */

@@ -72,8 +72,11 @@ int64_t kvci_model_rot_dim(const kvc_model_config *c) {
 static kvc_status read_act(const kvc_hparams *hp, kvc_model_config *cfg) {
     const char *act = "silu";
     bool have = false, experts = false;
+    static const char *const exaone_keys[KVC_HP_ALIASES] = {"hidden_act",
+                                                            "activation_function"}; /* its attribute map */
+    const char *key = strcmp(cfg->model_type, "exaone") == 0 ? kvci_hparams_key(&hp->cfg, exaone_keys) : NULL;
     if (cfg->mlp_act != KVC_MLP_SILU) return KVC_OK;
-    KVC_TRY(kvci_json_str(&hp->cfg, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
+    KVC_TRY(kvci_json_str(&hp->cfg, key != NULL ? key : "hidden_act", KVC_HP_NAME_MAX, &act, &have));
     if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) return KVC_OK;
     for (int64_t l = 0; l < cfg->num_layers; l++) experts |= cfg->layer_moe[l];
     const bool tanh_gelu =
@@ -82,8 +85,8 @@ static kvc_status read_act(const kvc_hparams *hp, kvc_model_config *cfg) {
         cfg->mlp_act = KVC_MLP_GELU_TANH;
         return KVC_OK;
     }
-    return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (%s: silu%s)", hp->cfg.doc, act,
-                     cfg->model_type, experts ? "" : " or a tanh GELU");
+    return kvci_fail(KVC_EINVAL, "%s: %s \"%s\" is not supported (%s: silu%s)", hp->cfg.doc,
+                     key != NULL ? key : "hidden_act", act, cfg->model_type, experts ? "" : " or a tanh GELU");
 }
 
 /* The family of model_type, which the runtime must run. */

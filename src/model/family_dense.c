@@ -759,7 +759,9 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     /* attention_bias / mlp_bias where their transformers attention and MLP read them (Llama, Granite, SmolLM3 both;
      * Qwen3 and the MoEs attention_bias); Mistral's, Mixtral's and Qwen2's never do */
     const bool no_bias_keys = strcmp(mt, "mistral") == 0 || strcmp(mt, "mixtral") == 0 || qwen2 || qwen2_moe;
-    const bool reads_mlp_bias = strcmp(mt, "llama") == 0 || strcmp(mt, "granite") == 0 || strcmp(mt, "smollm3") == 0;
+    const bool exaone = strcmp(mt, "exaone") == 0; /* ExaoneConfig: LlamaForCausalLM's reading of its keys */
+    const bool reads_mlp_bias =
+        strcmp(mt, "llama") == 0 || strcmp(mt, "granite") == 0 || strcmp(mt, "smollm3") == 0 || exaone;
     bool attn_bias = false, mlp_bias = false;
     if (!no_bias_keys) KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &attn_bias));
     if (reads_mlp_bias) KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &mlp_bias));
@@ -775,6 +777,12 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
         return parse_moe(hp, mt, cfg);
     }
     if (strcmp(mt, "smollm3") == 0) return parse_smollm3(hp, cfg);
+    if (exaone) { /* rms_norm_eps, also layer_norm_epsilon (its attribute map), 1e-5 when absent */
+        static const char *const eps_keys[KVC_HP_ALIASES] = {"rms_norm_eps", "layer_norm_epsilon"};
+        const char *key = kvci_hparams_key(c, eps_keys);
+        const kvc_json_range eps = {0.0, 1.0, false};
+        return kvci_family_opt_num(c, key != NULL ? key : eps_keys[0], 1e-5, eps, &cfg->rms_norm_eps);
+    }
     const bool moe = qwen3_moe || qwen2_moe || strcmp(mt, "mixtral") == 0;
     return moe ? parse_moe(hp, mt, cfg) : KVC_OK;
 }
@@ -920,6 +928,7 @@ static const kvc_family_alias ALIASES[] = {
     {"biogpt", "BioGptForCausalLM", "biogpt", true},
     {"dots1", "Dots1ForCausalLM", "dots1", true},
     {"minimax_m2", "MiniMaxM2ForCausalLM", "minimax_m2", true},
+    {"exaone", "ExaoneForCausalLM", "exaone", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

@@ -413,6 +413,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/dots1/config.json",
         "oracle/hunyuan_v1_moe/config.json",
         "oracle/minimax_m2/config.json",
+        "oracle/exaone/config.json",
         "oracle/nemotron/config.json",
         "oracle/ernie4_5_moe/config.json",
         "oracle/phimoe/config.json",

@@ -1628,6 +1628,31 @@ static void test_minimax_m2_fields(void **state) {
                    "rotary_dim 32 above head_dim 16");
 }
 
+/* EXAONE 3.x as its hub config spells it (num_layers, layer_norm_epsilon, activation_function: ExaoneConfig's attribute
+ * map) and ExaoneConfig's defaults (8 KV heads, theta 5e5, eps 1e-5, untied; Llama's biases by attention_bias and
+ * mlp_bias); refused by name: an activation Llama's MLP does not take. */
+static void test_exaone_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *hub = "{\"model_type\":\"exaone\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"
+                      "\"num_attention_heads\":16,\"num_layers\":2,\"layer_norm_epsilon\":1e-6,"
+                      "\"activation_function\":\"silu\",\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(hub, "exaone", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_layers == 2 && c.num_kv_heads == 8 && c.head_dim == 4);
+    assert_true(c.rope.theta == 5e5 && c.rms_norm_eps == 1e-6 && c.mlp_act == KVC_MLP_SILU && !c.tie_word_embeddings);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.qk_norm);
+    kvc_model_plan *plan = plan_of(hub, "exaone");
+    assert_true(plan->num_key_value_heads == 8 && plan->n_layers == 2);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"exaone\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"attention_bias\":true,\"mlp_bias\":true}",
+                                            "exaone-set", &c),
+                     KVC_OK);
+    assert_true(c.rms_norm_eps == 1e-5 && c.qkv_bias && c.o_bias && c.mlp_bias && c.num_kv_heads == 2);
+    expect_refusal("{\"model_type\":\"exaone\"," MOE_BASE "\"num_hidden_layers\":2,\"activation_function\":\"relu\"}",
+                   "activation_function \"relu\" is not supported (exaone");
+}
+
 /* CodeGen with CodeGenConfig's defaults (GPT-J's: rotary_dim 64, theta 1e4 whatever rope_theta says, adjacent pairs,
  * a parallel block on one LayerNorm, MLP and head biases, n_inner 4 x n_embd, gelu_new, untied, 2048 positions) and
  * with rotary_dim 6 of 16; head_dim / num_key_value_heads keys not read; refused by name: n_embd not a multiple of 4
@@ -1905,6 +1930,7 @@ int main(void) {
         cmocka_unit_test(test_biogpt_fields),
         cmocka_unit_test(test_dots1_fields),
         cmocka_unit_test(test_minimax_m2_fields),
+        cmocka_unit_test(test_exaone_fields),
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),

@@ -604,6 +604,13 @@ static void test_minimax_m2(void **state) {
     run_dir("minimax_m2");
 }
 
+/* EXAONE-3.5-like: Llama's layer under EXAONE's hub names (transformer.h.N.attn.attention.*, mlp.c_fc_0 / c_fc_1 /
+ * c_proj), GQA 4/2, theta 5e5, untied */
+static void test_exaone(void **state) {
+    (void)state;
+    run_dir("exaone");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -739,6 +746,7 @@ int main(void) {
         cmocka_unit_test(test_dots1),
         cmocka_unit_test(test_hunyuan_v1_moe),
         cmocka_unit_test(test_minimax_m2),
+        cmocka_unit_test(test_exaone),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),

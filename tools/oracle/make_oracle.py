@@ -7,7 +7,7 @@ exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, gpt_neo, codegen, vaultgemma, flex_olmo,
-hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2) this script
+hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -118,6 +118,8 @@ from transformers import (
     Dots1Config,
     Dots1ForCausalLM,
     HunYuanDenseV1Config,
+    ExaoneConfig,
+    LlamaForCausalLM,
     MiniMaxM2Config,
     MiniMaxM2ForCausalLM,
     HunYuanMoEV1Config,
@@ -775,6 +777,14 @@ def minimax_m2_config():
                            rotary_dim=8, num_local_experts=8, num_experts_per_tok=2, tie_word_embeddings=False)
 
 
+def exaone_config():
+    # EXAONE-3.5's blocks at toy size: LlamaForCausalLM under EXAONE's hub names (transformer.h.N.attn.attention.*,
+    # ln_1 / ln_2, mlp.c_fc_0 gate / c_fc_1 up / c_proj down), the hub's key spellings (num_layers,
+    # layer_norm_epsilon 1e-5, activation_function silu), GQA 4/2, theta 5e5 left at ExaoneConfig's, untied.
+    return ExaoneConfig(**{k: v for k, v in DENSE_TOY_SHAPE.items()}, num_layers=3, layer_norm_epsilon=1e-5,
+                        activation_function="silu", tie_word_embeddings=False)
+
+
 def granitemoe_config():
     # Granite 3.0 MoE at toy size: Granite's multipliers (embedding 6, residual 0.22, attention 0.1, logits scaling 3,
     # as the granite oracle), q/k/v/o biases (attention_bias; the hub's have none), GQA 4/2, tied as the hub's, 2
@@ -1093,6 +1103,7 @@ FAMILIES = {
     "hunyuan_v1_dense": (hunyuan_v1_dense_config, HunYuanDenseV1ForCausalLM),
     "hunyuan_v1_moe": (hunyuan_v1_moe_config, HunYuanMoEV1ForCausalLM),
     "minimax_m2": (minimax_m2_config, MiniMaxM2ForCausalLM),
+    "exaone": (exaone_config, LlamaForCausalLM),
     "flex_olmo": (flex_olmo_config, FlexOlmoForCausalLM),
     "vaultgemma": (vaultgemma_config, VaultGemmaForCausalLM),
     "glm": (glm_config, GlmForCausalLM),
@@ -1940,7 +1951,7 @@ def main():
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
-                               "minimax_m2",
+                               "minimax_m2", "exaone",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
