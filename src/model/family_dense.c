@@ -180,6 +180,34 @@ static kvc_status parse_minimax_m2(const kvc_hparams *hp, kvc_model_config *cfg)
     return KVC_OK;
 }
 
+/* A flag under any of keys (the first given; keys[0] when none), false when absent. */
+static kvc_status flag_of(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES], bool *out) {
+    const char *key = kvci_hparams_key(c, keys);
+    return kvci_family_opt_bool(c, key != NULL ? key : keys[0], false, out);
+}
+
+/* InternLM3 (internlm/internlm3-8b-instruct; model_type internlm3, which transformers 5.25 runs as LlamaForCausalLM
+ * with InternLM3Config): Llama under Llama's names, qkv_bias and bias its names for attention_bias (q/k/v/o) and
+ * mlp_bias (both false), head_dim 128, 2 KV heads and rms_norm_eps 1e-5 when absent, untied. Refused by name: the two
+ * biases apart (InternLM3Config refuses them). */
+static kvc_status parse_internlm3(const kvc_hparams *hp, kvc_model_config *cfg) {
+    static const char *const attn_keys[KVC_HP_ALIASES] = {"attention_bias", "qkv_bias"};
+    static const char *const mlp_keys[KVC_HP_ALIASES] = {"mlp_bias", "bias"};
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool attn = false, mlp = false;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(flag_of(c, attn_keys, &attn));
+    KVC_TRY(flag_of(c, mlp_keys, &mlp));
+    if (attn != mlp)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: internlm3 with qkv_bias (attention_bias) %s and bias (mlp_bias) %s is not supported "
+                         "(InternLM3Config refuses them apart)",
+                         c->doc, attn ? "true" : "false", mlp ? "true" : "false");
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = attn;
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* The key of keys that config c gives as a list (NULL: none). */
 static const char *list_key(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES]) {
     const char *key = kvci_hparams_key(c, keys);
@@ -750,6 +778,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "glm4_moe") == 0) return parse_glm4_moe(hp, cfg);
     if (strcmp(mt, "dots1") == 0) return parse_dots1(hp, cfg);
     if (strcmp(mt, "minimax_m2") == 0) return parse_minimax_m2(hp, cfg);
+    if (strcmp(mt, "internlm3") == 0) return parse_internlm3(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
@@ -929,6 +958,7 @@ static const kvc_family_alias ALIASES[] = {
     {"dots1", "Dots1ForCausalLM", "dots1", true},
     {"minimax_m2", "MiniMaxM2ForCausalLM", "minimax_m2", true},
     {"exaone", "ExaoneForCausalLM", "exaone", true},
+    {"internlm3", "InternLM3ForCausalLM", "internlm3", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

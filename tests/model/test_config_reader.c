@@ -414,6 +414,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/hunyuan_v1_moe/config.json",
         "oracle/minimax_m2/config.json",
         "oracle/exaone/config.json",
+        "oracle/internlm3/config.json",
         "oracle/nemotron/config.json",
         "oracle/ernie4_5_moe/config.json",
         "oracle/phimoe/config.json",

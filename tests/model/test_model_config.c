@@ -1653,6 +1653,28 @@ static void test_exaone_fields(void **state) {
                    "activation_function \"relu\" is not supported (exaone");
 }
 
+/* InternLM3 with InternLM3Config's defaults (head_dim 128, 2 KV heads, eps 1e-5, theta 1e4, no biases, untied) and its
+ * names for the biases (qkv_bias, bias); refused by name: the two apart. */
+static void test_internlm3_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"internlm3\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"
+                      "\"num_attention_heads\":4,\"num_hidden_layers\":2,\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(def, "internlm3", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 2 && c.rms_norm_eps == 1e-5);
+    assert_true(c.rope.theta == 1e4 && !c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
+    kvc_model_plan *plan = plan_of(def, "internlm3");
+    assert_true(plan->head_dim == 128 && plan->num_key_value_heads == 2);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"internlm3\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"qkv_bias\":true,\"bias\":true}",
+                                            "internlm3-bias", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias);
+    expect_refusal("{\"model_type\":\"internlm3\"," MOE_BASE "\"num_hidden_layers\":2,\"qkv_bias\":true}",
+                   "internlm3 with qkv_bias (attention_bias) true and bias (mlp_bias) false is not supported");
+}
+
 /* CodeGen with CodeGenConfig's defaults (GPT-J's: rotary_dim 64, theta 1e4 whatever rope_theta says, adjacent pairs,
  * a parallel block on one LayerNorm, MLP and head biases, n_inner 4 x n_embd, gelu_new, untied, 2048 positions) and
  * with rotary_dim 6 of 16; head_dim / num_key_value_heads keys not read; refused by name: n_embd not a multiple of 4
@@ -1931,6 +1953,7 @@ int main(void) {
         cmocka_unit_test(test_dots1_fields),
         cmocka_unit_test(test_minimax_m2_fields),
         cmocka_unit_test(test_exaone_fields),
+        cmocka_unit_test(test_internlm3_fields),
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),

@@ -611,6 +611,12 @@ static void test_exaone(void **state) {
     run_dir("exaone");
 }
 
+/* InternLM3-like: Llama with biases on q/k/v/o and the MLP (qkv_bias and bias), head_dim 16, GQA 4/2, untied */
+static void test_internlm3(void **state) {
+    (void)state;
+    run_dir("internlm3");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -747,6 +753,7 @@ int main(void) {
         cmocka_unit_test(test_hunyuan_v1_moe),
         cmocka_unit_test(test_minimax_m2),
         cmocka_unit_test(test_exaone),
+        cmocka_unit_test(test_internlm3),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),

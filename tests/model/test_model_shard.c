@@ -300,6 +300,7 @@ static void test_classic(void **state) {
     check_family("hunyuan_v1_moe", KVC_WMAT_CHECKPOINT);
     check_family("minimax_m2", KVC_WMAT_CHECKPOINT);
     check_family("exaone", KVC_WMAT_CHECKPOINT);
+    check_family("internlm3", KVC_WMAT_CHECKPOINT);
 }
 
 int main(void) {

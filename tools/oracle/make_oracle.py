@@ -7,7 +7,8 @@ exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, gpt_neo, codegen, vaultgemma, flex_olmo,
-hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone) this script
+hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
+internlm3) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -119,6 +120,7 @@ from transformers import (
     Dots1ForCausalLM,
     HunYuanDenseV1Config,
     ExaoneConfig,
+    InternLM3Config,
     LlamaForCausalLM,
     MiniMaxM2Config,
     MiniMaxM2ForCausalLM,
@@ -785,6 +787,14 @@ def exaone_config():
                         activation_function="silu", tie_word_embeddings=False)
 
 
+def internlm3_config():
+    # InternLM3-8B's blocks at toy size: LlamaForCausalLM with InternLM3Config, qkv_bias and bias (its names for
+    # attention_bias and mlp_bias) both true, head_dim 16, GQA 4/2, 3 layers, untied, eps 1e-5 and theta 1e4 left at
+    # the class's.
+    return InternLM3Config(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16, qkv_bias=True, bias=True,
+                           tie_word_embeddings=False)
+
+
 def granitemoe_config():
     # Granite 3.0 MoE at toy size: Granite's multipliers (embedding 6, residual 0.22, attention 0.1, logits scaling 3,
     # as the granite oracle), q/k/v/o biases (attention_bias; the hub's have none), GQA 4/2, tied as the hub's, 2
@@ -1104,6 +1114,7 @@ FAMILIES = {
     "hunyuan_v1_moe": (hunyuan_v1_moe_config, HunYuanMoEV1ForCausalLM),
     "minimax_m2": (minimax_m2_config, MiniMaxM2ForCausalLM),
     "exaone": (exaone_config, LlamaForCausalLM),
+    "internlm3": (internlm3_config, LlamaForCausalLM),
     "flex_olmo": (flex_olmo_config, FlexOlmoForCausalLM),
     "vaultgemma": (vaultgemma_config, VaultGemmaForCausalLM),
     "glm": (glm_config, GlmForCausalLM),
@@ -1951,7 +1962,7 @@ def main():
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "gptj", "nemotron", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
-                               "minimax_m2", "exaone",
+                               "minimax_m2", "exaone", "internlm3",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
