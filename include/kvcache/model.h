@@ -208,6 +208,9 @@ typedef struct kvc_model_config {
      * (embed_norm: word_embeddings_layernorm, a LayerNorm with bias). Last, as above. */
     bool alibi, alibi_in_scale, embed_norm;
     double alibi_bias_max;
+    /* HunYuan (model_type hunyuan_v1_dense): the per-head q/k RMSNorms (qk_norm) applied after RoPE instead of
+     * before it. Last, as above. */
+    bool qk_norm_after_rope;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

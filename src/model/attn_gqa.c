@@ -59,8 +59,9 @@ static void clamp_row(float *x, int64_t n, float clip) {
 
 /* Each token's q / k / v rows of layer l split from the fused projection's row (fused not NULL), with
  * `first` v clamped to +-clip_qkv (OLMo, OLMoE; 0: none), then with `norm` its q and k heads normalised (Qwen3's
- * q_norm / k_norm: NULL or both), and with `finish` q and k clamped to +-clip_qkv (after their norms, as OLMoE;
- * OLMo has none), rotated (not on a no-rope layer; Llama 4's q and k then L2-normalised) and its queries scaled by
+ * q_norm / k_norm: NULL or both; HunYuan's after RoPE instead), and with `finish` q and k clamped to +-clip_qkv (after
+ * their norms, as OLMoE; OLMo has none), rotated (not on a no-rope layer; Llama 4's q and k then L2-normalised) and
+ * its queries scaled by
  * position (Ministral 3; Llama 4's no-rope layers): one parallel region over the tokens, each token whole on one
  * thread (the threads never change a bit). */
 static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float *q, float *k, float *v, bool first,
@@ -85,9 +86,13 @@ static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float
             kvci_fwd_norm_rope_token(s, t, kt, nKV, D, norm ? w->k_norm : NULL, false);
             clamp_row(qt, nq, (float)c->clip_qkv), clamp_row(kt, nk, (float)c->clip_qkv);
         }
-        const bool normed = norm && !(finish && clip);
-        kvci_fwd_norm_rope_token(s, t, qt, nH, D, normed ? w->q_norm : NULL, rotate);
-        kvci_fwd_norm_rope_token(s, t, kt, nKV, D, normed ? w->k_norm : NULL, rotate);
+        const bool normed = norm && !(finish && clip), late = normed && c->qk_norm_after_rope;
+        kvci_fwd_norm_rope_token(s, t, qt, nH, D, normed && !late ? w->q_norm : NULL, rotate);
+        kvci_fwd_norm_rope_token(s, t, kt, nKV, D, normed && !late ? w->k_norm : NULL, rotate);
+        if (late) { /* HunYuan: the heads' norms after RoPE */
+            kvci_fwd_norm_rope_token(s, t, qt, nH, D, w->q_norm, false);
+            kvci_fwd_norm_rope_token(s, t, kt, nKV, D, w->k_norm, false);
+        }
         if (rotate && c->qk_l2_norm) { /* Llama 4: the RoPE layers' q and k, after RoPE */
             l2_heads(qt, nH, D, D, (float)c->rms_norm_eps);
             l2_heads(kt, nKV, D, D, (float)c->rms_norm_eps);

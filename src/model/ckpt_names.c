@@ -93,6 +93,54 @@ static const rename_rule RULES[] = {
     {"mpt", "self_attn.o_proj.", "attn.out_proj."},
     {"mpt", "mlp.", "ffn."},
     {"mpt", "model.norm.", "transformer.norm_f."},
+    /* GPT-Neo (GPTNeoForCausalLM): under transformer., wte / wpe the embeddings, h.N the layers with ln_1 / ln_2,
+     * attn.attention.q_proj / k_proj / v_proj / out_proj, mlp.c_fc (up) and mlp.c_proj (down), ln_f the final norm */
+    {"gpt_neo", "model.embed_tokens.", "transformer.wte."},
+    {"gpt_neo", "model.embed_positions.", "transformer.wpe."},
+    {"gpt_neo", "model.layers.", "transformer.h."},
+    {"gpt_neo", "input_layernorm.", "ln_1."},
+    {"gpt_neo", "post_attention_layernorm.", "ln_2."},
+    {"gpt_neo", "self_attn.o_proj.", "attn.attention.out_proj."},
+    {"gpt_neo", "self_attn.", "attn.attention."},
+    {"gpt_neo", "mlp.up_proj.", "mlp.c_fc."},
+    {"gpt_neo", "mlp.down_proj.", "mlp.c_proj."},
+    {"gpt_neo", "model.norm.", "transformer.ln_f."},
+    /* BioGPT (BioGptForCausalLM): under biogpt., OPT's layer names (self_attn_layer_norm / final_layer_norm,
+     * self_attn.out_proj, fc1 / fc2 outside any mlp.), layer_norm the final norm, output_projection the head */
+    {"biogpt", "model.embed_tokens.", "biogpt.embed_tokens."},
+    {"biogpt", "model.embed_positions.", "biogpt.embed_positions."},
+    {"biogpt", "model.layers.", "biogpt.layers."},
+    {"biogpt", "input_layernorm.", "self_attn_layer_norm."},
+    {"biogpt", "post_attention_layernorm.", "final_layer_norm."},
+    {"biogpt", "self_attn.o_proj.", "self_attn.out_proj."},
+    {"biogpt", "mlp.up_proj.", "fc1."},
+    {"biogpt", "mlp.down_proj.", "fc2."},
+    {"biogpt", "model.norm.", "biogpt.layer_norm."},
+    {"biogpt", "lm_head.", "output_projection."},
+    /* VaultGemma (VaultGemmaForCausalLM): the MLP's input norm is pre_feedforward_layernorm (no post norms) */
+    {"vaultgemma", "post_attention_layernorm.", "pre_feedforward_layernorm."},
+    /* HunYuan dense (HunYuanDenseV1ForCausalLM): the per-head q/k norms are query_layernorm / key_layernorm */
+    {"hunyuan_v1_dense", "self_attn.q_norm.", "self_attn.query_layernorm."},
+    {"hunyuan_v1_dense", "self_attn.k_norm.", "self_attn.key_layernorm."},
+    /* and the MoE's (HunYuanMoEV1ForCausalLM, named as the dense): the router mlp.gate.wg, the shared MLP shared_mlp */
+    {"hunyuan_v1_dense", "mlp.gate.weight", "mlp.gate.wg.weight"},
+    {"hunyuan_v1_dense", "mlp.shared_expert.", "mlp.shared_mlp."},
+    /* MiniMax-M2 (MiniMaxM2ForCausalLM): Mixtral's block_sparse_moe (weights.c), the router's correction bias beside it
+     */
+    {"minimax_m2", "mlp.gate.e_score_correction_bias", "block_sparse_moe.e_score_correction_bias"},
+    /* EXAONE 3.x (ExaoneForCausalLM, which transformers runs as LlamaForCausalLM and saves under its hub names): under
+     * transformer., wte, h.N with ln_1 / ln_2, attn.attention.q_proj / k_proj / v_proj / out_proj, mlp.c_fc_0 (gate),
+     * c_fc_1 (up) and c_proj (down), ln_f the final norm */
+    {"exaone", "model.embed_tokens.", "transformer.wte."},
+    {"exaone", "model.layers.", "transformer.h."},
+    {"exaone", "input_layernorm.", "ln_1."},
+    {"exaone", "post_attention_layernorm.", "ln_2."},
+    {"exaone", "self_attn.o_proj.", "attn.attention.out_proj."},
+    {"exaone", "self_attn.", "attn.attention."},
+    {"exaone", "mlp.gate_proj.", "mlp.c_fc_0."},
+    {"exaone", "mlp.up_proj.", "mlp.c_fc_1."},
+    {"exaone", "mlp.down_proj.", "mlp.c_proj."},
+    {"exaone", "model.norm.", "transformer.ln_f."},
     /* DBRX (DbrxForCausalLM): under transformer., wte the embedding, blocks.N the layers with norm_attn_norm's norm_1
      * / norm_2 and attn.Wqkv (q, k, v fused) / attn.out_proj, norm_f the final norm (its ffn's names are weights.c's)
      */
@@ -115,8 +163,11 @@ static const rename_rule BARE[] = {
 };
 
 /* Types whose checkpoints name their modules as another type's: GPT-BigCode (GPTBigCodeForCausalLM) as GPT-2's
- * (its layers nn.Linear where GPT-2's are Conv1D: weights.c). */
+ * (its layers nn.Linear where GPT-2's are Conv1D: weights.c), CodeGen (CodeGenForCausalLM) as GPT-J's (its q/k/v fused
+ * in attn.qkv_proj: weights.c), HunYuan MoE as HunYuan dense's. */
 static const char *names_of(const char *model_type) {
+    if (strcmp(model_type, "codegen") == 0) return "gptj";
+    if (strcmp(model_type, "hunyuan_v1_moe") == 0) return "hunyuan_v1_dense";
     return strcmp(model_type, "gpt_bigcode") == 0 ? "gpt2" : model_type;
 }
 

@@ -78,8 +78,11 @@ int64_t kvci_model_first_conv(const kvc_model_config *c) {
 static kvc_status read_act(const kvc_hparams *hp, kvc_model_config *cfg) {
     const char *act = "silu";
     bool have = false, experts = false;
+    static const char *const exaone_keys[KVC_HP_ALIASES] = {"hidden_act",
+                                                            "activation_function"}; /* its attribute map */
+    const char *key = strcmp(cfg->model_type, "exaone") == 0 ? kvci_hparams_key(&hp->cfg, exaone_keys) : NULL;
     if (cfg->mlp_act != KVC_MLP_SILU) return KVC_OK;
-    KVC_TRY(kvci_json_str(&hp->cfg, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
+    KVC_TRY(kvci_json_str(&hp->cfg, key != NULL ? key : "hidden_act", KVC_HP_NAME_MAX, &act, &have));
     if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) return KVC_OK;
     for (int64_t l = 0; l < cfg->num_layers; l++) experts |= cfg->layer_moe[l];
     const bool tanh_gelu =
@@ -88,8 +91,8 @@ static kvc_status read_act(const kvc_hparams *hp, kvc_model_config *cfg) {
         cfg->mlp_act = KVC_MLP_GELU_TANH;
         return KVC_OK;
     }
-    return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (%s: silu%s)", hp->cfg.doc, act,
-                     cfg->model_type, experts ? "" : " or a tanh GELU");
+    return kvci_fail(KVC_EINVAL, "%s: %s \"%s\" is not supported (%s: silu%s)", hp->cfg.doc,
+                     key != NULL ? key : "hidden_act", act, cfg->model_type, experts ? "" : " or a tanh GELU");
 }
 
 /* The family of model_type, which the runtime must run. */
@@ -154,18 +157,24 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
     cfg->hidden_size = hp->hidden_size;
     KVC_TRY(kvci_json_int(c, "vocab_size", 1, KVC_HP_MAX_VOCAB, &cfg->vocab_size, NULL));
     const bool falcon = strcmp(cfg->model_type, "falcon") == 0;
+    const bool neo = strcmp(cfg->model_type, "gpt_neo") == 0;
     if (strcmp(cfg->model_type, "gpt2") == 0 || strcmp(cfg->model_type, "gpt_bigcode") == 0 ||
-        strcmp(cfg->model_type, "gptj") == 0 || falcon) {
-        /* GPT2Config's, GPTBigCodeConfig's and GPTJConfig's n_inner, FalconConfig's ffn_hidden_size: 4 x hidden when
-         * absent or null */
+        strcmp(cfg->model_type, "gptj") == 0 || strcmp(cfg->model_type, "codegen") == 0 || falcon || neo) {
+        /* GPT2Config's, GPTBigCodeConfig's, GPTJConfig's and CodeGenConfig's n_inner, FalconConfig's ffn_hidden_size,
+         * GPTNeoConfig's intermediate_size: 4 x hidden when absent or null */
         bool have = false;
         cfg->intermediate_size = 4 * cfg->hidden_size;
-        KVC_TRY(kvci_json_int(c, falcon ? "ffn_hidden_size" : "n_inner", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size,
-                              &have));
+        KVC_TRY(kvci_json_int(c,
+                              falcon ? "ffn_hidden_size"
+                              : neo  ? "intermediate_size"
+                                     : "n_inner",
+                              1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, &have));
     } else if (strcmp(cfg->model_type, "bloom") == 0 || strcmp(cfg->model_type, "mpt") == 0) {
         cfg->intermediate_size = 4 * cfg->hidden_size; /* BloomMLP's and MptMLP's fixed width */
-    } else if (strcmp(cfg->model_type, "opt") == 0) {  /* OPTConfig's ffn_dim, 3072 when absent */
+    } else if (strcmp(cfg->model_type, "opt") == 0) { /* OPTConfig's ffn_dim, 3072 when absent */
         KVC_TRY(kvci_family_opt_int(c, "ffn_dim", 3072, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (strcmp(cfg->model_type, "biogpt") == 0) { /* BioGptConfig's intermediate_size, 4096 when absent */
+        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 4096, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "dbrx") == 0) { /* DbrxFFNConfig's ffn_hidden_size, 3584 when absent */
         char path[32];
         kvc_json_obj ffn = {.doc = c->doc};

@@ -185,7 +185,13 @@ kvc_status kvci_family_alternating_kinds(const kvc_family_ctx *ctx, kvc_layer_ki
 kvc_status kvci_family_layer_kinds(const kvc_family_desc *d, kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     const char *doc = ctx->hp->cfg.doc;
     bool given = false;
-    KVC_TRY(layer_types_list(ctx, kinds, &given));
+    const char *mt = ctx->hp->model_type;
+    if (mt != NULL && strcmp(mt, "gpt_neo") == 0) { /* its own list; layer_types is not read */
+        KVC_TRY(kvci_family_gpt_neo_kinds(ctx, kinds));
+        given = true;
+    } else {
+        KVC_TRY(layer_types_list(ctx, kinds, &given));
+    }
     KVC_TRY(kvci_hparams_window(ctx->hp, &ctx->window, &ctx->qwen_rule));
     if (d->reads_window != NULL && !d->reads_window(ctx->hp)) {
         if (ctx->window > 0)

@@ -185,9 +185,14 @@ kvc_status kvci_family_check_grouped_router(const kvc_model_config *cfg, const c
 kvc_status kvci_family_parse_gemma(const kvc_hparams *hp, kvc_model_config *cfg);
 
 /* The classic decoder types (family_classic.c; run by the dense family): phi, gpt_neox, gpt2, gpt_bigcode, opt,
- * falcon, gptj, nemotron. */
+ * falcon, gptj, nemotron, gpt_neo, codegen, biogpt. */
 bool kvci_family_is_classic(const char *model_type);
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg);
+/* GPT-Neo's layers, which it reads instead of layer_types: attention_layers ("global" full, "local" sliding), else
+ * attention_types ([[names, count], ...], each group's names repeated count times; GPTNeoConfig's
+ * [[["global", "local"], 12]] when absent); refused by name when an entry is neither or the count is not
+ * num_layers. */
+kvc_status kvci_family_gpt_neo_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
 
 /* The text models of Qwen2-VL and Qwen2.5-VL (family_qwen_vl.c; run by the dense family): whether model type mt is
  * one of theirs (qwen2_vl, qwen2_5_vl and their _text types), and their keys over Qwen2's. */

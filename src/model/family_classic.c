@@ -1,8 +1,9 @@
 /* The runtime keys of the classic decoder types the dense family runs (kvci_family_parse_classic): Phi (1, 1.5,
  * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2, GPT-BigCode (StarCoder 1, SantaCoder), OPT, Falcon, GPT-J, Nemotron,
- * BLOOM and MPT. Each is a dense model of LayerNorms with bias, an ungated MLP with biases and RoPE on part of each
- * head (GPT-2, GPT-BigCode, OPT: learned positions instead; BLOOM, MPT, Falcon with alibi: ALiBi); their
- * checkpoints' own module names are ckpt_names.c's. */
+ * BLOOM, MPT, GPT-Neo, CodeGen and BioGPT. Each is a dense model of LayerNorms with bias, an ungated MLP with biases
+ * and RoPE on part of each head (GPT-2, GPT-BigCode, OPT, GPT-Neo, BioGPT: learned positions instead; BLOOM, MPT,
+ * Falcon with alibi: ALiBi); their checkpoints' own module names are ckpt_names.c's. */
+#include <math.h>
 #include <string.h>
 
 #include "base/internal.h"
@@ -196,24 +197,31 @@ static kvc_status parse_falcon(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
-/* GPT-J (EleutherAI/gpt-j-6b; GPTJForCausalLM): one LayerNorm with bias (layer_norm_epsilon, 1e-5) feeding the
- * attention and the MLP side by side (a parallel block), q/k/v and out_proj without biases, RoPE on adjacent pairs
- * of the first rotary_dim channels of each head (64 when absent) at theta 1e4 (hparams.c), the MLP
- * fc_out(act(fc_in(x))) with biases of n_inner (4 x n_embd when absent or null, config.c) by activation_function
- * (gelu_new), the final LayerNorm ln_f and the head lm_head with a bias; untied by default. Refused by name:
- * rotary_dim null (transformers rotates by a table of hidden_size channels then, which fits no head but a lone
- * one) or above head_dim. */
+/* GPT-J (EleutherAI/gpt-j-6b; GPTJForCausalLM) and CodeGen (Salesforce/codegen-*, codegen2; CodeGenForCausalLM): one
+ * LayerNorm with bias (layer_norm_epsilon, 1e-5) feeding the attention and the MLP side by side (a parallel block),
+ * q/k/v and out_proj without biases, RoPE on adjacent pairs of the first rotary_dim channels of each head (64 when
+ * absent) at theta 1e4 (hparams.c), the MLP fc_out(act(fc_in(x))) with biases of n_inner (4 x n_embd when absent or
+ * null, config.c) by activation_function (gelu_new), the final LayerNorm ln_f and the head lm_head with a bias;
+ * untied by default. CodeGen fuses q/k/v in attn.qkv_proj as its 4 model-parallel shards left them (weights.c), which
+ * needs n_embd to be a multiple of 4. Refused by name: rotary_dim null (transformers rotates by a table of
+ * hidden_size channels then, which fits no head but a lone one) or above head_dim. */
 static kvc_status parse_gptj(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
+    const char *type = cfg->model_type;
     int64_t rd = 64;
     bool have = true;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
     if (!kvci_json_missing(c, "rotary_dim")) KVC_TRY(kvci_json_int(c, "rotary_dim", 1, KVC_HP_MAX_DIM, &rd, &have));
     if (!have || rd > cfg->head_dim)
-        return kvci_fail(KVC_EINVAL, "%s: gptj with rotary_dim %s is not supported (at most head_dim %lld)", c->doc,
+        return kvci_fail(KVC_EINVAL, "%s: %s with rotary_dim %s is not supported (at most head_dim %lld)", c->doc, type,
                          have ? "above head_dim" : "null", (long long)cfg->head_dim);
-    KVC_TRY(gelu_act(c, "activation_function", "gptj", "gelu_new", cfg));
+    if (strcmp(type, "codegen") == 0 && cfg->hidden_size % 4 != 0)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: codegen with n_embd %lld is not supported (its qkv_proj splits into 4 model-parallel "
+                         "shards: a multiple of 4)",
+                         c->doc, (long long)cfg->hidden_size);
+    KVC_TRY(gelu_act(c, "activation_function", type, "gelu_new", cfg));
     cfg->qkv_bias = cfg->o_bias = false, cfg->mlp_bias = cfg->head_bias = true;
     cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = cfg->parallel_block = true;
     cfg->rope_form = KVC_ROPE_PAIRS;
@@ -329,6 +337,91 @@ static kvc_status parse_mpt(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* GPT-Neo (EleutherAI/gpt-neo-125m, 1.3B, 2.7B; GPTNeoForCausalLM): GPT-2's learned absolute positions (wpe,
+ * max_position_embeddings rows, 2048 when absent) and pre-norm blocks of LayerNorms with bias (layer_norm_epsilon,
+ * 1e-5) as nn.Linear layers: q_proj / k_proj / v_proj without biases, out_proj with one, the MLP c_proj(act(c_fc(x)))
+ * with biases of intermediate_size (4 x hidden_size when absent or null, config.c) by activation_function
+ * (gelu_new), tied by default. Its attention does not scale q.k at all (a softmax scale of 1: attention_multiplier,
+ * which no key sets) and runs global (full) layers and local ones over the last window_size keys (256) by
+ * attention_layers (kvci_family_gpt_neo_kinds, hparams.c's window). */
+static kvc_status parse_gpt_neo(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(gelu_act(c, "activation_function", "gpt_neo", "gelu_new", cfg));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
+    cfg->pos_learned = true, cfg->attention_multiplier = 1.0;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
+    cfg->qkv_bias = false, cfg->o_bias = cfg->mlp_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* BioGPT (microsoft/biogpt, BioGPT-Large; BioGptForCausalLM): OPT's learned positions offset by 2 (embed_positions
+ * holds max_position_embeddings + 2 rows, 1024 when absent) added to the token embeddings times sqrt(hidden_size)
+ * when scale_embedding (true when absent; as an f32), pre-norm blocks of nn.LayerNorm with weight and bias at their
+ * default eps 1e-5 (layer_norm_eps is not read by its modules), q/k/v/out_proj with biases, the MLP fc2(act(fc1(x)))
+ * with biases of intermediate_size (4096 when absent, config.c) by hidden_act (gelu), the final layer_norm and the
+ * head output_projection, tied by default. */
+static kvc_status parse_biogpt(const kvc_hparams *hp, kvc_model_config *cfg) {
+    bool scale = true;
+    KVC_TRY(gelu_act(&hp->cfg, "hidden_act", "biogpt", "gelu", cfg));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
+    KVC_TRY(kvci_family_opt_bool(&hp->cfg, "scale_embedding", true, &scale));
+    cfg->embed_scale = scale ? (float)sqrt((double)cfg->hidden_size) : 0.0f;
+    cfg->pos_learned = true, cfg->pos_offset = 2;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
+    cfg->rms_norm_eps = 1e-5;
+    return kvci_family_opt_bool(&hp->cfg, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
+}
+
+/* Entry e of GPT-Neo's layer list (where[i] names it), "global" (full) or "local" (sliding), as layer *n of kinds
+ * (kept while *n < n_layers; *n counts on, so that a list of another length is refused by its own count). */
+static kvc_status gpt_neo_push(const kvc_family_ctx *ctx, const cJSON *e, const char *where, long long i,
+                               kvc_layer_kind *kinds, int64_t *n) {
+    const bool global = cJSON_IsString(e) && strcmp(e->valuestring, "global") == 0;
+    if (!global && !(cJSON_IsString(e) && strcmp(e->valuestring, "local") == 0))
+        return kvci_fail(KVC_EINVAL, "%s: %s[%lld] holds an entry other than \"global\" and \"local\" (gpt_neo)",
+                         ctx->hp->cfg.doc, where, i);
+    if (*n < ctx->n_layers) kinds[*n] = global ? KVC_LK_FULL : KVC_LK_SLIDING;
+    ++*n;
+    return KVC_OK;
+}
+
+kvc_status kvci_family_gpt_neo_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    const kvc_json_obj *c = &ctx->hp->cfg;
+    const cJSON *list = NULL;
+    bool layers = false, types = false;
+    int64_t n = 0;
+    /* the expanded list a saved config holds wins over attention_types, as in transformers */
+    KVC_TRY(kvci_json_array(c, "attention_layers", KVC_HP_MAX_LAYERS, &list, &layers));
+    if (!layers) KVC_TRY(kvci_json_array(c, "attention_types", KVC_HP_MAX_LAYERS, &list, &types));
+    long long g = 0;
+    for (const cJSON *e = layers ? list->child : NULL; e != NULL; e = e->next, g++)
+        KVC_TRY(gpt_neo_push(ctx, e, "attention_layers", g, kinds, &n));
+    for (const cJSON *grp = types ? list->child : NULL; grp != NULL; grp = grp->next, g++) {
+        const cJSON *names = cJSON_GetArrayItem(grp, 0), *times = cJSON_GetArrayItem(grp, 1);
+        if (!cJSON_IsArray(grp) || cJSON_GetArraySize(grp) != 2 || !cJSON_IsArray(names) || !cJSON_IsNumber(times) ||
+            !(times->valuedouble >= 0.0 && times->valuedouble <= KVC_HP_MAX_LAYERS) ||
+            times->valuedouble != (double)(int64_t)times->valuedouble)
+            return kvci_fail(KVC_EINVAL, "%s: attention_types[%lld] must be [[\"global\" or \"local\", ...], count]",
+                             c->doc, g);
+        for (int64_t t = 0; t < (int64_t)times->valuedouble && n <= KVC_HP_MAX_LAYERS; t++)
+            for (const cJSON *e = names->child; e != NULL; e = e->next)
+                KVC_TRY(gpt_neo_push(ctx, e, "attention_types", g, kinds, &n));
+    }
+    if (!layers && !types) /* GPTNeoConfig's attention_types [[["global", "local"], 12]] */
+        for (; n < 24; n++)
+            if (n < ctx->n_layers) kinds[n] = n % 2 == 0 ? KVC_LK_FULL : KVC_LK_SLIDING;
+    if (n != ctx->n_layers)
+        return kvci_fail(KVC_EINVAL, "%s: gpt_neo's %s gives %s%lld layers but num_layers is %lld", c->doc,
+                         layers ? "attention_layers" : "attention_types", n > KVC_HP_MAX_LAYERS ? "over " : "",
+                         (long long)(n > KVC_HP_MAX_LAYERS ? KVC_HP_MAX_LAYERS : n), (long long)ctx->n_layers);
+    return KVC_OK;
+}
+
 /* The classic types and their parsers. */
 static const struct {
     const char *model_type;
@@ -336,7 +429,8 @@ static const struct {
 } CLASSIC[] = {{"phi", parse_phi},          {"gpt_neox", parse_gpt_neox}, {"gpt2", parse_gpt2},
                {"gpt_bigcode", parse_gpt2}, {"opt", parse_opt},           {"falcon", parse_falcon},
                {"gptj", parse_gptj},        {"nemotron", parse_nemotron}, {"bloom", parse_bloom},
-               {"mpt", parse_mpt}};
+               {"mpt", parse_mpt},          {"gpt_neo", parse_gpt_neo},   {"codegen", parse_gptj},
+               {"biogpt", parse_biogpt}};
 
 bool kvci_family_is_classic(const char *model_type) {
     for (size_t i = 0; i < sizeof CLASSIC / sizeof CLASSIC[0]; i++)

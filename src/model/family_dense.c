@@ -20,33 +20,48 @@ static bool granite_moe(const char *mt) {
     return mt && (strcmp(mt, "granitemoe") == 0 || strcmp(mt, "granitemoeshared") == 0);
 }
 
+/* A routed block's expert count (e_keys, def_e when absent) and top-k (k_keys, def_k) into cfg; a top-k above the
+ * count is refused, naming both by their first keys. */
+static kvc_status expert_counts(const kvc_json_obj *c, const char *const e_keys[KVC_HP_ALIASES], int64_t def_e,
+                                const char *const k_keys[KVC_HP_ALIASES], int64_t def_k, kvc_model_config *cfg) {
+    bool have = false;
+    cfg->n_routed_experts = def_e, cfg->experts_per_tok = def_k;
+    KVC_TRY(kvci_hparams_int(c, e_keys, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
+    KVC_TRY(kvci_hparams_int(c, k_keys, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok, &have));
+    if (cfg->experts_per_tok <= cfg->n_routed_experts) return KVC_OK;
+    return kvci_fail(KVC_EINVAL, "%s: %s %lld must be in [1, %s = %lld]", c->doc, k_keys[0],
+                     (long long)cfg->experts_per_tok, e_keys[0], (long long)cfg->n_routed_experts);
+}
+
 /* Qwen3-MoE and Qwen2-MoE (a sparse block on the layers not in mlp_only_layers with (l + 1) %
  * decoder_sparse_step == 0, experts of moe_intermediate_size; Qwen2-MoE adds a shared expert of
  * shared_expert_intermediate_size), Mixtral (every layer, experts of intermediate_size, always
- * renormalised), OLMoE (every layer, experts of intermediate_size, renormalised by norm_topk_prob) and Granite MoE
+ * renormalised), OLMoE and FlexOlmo (every layer, experts of intermediate_size, renormalised by norm_topk_prob; 64 of
+ * top 8 and 7 of top 5 when absent) and Granite MoE
  * (every layer, experts of intermediate_size, its own router: kvci_ffn_granite_moe; Granite MoE Shared adds a shared
  * MLP of shared_intermediate_size): the expert count, k, the widths and the MoE layers; defaults as transformers
  * 5.25's. */
 static kvc_status parse_moe(const kvc_hparams *hp, const char *mt, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const bool mixtral = strcmp(mt, "mixtral") == 0, qwen2 = strcmp(mt, "qwen2_moe") == 0;
-    const bool olmoe = strcmp(mt, "olmoe") == 0, granite = granite_moe(mt);
+    const bool flex = strcmp(mt, "flex_olmo") == 0, olmoe = strcmp(mt, "olmoe") == 0 || flex, granite = granite_moe(mt);
     /* the Qwen hub configs say num_experts; transformers 5 writes Qwen3-MoE's as num_local_experts (attribute_map) */
     static const char *const qwen_n[KVC_HP_ALIASES] = {"num_experts", "num_local_experts"};
     static const char *const mixtral_n[KVC_HP_ALIASES] = {"num_local_experts"};
+    static const char *const top_k[KVC_HP_ALIASES] = {"num_experts_per_tok"};
     bool have = false;
-    cfg->n_routed_experts = mixtral || granite ? 8 : qwen2 ? 60 : olmoe ? 64 : 128;
-    KVC_TRY(kvci_hparams_int(c, mixtral || granite ? mixtral_n : qwen_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts,
-                             &have));
-    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok",
-                                mixtral || granite ? 2
-                                : qwen2            ? 4
-                                                   : 8,
-                                1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
-    if (cfg->experts_per_tok > cfg->n_routed_experts)
-        return kvci_fail(KVC_EINVAL, "%s: num_experts_per_tok %lld must be in [1, %s = %lld]", c->doc,
-                         (long long)cfg->experts_per_tok, mixtral || granite ? "num_local_experts" : "num_experts",
-                         (long long)cfg->n_routed_experts);
+    KVC_TRY(expert_counts(c, mixtral || granite ? mixtral_n : qwen_n,
+                          mixtral || granite ? 8
+                          : qwen2            ? 60
+                          : flex             ? 7
+                          : olmoe            ? 64
+                                             : 128,
+                          top_k,
+                          mixtral || granite ? 2
+                          : qwen2            ? 4
+                          : flex             ? 5
+                                             : 8,
+                          cfg));
     cfg->norm_topk_prob = true, cfg->moe_intermediate_size = cfg->intermediate_size;
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
     if (granite) /* its shared MLP: GraniteMoeSharedConfig's shared_intermediate_size, 0 (none) when absent */
@@ -121,6 +136,119 @@ static kvc_status parse_olmo(const kvc_hparams *hp, kvc_model_config *cfg) {
     if (strcmp(cfg->model_type, "olmo3") == 0 && !hp->rope_sliding_given)
         cfg->rope_sliding = kvci_family_default_rope(500000.0);
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* FlexOlmo (allenai/FlexOlmo-7x7B-1T, FlexOlmoForCausalLM): OLMo 2's layer (no input norm; the attention's and the
+ * feed-forward's outputs RMS-normalised before their residual adds; q_norm / k_norm over the whole q / k projection
+ * before RoPE, no clipping; attention_bias on q, k, v and o) with OLMoE's feed-forward on every layer: a softmax
+ * router over num_experts (7) SwiGLU experts of intermediate_size, top num_experts_per_tok (5), renormalised when
+ * norm_topk_prob (false); rms_norm_eps 1e-6 (FlexOlmoConfig's); no sliding window. */
+static kvc_status parse_flex_olmo(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(parse_olmo(hp, cfg));
+    KVC_TRY(kvci_family_opt_num(&hp->cfg, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
+    return parse_moe(hp, cfg->model_type, cfg);
+}
+
+/* MiniMax-M2 (MiniMaxAI/MiniMax-M2, M2.1; MiniMaxM2ForCausalLM): FlexOlmo's attention in Llama's pre-norm blocks
+ * (OLMo 2's q_norm / k_norm over the whole q / k projection before RoPE, no biases) with RoPE half-split over the
+ * first rotary_dim channels of each head (hparams.c), and on every layer Mixtral's experts (block_sparse_moe, w1 / w3
+ * / w2, of intermediate_size) chosen by a sigmoid router with a correction bias (block_sparse_moe.
+ * e_score_correction_bias), top num_experts_per_tok (8) of num_local_experts (256; num_experts), the chosen sigmoid
+ * scores renormalised: DeepSeek-V3's router with one group and scale 1 (kvci_ffn_deepseek); MiniMaxM2Config's head_dim
+ * 128, 8 KV heads, theta 5e6 and rms_norm_eps 1e-6 when absent, untied. Refused by name: a single expert (the
+ * runtime's grouped router scores a group by its two best). */
+static kvc_status parse_minimax_m2(const kvc_hparams *hp, kvc_model_config *cfg) {
+    static const char *const experts_n[KVC_HP_ALIASES] = {"num_local_experts", "num_experts"};
+    static const char *const top_k[KVC_HP_ALIASES] = {"num_experts_per_tok"};
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;
+    cfg->qk_norm = cfg->qk_norm_whole = true;
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
+    KVC_TRY(expert_counts(c, experts_n, 256, top_k, 8, cfg));
+    if (cfg->n_routed_experts < 2)
+        return kvci_fail(
+            KVC_EINVAL,
+            "%s: minimax_m2 with num_local_experts 1 is not supported (the runtime's grouped router scores "
+            "a group by its two best experts)",
+            c->doc);
+    cfg->moe_intermediate_size = cfg->intermediate_size;
+    cfg->n_group = cfg->topk_group = 1, cfg->norm_topk_prob = true, cfg->routed_scaling_factor = 1.0;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    return KVC_OK;
+}
+
+/* A flag under any of keys (the first given; keys[0] when none), false when absent. */
+static kvc_status flag_of(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES], bool *out) {
+    const char *key = kvci_hparams_key(c, keys);
+    return kvci_family_opt_bool(c, key != NULL ? key : keys[0], false, out);
+}
+
+/* InternLM3 (internlm/internlm3-8b-instruct; model_type internlm3, which transformers 5.25 runs as LlamaForCausalLM
+ * with InternLM3Config): Llama under Llama's names, qkv_bias and bias its names for attention_bias (q/k/v/o) and
+ * mlp_bias (both false), head_dim 128, 2 KV heads and rms_norm_eps 1e-5 when absent, untied. Refused by name: the two
+ * biases apart (InternLM3Config refuses them). */
+static kvc_status parse_internlm3(const kvc_hparams *hp, kvc_model_config *cfg) {
+    static const char *const attn_keys[KVC_HP_ALIASES] = {"attention_bias", "qkv_bias"};
+    static const char *const mlp_keys[KVC_HP_ALIASES] = {"mlp_bias", "bias"};
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool attn = false, mlp = false;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(flag_of(c, attn_keys, &attn));
+    KVC_TRY(flag_of(c, mlp_keys, &mlp));
+    if (attn != mlp)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: internlm3 with qkv_bias (attention_bias) %s and bias (mlp_bias) %s is not supported "
+                         "(InternLM3Config refuses them apart)",
+                         c->doc, attn ? "true" : "false", mlp ? "true" : "false");
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = attn;
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* The key of keys that config c gives as a list (NULL: none). */
+static const char *list_key(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES]) {
+    const char *key = kvci_hparams_key(c, keys);
+    return key != NULL && cJSON_IsArray(kvci_json_find(c, key)) ? key : NULL;
+}
+
+/* HunYuan dense (tencent/Hunyuan-0.5B to 7B; HunYuanDenseV1ForCausalLM) and MoE (Hunyuan-A13B;
+ * HunYuanMoEV1ForCausalLM): Llama's layer with per-head q/k RMSNorms (query_layernorm, key_layernorm, always:
+ * use_qk_norm is not read) applied after RoPE, not before it as Qwen3's; attention_bias on q, k, v and o (false), no
+ * MLP bias, rms_norm_eps 1e-5 when absent, untied by default; its "dynamic" rope with an alpha is hparams.c's
+ * ntk_alpha_rope. The MoE's every layer: a softmax router (mlp.gate.wg) over num_experts (1) SwiGLU experts of
+ * intermediate_size, top moe_topk (1), always renormalised, plus shared_mlp, an ungated SwiGLU of intermediate_size.
+ * Refused by name: head_dim absent or null (the config classes leave it None, with which their attention cannot be
+ * built), num_experts or moe_topk given per layer (a list). */
+static kvc_status parse_hunyuan(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool bias = false;
+    if (kvci_json_find(c, "head_dim") == NULL)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: hunyuan_v1_dense without head_dim is not supported (HunYuanDenseV1Config leaves it None, "
+                         "with which transformers cannot build the attention)",
+                         c->doc);
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
+    cfg->qk_norm = cfg->qk_norm_after_rope = true;
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
+    if (strcmp(cfg->model_type, "hunyuan_v1_moe") != 0) return KVC_OK;
+    static const char *const experts_n[KVC_HP_ALIASES] = {"num_experts", "num_local_experts"};
+    static const char *const top_k[KVC_HP_ALIASES] = {"moe_topk", "num_experts_per_tok"};
+    const char *per_layer = list_key(c, experts_n);
+    if (per_layer == NULL) per_layer = list_key(c, top_k);
+    if (per_layer != NULL)
+        return kvci_fail(KVC_EINVAL, "%s: hunyuan_v1_moe with %s per layer (a list) is not supported", c->doc,
+                         per_layer);
+    KVC_TRY(expert_counts(c, experts_n, 1, top_k, 1, cfg));
+    cfg->norm_topk_prob = true;
+    cfg->moe_intermediate_size = cfg->shared_expert_intermediate_size = cfg->intermediate_size;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    return KVC_OK;
 }
 
 /* Granite (ibm-granite/granite-3.x, GraniteForCausalLM): Llama with four multipliers, each 1 when absent
@@ -400,37 +528,83 @@ static kvc_status parse_olmoe(const kvc_hparams *hp, kvc_model_config *cfg) {
     return parse_moe(hp, cfg->model_type, cfg);
 }
 
+/* DeepSeek-V3's feed-forward on a grouped-query model (GLM-4.5, dots.llm1): dense MLPs on the first
+ * first_k_dense_replace layers and on the others DeepSeek-V3's grouped sigmoid router (e_score_correction_bias;
+ * kvci_ffn_deepseek) over n_routed_experts (num_local_experts) experts of moe_intermediate_size (1408), top
+ * num_experts_per_tok in topk_group (1) of n_group (1) groups, renormalised when norm_topk_prob, times
+ * routed_scaling_factor (1), plus n_shared_experts shared experts as one MLP. d holds the class's defaults; a count
+ * of 0 there is one the class leaves None, with which transformers cannot build the block: refused by name when absent
+ * or null. */
+typedef struct grouped_moe_defaults {
+    int64_t first_dense, n_routed, n_shared, top_k;
+    bool norm_topk;
+} grouped_moe_defaults;
+
+static kvc_status moe_count(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES], int64_t def, int64_t lo,
+                            int64_t *out) {
+    bool have = false;
+    *out = def;
+    KVC_TRY(kvci_hparams_int(c, keys, lo, KVC_HP_MAX_EXPERTS, out, &have));
+    if (def == 0 && !have)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: %s is missing (its config class leaves it None, which transformers cannot run)", c->doc,
+                         keys[0]);
+    return KVC_OK;
+}
+
+static kvc_status parse_grouped_moe(const kvc_hparams *hp, const grouped_moe_defaults *d, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range scale = {0.0, KVC_HP_MAX_FACTOR, true};
+    static const char *const routed[KVC_HP_ALIASES] = {"n_routed_experts", "num_local_experts"};
+    static const char *const shared[KVC_HP_ALIASES] = {"n_shared_experts"};
+    static const char *const top_k[KVC_HP_ALIASES] = {"num_experts_per_tok"};
+    KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", d->first_dense, 0, KVC_HP_MAX_LAYERS,
+                                &cfg->first_k_dense_replace));
+    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 1408, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    KVC_TRY(moe_count(c, routed, d->n_routed, 1, &cfg->n_routed_experts));
+    KVC_TRY(moe_count(c, shared, d->n_shared, 0, &cfg->n_shared_experts));
+    KVC_TRY(moe_count(c, top_k, d->top_k, 1, &cfg->experts_per_tok));
+    KVC_TRY(kvci_family_opt_int(c, "n_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->n_group));
+    KVC_TRY(kvci_family_opt_int(c, "topk_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group));
+    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", d->norm_topk, &cfg->norm_topk_prob));
+    KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 1.0, scale, &cfg->routed_scaling_factor));
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= cfg->first_k_dense_replace;
+    cfg->shared_expert_intermediate_size = cfg->n_shared_experts * cfg->moe_intermediate_size;
+    return KVC_OK;
+}
+
 /* GLM-4.5 / 4.6 / Air (zai-org/GLM-4.5*, Glm4MoeForCausalLM): Llama with RoPE half-split over the first head_dim *
  * partial_rotary_factor channels (0.5 when absent, hparams.c), q/k/v biases by attention_bias and none on o_proj,
- * per-head q/k norms by use_qk_norm (both false when absent), dense MLPs on the first first_k_dense_replace (1) layers
- * and on the others DeepSeek-V3's grouped sigmoid router (e_score_correction_bias; kvci_ffn_deepseek) over
- * n_routed_experts (128) experts of moe_intermediate_size (1408), top num_experts_per_tok (8) in topk_group (1) of
- * n_group (1) groups, renormalised when norm_topk_prob (true), times routed_scaling_factor (1), plus n_shared_experts
- * (1) shared experts as one MLP; rms_norm_eps 1e-5 (Glm4MoeConfig's). Its MTP layers (num_nextn_predict_layers) are not
- * read. */
+ * per-head q/k norms by use_qk_norm (both false when absent), and DeepSeek-V3's feed-forward (parse_grouped_moe) with
+ * Glm4MoeConfig's defaults: the first 1 layer dense, 128 experts, top 8, 1 shared expert, renormalised;
+ * rms_norm_eps 1e-5. Its MTP layers (num_nextn_predict_layers) are not read. */
 static kvc_status parse_glm4_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
+    static const grouped_moe_defaults glm = {1, 128, 1, 8, true};
     const kvc_json_obj *c = &hp->cfg;
-    const kvc_json_range eps = {0.0, 1.0, false}, scale = {0.0, KVC_HP_MAX_FACTOR, true};
-    static const char *const experts_n[KVC_HP_ALIASES] = {"n_routed_experts", "num_local_experts"};
-    bool have = false;
+    const kvc_json_range eps = {0.0, 1.0, false};
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
     KVC_TRY(kvci_family_opt_bool(c, "use_qk_norm", false, &cfg->qk_norm));
     cfg->o_bias = cfg->mlp_bias = false;
     KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
-    KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", 1, 0, KVC_HP_MAX_LAYERS, &cfg->first_k_dense_replace));
-    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 1408, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
-    cfg->n_routed_experts = 128;
-    KVC_TRY(kvci_hparams_int(c, experts_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
-    KVC_TRY(kvci_family_opt_int(c, "n_shared_experts", 1, 0, KVC_HP_MAX_EXPERTS, &cfg->n_shared_experts));
-    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", 8, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
-    KVC_TRY(kvci_family_opt_int(c, "n_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->n_group));
-    KVC_TRY(kvci_family_opt_int(c, "topk_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group));
-    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", true, &cfg->norm_topk_prob));
-    KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 1.0, scale, &cfg->routed_scaling_factor));
-    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= cfg->first_k_dense_replace;
-    cfg->shared_expert_intermediate_size = cfg->n_shared_experts * cfg->moe_intermediate_size;
-    return KVC_OK;
+    return parse_grouped_moe(hp, &glm, cfg);
+}
+
+/* dots.llm1 (rednote-hilab/dots.llm1.base, .inst; Dots1ForCausalLM): Qwen3's attention (per-head q/k RMSNorms before
+ * RoPE, biases on q/k/v/o by attention_bias) with DeepSeek-V3's feed-forward (parse_grouped_moe) and Dots1Config's
+ * defaults: no dense layer first, norm_topk_prob false, n_routed_experts, n_shared_experts and num_experts_per_tok
+ * required (None in the class); rms_norm_eps 1e-6; layers from max_window_layers (62) on slide over sliding_window
+ * (4096) keys when it is set, use_sliding_window not read (dense_kinds). */
+static kvc_status parse_dots1(const kvc_hparams *hp, kvc_model_config *cfg) {
+    static const grouped_moe_defaults dots = {0, 0, 0, 0, false};
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool bias = false;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false, cfg->qk_norm = true;
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
+    return parse_grouped_moe(hp, &dots, cfg);
 }
 
 /* ERNIE 4.5 MoE (baidu/ERNIE-4.5-21B-A3B, -300B-A47B; Ernie4_5_MoeForCausalLM): ERNIE 4.5 (parse_ernie4_5) whose
@@ -447,15 +621,9 @@ static kvc_status parse_ernie4_5_moe(const kvc_hparams *hp, kvc_model_config *cf
     static const char *const experts_n[KVC_HP_ALIASES] = {"moe_num_experts", "num_experts"};
     static const char *const k_n[KVC_HP_ALIASES] = {"moe_k", "num_experts_per_tok"};
     int64_t start = 1, end = -1, step = 1;
-    bool have = false;
     KVC_TRY(parse_ernie4_5(hp, cfg));
     cfg->head_bias = cfg->mlp_bias; /* its lm_head takes use_bias too (ERNIE 4.5 dense's never) */
-    cfg->n_routed_experts = 64, cfg->experts_per_tok = 6;
-    KVC_TRY(kvci_hparams_int(c, experts_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
-    KVC_TRY(kvci_hparams_int(c, k_n, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok, &have));
-    if (cfg->experts_per_tok > cfg->n_routed_experts)
-        return kvci_fail(KVC_EINVAL, "%s: moe_k %lld must be in [1, moe_num_experts = %lld]", c->doc,
-                         (long long)cfg->experts_per_tok, (long long)cfg->n_routed_experts);
+    KVC_TRY(expert_counts(c, experts_n, 64, k_n, 6, cfg));
     KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 1536, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
     KVC_TRY(kvci_family_opt_int(c, "moe_num_shared_experts", 2, 0, KVC_HP_MAX_EXPERTS, &cfg->n_shared_experts));
     KVC_TRY(kvci_family_opt_int(c, "moe_layer_start_index", 1, 0, KVC_HP_MAX_LAYERS, &start));
@@ -588,6 +756,8 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     const char *mt = cfg->model_type;
     if (strcmp(mt, "phi3") == 0) return parse_phi3(hp, cfg);
     if (strcmp(mt, "olmo2") == 0 || strcmp(mt, "olmo3") == 0) return parse_olmo(hp, cfg);
+    if (strcmp(mt, "flex_olmo") == 0) return parse_flex_olmo(hp, cfg);
+    if (strcmp(mt, "hunyuan_v1_dense") == 0 || strcmp(mt, "hunyuan_v1_moe") == 0) return parse_hunyuan(hp, cfg);
     if (strcmp(mt, "gemma") == 0) return kvci_family_parse_gemma(hp, cfg);
     if (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0) return parse_glm(hp, cfg);
     if (strcmp(mt, "cohere") == 0 || strcmp(mt, "cohere2") == 0) return parse_cohere(hp, cfg);
@@ -606,6 +776,9 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "dbrx") == 0) return parse_dbrx(hp, cfg);
     if (strcmp(mt, "olmoe") == 0) return parse_olmoe(hp, cfg);
     if (strcmp(mt, "glm4_moe") == 0) return parse_glm4_moe(hp, cfg);
+    if (strcmp(mt, "dots1") == 0) return parse_dots1(hp, cfg);
+    if (strcmp(mt, "minimax_m2") == 0) return parse_minimax_m2(hp, cfg);
+    if (strcmp(mt, "internlm3") == 0) return parse_internlm3(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
@@ -615,7 +788,9 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     /* attention_bias / mlp_bias where their transformers attention and MLP read them (Llama, Granite, SmolLM3 both;
      * Qwen3 and the MoEs attention_bias); Mistral's, Mixtral's and Qwen2's never do */
     const bool no_bias_keys = strcmp(mt, "mistral") == 0 || strcmp(mt, "mixtral") == 0 || qwen2 || qwen2_moe;
-    const bool reads_mlp_bias = strcmp(mt, "llama") == 0 || strcmp(mt, "granite") == 0 || strcmp(mt, "smollm3") == 0;
+    const bool exaone = strcmp(mt, "exaone") == 0; /* ExaoneConfig: LlamaForCausalLM's reading of its keys */
+    const bool reads_mlp_bias =
+        strcmp(mt, "llama") == 0 || strcmp(mt, "granite") == 0 || strcmp(mt, "smollm3") == 0 || exaone;
     bool attn_bias = false, mlp_bias = false;
     if (!no_bias_keys) KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &attn_bias));
     if (reads_mlp_bias) KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &mlp_bias));
@@ -631,6 +806,12 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
         return parse_moe(hp, mt, cfg);
     }
     if (strcmp(mt, "smollm3") == 0) return parse_smollm3(hp, cfg);
+    if (exaone) { /* rms_norm_eps, also layer_norm_epsilon (its attribute map), 1e-5 when absent */
+        static const char *const eps_keys[KVC_HP_ALIASES] = {"rms_norm_eps", "layer_norm_epsilon"};
+        const char *key = kvci_hparams_key(c, eps_keys);
+        const kvc_json_range eps = {0.0, 1.0, false};
+        return kvci_family_opt_num(c, key != NULL ? key : eps_keys[0], 1e-5, eps, &cfg->rms_norm_eps);
+    }
     const bool moe = qwen3_moe || qwen2_moe || strcmp(mt, "mixtral") == 0;
     return moe ? parse_moe(hp, mt, cfg) : KVC_OK;
 }
@@ -679,6 +860,14 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     const char *mt = ctx->hp->model_type;
     if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
         return kvci_family_every_nth_full(ctx, 4, kinds);
+    if (mt && strcmp(mt, "dots1") == 0) { /* Dots1Config's: the layers from max_window_layers (62) on slide */
+        bool have = false;
+        from = 62;
+        KVC_TRY(kvci_json_int(&ctx->hp->cfg, "max_window_layers", 0, KVC_HP_MAX_LAYERS, &from, &have));
+        for (int64_t i = 0; i < ctx->n_layers; i++)
+            kinds[i] = ctx->window > 0 && i >= from ? KVC_LK_SLIDING : KVC_LK_FULL;
+        return KVC_OK;
+    }
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0)) return cohere2_kinds(ctx, kinds);
     if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
         return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
@@ -702,9 +891,9 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
  * shared template, or a fine-tune's leftover key, runs as transformers runs it. Types planned only keep the key. */
 static bool dense_reads_window(const kvc_hparams *hp) {
     static const char *const WINDOW_TYPES[] = {
-        "mistral",    "mixtral",   "ministral",  "ministral3",    "mistral3",        "qwen2",   "qwen2_moe",
-        "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
-        "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe"};
+        "mistral",    "mixtral",       "ministral",       "ministral3", "mistral3", "qwen2",   "qwen2_moe",  "qwen3",
+        "qwen3_moe",  "phi3",          "olmo3",           "smollm3",    "cohere2",  "exaone4", "starcoder2", "qwen2_vl",
+        "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",     "gpt_neo",  "dots1"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -762,13 +951,25 @@ static const kvc_family_alias ALIASES[] = {
     {"dbrx", "DbrxForCausalLM", "dbrx", true},
     {"bloom", "BloomForCausalLM", "bloom", true},
     {"mpt", "MptForCausalLM", "mpt", true},
+    {"gpt_neo", "GPTNeoForCausalLM", "gpt_neo", true},
+    {"codegen", "CodeGenForCausalLM", "codegen", true},
+    {"flex_olmo", "FlexOlmoForCausalLM", "flex_olmo", true},
+    {"hunyuan_v1_dense", "HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense", true},
+    {"hunyuan_v1_moe", "HunYuanMoEV1ForCausalLM", "hunyuan_v1_moe", true},
+    {"biogpt", "BioGptForCausalLM", "biogpt", true},
+    {"dots1", "Dots1ForCausalLM", "dots1", true},
+    {"minimax_m2", "MiniMaxM2ForCausalLM", "minimax_m2", true},
+    {"exaone", "ExaoneForCausalLM", "exaone", true},
+    {"internlm3", "InternLM3ForCausalLM", "internlm3", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),
- * MPT's attn_config.softmax_scale when given (parse_mpt's), else head_dim^-1/2. */
+ * GPT-Neo's 1 (its attention does not scale q.k), MPT's attn_config.softmax_scale when given (parse_mpt's), else
+ * head_dim^-1/2. */
 static kvc_status dense_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
     const char *mt = ctx->hp->model_type;
-    *scale = mt && (strcmp(mt, "granite") == 0 || granite_moe(mt)) ? 1.0 : 1.0 / sqrt((double)head_dim);
+    const bool unscaled = mt && (strcmp(mt, "granite") == 0 || granite_moe(mt) || strcmp(mt, "gpt_neo") == 0);
+    *scale = unscaled ? 1.0 : 1.0 / sqrt((double)head_dim);
     if (mt && strcmp(mt, "mpt") == 0) {
         const kvc_json_range pos = {0.0, 3.4e38, true};
         kvc_json_obj attn = {.doc = ctx->hp->cfg.doc};

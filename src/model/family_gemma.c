@@ -9,8 +9,9 @@
  * the final logits (final_logit_softcapping) with one rope for every layer;
  * Gemma 3 has q/k norms and the sliding layers' own rope
  * (rope_local_base_freq, or the sliding_attention entry of a rope dict per
- * layer type), and refuses soft-capping by name. Bidirectional attention is
- * refused by name. */
+ * layer type), and refuses soft-capping by name. VaultGemma is Gemma 2 with
+ * norms before the two sub-layers only. Bidirectional attention is refused
+ * by name. */
 #include <math.h>
 #include <string.h>
 
@@ -103,9 +104,19 @@ static kvc_status parse_gemma_sandwich(const kvc_hparams *hp, kvc_model_config *
 }
 
 /* Gemma 2: the soft-caps, absent keys taking Gemma2Config's defaults (attention 50, final 30), null none; one
- * rope for every layer (rope_sliding left unset: the full layers' rope). */
+ * rope for every layer (rope_sliding left unset: the full layers' rope). VaultGemma (google/vaultgemma-1b,
+ * VaultGemmaForCausalLM) is Gemma 2 with plain pre-norm blocks: input_layernorm before the attention,
+ * pre_feedforward_layernorm before the MLP, no norm of either output (VaultGemmaConfig's defaults are Gemma2Config's);
+ * refused by name as VaultGemmaConfig refuses it: hidden_size not a multiple of num_attention_heads. */
 static kvc_status parse_gemma2(const kvc_hparams *hp, kvc_model_config *cfg) {
-    KVC_TRY(parse_gemma_sandwich(hp, cfg, "gemma2"));
+    const bool vault = strcmp(cfg->model_type, "vaultgemma") == 0;
+    if (vault && cfg->hidden_size % cfg->num_heads != 0)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: vaultgemma with hidden_size %lld not a multiple of num_attention_heads %lld is not "
+                         "supported (VaultGemmaConfig refuses it)",
+                         hp->cfg.doc, (long long)cfg->hidden_size, (long long)cfg->num_heads);
+    KVC_TRY(parse_gemma_sandwich(hp, cfg, cfg->model_type));
+    cfg->sandwich_norms = !vault;
     KVC_TRY(kvci_family_attn_softcap(&kvc_family_gemma2, &hp->cfg, &cfg->attn_logit_softcapping));
     return kvci_family_softcap(&hp->cfg, "final_logit_softcapping", 30.0, &cfg->final_logit_softcapping);
 }
@@ -125,7 +136,8 @@ static kvc_status parse_gemma3(const kvc_hparams *hp, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
-static const kvc_family_alias GEMMA2[] = {{"gemma2", "Gemma2ForCausalLM", "gemma2", true}};
+static const kvc_family_alias GEMMA2[] = {{"gemma2", "Gemma2ForCausalLM", "gemma2", true},
+                                          {"vaultgemma", "VaultGemmaForCausalLM", "vaultgemma", true}};
 static const kvc_family_alias GEMMA3[] = {
     {"gemma3", "Gemma3ForConditionalGeneration", "gemma3", true},
     {"gemma3_text", "Gemma3ForCausalLM", "gemma3", true},
@@ -135,7 +147,7 @@ const kvc_family_desc kvc_family_gemma2 = {
     .id = KVC_FAMILY_GEMMA2,
     .name = "gemma2",
     .aliases = GEMMA2,
-    .n_aliases = 1,
+    .n_aliases = 2,
     .attn_softcap = 50.0,
     .parse = parse_gemma2,
     .default_kinds = kvci_family_alternating_kinds,

@@ -33,11 +33,18 @@ static const type_defaults DEFAULTS[] = {
     {"gpt_oss", 64, 150000.0, 128, false, 8, false, false},
     {"mistral", 0, 10000.0, 4096, false, 8, false, false},
     {"mixtral", 0, 1000000.0, 0, false, 8, false, false},
-    {"gemma2", 256, 10000.0, 4096, false, 4, false, false}, /* Gemma2Config's: one rope for every layer */
+    {"gemma2", 256, 10000.0, 4096, false, 4, false, false},     /* Gemma2Config's: one rope for every layer */
+    {"vaultgemma", 256, 10000.0, 4096, false, 4, false, false}, /* VaultGemmaConfig's, Gemma2Config's */
     /* Gemma 3: the full layers' theta; the sliding layers' is rope_local_base_freq (family_gemma.c) */
     {"gemma3_text", 256, 1000000.0, 4096, false, 4, false, false},
     {"gemma3", 256, 1000000.0, 4096, false, 4, false, false},
     {"olmo3", 0, 500000.0, 4096, false, 0, false, false},
+    {"flex_olmo", 0, 500000.0, 0, false, 0, false, false}, /* FlexOlmoConfig's default_theta */
+    {"hunyuan_v1_dense", 0, 10000.0, 0, false, 0, false, false},
+    {"hunyuan_v1_moe", 0, 10000.0, 0, false, 0, false, false},
+    {"minimax_m2", 128, 5000000.0, 0, false, 8, false, false}, /* MiniMaxM2Config's */
+    {"exaone", 0, 500000.0, 0, false, 8, false, false},        /* ExaoneConfig's */
+    {"internlm3", 128, 10000.0, 0, false, 2, false, false},    /* InternLM3Config's */
     {"gemma", 256, 10000.0, 0, false, 16, false, false},
     {"smollm3", 0, 2000000.0, 0, true, 4, false, false},
     {"glm", 128, 10000.0, 0, false, 2, false, false},
@@ -57,6 +64,10 @@ static const type_defaults DEFAULTS[] = {
     {"opt", 0, 10000.0, 0, false, 0, true, true},
     {"gpt_neox", 0, 10000.0, 0, false, 0, true, true},
     {"gptj", 0, 10000.0, 0, false, 0, true, true},
+    {"gpt_neo", 0, 10000.0, 256, false, 0, true, true}, /* its window: window_size */
+    {"codegen", 0, 10000.0, 0, false, 0, true, true},
+    {"biogpt", 0, 10000.0, 0, false, 0, true, true},
+    {"dots1", 0, 10000.0, 4096, false, 32, false, false},  /* its window: no use_sliding_window (hparams_window) */
     {"gpt_bigcode", 0, 10000.0, 0, false, 0, true, false}, /* its KV heads by multi_query */
     {"falcon", 0, 10000.0, 0, false, 0, true, false},      /* its KV heads by its flags */
     {"bloom", 0, 10000.0, 0, false, 0, true, true},
@@ -223,13 +234,17 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     hp->hidden_size = 0;
     KVC_TRY(kvci_hparams_int(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
     KVC_TRY(kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
-    /* the learned position tables' class defaults (GPT2Config's n_positions, OPTConfig's): their row count; BLOOM
-     * (ALiBi, BloomConfig has no such key): 2048, its training length, as vLLM assumes for a config without one */
+    /* the position tables' class defaults, their row count: learned (GPT2Config's n_positions, OPTConfig's,
+     * GPTNeoConfig's, BioGptConfig's) or CodeGen's sinusoid table (CodeGenConfig's n_positions), which no position may
+     * pass; BLOOM (ALiBi, BloomConfig has no such key): 2048, its training length, as vLLM assumes for a config
+     * without one */
+    static const char *const TABLE_2048[] = {"opt", "gpt_neo", "codegen", "bloom"};
     const char *mt = hp->model_type;
-    if (!hp->have_max_pos && mt != NULL &&
-        (strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0 || strcmp(mt, "opt") == 0 ||
-         strcmp(mt, "bloom") == 0))
-        hp->max_pos = strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0 ? 1024 : 2048, hp->have_max_pos = true;
+    static const char *const TABLE_1024[] = {"gpt2", "gpt_bigcode", "biogpt"};
+    if (!hp->have_max_pos && kvci_name_listed(mt, TABLE_1024, sizeof TABLE_1024 / sizeof TABLE_1024[0]))
+        hp->max_pos = 1024, hp->have_max_pos = true;
+    if (!hp->have_max_pos && kvci_name_listed(mt, TABLE_2048, sizeof TABLE_2048 / sizeof TABLE_2048[0]))
+        hp->max_pos = 2048, hp->have_max_pos = true;
     return KVC_OK;
 }
 
@@ -261,16 +276,21 @@ kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwe
     bool have = false;
     *window = 0;
     *qwen_rule = false;
+    /* GPT-Neo's local layers slide over window_size keys (GPTNeoConfig's 256 when absent), no other key read;
+     * dots.llm1 reads sliding_window alone, never use_sliding_window */
+    const bool neo = hp->model_type != NULL && strcmp(hp->model_type, "gpt_neo") == 0;
+    const bool no_switch = neo || (hp->model_type != NULL && strcmp(hp->model_type, "dots1") == 0);
+    const char *key = neo ? "window_size" : "sliding_window";
     /* the Qwen types, and any config that states the switch (Qwen2-VL, Qwen2.5-VL) */
-    if (d.window_switch || kvci_json_find(&hp->cfg, "use_sliding_window") != NULL) {
+    if (!no_switch && (d.window_switch || kvci_json_find(&hp->cfg, "use_sliding_window") != NULL)) {
         bool use = false;
         KVC_TRY(kvci_json_bool(&hp->cfg, "use_sliding_window", &use, &have));
         if (!use) return KVC_OK; /* transformers ignores sliding_window then */
         *qwen_rule = true;
     }
     /* the class default applies when the key is absent; an explicit null is no window (Mistral v0.2 on) */
-    *window = cJSON_GetObjectItemCaseSensitive(hp->cfg.obj, "sliding_window") != NULL ? 0 : d.sliding_window;
-    KVC_TRY(kvci_json_int(&hp->cfg, "sliding_window", 1, KVC_HP_MAX_POSITIONS, window, &have));
+    *window = cJSON_GetObjectItemCaseSensitive(hp->cfg.obj, key) != NULL ? 0 : d.sliding_window;
+    KVC_TRY(kvci_json_int(&hp->cfg, key, 1, KVC_HP_MAX_POSITIONS, window, &have));
     if (*qwen_rule && *window == 0)
         return kvci_fail(KVC_EINVAL, "%s: use_sliding_window is true but sliding_window is missing", hp->cfg.doc);
     return KVC_OK;
@@ -414,20 +434,20 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
 
 /* Whether a model type kvcache runs rotates only part of each head by partial_rotary_factor (its transformers
  * attention reads the factor: GLM, GLM-4, GLM-4.5, Phi, Phi-3, StableLM, GPT-NeoX,
- * Nemotron); the others rotate whole heads
+ * Nemotron, MiniMax-M2); the others rotate whole heads
  * whatever the config says. Types planned only, and unknown ones, keep the factor. */
 static bool rotates_part(const kvc_hparams *hp) {
-    static const char *const PARTIAL_TYPES[] = {"glm",  "glm4",     "glm4_moe", "phi",
-                                                "phi3", "stablelm", "gpt_neox", "nemotron"};
+    static const char *const PARTIAL_TYPES[] = {"glm",      "glm4",     "glm4_moe", "phi",       "phi3",
+                                                "stablelm", "gpt_neox", "nemotron", "minimax_m2"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, PARTIAL_TYPES, sizeof PARTIAL_TYPES / sizeof PARTIAL_TYPES[0]);
 }
 
 /* A partial_rotary_factor of a type that rotates whole heads: transformers' default rope ignores it (so does
  * kvcache); its scaled ropes would size their frequencies by it for a whole-head rotation, which no model has
- * (types with learned positions read no rope at all: GPT-2, OPT, GPT-BigCode). */
+ * (types with learned positions read no rope at all: GPT-2, OPT, GPT-BigCode, GPT-Neo, BioGPT). */
 static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
-    static const char *const NO_ROPE_TYPES[] = {"gpt2", "opt", "gpt_bigcode"}; /* learned positions: no rope read */
+    static const char *const NO_ROPE_TYPES[] = {"gpt2", "opt", "gpt_bigcode", "gpt_neo", "biogpt"}; /* learned */
     if (r->partial_rotary_factor == 1.0 || rotates_part(hp)) return KVC_OK;
     const bool no_rope =
         kvci_name_listed(hp->model_type, NO_ROPE_TYPES, sizeof NO_ROPE_TYPES / sizeof NO_ROPE_TYPES[0]);
@@ -440,8 +460,8 @@ static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
     return KVC_OK;
 }
 
-/* GPT-J's rope, which no rope key sets: theta 1e4 (its sinusoid table's) on the first rotary_dim channels of each
- * head (64 when absent; null: the whole head), a factor whose truncated product with head_dim is rotary_dim. */
+/* GPT-J's and CodeGen's rope, which no rope key sets: theta 1e4 (its sinusoid table's) on the first rotary_dim channels
+ * of each head (64 when absent; null: the whole head), a factor whose truncated product with head_dim is rotary_dim. */
 static kvc_status gptj_rope(const kvc_hparams *hp, kvc_rope_config *r) {
     int64_t hd = 0, rd = 64;
     bool have = false;
@@ -453,6 +473,43 @@ static kvc_status gptj_rope(const kvc_hparams *hp, kvc_rope_config *r) {
     r->theta = 10000.0, r->partial_rotary_factor = rd >= hd ? 1.0 : (double)rd / (double)hd;
     if ((int64_t)((double)hd * r->partial_rotary_factor) < rd)
         r->partial_rotary_factor = nextafter(r->partial_rotary_factor, 1.0);
+    return KVC_OK;
+}
+
+/* HunYuan's (dense and MoE) "dynamic" rope with an alpha (transformers 5.25's ntk_alpha: fixed frequencies, not the
+ * dynamic NTK rope that follows the sequence length): the default rope at theta * alpha^(head_dim / (head_dim - 2)), in
+ * double as Python computes it; without an alpha (or 0) the type stays dynamic, which the runtime refuses. */
+static kvc_status ntk_alpha_rope(const kvc_hparams *hp, const kvc_json_obj *dict, kvc_rope_config *r) {
+    const kvc_json_range nonneg = {0.0, KVC_HP_MAX_FACTOR, false};
+    double alpha = 0.0;
+    int64_t hd = 0;
+    bool have = false;
+    KVC_TRY(kvci_json_num(dict, "alpha", nonneg, &alpha, &have));
+    if (!have || alpha == 0.0) return KVC_OK;
+    KVC_TRY(kvci_hparams_head_dim(hp, &hd));
+    if (hd <= 2)
+        return kvci_fail(KVC_EINVAL, "%s: %s.alpha needs head_dim above 2 (got %lld)", dict->doc, dict->path,
+                         (long long)hd);
+    r->theta *= pow(alpha, (double)hd / (double)(hd - 2));
+    if (!(r->theta <= KVC_HP_MAX_THETA))
+        return kvci_fail(KVC_EINVAL, "%s: %s.alpha %g gives rope theta %g, above %g", dict->doc, dict->path, alpha,
+                         r->theta, KVC_HP_MAX_THETA);
+    r->type = KVC_ROPE_DEFAULT;
+    return KVC_OK;
+}
+
+/* MiniMax-M2's released checkpoints state the rotary width as rotary_dim: partial_rotary_factor rotary_dim / head_dim
+ * when the top level has no partial_rotary_factor (MiniMaxM2Config's setdefault; a rope dict's still wins). */
+static kvc_status minimax_rotary_dim(const kvc_hparams *hp, kvc_rope_config *r) {
+    int64_t hd = 0, rd = 0;
+    bool have = false;
+    KVC_TRY(kvci_json_int(&hp->cfg, "rotary_dim", 1, KVC_HP_MAX_DIM, &rd, &have));
+    if (!have) return KVC_OK;
+    KVC_TRY(kvci_hparams_head_dim(hp, &hd));
+    if (rd > hd)
+        return kvci_fail(KVC_EINVAL, "%s: rotary_dim %lld above head_dim %lld", hp->cfg.doc, (long long)rd,
+                         (long long)hd);
+    r->partial_rotary_factor = (double)rd / (double)hd;
     return KVC_OK;
 }
 
@@ -471,15 +528,20 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
     r->partial_rotary_factor = default_partial_rotary(hp);
     KVC_TRY(kvci_json_num(&hp->cfg, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(kvci_json_num(&hp->cfg, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));
+    if (hp->model_type != NULL && strcmp(hp->model_type, "minimax_m2") == 0 && !have) /* its checkpoints' rotary_dim */
+        KVC_TRY(minimax_rotary_dim(hp, r));
     if (hp->model_type != NULL && strcmp(hp->model_type, "gpt_neox") == 0) { /* GPTNeoXConfig's names for them */
         KVC_TRY(kvci_json_num(&hp->cfg, "rotary_emb_base", theta_range, &r->theta, &have));
         KVC_TRY(kvci_json_num(&hp->cfg, "rotary_pct", share, &r->partial_rotary_factor, &have));
     }
-    if (hp->model_type != NULL && strcmp(hp->model_type, "gptj") == 0) return gptj_rope(hp, r);
+    if (hp->model_type != NULL && (strcmp(hp->model_type, "gptj") == 0 || strcmp(hp->model_type, "codegen") == 0))
+        return gptj_rope(hp, r);
     if (dict == NULL) return whole_head_rope(hp, r);
     KVC_TRY(kvci_json_num(dict, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(kvci_json_num(dict, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));
     KVC_TRY(rope_type_of(dict, &r->type));
+    if (r->type == KVC_ROPE_DYNAMIC && hp->model_type != NULL && strncmp(hp->model_type, "hunyuan_v1_", 11) == 0)
+        KVC_TRY(ntk_alpha_rope(hp, dict, r));
     KVC_TRY(whole_head_rope(hp, r));
     if (r->type == KVC_ROPE_DEFAULT) return KVC_OK;
     /* factor is required by every scaled type but longrope, where it is optional */

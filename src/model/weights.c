@@ -110,7 +110,8 @@ static bool grouped_qkv(const kvc_model_config *c) {
 }
 static bool fused_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || grouped_qkv(c) ||
-           strcmp(c->model_type, "dbrx") == 0 || strcmp(c->model_type, "mpt") == 0;
+           strcmp(c->model_type, "dbrx") == 0 || strcmp(c->model_type, "mpt") == 0 ||
+           strcmp(c->model_type, "codegen") == 0;
 }
 static bool fused_gate_up(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "glm4") == 0 ||
@@ -119,7 +120,8 @@ static bool fused_gate_up(const kvc_model_config *c) {
 
 /* Where part `i` (0 q, 1 k, 2 v) of the attention's `what` ("weight" or "bias") lies in the fused qkv_proj
  * (name NULL: never fused): Phi-3's q, k, v rows one after the other, or grouped: per KV head, g = heads / KV heads
- * query heads (g D rows) then D rows of k and D of v. */
+ * query heads (g D rows) then D rows of k and D of v; CodeGen's in 4 model-parallel shards of hidden / 4 = L rows of q,
+ * then L of v, then L of k ([4, q | v | k, L]). */
 static kvc_wfused qkv_part(const visitor *v, const kvc_model_config *c, int i, const char *what) {
     const int64_t D = c->head_dim, fq = v->m->full.num_heads * D, fkv = v->m->full.num_kv_heads * D;
     if (!fused_qkv(c)) return (kvc_wfused){0};
@@ -127,6 +129,8 @@ static kvc_wfused qkv_part(const visitor *v, const kvc_model_config *c, int i, c
     const int64_t g = v->m->full.num_heads / v->m->full.num_kv_heads;
     if (grouped_qkv(c))
         return (kvc_wfused){name, fq + 2 * fkv, i == 0 ? 0 : (g + i - 1) * D, i == 0 ? g * D : D, (g + 2) * D};
+    if (strcmp(c->model_type, "codegen") == 0) /* mp_num 4; q, k, v all of fq rows (its heads are its KV heads) */
+        return (kvc_wfused){name, 3 * fq, (i == 0 ? 0 : i == 1 ? 2 : 1) * (fq / 4), fq / 4, 3 * (fq / 4)};
     return (kvc_wfused){name, fq + 2 * fkv, i == 0 ? 0 : i == 1 ? fq : fq + fkv, 0, 0};
 }
 
@@ -280,12 +284,13 @@ static kvc_status visit_dbrx_moe(visitor *v, const kvc_model_config *c, kvc_laye
  * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3's router
  * (DeepSeek-V3, GLM-4.5: n_group set; not DeepSeek-V2's) adds its correction bias and shared experts, ERNIE 4.5 MoE
  * its correction bias [1, E] (moe_statics) and shared experts, Qwen2-MoE a
- * shared expert and its sigmoid gate [1, H]; Mixtral's and Phi-3.5-MoE's hub names are block_sparse_moe.{gate,
- * experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
+ * shared expert and its sigmoid gate [1, H]; Mixtral's, Phi-3.5-MoE's and MiniMax-M2's hub names are
+ * block_sparse_moe.{gate, experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
 static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
     const bool ds = c->n_group > 0; /* DeepSeek-V3's router */
-    const bool mixtral = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "phimoe") == 0;
+    const bool mixtral = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "phimoe") == 0 ||
+                         strcmp(c->model_type, "minimax_m2") == 0;
     const bool ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
     w->moe = true;
     if (c->family == KVC_FAMILY_LLAMA4) return visit_llama4_moe(v, c, w);
@@ -304,7 +309,8 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
     if (Ish > 0)
         TRY(visit_dense_mlp(v, c, w, ds || ernie ? "shared_experts." : "shared_expert.", Ish, &w->sh_gate, &w->sh_up,
                             &w->sh_down));
-    if (Ish > 0 && !ds && !ernie) TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
+    const bool hunyuan = strcmp(c->model_type, "hunyuan_v1_moe") == 0; /* its shared MLP has no gate */
+    if (Ish > 0 && !ds && !ernie && !hunyuan) TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
     return KVC_OK;
 }
 
@@ -563,6 +569,9 @@ static kvc_status check_fields(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only");
     if (c->norm_weightless && (!c->layer_norm || c->norm_bias || c->post_norms || c->sandwich_norms || c->gemma_norms))
         return kvci_fail(KVC_EINVAL, "model: norm_weightless needs layer_norm in pre-norm blocks without norm_bias");
+    if (c->qk_norm_after_rope && (!c->qk_norm || c->qk_norm_whole || c->layer_norm || c->clip_qkv > 0.0 || fam->mla))
+        return kvci_fail(KVC_EINVAL, "model: qk_norm_after_rope needs per-head RMS q/k norms (qk_norm, not whole, "
+                                     "no layer_norm, no clip_qkv) outside MLA");
     if (!(c->router_jitter_noise >= 0.0 && c->router_jitter_noise <= 1.0))
         return kvci_fail(KVC_EINVAL, "model: router_jitter_noise %g outside [0, 1]", c->router_jitter_noise);
     if (!(c->moe_norm_min >= 0.0 && c->moe_norm_min <= 1.0))

@@ -521,7 +521,9 @@ static void test_refusals(void **state) {
 #define NEMOTRON_BASE                                                                                                  \
     "{\"model_type\":\"nemotron\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"                       \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4"
-#define GPT2_BASE "{\"model_type\":\"gpt2\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
+#define CODEGEN_BASE "{\"model_type\":\"codegen\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":2"
+#define GPT_NEO_BASE "{\"model_type\":\"gpt_neo\",\"vocab_size\":8,\"hidden_size\":32,\"num_heads\":4"
+#define GPT2_BASE    "{\"model_type\":\"gpt2\",\"vocab_size\":8,\"n_embd\":32,\"n_layer\":2,\"n_head\":4"
 #define OPT_BASE                                                                                                       \
     "{\"model_type\":\"opt\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,\"num_attention_heads\":4"
 #define MINISTRAL_BASE                                                                                                 \
@@ -1474,6 +1476,363 @@ static void test_gptj_fields(void **state) {
                    "activation_function \"silu\" is not supported (gptj");
 }
 
+/* The plan of config json, which the planner must take, of family `family` (destroy it). */
+static kvc_model_plan *plan_of(const char *json, const char *family) {
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options opt = kvc_plan_default_options();
+    assert_int_equal(kvc_model_plan_create(json, strlen(json), &opt, &plan), KVC_OK);
+    assert_string_equal(plan->family, family);
+    return plan;
+}
+
+/* VaultGemma with VaultGemmaConfig's defaults (Gemma 2's: head_dim 256, window 4096, even layers sliding, scale
+ * 256^-1/2, soft-caps 50 and 30, tied) and Gemma 2's layer without its post norms; the planner plans it as Gemma 2's
+ * family with those windows and that scale; refused by name: hidden_size not a multiple of the heads. */
+static void test_vaultgemma_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def =
+        "{\"model_type\":\"vaultgemma\"," MOE_BASE "\"num_hidden_layers\":3,\"max_position_embeddings\":8192}";
+    assert_int_equal(kvc_model_config_parse(def, "vaultgemma", &c), KVC_OK);
+    for (int l = 0; l < 3; l++) assert_true(c.layer_sliding[l] == (l % 2 == 0));
+    assert_true(c.family == KVC_FAMILY_GEMMA2 && c.sliding_window == 4096 && c.head_dim == 256 && !c.qk_norm);
+    assert_true(c.gemma_norms && !c.sandwich_norms && c.tie_word_embeddings && c.mlp_act == KVC_MLP_GELU_TANH);
+    assert_true(c.attn_logit_softcapping == 50.0 && c.final_logit_softcapping == 30.0);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 / 16.0 && c.embed_scale == (float)sqrt(8.0) && c.rope.theta == 1e4);
+    kvc_model_plan *plan = plan_of(def, "vaultgemma");
+    assert_true(plan->scale == 1.0 / 16.0 && plan->head_dim == 256 && plan->layers[0].sliding_window == 4096);
+    assert_true(plan->layers[1].sliding_window == 0);
+    kvc_model_plan_destroy(plan);
+    expect_refusal("{\"model_type\":\"vaultgemma\",\"vocab_size\":8,\"hidden_size\":9,\"intermediate_size\":8,"
+                   "\"num_attention_heads\":2,\"num_key_value_heads\":2,\"num_hidden_layers\":2}",
+                   "vaultgemma with hidden_size 9 not a multiple of num_attention_heads 2 is not supported");
+    expect_refusal("{\"model_type\":\"vaultgemma\"," MOE_BASE "\"num_hidden_layers\":2,\"hidden_activation\":\"silu\"}",
+                   "(vaultgemma: gelu_pytorch_tanh)");
+}
+
+/* FlexOlmo with FlexOlmoConfig's defaults (OLMo 2's layer: post norms, whole q/k norms, no clipping, no window; 7
+ * experts of intermediate_size on every layer, top 5, not renormalised; eps 1e-6, theta 5e5, untied); clip_qkv and
+ * sliding_window are not read (FlexOlmo's attention has neither); refused by name: top-k above the experts. */
+static void test_flex_olmo_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"flex_olmo\"," MOE_BASE "\"num_hidden_layers\":2,\"clip_qkv\":1.5,"
+                      "\"sliding_window\":4,\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(def, "flex_olmo", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.post_norms && c.qk_norm && c.qk_norm_whole && c.clip_qkv == 0.0);
+    assert_true(c.n_routed_experts == 7 && c.experts_per_tok == 5 && !c.norm_topk_prob && c.layer_moe[0]);
+    assert_true(c.layer_moe[1] && c.moe_intermediate_size == 8 && c.rms_norm_eps == 1e-6 && c.rope.theta == 5e5);
+    assert_true(!c.tie_word_embeddings && !c.qkv_bias && !c.o_bias && c.sliding_window == 0 && !c.layer_sliding[0]);
+    kvc_model_plan *plan = plan_of(def, "flex_olmo");
+    assert_true(plan->layers[0].sliding_window == 0 && plan->layers[1].sliding_window == 0);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"flex_olmo\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"num_experts\":4,\"num_experts_per_tok\":2,"
+                                            "\"norm_topk_prob\":true,\"attention_bias\":true,\"rms_norm_eps\":1e-5}",
+                                            "flex_olmo-set", &c),
+                     KVC_OK);
+    assert_true(c.n_routed_experts == 4 && c.experts_per_tok == 2 && c.norm_topk_prob && c.qkv_bias && c.o_bias);
+    assert_true(c.rms_norm_eps == 1e-5);
+    expect_refusal("{\"model_type\":\"flex_olmo\"," MOE_BASE "\"num_hidden_layers\":2,\"num_experts\":4}",
+                   "num_experts_per_tok 5 must be in [1, num_experts = 4]");
+}
+
+/* HunYuan dense with HunYuanDenseV1Config's defaults (Llama's layer, per-head q/k norms after RoPE, no biases, eps
+ * 1e-5, theta 1e4, KV heads = heads, untied) and with the hub's "dynamic" rope carrying an alpha (theta x alpha^(D / (D
+ * - 2)), a default rope, planner alike); refused by name: head_dim absent or null, "dynamic" without an alpha. */
+static void test_hunyuan_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"hunyuan_v1_dense\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4,"
+                      "\"use_qk_norm\":false,\"sliding_window\":4,\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(def, "hunyuan", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.qk_norm && c.qk_norm_after_rope && !c.qk_norm_whole);
+    assert_true(c.head_dim == 4 && c.num_kv_heads == 2 && c.rms_norm_eps == 1e-5 && c.rope.theta == 1e4);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings && c.sliding_window == 0);
+    const char *hub = "{\"model_type\":\"hunyuan_v1_dense\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4,"
+                      "\"rope_theta\":10000.0,\"rope_scaling\":{\"alpha\":1000.0,\"beta_fast\":32,\"beta_slow\":1,"
+                      "\"factor\":1.0,\"mscale\":1.0,\"mscale_all_dim\":1.0,\"type\":\"dynamic\"},"
+                      "\"attention_bias\":true,\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(hub, "hunyuan-hub", &c), KVC_OK);
+    assert_true(c.rope.type == KVC_ROPE_DEFAULT && c.rope.theta == 1e4 * pow(1000.0, 2.0) && c.qkv_bias && c.o_bias);
+    kvc_model_plan *plan = plan_of(hub, "hunyuan_v1_dense");
+    assert_string_equal(plan->rope_type, "default");
+    assert_true(plan->head_dim == 4 && plan->num_key_value_heads == 2);
+    kvc_model_plan_destroy(plan);
+    expect_refusal("{\"model_type\":\"hunyuan_v1_dense\"," MOE_BASE "\"num_hidden_layers\":2}",
+                   "hunyuan_v1_dense without head_dim is not supported");
+    expect_refusal("{\"model_type\":\"hunyuan_v1_dense\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":null}",
+                   "hunyuan_v1_dense without head_dim is not supported");
+    expect_refusal("{\"model_type\":\"hunyuan_v1_dense\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4,"
+                   "\"rope_scaling\":{\"type\":\"dynamic\",\"factor\":2.0}}",
+                   "rope type \"dynamic\" is not supported");
+    /* HunYuan MoE: the same attention and rope; HunYuanMoEV1Config's 1 expert of top 1 when absent, always
+     * renormalised, the shared MLP and the experts of intermediate_size; lists per layer refused */
+    const char *moe = "{\"model_type\":\"hunyuan_v1_moe\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4,"
+                      "\"rope_scaling\":{\"alpha\":1000.0,\"type\":\"dynamic\"},\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(moe, "hunyuan-moe", &c), KVC_OK);
+    assert_true(c.qk_norm_after_rope && c.rope.theta == 1e4 * pow(1000.0, 2.0) && c.n_routed_experts == 1);
+    assert_true(c.experts_per_tok == 1 && c.norm_topk_prob && c.moe_intermediate_size == 8 && c.layer_moe[1]);
+    assert_true(c.shared_expert_intermediate_size == 8 && c.n_group == 0 && c.rms_norm_eps == 1e-5);
+    plan = plan_of(moe, "hunyuan_v1_moe");
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"hunyuan_v1_moe\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"head_dim\":4,\"num_experts\":4,\"moe_topk\":2}",
+                                            "hunyuan-moe-4", &c),
+                     KVC_OK);
+    assert_true(c.n_routed_experts == 4 && c.experts_per_tok == 2);
+    expect_refusal("{\"model_type\":\"hunyuan_v1_moe\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4,"
+                   "\"num_experts\":[4,4]}",
+                   "hunyuan_v1_moe with num_experts per layer (a list) is not supported");
+    expect_refusal("{\"model_type\":\"hunyuan_v1_moe\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4,"
+                   "\"moe_topk\":[1,1]}",
+                   "hunyuan_v1_moe with moe_topk per layer (a list) is not supported");
+    expect_refusal("{\"model_type\":\"hunyuan_v1_moe\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":4,"
+                   "\"num_experts\":2,\"moe_topk\":3}",
+                   "moe_topk 3 must be in [1, num_experts = 2]");
+}
+
+/* BioGPT with BioGptConfig's defaults (learned positions offset by 2 over 1024 rows, embeddings times sqrt(hidden),
+ * LayerNorms at eps 1e-5 whatever layer_norm_eps says, biases everywhere but the head, intermediate 4096, gelu, tied);
+ * scale_embedding false and set keys; head_dim / num_key_value_heads / rope keys not read. */
+static void test_biogpt_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"biogpt\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,"
+                      "\"num_attention_heads\":4,\"layer_norm_eps\":1e-12,\"head_dim\":16,\"num_key_value_heads\":2,"
+                      "\"rope_theta\":5e5}";
+    assert_int_equal(kvc_model_config_parse(def, "biogpt", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 8 && c.num_kv_heads == 4 && c.intermediate_size == 4096);
+    assert_true(c.pos_learned && c.pos_offset == 2 && c.max_position_embeddings == 1024 && c.layer_nope[1]);
+    assert_true(c.embed_scale == (float)sqrt(32.0) && c.rms_norm_eps == 1e-5 && c.tie_word_embeddings);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias && c.layer_norm && c.norm_bias && c.mlp_plain);
+    assert_true(c.mlp_act == KVC_MLP_GELU && !c.parallel_block);
+    kvc_model_plan *plan = plan_of(def, "biogpt");
+    assert_true(plan->options.max_model_len == 1024 && plan->head_dim == 8 && plan->num_key_value_heads == 4);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"biogpt\",\"vocab_size\":8,\"hidden_size\":32,"
+                               "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"scale_embedding\":false,"
+                               "\"intermediate_size\":48,\"max_position_embeddings\":16,"
+                               "\"hidden_act\":\"relu\",\"tie_word_embeddings\":false}",
+                               "biogpt-set", &c),
+        KVC_OK);
+    assert_true(c.embed_scale == 0.0f && c.intermediate_size == 48 && c.max_position_embeddings == 16);
+    assert_true(c.mlp_act == KVC_MLP_RELU && !c.tie_word_embeddings);
+    expect_refusal("{\"model_type\":\"biogpt\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,"
+                   "\"num_attention_heads\":4,\"hidden_act\":\"silu\"}",
+                   "hidden_act \"silu\" is not supported (biogpt");
+}
+
+/* dots.llm1 with Dots1Config's defaults (Qwen3's attention: per-head q/k norms, biases by attention_bias on q/k/v/o;
+ * DeepSeek-V3's router on every layer from first_k_dense_replace 0, norm_topk_prob false, n_group / topk_group 1,
+ * scale 1; eps 1e-6; 32 KV heads when the key is missing; window 4096 from max_window_layers 62 on, use_sliding_window
+ * not read); refused by name: n_routed_experts, n_shared_experts or num_experts_per_tok absent (None in the class). */
+static void test_dots1_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define DOTS1_BASE                                                                                                     \
+    "{\"model_type\":\"dots1\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,\"num_attention_heads\":2,"  \
+    "\"num_key_value_heads\":2,\"num_hidden_layers\":3,\"max_position_embeddings\":8192,"
+    const char *def = DOTS1_BASE "\"n_routed_experts\":4,\"n_shared_experts\":1,\"num_experts_per_tok\":2,"
+                                 "\"use_sliding_window\":false,\"max_window_layers\":1}";
+    assert_int_equal(kvc_model_config_parse(def, "dots1", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.qk_norm && !c.qk_norm_after_rope && !c.qkv_bias && !c.o_bias);
+    assert_true(c.first_k_dense_replace == 0 && c.layer_moe[0] && c.n_routed_experts == 4 && c.experts_per_tok == 2);
+    assert_true(c.n_group == 1 && c.topk_group == 1 && !c.norm_topk_prob && c.routed_scaling_factor == 1.0);
+    assert_true(c.moe_intermediate_size == 1408 && c.shared_expert_intermediate_size == 1408 && c.rms_norm_eps == 1e-6);
+    assert_true(!c.layer_sliding[0] && c.layer_sliding[1] && c.layer_sliding[2] && c.sliding_window == 4096);
+    kvc_model_plan *plan = plan_of(def, "dots1");
+    assert_true(plan->layers[0].sliding_window == 0 && plan->layers[1].sliding_window == 4096);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"dots1\",\"vocab_size\":8,\"hidden_size\":8,"
+                               "\"intermediate_size\":8,\"num_attention_heads\":32,\"num_hidden_layers\":2,"
+                               "\"n_routed_experts\":4,\"n_shared_experts\":0,\"num_experts_per_tok\":1,"
+                               "\"head_dim\":2,\"attention_bias\":true,\"sliding_window\":null}",
+                               "dots1-class", &c),
+        KVC_OK);
+    assert_true(c.num_kv_heads == 32 && c.qkv_bias && c.o_bias && c.shared_expert_intermediate_size == 0);
+    assert_true(!c.layer_sliding[0] && !c.layer_sliding[1] && c.sliding_window == 0);
+    expect_refusal(DOTS1_BASE "\"n_shared_experts\":1,\"num_experts_per_tok\":2}", "n_routed_experts is missing");
+    expect_refusal(DOTS1_BASE "\"n_routed_experts\":4,\"num_experts_per_tok\":2}", "n_shared_experts is missing");
+    expect_refusal(DOTS1_BASE "\"n_routed_experts\":4,\"n_shared_experts\":1,\"num_experts_per_tok\":null}",
+                   "num_experts_per_tok is missing");
+#undef DOTS1_BASE
+}
+
+/* MiniMax-M2 as its hub config states it (rotary_dim, no rope dict) and MiniMaxM2Config's defaults (head_dim 128, 8 KV
+ * heads, theta 5e6, eps 1e-6, 256 experts, top 8; whole-row q/k norms; DeepSeek-V3's router with one group, scale 1,
+ * renormalised); a top-level partial_rotary_factor wins over rotary_dim; refused by name: a single expert. */
+static void test_minimax_m2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *hub =
+        "{\"model_type\":\"minimax_m2\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
+        "\"num_attention_heads\":16,\"num_hidden_layers\":2,\"rotary_dim\":64,\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(hub, "minimax_m2", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 &&
+                kvci_model_rot_dim(&c) == 64);
+    assert_true(c.rope.theta == 5e6 && c.rms_norm_eps == 1e-6 && c.qk_norm && c.qk_norm_whole && !c.qkv_bias);
+    assert_true(c.n_routed_experts == 256 && c.experts_per_tok == 8 && c.n_group == 1 && c.topk_group == 1);
+    assert_true(c.norm_topk_prob && c.routed_scaling_factor == 1.0 && c.moe_intermediate_size == 8 && c.layer_moe[0]);
+    assert_true(c.shared_expert_intermediate_size == 0 && !c.tie_word_embeddings);
+    kvc_model_plan *plan = plan_of(hub, "minimax_m2");
+    assert_true(plan->head_dim == 128 && plan->num_key_value_heads == 8);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"minimax_m2\"," MOE_BASE
+                               "\"num_hidden_layers\":2,\"head_dim\":16,\"rotary_dim\":8,"
+                               "\"partial_rotary_factor\":0.25,\"num_experts\":4,\"num_experts_per_tok\":2}",
+                               "minimax_m2-set", &c),
+        KVC_OK);
+    assert_true(kvci_model_rot_dim(&c) == 4 && c.n_routed_experts == 4 && c.experts_per_tok == 2 &&
+                c.num_kv_heads == 2);
+    expect_refusal("{\"model_type\":\"minimax_m2\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":16,"
+                   "\"num_local_experts\":1,\"num_experts_per_tok\":1}",
+                   "minimax_m2 with num_local_experts 1 is not supported");
+    expect_refusal("{\"model_type\":\"minimax_m2\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":16,"
+                   "\"rotary_dim\":32}",
+                   "rotary_dim 32 above head_dim 16");
+}
+
+/* EXAONE 3.x as its hub config spells it (num_layers, layer_norm_epsilon, activation_function: ExaoneConfig's attribute
+ * map) and ExaoneConfig's defaults (8 KV heads, theta 5e5, eps 1e-5, untied; Llama's biases by attention_bias and
+ * mlp_bias); refused by name: an activation Llama's MLP does not take. */
+static void test_exaone_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *hub = "{\"model_type\":\"exaone\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"
+                      "\"num_attention_heads\":16,\"num_layers\":2,\"layer_norm_epsilon\":1e-6,"
+                      "\"activation_function\":\"silu\",\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(hub, "exaone", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_layers == 2 && c.num_kv_heads == 8 && c.head_dim == 4);
+    assert_true(c.rope.theta == 5e5 && c.rms_norm_eps == 1e-6 && c.mlp_act == KVC_MLP_SILU && !c.tie_word_embeddings);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.qk_norm);
+    kvc_model_plan *plan = plan_of(hub, "exaone");
+    assert_true(plan->num_key_value_heads == 8 && plan->n_layers == 2);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"exaone\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"attention_bias\":true,\"mlp_bias\":true}",
+                                            "exaone-set", &c),
+                     KVC_OK);
+    assert_true(c.rms_norm_eps == 1e-5 && c.qkv_bias && c.o_bias && c.mlp_bias && c.num_kv_heads == 2);
+    expect_refusal("{\"model_type\":\"exaone\"," MOE_BASE "\"num_hidden_layers\":2,\"activation_function\":\"relu\"}",
+                   "activation_function \"relu\" is not supported (exaone");
+}
+
+/* InternLM3 with InternLM3Config's defaults (head_dim 128, 2 KV heads, eps 1e-5, theta 1e4, no biases, untied) and its
+ * names for the biases (qkv_bias, bias); refused by name: the two apart. */
+static void test_internlm3_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"internlm3\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"
+                      "\"num_attention_heads\":4,\"num_hidden_layers\":2,\"max_position_embeddings\":64}";
+    assert_int_equal(kvc_model_config_parse(def, "internlm3", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 2 && c.rms_norm_eps == 1e-5);
+    assert_true(c.rope.theta == 1e4 && !c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
+    kvc_model_plan *plan = plan_of(def, "internlm3");
+    assert_true(plan->head_dim == 128 && plan->num_key_value_heads == 2);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"internlm3\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"qkv_bias\":true,\"bias\":true}",
+                                            "internlm3-bias", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias);
+    expect_refusal("{\"model_type\":\"internlm3\"," MOE_BASE "\"num_hidden_layers\":2,\"qkv_bias\":true}",
+                   "internlm3 with qkv_bias (attention_bias) true and bias (mlp_bias) false is not supported");
+}
+
+/* CodeGen with CodeGenConfig's defaults (GPT-J's: rotary_dim 64, theta 1e4 whatever rope_theta says, adjacent pairs,
+ * a parallel block on one LayerNorm, MLP and head biases, n_inner 4 x n_embd, gelu_new, untied, 2048 positions) and
+ * with rotary_dim 6 of 16; head_dim / num_key_value_heads keys not read; refused by name: n_embd not a multiple of 4
+ * (its 4 model-parallel shards), rotary_dim null or above head_dim. */
+static void test_codegen_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = CODEGEN_BASE ",\"rotary_dim\":16,\"rope_theta\":5e5,\"head_dim\":8,\"num_key_value_heads\":1}";
+    assert_int_equal(kvc_model_config_parse(def, "codegen-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.num_kv_heads == 2 && c.intermediate_size == 128);
+    assert_true(kvci_model_rot_dim(&c) == 16 && c.rope.theta == 10000.0 && c.rope_form == KVC_ROPE_PAIRS);
+    assert_true(c.parallel_block && !c.parallel_mlp_norm && !c.qkv_bias && !c.o_bias && c.mlp_bias && c.head_bias);
+    assert_true(c.layer_norm && c.norm_bias && c.mlp_plain && c.mlp_act == KVC_MLP_GELU_TANH && !c.tie_word_embeddings);
+    assert_true(c.max_position_embeddings == 2048 && !c.pos_learned && c.rms_norm_eps == 1e-5);
+    kvc_model_plan *plan = plan_of(def, "codegen");
+    assert_true(plan->num_key_value_heads == 2 && plan->head_dim == 16 && plan->options.max_model_len == 2048);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(
+        kvc_model_config_parse(CODEGEN_BASE ",\"rotary_dim\":6,\"n_inner\":null,\"n_positions\":64}", "codegen-6", &c),
+        KVC_OK);
+    assert_true(kvci_model_rot_dim(&c) == 6 && c.intermediate_size == 128 && c.max_position_embeddings == 64);
+    expect_refusal(CODEGEN_BASE "}", "codegen with rotary_dim above head_dim is not supported (at most head_dim 16)");
+    expect_refusal(CODEGEN_BASE ",\"rotary_dim\":null}", "codegen with rotary_dim null is not supported");
+    expect_refusal("{\"model_type\":\"codegen\",\"vocab_size\":8,\"n_embd\":18,\"n_layer\":2,\"n_head\":1,"
+                   "\"rotary_dim\":8}",
+                   "codegen with n_embd 18 is not supported (its qkv_proj splits into 4 model-parallel shards");
+    expect_refusal(CODEGEN_BASE ",\"rotary_dim\":8,\"activation_function\":\"silu\"}",
+                   "activation_function \"silu\" is not supported (codegen");
+}
+
+/* GPT-Neo with GPTNeoConfig's defaults (24 layers alternating global and local from attention_types' default, window
+ * 256, 2048 learned positions, no q/k/v biases, out_proj / MLP biases, intermediate 4 x hidden, gelu_new, tied, eps
+ * 1e-5, an unscaled q.k: the runtime's and the planner's scale 1); attention_layers over attention_types, layer_types /
+ * sliding_window / head_dim / num_key_value_heads / rope keys not read; refused by name: an entry neither global nor
+ * local, a layer count other than num_layers, a malformed group. */
+static void test_gpt_neo_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = GPT_NEO_BASE ",\"num_layers\":24}";
+    assert_int_equal(kvc_model_config_parse(def, "gpt_neo-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 8 && c.num_kv_heads == 4 && c.intermediate_size == 128);
+    assert_true(c.pos_learned && c.pos_offset == 0 && c.max_position_embeddings == 2048 && c.tie_word_embeddings);
+    assert_true(c.layer_nope[0] && c.layer_nope[23] && kvc_model_attn_scale(&c) == 1.0);
+    assert_true(!c.layer_sliding[0] && c.layer_sliding[1] && !c.layer_sliding[22] && c.layer_sliding[23]);
+    assert_true(c.sliding_window == 256 && !c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias && !c.parallel_block);
+    assert_true(c.mlp_act == KVC_MLP_GELU_TANH && c.mlp_plain && c.layer_norm && c.norm_bias && c.rms_norm_eps == 1e-5);
+    kvc_model_plan *plan = plan_of(def, "gpt_neo");
+    assert_true(plan->scale == 1.0 && plan->n_layers == 24 && plan->options.max_model_len == 2048);
+    assert_true(plan->layers[0].sliding_window == 0 && plan->layers[1].sliding_window == 256);
+    kvc_model_plan_destroy(plan);
+    /* attention_layers (a saved config's) wins over attention_types, as GPTNeoConfig keeps it; keys transformers never
+     * reads for gpt_neo are not read */
+    const char *set = GPT_NEO_BASE ",\"num_layers\":3,\"attention_types\":[[[\"global\"],3]],"
+                                   "\"attention_layers\":[\"local\",\"global\",\"local\"],\"window_size\":5,"
+                                   "\"intermediate_size\":null,\"max_position_embeddings\":64,"
+                                   "\"activation_function\":\"relu\",\"layer_norm_epsilon\":1e-3,"
+                                   "\"tie_word_embeddings\":false,\"sliding_window\":3,\"use_sliding_window\":false,"
+                                   "\"layer_types\":[\"full_attention\",\"full_attention\",\"full_attention\"],"
+                                   "\"head_dim\":16,\"num_key_value_heads\":2,\"rope_theta\":5e5}";
+    assert_int_equal(kvc_model_config_parse(set, "gpt_neo-set", &c), KVC_OK);
+    assert_true(c.layer_sliding[0] && !c.layer_sliding[1] && c.layer_sliding[2] && c.sliding_window == 5);
+    assert_true(c.head_dim == 8 && c.num_kv_heads == 4 && c.intermediate_size == 128 && c.layer_nope[2]);
+    assert_true(c.max_position_embeddings == 64 && c.mlp_act == KVC_MLP_RELU && c.rms_norm_eps == 1e-3);
+    assert_true(!c.tie_word_embeddings && kvc_model_attn_scale(&c) == 1.0);
+    plan = plan_of(set, "gpt_neo");
+    assert_true(plan->layers[0].sliding_window == 5 && plan->layers[1].sliding_window == 0);
+    assert_true(plan->num_key_value_heads == 4 && plan->head_dim == 8 && plan->options.max_model_len == 64);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(GPT_NEO_BASE
+                                            ",\"num_layers\":5,\"attention_types\":[[[\"global\",\"local\"],2],"
+                                            "[[\"local\"],1]]}",
+                                            "gpt_neo-groups", &c),
+                     KVC_OK);
+    assert_true(!c.layer_sliding[0] && c.layer_sliding[1] && !c.layer_sliding[2] && c.layer_sliding[3]);
+    assert_true(c.layer_sliding[4]);
+    expect_refusal(GPT_NEO_BASE ",\"num_layers\":3}", "gpt_neo's attention_types gives 24 layers but num_layers is 3");
+    expect_refusal(GPT_NEO_BASE ",\"num_layers\":2,\"attention_layers\":[\"global\"]}",
+                   "gpt_neo's attention_layers gives 1 layers but num_layers is 2");
+    expect_refusal(GPT_NEO_BASE ",\"num_layers\":2,\"attention_layers\":[\"global\",\"sparse\"]}",
+                   "attention_layers[1] holds an entry other than \"global\" and \"local\"");
+    expect_refusal(GPT_NEO_BASE ",\"num_layers\":2,\"attention_types\":[[\"global\",2]]}",
+                   "attention_types[0] must be [[\"global\" or \"local\", ...], count]");
+    expect_refusal(GPT_NEO_BASE ",\"num_layers\":2,\"attention_types\":[[[\"global\"],1e9]]}",
+                   "attention_types[0] must be");
+    expect_refusal(GPT_NEO_BASE ",\"num_layers\":2,\"attention_types\":[[[\"local\"],2]],\"window_size\":0}",
+                   "window_size");
+    expect_refusal(GPT_NEO_BASE ",\"num_layers\":24,\"activation_function\":\"silu\"}",
+                   "activation_function \"silu\" is not supported (gpt_neo");
+}
+
 /* Nemotron with NemotronConfig's defaults (LayerNorm1P: LayerNorms with bias applied as 1 + w, RoPE half-split on half
  * of each head, relu2 ungated MLP, no biases, eps 1e-5, untied) and with biases, head_dim, partial_rotary_factor and
  * hidden_act set; refused by name: num_key_value_heads absent or null (None in NemotronConfig). */
@@ -1706,6 +2065,14 @@ int main(void) {
         cmocka_unit_test(test_moe_fields),
         cmocka_unit_test(test_gemma3_fields),
         cmocka_unit_test(test_gemma2_fields),
+        cmocka_unit_test(test_vaultgemma_fields),
+        cmocka_unit_test(test_flex_olmo_fields),
+        cmocka_unit_test(test_hunyuan_fields),
+        cmocka_unit_test(test_biogpt_fields),
+        cmocka_unit_test(test_dots1_fields),
+        cmocka_unit_test(test_minimax_m2_fields),
+        cmocka_unit_test(test_exaone_fields),
+        cmocka_unit_test(test_internlm3_fields),
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),
@@ -1740,6 +2107,8 @@ int main(void) {
         cmocka_unit_test(test_falcon_fields),
         cmocka_unit_test(test_alibi_fields),
         cmocka_unit_test(test_gptj_fields),
+        cmocka_unit_test(test_gpt_neo_fields),
+        cmocka_unit_test(test_codegen_fields),
         cmocka_unit_test(test_nemotron_fields),
         cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_lfm2_fields),

@@ -584,6 +584,85 @@ static void test_lfm2(void **state) {
     run_dir("lfm2");
 }
 
+/* GPT-Neo-125M-like: learned positions, pre-norm LayerNorms, no q/k/v biases, out_proj with one, q.k unscaled,
+ * layers global, local, local (attention_types in two groups) sliding over window_size 8, c_fc / c_proj with biases,
+ * gelu_new, tied */
+static void test_gpt_neo(void **state) {
+    (void)state;
+    run_dir("gpt_neo");
+}
+
+/* CodeGen-350M-like: GPT-J's layer with q/k/v fused in qkv_proj as 4 model-parallel shards [4, q | v | k, 12], 6
+ * heads of 8 straddling the shards, RoPE on adjacent pairs of the first 4 channels, untied with the head's bias */
+static void test_codegen(void **state) {
+    (void)state;
+    run_dir("codegen");
+}
+
+/* VaultGemma-1B-like: Gemma 2's layer with plain pre-norm blocks (input_layernorm, pre_feedforward_layernorm as
+ * 1 + w, no post norms), layers sliding (even, window 8) and full (odd), query_pre_attn_scalar 32, soft-caps 5 and 3,
+ * GeGLU, tied embeddings scaled by sqrt(hidden_size) */
+static void test_vaultgemma(void **state) {
+    (void)state;
+    run_dir("vaultgemma");
+}
+
+/* FlexOlmo-like: OLMo 2's layer (post norms, whole q/k norms) with OLMoE's softmax router on every layer, 7 experts
+ * of 24, top-2 not renormalised, q/k/v/o biases, GQA 4/2, untied */
+static void test_flex_olmo(void **state) {
+    (void)state;
+    run_dir("flex_olmo");
+}
+
+/* Hunyuan-7B-like: Llama's layer with per-head q/k RMSNorms after RoPE, the "dynamic" rope with alpha 1000 (theta
+ * 1e4 x 1000^(16/14)), GQA 4/2, untied */
+static void test_hunyuan_v1_dense(void **state) {
+    (void)state;
+    run_dir("hunyuan_v1_dense");
+}
+
+/* BioGPT-like: OPT's learned positions offset by 2, token embeddings times sqrt(48), pre-norm LayerNorms at eps 1e-5,
+ * q/k/v/out_proj and fc1 / fc2 with biases, gelu, tied output_projection */
+static void test_biogpt(void **state) {
+    (void)state;
+    run_dir("biogpt");
+}
+
+/* dots.llm1-like: Qwen3's attention (per-head q/k norms, q/k/v/o biases) with DeepSeek-V3's grouped sigmoid router (8
+ * experts in 2 groups, top-2 not renormalised, x 2.5, a shared expert) after one dense layer; layer 2 slides over 8
+ * keys (max_window_layers 2) */
+static void test_dots1(void **state) {
+    (void)state;
+    run_dir("dots1");
+}
+
+/* Hunyuan-A13B-like: HunYuan dense's attention (q/k norms after RoPE, alpha 1000) with a softmax router (mlp.gate.wg)
+ * over 8 experts of 24, top-2 renormalised, plus the ungated shared_mlp */
+static void test_hunyuan_v1_moe(void **state) {
+    (void)state;
+    run_dir("hunyuan_v1_moe");
+}
+
+/* MiniMax-M2-like: whole-row q/k norms, RoPE on the first rotary_dim 8 of 16 channels, Mixtral's block_sparse_moe of
+ * 8 experts chosen by sigmoid scores plus a correction bias, top-2 renormalised */
+static void test_minimax_m2(void **state) {
+    (void)state;
+    run_dir("minimax_m2");
+}
+
+/* EXAONE-3.5-like: Llama's layer under EXAONE's hub names (transformer.h.N.attn.attention.*, mlp.c_fc_0 / c_fc_1 /
+ * c_proj), GQA 4/2, theta 5e5, untied */
+static void test_exaone(void **state) {
+    (void)state;
+    run_dir("exaone");
+}
+
+/* InternLM3-like: Llama with biases on q/k/v/o and the MLP (qkv_bias and bias), head_dim 16, GQA 4/2, untied */
+static void test_internlm3(void **state) {
+    (void)state;
+    run_dir("internlm3");
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -713,6 +792,17 @@ int main(void) {
         cmocka_unit_test(test_bloom),
         cmocka_unit_test(test_mpt),
         cmocka_unit_test(test_gptj),
+        cmocka_unit_test(test_gpt_neo),
+        cmocka_unit_test(test_codegen),
+        cmocka_unit_test(test_vaultgemma),
+        cmocka_unit_test(test_flex_olmo),
+        cmocka_unit_test(test_hunyuan_v1_dense),
+        cmocka_unit_test(test_biogpt),
+        cmocka_unit_test(test_dots1),
+        cmocka_unit_test(test_hunyuan_v1_moe),
+        cmocka_unit_test(test_minimax_m2),
+        cmocka_unit_test(test_exaone),
+        cmocka_unit_test(test_internlm3),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_lfm2),
         cmocka_unit_test(test_ernie4_5_moe),

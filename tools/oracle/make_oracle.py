@@ -6,8 +6,9 @@ phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohe
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
-gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2)
-this script
+gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2,
+gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
+internlm3) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -70,6 +71,12 @@ from transformers import (
     MptConfig,
     MptForCausalLM,
     GPTJConfig,
+    BioGptConfig,
+    BioGptForCausalLM,
+    CodeGenConfig,
+    CodeGenForCausalLM,
+    GPTNeoConfig,
+    GPTNeoForCausalLM,
     GPTJForCausalLM,
     NemotronConfig,
     NemotronForCausalLM,
@@ -115,6 +122,21 @@ from transformers import (
     LlavaNextForConditionalGeneration,
     GemmaForCausalLM,
     Gemma2Config,
+    Dots1Config,
+    Dots1ForCausalLM,
+    HunYuanDenseV1Config,
+    ExaoneConfig,
+    InternLM3Config,
+    LlamaForCausalLM,
+    MiniMaxM2Config,
+    MiniMaxM2ForCausalLM,
+    HunYuanMoEV1Config,
+    HunYuanMoEV1ForCausalLM,
+    HunYuanDenseV1ForCausalLM,
+    FlexOlmoConfig,
+    FlexOlmoForCausalLM,
+    VaultGemmaConfig,
+    VaultGemmaForCausalLM,
     Gemma2ForCausalLM,
     GlmConfig,
     GlmForCausalLM,
@@ -524,6 +546,16 @@ def gemma2_config():
                         attn_logit_softcapping=5.0, final_logit_softcapping=3.0)
 
 
+def vaultgemma_config():
+    # VaultGemma at toy size: Gemma 2's layer without its post-attention and post-feedforward norms (input_layernorm,
+    # pre_feedforward_layernorm only, as 1 + w), 4 layers alternating sliding (even) and full (odd; the default
+    # layer_types), a window of 8, query_pre_attn_scalar 32, GeGLU, tied embeddings scaled by sqrt(hidden_size), both
+    # soft-caps low (attention 5, logits 3).
+    return VaultGemmaConfig(**GEMMA_SHAPE, intermediate_size=64, num_hidden_layers=4, query_pre_attn_scalar=32,
+                            sliding_window=8, rms_norm_eps=1e-6, attn_logit_softcapping=5.0,
+                            final_logit_softcapping=3.0)
+
+
 # GLM and GLM-4 share one toy shape: 3 layers, head_dim 16, theta 1e4, untied (the rest their classes' defaults).
 GLM_SHAPE = dict(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16,
                  rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
@@ -716,6 +748,59 @@ def olmoe_config():
                        num_experts_per_tok=2, attention_bias=True, clip_qkv=1.5, tie_word_embeddings=False)
 
 
+def flex_olmo_config():
+    # FlexOlmo at toy size: OLMo 2's layer (no input norm, post-attention and post-feedforward norms, q/k norms over
+    # the whole q [64] / k [32] projection, no clipping) with OLMoE's router on every layer: 7 experts of width 24
+    # (FlexOlmoConfig's count), top-2, norm_topk_prob left at false, q/k/v/o biases (attention_bias), GQA 4/2, 3
+    # layers, untied, rms_norm_eps 1e-6 and theta 5e5 left at FlexOlmoConfig's defaults.
+    return FlexOlmoConfig(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=3, num_experts=7,
+                          num_experts_per_tok=2, attention_bias=True, tie_word_embeddings=False)
+
+
+def hunyuan_v1_dense_config():
+    # Hunyuan-7B's layer at toy size: Llama's with per-head q/k RMSNorms (query_layernorm, key_layernorm) applied
+    # after RoPE, the hub's "dynamic" rope with an alpha (transformers' ntk_alpha: theta 1e4 x 1000^(16/14)),
+    # GQA 4/2, head_dim 16, 3 layers, untied, no biases.
+    return HunYuanDenseV1Config(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16, tie_word_embeddings=False,
+                                rope_parameters={"rope_type": "dynamic", "alpha": 1000.0, "factor": 1.0,
+                                                 "rope_theta": 10000.0})
+
+
+def hunyuan_v1_moe_config():
+    # Hunyuan-A13B's layer at toy size: HunYuan dense's attention (per-head q/k norms after RoPE, the "dynamic" rope with
+    # alpha 1000), GQA 4/2, head_dim 16, 3 layers, each a softmax router (mlp.gate.wg) over 8 SwiGLU experts of width 24
+    # (intermediate_size), top-2 renormalised, plus the ungated shared_mlp of 24; untied, no biases.
+    return HunYuanMoEV1Config(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=3, head_dim=16,
+                              num_experts=8, moe_topk=2, tie_word_embeddings=False,
+                              rope_parameters={"rope_type": "dynamic", "alpha": 1000.0, "factor": 1.0,
+                                               "rope_theta": 10000.0})
+
+
+def minimax_m2_config():
+    # MiniMax-M2 at toy size: OLMo 2's q/k norms over the whole q [64] / k [32] projection before RoPE in pre-norm
+    # blocks, RoPE half-split on the first rotary_dim 8 of head_dim 16 (the checkpoints' key), GQA 4/2, 3 layers, each
+    # Mixtral's block_sparse_moe of 8 experts of width 24 chosen by sigmoid scores plus a random correction bias, top-2
+    # renormalised; theta 5e6 and rms_norm_eps 1e-6 left at the class's, untied, no biases.
+    return MiniMaxM2Config(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=3, head_dim=16,
+                           rotary_dim=8, num_local_experts=8, num_experts_per_tok=2, tie_word_embeddings=False)
+
+
+def exaone_config():
+    # EXAONE-3.5's blocks at toy size: LlamaForCausalLM under EXAONE's hub names (transformer.h.N.attn.attention.*,
+    # ln_1 / ln_2, mlp.c_fc_0 gate / c_fc_1 up / c_proj down), the hub's key spellings (num_layers,
+    # layer_norm_epsilon 1e-5, activation_function silu), GQA 4/2, theta 5e5 left at ExaoneConfig's, untied.
+    return ExaoneConfig(**{k: v for k, v in DENSE_TOY_SHAPE.items()}, num_layers=3, layer_norm_epsilon=1e-5,
+                        activation_function="silu", tie_word_embeddings=False)
+
+
+def internlm3_config():
+    # InternLM3-8B's blocks at toy size: LlamaForCausalLM with InternLM3Config, qkv_bias and bias (its names for
+    # attention_bias and mlp_bias) both true, head_dim 16, GQA 4/2, 3 layers, untied, eps 1e-5 and theta 1e4 left at
+    # the class's.
+    return InternLM3Config(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16, qkv_bias=True, bias=True,
+                           tie_word_embeddings=False)
+
+
 def granitemoe_config():
     # Granite 3.0 MoE at toy size: Granite's multipliers (embedding 6, residual 0.22, attention 0.1, logits scaling 3,
     # as the granite oracle), q/k/v/o biases (attention_bias; the hub's have none), GQA 4/2, tied as the hub's, 2
@@ -749,6 +834,18 @@ def glm4_moe_config():
                          n_shared_experts=1, routed_scaling_factor=2.5, norm_topk_prob=True, use_qk_norm=True,
                          attention_bias=True, num_mtp_layers=0, tie_word_embeddings=False,
                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+def dots1_config():
+    # dots.llm1 at toy size: Qwen3's attention (per-head q/k norms before RoPE, q/k/v/o biases by attention_bias), GQA
+    # 4/2, head_dim 16, 3 layers: layer 0 a dense MLP of 96 (first_k_dense_replace 1), layers 1-2 DeepSeek-V3's
+    # grouped sigmoid router over 8 experts of width 16 in 2 groups (the best 1 kept), top-2, not renormalised (the
+    # class's norm_topk_prob false), times 2.5, plus one shared expert; the routers' e_score_correction_bias random;
+    # sliding_window 8 from max_window_layers 2 on (layer 2 slides), untied.
+    return Dots1Config(**DENSE_TOY_SHAPE, num_hidden_layers=3, first_k_dense_replace=1, moe_intermediate_size=16,
+                       n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1, n_shared_experts=1,
+                       routed_scaling_factor=2.5, attention_bias=True, sliding_window=8, max_window_layers=2,
+                       tie_word_embeddings=False, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
 
 def ernie4_5_moe_config():
     # ERNIE-4.5-21B-A3B at toy size: ERNIE 4.5's pairwise RoPE over the whole head (head_dim hidden / heads: 16), GQA
@@ -913,6 +1010,35 @@ def gptj_config():
                       bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def gpt_neo_config():
+    # GPT-Neo 125M's blocks at toy size: learned positions (wpe, 64 rows), pre-norm LayerNorms with bias, q/k/v
+    # without biases and out_proj with one, no 1/sqrt(d) scaling of q.k, global (full) and local layers by
+    # attention_types (two groups: global + local once, then local once: layers global, local, local) sliding over
+    # window_size 8 keys, c_fc / c_proj with biases of intermediate_size 96, gelu_new (the default), tied (the default).
+    return GPTNeoConfig(vocab_size=VOCAB, hidden_size=48, num_layers=3, num_heads=4, intermediate_size=96,
+                        attention_types=[[["global", "local"], 1], [["local"], 1]], window_size=8,
+                        max_position_embeddings=64, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def codegen_config():
+    # CodeGen-350M's blocks at toy size: GPT-J's layer (a parallel block on one LayerNorm, no q/k/v/out_proj biases,
+    # RoPE on adjacent pairs of the first rotary_dim 4 of 8 channels, fc_in / fc_out with biases of n_inner 96,
+    # gelu_new, untied with the head's bias) with q/k/v fused in qkv_proj as 4 model-parallel shards [4, q | v | k, 12]:
+    # n_embd 48 over 6 heads of 8, so that heads straddle the shards.
+    return CodeGenConfig(vocab_size=VOCAB, n_embd=48, n_layer=3, n_head=6, rotary_dim=4, n_inner=96, n_positions=64,
+                         bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def biogpt_config():
+    # BioGPT's blocks at toy size: OPT's learned positions offset by 2 (max_position_embeddings 64: 66 rows) added to
+    # the token embeddings times sqrt(48) (scale_embedding, the default), pre-norm LayerNorms with weight and bias at
+    # nn.LayerNorm's eps 1e-5 (layer_norm_eps 1e-12, the default, is not read by its modules), q/k/v/out_proj and
+    # fc1 / fc2 with biases of intermediate_size 96, gelu (the default), tied (the default) output_projection.
+    return BioGptConfig(vocab_size=VOCAB, hidden_size=48, num_hidden_layers=3, num_attention_heads=4,
+                        intermediate_size=96, max_position_embeddings=64, bos_token_id=None, eos_token_id=None,
+                        pad_token_id=None)
+
+
 def nemotron_config():
     # Nemotron-4 / Minitron at toy size: LayerNorm1P norms (weight applied as 1 + w, with bias), grouped-query
     # attention (2 KV heads of 4, head_dim 16), RoPE half-split on half of each head (partial_rotary_factor 0.5, the
@@ -1031,6 +1157,13 @@ FAMILIES = {
     "smollm3": (smollm3_config, SmolLM3ForCausalLM),
     "gemma": (gemma_config, GemmaForCausalLM),
     "gemma2": (gemma2_config, Gemma2ForCausalLM),
+    "hunyuan_v1_dense": (hunyuan_v1_dense_config, HunYuanDenseV1ForCausalLM),
+    "hunyuan_v1_moe": (hunyuan_v1_moe_config, HunYuanMoEV1ForCausalLM),
+    "minimax_m2": (minimax_m2_config, MiniMaxM2ForCausalLM),
+    "exaone": (exaone_config, LlamaForCausalLM),
+    "internlm3": (internlm3_config, LlamaForCausalLM),
+    "flex_olmo": (flex_olmo_config, FlexOlmoForCausalLM),
+    "vaultgemma": (vaultgemma_config, VaultGemmaForCausalLM),
     "glm": (glm_config, GlmForCausalLM),
     "seed_oss": (seed_oss_config, SeedOssForCausalLM),
     "exaone4": (exaone4_config, Exaone4ForCausalLM),
@@ -1055,6 +1188,9 @@ FAMILIES = {
     "bloom": (bloom_config, BloomForCausalLM),
     "mpt": (mpt_config, MptForCausalLM),
     "gptj": (gptj_config, GPTJForCausalLM),
+    "gpt_neo": (gpt_neo_config, GPTNeoForCausalLM),
+    "biogpt": (biogpt_config, BioGptForCausalLM),
+    "codegen": (codegen_config, CodeGenForCausalLM),
     "nemotron": (nemotron_config, NemotronForCausalLM),
     "lfm2": (lfm2_config, Lfm2ForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
@@ -1063,6 +1199,7 @@ FAMILIES = {
     "granitemoe": (granitemoe_config, GraniteMoeForCausalLM),
     "granitemoeshared": (granitemoeshared_config, GraniteMoeSharedForCausalLM),
     "glm4_moe": (glm4_moe_config, Glm4MoeForCausalLM),
+    "dots1": (dots1_config, Dots1ForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -1089,7 +1226,8 @@ def param_std(name, shape, config):
     if name.startswith(("model.visual.", "model.vision_tower.", "model.multi_modal_projector.")) or \
             name == "model.image_newline":  # a vision tower, LLaVA's projector: never run on text-only prompts
         return 0.02
-    if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma", "nemotron"):
+    if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma", "nemotron",
+                                                                             "vaultgemma"):
         return 0.3  # Gemma and Nemotron apply 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith(("norm_1.weight", "norm_2.weight", "norm_f.weight")):  # DBRX's LayerNorms
         return None
@@ -1099,6 +1237,10 @@ def param_std(name, shape, config):
         return None  # StableLM 2's per-head q/k LayerNorm modules (q_layernorm.norms.{h}.weight)
     if config.model_type == "opt" and name.endswith("embed_tokens.weight"):  # tied (the default): the head too
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
+    if config.model_type == "biogpt" and name.endswith("embed_tokens.weight"):  # tied; x sqrt(H) in the stream
+        return 1.0 / math.sqrt(shape[1])
+    if config.model_type == "biogpt" and name.endswith("embed_positions.weight"):
+        return 0.5
     if config.model_type == "opt" and name.endswith("embed_positions.weight"):
         return 0.5
     if config.model_type == "falcon" and name.endswith(("ln_f.weight", "ln_attn.weight", "ln_mlp.weight")):
@@ -1109,7 +1251,7 @@ def param_std(name, shape, config):
         return None
     if config.model_type == "mpt" and name.endswith("wte.weight"):  # MPT's embedding, tied: the head too
         return 2.0 / math.sqrt(shape[1])
-    if config.model_type in ("gpt2", "gpt_bigcode", "gptj"):  # GPT-2's names: ln_1 / ln_2 / ln_f, wte, wpe
+    if config.model_type in ("gpt2", "gpt_bigcode", "gptj", "gpt_neo", "codegen"):  # GPT-2's: ln_1/ln_2/ln_f, wte, wpe
         if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")):
             return None
         if name.endswith(".bias"):
@@ -1118,7 +1260,7 @@ def param_std(name, shape, config):
             return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
         if name.endswith("wpe.weight"):
             return 0.5
-        if config.model_type in ("gpt_bigcode", "gptj"):  # nn.Linear [out, in]; its own lm_head when untied
+        if config.model_type in ("gpt_bigcode", "gptj", "gpt_neo", "codegen"):  # nn.Linear [out, in]; own lm_head
             return (2.0 if name == "lm_head.weight" else 1.0) / math.sqrt(shape[1])
         return 1.0 / math.sqrt(shape[0])  # GPT-2's Conv1D [in, out], used as x @ W: fan-in is the first dim
     if name.endswith("conv.conv.weight"):  # LFM2's depthwise taps [H, 1, L]: fan-in L
@@ -1136,6 +1278,7 @@ def param_std(name, shape, config):
         return 2.0 / math.sqrt(shape[1])
     if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
             "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "ernie4_5_moe",
+            "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2",
             "phimoe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
@@ -1442,7 +1585,7 @@ def make_family(family, out_root, seed):
         summary["clamp"] = gptoss_clamp_stats(model, ps)
         summary["sensitivity_all_full_attention"] = sensitivity(
             model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
-    if family in ("qwen3_moe", "qwen2_moe", "mixtral", "olmoe"):
+    if family in ("qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "flex_olmo", "hunyuan_v1_moe"):
         summary["router_topk_margin"] = router_margin(model, ps)
     if family in ("granitemoe", "granitemoeshared"):
         summary["router_topk_margin"] = granite_router_margin(model, ps)
@@ -1453,6 +1596,21 @@ def make_family(family, out_root, seed):
         summary["sensitivity_full_rotary"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
         summary["sensitivity_norm_topk_prob_false"] = sensitivity(model, ps[-1], norm_topk_prob=False)
+    if family == "minimax_m2":
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_full_rotary"] = sensitivity(
+            model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
+    if family == "dots1":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_norm_topk_prob_true"] = sensitivity(model, ps[-1], norm_topk_prob=True)
+        summary["sensitivity_no_sliding_window"] = sensitivity(
+            model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
+    if family == "hunyuan_v1_dense":
+        summary["sensitivity_no_alpha"] = sensitivity(
+            model, ps[-1], rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    if family == "flex_olmo":
+        summary["sensitivity_norm_topk_prob_true"] = sensitivity(model, ps[-1], norm_topk_prob=True)
     if family == "olmoe":
         summary["sensitivity_norm_topk_prob_true"] = sensitivity(model, ps[-1], norm_topk_prob=True)
         summary["sensitivity_no_clip_qkv"] = sensitivity(model, ps[-1], clip_qkv=None)
@@ -1471,7 +1629,15 @@ def make_family(family, out_root, seed):
         summary["sensitivity_sliding_rope_global"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters,
                                             "sliding_attention": model.config.rope_parameters["full_attention"]})
-    if family == "gemma2":
+    if family == "codegen":  # RoPE on 4 of 8 channels against the whole head
+        summary["sensitivity_rotary_dim_8"] = sensitivity(model, ps[-1], rotary_dim=8)
+    if family == "biogpt":
+        summary["sensitivity_no_embed_scale"] = sensitivity(model, ps[-1], scale_embedding=False)
+    if family == "gpt_neo":
+        n = model.config.num_layers
+        summary["sensitivity_all_global"] = sensitivity(model, ps[-1], attention_layers=["global"] * n)
+        summary["sensitivity_window_9"] = sensitivity(model, ps[-1], window_size=9)
+    if family in ("gemma2", "vaultgemma"):
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_sliding_window"] = sensitivity(
             model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
@@ -1805,7 +1971,8 @@ def sensitivity(model, ids, **overrides):
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "glm4_moe": 1e-5,
-                    "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5}
+                    "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5,
+                    "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5}
 
 
 def verify(family, out):
@@ -1851,7 +2018,9 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
-                               "nemotron", "lfm2",
+                               "nemotron", "lfm2", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
+                               "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
+                               "minimax_m2", "exaone", "internlm3",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
