@@ -315,10 +315,10 @@ typedef enum kvc_engine_request_state {
 
 typedef enum kvc_engine_finish_reason {
     KVC_FINISH_NONE = 0,
-    KVC_FINISH_EOS = 1,           /* emitted eos_id */
-    KVC_FINISH_MAX_NEW = 2,       /* max_new_tokens generated */
-    KVC_FINISH_MAX_MODEL_LEN = 3, /* its next token would need a position >= max_model_len */
-    KVC_FINISH_PREFILLED = 4,     /* PREFILL role: the prompt is computed; the blocks stay until release */
+    KVC_FINISH_EOS = 1,             /* emitted eos_id */
+    KVC_FINISH_MAX_NEW = 2,         /* max_new_tokens generated */
+    KVC_FINISH_MAX_MODEL_LEN = 3,   /* its next token would need a position >= max_model_len */
+    KVC_FINISH_PREFILLED = 4,       /* PREFILL role: the prompt is computed; the blocks stay until release */
     KVC_FINISH_NO_ALLOWED_TOKEN = 5 /* its allowed-token mask (kvc_engine_set_allowed_tokens) left no token with a
                                      * logit above -inf: nothing was appended */
 } kvc_engine_finish_reason;

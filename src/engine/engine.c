@@ -261,8 +261,8 @@ static kvc_status alloc_requests(kvc_engine *e) {
     e->ids = kvci_malloc((size_t)e->max_tokens * sizeof *e->ids);
     e->logits = kvci_malloc(rows * (size_t)e->model.vocab_size * sizeof *e->logits);
     if (!e->reqs || !e->token_store || !e->time_store || !e->bias_store || !e->stop_store || !e->mask_store ||
-        !e->waiting ||
-        !e->running || !e->rows || !e->row_slots || !e->row_ids || !e->row_admitted || !e->ids || !e->logits)
+        !e->waiting || !e->running || !e->rows || !e->row_slots || !e->row_ids || !e->row_admitted || !e->ids ||
+        !e->logits)
         return kvci_fail(KVC_ENOMEM, "engine: out of host memory for %lld request slots of %lld tokens",
                          (long long)e->p.max_requests, (long long)e->p.max_model_len + 1);
     for (size_t i = 0; i < n; i++) {

@@ -174,9 +174,9 @@ kvc_status kvc_engine_set_allowed_tokens(kvc_engine *e, int64_t id, const uint32
         return KVC_OK;
     }
     if (n_words != e->mask_words)
-        return kvci_fail(KVC_EINVAL,
-                         "kvc_engine_set_allowed_tokens: request %lld: n_words %lld must be cdiv(vocab %lld, 32) = %lld",
-                         (long long)id, (long long)n_words, (long long)e->model.vocab_size, (long long)e->mask_words);
+        return kvci_fail(
+            KVC_EINVAL, "kvc_engine_set_allowed_tokens: request %lld: n_words %lld must be cdiv(vocab %lld, 32) = %lld",
+            (long long)id, (long long)n_words, (long long)e->model.vocab_size, (long long)e->mask_words);
     if (r->state == KVC_REQ_FINISHED)
         return kvci_fail(KVC_EINVAL, "kvc_engine_set_allowed_tokens: request %lld has finished (%s)", (long long)id,
                          kvc_engine_finish_reason_name(r->finish));

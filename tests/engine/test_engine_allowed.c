@@ -18,6 +18,14 @@ static void allow_only(uint32_t *mask, int64_t vocab, const int32_t *ids, int n)
 
 static bool allowed(const uint32_t *mask, int32_t t) { return (mask[t / 32] >> (t % 32)) & 1u; }
 
+/* A managed engine (max_model_len 64, checks on) over a one-layer toy model of vocab tokens, block size 4. */
+static kvc_engine *engine_over(toy_model *m, int64_t vocab, int64_t max_num_seqs) {
+    toy_init_managed(m, vocab, 1, 4, 0);
+    kvc_engine_model em = toy_engine_model(m, false);
+    kvc_engine_params p = fix_params(64, max_num_seqs);
+    return fix_engine(&em, &p);
+}
+
 static void set_mask(kvc_engine *e, int64_t id, const uint32_t *mask, int64_t n_words) {
     kvc_status st = kvc_engine_set_allowed_tokens(e, id, mask, n_words);
     if (st != KVC_OK) fail_msg("set_allowed_tokens %lld: %s %s", (long long)id, kvc_status_str(st), kvc_last_error());
@@ -28,10 +36,7 @@ static void set_mask(kvc_engine *e, int64_t id, const uint32_t *mask, int64_t n_
 static void test_masked_never_sampled(void **state) {
     (void)state;
     toy_model m;
-    toy_init_managed(&m, FIX_VOCAB, 1, 4, 0);
-    kvc_engine_model em = toy_engine_model(&m, false);
-    kvc_engine_params p = fix_params(64, 4);
-    kvc_engine *e = fix_engine(&em, &p);
+    kvc_engine *e = engine_over(&m, FIX_VOCAB, 4);
     const float temps[] = {0.0f, 0.5f, 1.0f, 5.0f, 100.0f};
     const int32_t prompt[] = {1, 2, 3, 4, 5};
     const int32_t ids[5][3] = {{3, 17, 30}, {0, 31, 16}, {9, 10, 11}, {20, 21, 22}, {7, 8, 29}};
@@ -75,10 +80,7 @@ static void test_masked_never_sampled(void **state) {
 static void test_greedy_best_allowed_one_request_only(void **state) {
     (void)state;
     toy_model m;
-    toy_init_managed(&m, FIX_VOCAB, 1, 4, 0);
-    kvc_engine_model em = toy_engine_model(&m, false);
-    kvc_engine_params p = fix_params(64, 4);
-    kvc_engine *e = fix_engine(&em, &p);
+    kvc_engine *e = engine_over(&m, FIX_VOCAB, 4);
     const int32_t prompt[] = {4, 8, 15, 16, 23, 42 % FIX_VOCAB};
     kvc_engine_request masked = fix_request_over(1, prompt, 6, 10), plain = fix_request_over(2, prompt, 6, 10);
     fix_add(e, &masked);
@@ -162,10 +164,7 @@ static void test_one_token_no_leak(void **state) {
 static void test_nothing_allowed(void **state) {
     (void)state;
     toy_model m;
-    toy_init_managed(&m, FIX_VOCAB, 1, 4, 0);
-    kvc_engine_model em = toy_engine_model(&m, false);
-    kvc_engine_params p = fix_params(64, 4);
-    kvc_engine *e = fix_engine(&em, &p);
+    kvc_engine *e = engine_over(&m, FIX_VOCAB, 4);
     const int32_t prompt[] = {9, 9, 9};
     kvc_engine_request empty = fix_request_over(1, prompt, 3, 5), held = fix_request_over(2, prompt, 3, 5),
                        plain = fix_request_over(3, prompt, 3, 5);
@@ -204,10 +203,7 @@ static void test_nothing_allowed(void **state) {
 static void test_refusals(void **state) {
     (void)state;
     toy_model m;
-    toy_init_managed(&m, 37, 1, 4, 0);
-    kvc_engine_model em = toy_engine_model(&m, false);
-    kvc_engine_params p = fix_params(64, 2);
-    kvc_engine *e = fix_engine(&em, &p);
+    kvc_engine *e = engine_over(&m, 37, 2);
     const int32_t prompt[] = {1, 2};
     kvc_engine_request r = fix_request_over(5, prompt, 2, 3);
     fix_add(e, &r);
@@ -244,8 +240,10 @@ static void test_refusals(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_masked_never_sampled), cmocka_unit_test(test_greedy_best_allowed_one_request_only),
-        cmocka_unit_test(test_one_token_no_leak),    cmocka_unit_test(test_nothing_allowed),
+        cmocka_unit_test(test_masked_never_sampled),
+        cmocka_unit_test(test_greedy_best_allowed_one_request_only),
+        cmocka_unit_test(test_one_token_no_leak),
+        cmocka_unit_test(test_nothing_allowed),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
