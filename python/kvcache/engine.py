@@ -22,6 +22,7 @@ from ._lib import c_path, check, dtype_code, dtype_name, ffi, int32, int64, inva
 from ._locking import serialised
 from .errors import Error, QueueFull
 from .plan import parse_bytes, plan
+from .structured import set_bits
 
 WEIGHT_DTYPES = ("checkpoint", "f32", "bf16", "q8_0", "q4_0")  # Engine(weights=...): kvc_model_load_weights
 ACTIVATIONS = ("f32", "bf16")  # Engine(activations=...): kvc_model_set_activations
@@ -337,10 +338,7 @@ class Engine:
         """Sets the allowed tokens of a structured request's next sampled token: its grammar's, with its stop
         tokens only where the grammar accepts the output as complete."""
         live.matcher.fill(live.mask)
-        words, bits = live.stops // 32, (live.stops % 32).astype(np.uint32)
-        np.bitwise_and.at(live.mask, words, ~(np.uint32(1) << bits))
-        if live.matcher.accepting:
-            np.bitwise_or.at(live.mask, words, np.uint32(1) << bits)
+        set_bits(live.mask, live.stops, live.matcher.accepting)
         check(lib.kvc_engine_set_allowed_tokens(e, rid, ffi.from_buffer("uint32_t[]", live.mask), live.mask.size))
 
     def _prompt_ids(self, prompt_token_ids):

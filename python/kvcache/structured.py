@@ -54,6 +54,7 @@ class Vocabulary:
         except (ValueError, TypeError, RuntimeError) as exc:
             raise invalid(f"structured outputs: llguidance cannot read the tokenizer: {exc}") from None
         self.vocab_size = vocab_size
+        self.eos = np.asarray(list(eos_token_ids), dtype=np.int64)
 
 
 class Lazy:
@@ -81,21 +82,23 @@ class Grammar:
         self.vocabulary, self.grammar = vocabulary, grammar
 
     def matcher(self):
-        return Matcher(_llguidance().LLMatcher(self.vocabulary.ll, self.grammar, log_level=0))
+        return Matcher(_llguidance().LLMatcher(self.vocabulary.ll, self.grammar, log_level=0), self.vocabulary.eos)
 
 
 class Matcher:
     """One request's place in its grammar."""
 
-    def __init__(self, m):
-        self._m = m
+    def __init__(self, m, eos):
+        self._m, self._eos = m, eos
         if m.is_error():
             raise invalid(f"structured outputs: {m.get_error()}")
 
     def fill(self, words):
         """Writes the tokens the grammar allows next into words (uint32 [cdiv(vocab, 32)], bit t % 32 of word
-        t / 32), end-of-sequence ids included once the output is complete."""
+        t / 32), the model's end-of-sequence ids left out: which tokens end the output is the request's choice
+        (its stop tokens; none with ignore_eos), allowed where `accepting`."""
         self._m.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
+        set_bits(words, self._eos, False)
 
     def accept(self, token):
         """Advances past a sampled token; False when the grammar refuses it (the matcher is then in error)."""
@@ -116,5 +119,10 @@ class Matcher:
         return self._m.get_error() if self._m.is_error() else None
 
 
-def mask_words(vocab_size):
-    return np.zeros((vocab_size + 31) // 32, dtype=np.uint32)
+def set_bits(words, ids, on):
+    """Sets (on) or clears the bits of token ids [n] in a mask words [cdiv(vocab, 32)]."""
+    at, bits = ids // 32, np.uint32(1) << (ids % 32).astype(np.uint32)
+    if on:
+        np.bitwise_or.at(words, at, bits)
+    else:
+        np.bitwise_and.at(words, at, ~bits)

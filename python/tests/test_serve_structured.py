@@ -138,6 +138,12 @@ def test_end_of_sequence_only_where_the_json_is_complete(server):
     choice = r["choices"][0]
     assert choice["token_ids"][-1] == five and choice["stop_reason"] == five and len(choice["token_ids"]) == 2
     assert isinstance(json.loads(choice["message"]["content"]), int)
+    # ignore_eos: the end-of-sequence ids are never sampled, not even where the grammar would end
+    r = chat(base, temperature=0, response_format=number, logit_bias={EOS: 100}, ignore_eos=True, max_tokens=4,
+             return_token_ids=True).json()
+    choice = r["choices"][0]
+    assert choice["finish_reason"] == "length" and not {0, EOS} & set(choice["token_ids"])
+    assert isinstance(json.loads(choice["message"]["content"]), int)
     # with no stop token at all (ignore_eos) the choice still ends where the grammar ends
     r = chat(base, temperature=0, ignore_eos=True).json()
     assert r["choices"][0]["finish_reason"] == "stop"
