@@ -13,8 +13,8 @@ import numpy as np
 
 from ._lib import invalid
 
-# As vLLM's guidance backend: no whitespace the schema does not ask for between JSON tokens (a model's
-# freedom to add blanks would let an untrained one pad for ever), the usual separators.
+# No whitespace between JSON tokens beyond what strings hold (as vLLM's disable_any_whitespace, which vLLM leaves
+# off): a model free to add blanks may pad for ever, an untrained or unsure one most of all.
 _JSON_OPTIONS = {"whitespace_flexible": False}
 
 
