@@ -487,7 +487,7 @@ kvc_engine_request kvc_engine_request_default(void);
 kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r);
 typedef enum kvc_engine_request_state { KVC_REQ_WAITING, KVC_REQ_RUNNING, KVC_REQ_FINISHED, ... } kvc_engine_request_state;
 typedef enum kvc_engine_finish_reason {
-    KVC_FINISH_NONE, KVC_FINISH_EOS, KVC_FINISH_MAX_NEW, KVC_FINISH_MAX_MODEL_LEN, ...
+    KVC_FINISH_NONE, KVC_FINISH_EOS, KVC_FINISH_MAX_NEW, KVC_FINISH_MAX_MODEL_LEN, KVC_FINISH_NO_ALLOWED_TOKEN, ...
 } kvc_engine_finish_reason;
 typedef struct kvc_engine_request_info {
     kvc_engine_request_state state;
@@ -502,6 +502,7 @@ typedef struct kvc_engine_request_info {
 kvc_status kvc_engine_request_get(const kvc_engine *e, int64_t id, kvc_engine_request_info *out);
 kvc_status kvc_engine_request_output(const kvc_engine *e, int64_t id, int32_t *out, int64_t cap, int64_t *n_out);
 kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id);
+kvc_status kvc_engine_set_allowed_tokens(kvc_engine *e, int64_t id, const uint32_t *bitmask, int64_t n_words);
 typedef struct kvc_engine_step_result {
     int64_t n_rows;
     int64_t n_tokens;

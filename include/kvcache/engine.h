@@ -41,6 +41,7 @@ typedef struct kvc_logit_bias {
 #define KVC_SAMPLING_MAX_STOP_IDS   64  /* min_tokens_ids per request */
 
 /* A request's logits go through these steps, in vLLM v1's order (docs/engine.md, "Sampling"):
+ *   0. a mask set by kvc_engine_set_allowed_tokens gives every token it does not allow -inf;
  *   1. while fewer than min_tokens tokens were generated, min_tokens_ids (and the engine request's
  *      eos_id) are set to -inf;
  *   2. logit_bias[i].bias is added to logit_bias[i].token's logit (ids repeated add up);
@@ -315,10 +316,12 @@ typedef enum kvc_engine_request_state {
 
 typedef enum kvc_engine_finish_reason {
     KVC_FINISH_NONE = 0,
-    KVC_FINISH_EOS = 1,           /* emitted eos_id */
-    KVC_FINISH_MAX_NEW = 2,       /* max_new_tokens generated */
-    KVC_FINISH_MAX_MODEL_LEN = 3, /* its next token would need a position >= max_model_len */
-    KVC_FINISH_PREFILLED = 4      /* PREFILL role: the prompt is computed; the blocks stay until release */
+    KVC_FINISH_EOS = 1,             /* emitted eos_id */
+    KVC_FINISH_MAX_NEW = 2,         /* max_new_tokens generated */
+    KVC_FINISH_MAX_MODEL_LEN = 3,   /* its next token would need a position >= max_model_len */
+    KVC_FINISH_PREFILLED = 4,       /* PREFILL role: the prompt is computed; the blocks stay until release */
+    KVC_FINISH_NO_ALLOWED_TOKEN = 5 /* its allowed-token mask (kvc_engine_set_allowed_tokens) left no token with a
+                                     * logit above -inf: nothing was appended */
 } kvc_engine_finish_reason;
 
 KVC_API const char *kvc_engine_request_state_name(kvc_engine_request_state s);
@@ -355,6 +358,21 @@ KVC_API kvc_status kvc_engine_request_times_get(const kvc_engine *e, int64_t id,
  * number of generated tokens. */
 KVC_API kvc_status kvc_engine_request_token_times(const kvc_engine *e, int64_t id, int64_t *steps /* [cap] */,
                                                   int64_t *ns /* [cap] */, int64_t cap, int64_t *n_out);
+/* Restricts the next token a request samples (structured outputs: a grammar's allowed tokens) to the
+ * tokens whose bit is set in bitmask [n_words], n_words = cdiv(vocab_size, 32), token t at bit t % 32
+ * of word t / 32 (xgrammar's and llguidance's layout). The mask is copied and applies to the request's
+ * next sampled token only, however many steps pass before it is sampled (prompt chunks, preemption),
+ * then it is dropped: set one before each token to constrain every token. Masked tokens get -inf
+ * before every other sampler step (min_tokens, logit_bias, penalties, temperature, the cuts), so they
+ * are never drawn at any temperature and greedy takes the best allowed token. When no allowed token
+ * keeps a logit above -inf (an all-zero mask; min_tokens holding back the only allowed ones), the
+ * request finishes with KVC_FINISH_NO_ALLOWED_TOKEN and appends nothing. bitmask NULL (n_words
+ * ignored) drops a pending mask. Refused (KVC_EINVAL, the request unchanged): an id the engine does
+ * not hold, a finished request, n_words other than cdiv(vocab_size, 32), bits set at or past
+ * vocab_size. Masks live in storage kvc_engine_create allocates ([max_requests, n_words]): no
+ * allocation, and a request's mask never outlives it (kvc_engine_add_request starts without one). */
+KVC_API kvc_status kvc_engine_set_allowed_tokens(kvc_engine *e, int64_t id, const uint32_t *bitmask /* [n_words] */,
+                                                 int64_t n_words);
 /* Forgets a request: a finished one's output goes (a PREFILL-role request's
  * kept blocks are freed); a waiting or running one is aborted (its blocks /
  * cache row are freed at once). Frees its slot and id. */

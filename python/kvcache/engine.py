@@ -22,6 +22,7 @@ from ._lib import c_path, check, dtype_code, dtype_name, ffi, flag, int32, int64
 from ._locking import serialised
 from .errors import Error, QueueFull
 from .plan import parse_bytes, plan
+from .structured import set_bits
 
 WEIGHT_DTYPES = ("checkpoint", "f32", "bf16", "q8_0", "q4_0")  # Engine(weights=...): kvc_model_load_weights
 ACTIVATIONS = ("f32", "bf16")  # Engine(activations=...): kvc_model_set_activations
@@ -48,7 +49,13 @@ class SamplingParams:
     a positive logit divided by it, another multiplied); min_p in [0, 1]
     (tokens below min_p x the best token's probability dropped, after the
     temperature); min_tokens (<= max_tokens): stop_token_ids (at most 64
-    with it) are never sampled before that many tokens were generated."""
+    with it) are never sampled before that many tokens were generated.
+
+    structured: None, or a kvcache.structured.Grammar: every token is drawn
+    from those the grammar allows next (the others get -inf before every
+    step above), stop_token_ids only once the output is complete, and the
+    request ends with "stop" as soon as the grammar takes nothing more. Its
+    logprobs are then of the masked distribution, as vLLM's."""
     max_tokens: int = 16
     temperature: float = 0.0
     top_p: float = 1.0
@@ -62,6 +69,7 @@ class SamplingParams:
     repetition_penalty: float = 1.0
     min_tokens: int = 0
     logit_bias: dict = None
+    structured: object = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +107,9 @@ class _Live:
     params: SamplingParams
     n_prompt: int
     n_seen: int = 0
+    matcher: object = None  # structured: the request's place in its grammar
+    mask: np.ndarray = None  # structured: uint32 [cdiv(vocab, 32)], the allowed tokens of its next sampled token
+    stops: np.ndarray = None  # structured: its stop_token_ids (allowed only where the grammar accepts)
 
 
 def _checkpoint_kv_dtype(model_dir):
@@ -314,6 +325,11 @@ class Engine:
         r.sampling, keep_arrays = _sampling(params, self.vocab_size, f"request {rid}")  # params checked first
         r.max_new_tokens = params.max_tokens
         r.priority = int32(priority, "priority")
+        live = _Live(params, int(ids.size))
+        if params.structured is not None:  # before the engine holds the request: a refusal leaves nothing behind
+            live.matcher = params.structured.matcher()
+            live.mask = np.zeros((self.vocab_size + 31) // 32, dtype=np.uint32)
+            live.stops = np.asarray(params.stop_token_ids, dtype=np.int64)
         salt = cache_salt.encode() if isinstance(cache_salt, str) else cache_salt
         if salt is not None:
             if not isinstance(salt, bytes) or not 1 <= len(salt) <= lib.KVC_ENGINE_SALT_MAX:
@@ -324,8 +340,17 @@ class Engine:
         st = check(lib.kvc_engine_add_request(e, r))
         if st == lib.KVC_NO_SPACE:
             raise QueueFull(st, "KVC_NO_SPACE", ffi.string(lib.kvc_last_error()).decode(errors="replace"))
-        self._live[rid] = _Live(params, int(ids.size))
+        self._live[rid] = live
+        if live.matcher is not None:
+            self._constrain(e, rid, live)
         return rid
+
+    def _constrain(self, e, rid, live):
+        """Sets the allowed tokens of a structured request's next sampled token: its grammar's, with its stop
+        tokens only where the grammar accepts the output as complete."""
+        live.matcher.fill(live.mask)
+        set_bits(live.mask, live.stops, live.matcher.accepting)
+        check(lib.kvc_engine_set_allowed_tokens(e, rid, ffi.from_buffer("uint32_t[]", live.mask), live.mask.size))
 
     def _prompt_ids(self, prompt_token_ids):
         try:
@@ -422,16 +447,30 @@ class Engine:
         check(lib.kvc_engine_request_output(e, rid, self._out, len(self._out), n))
         new = list(self._out[live.n_seen:n[0]])
         live.n_seen = n[0]
-        reason = "length" if finished else None
+        reason = None
+        if finished:  # an empty allowed-token mask ends a request without a token: aborted, as vLLM names it
+            reason = "abort" if info.finish == lib.KVC_FINISH_NO_ALLOWED_TOKEN else "length"
         stops = live.params.stop_token_ids
         for i, t in enumerate(new):
             if t in stops:
                 new, reason = new[:i + 1], "stop"
                 break
         out = RequestOutput(rid, new, reason, self._logprobs(rid, live, new), live.n_prompt, int(info.n_prefix_hit))
-        if reason is not None:
+        if live.matcher is not None and out.finish_reason is None:
+            out.finish_reason = self._advance(e, rid, live, new)
+        if out.finish_reason is not None:
             self.abort(rid)
         return out
+
+    def _advance(self, e, rid, live, new):
+        """Moves a running structured request's grammar past its new tokens and sets the next mask; its finish
+        reason when it must end: "stop" once the grammar takes nothing more, "abort" if it refused a token."""
+        if not all(live.matcher.accept(t) for t in new):
+            return "abort"  # the mask made this impossible; never a silent invalid output
+        if live.matcher.stopped:
+            return "stop"
+        self._constrain(e, rid, live)
+        return None
 
     def _logprobs(self, rid, live, new):
         k = live.params.logprobs
@@ -440,7 +479,11 @@ class Engine:
         rows = np.flatnonzero(self._row_ids[:self._tap.n_rows] == rid)
         if len(new) != 1 or rows.size != 1:
             raise Error(lib.KVC_EINTERNAL, "KVC_EINTERNAL", f"request {rid}: no logits row for its new token")
-        return [_top_logprobs(self._logits[rows[0]], new[0], k)]
+        row = self._logits[rows[0]]
+        if live.mask is not None:  # of the distribution the token was drawn from: masked tokens -inf (vLLM's)
+            allowed = np.unpackbits(live.mask.view(np.uint8), bitorder="little")[:self.vocab_size] == 1
+            row, k = np.where(allowed, row, np.float32(-np.inf)), min(k, int(np.count_nonzero(allowed)))
+        return [_top_logprobs(row, new[0], k)]
 
     def stats(self):
         """The engine's counters now: running / waiting requests, KV usage

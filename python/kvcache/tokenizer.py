@@ -111,6 +111,10 @@ class Tokenizer:
         self.eos_token_ids = tuple(dict.fromkeys(eos))
         self._byte_level = _is_byte_level(json.loads(self._tok.to_str()).get("decoder"))
 
+    def json(self):
+        """The tokenizer as tokenizer.json text (what llguidance builds its token tables from)."""
+        return self._tok.to_str()
+
     def encode(self, text, add_special_tokens=True):
         """The ids of text. (encode_batch of one text: the same ids, and unlike encode it lets other threads
         run meanwhile, so a server tokenizing a long prompt on a worker thread keeps serving.)"""

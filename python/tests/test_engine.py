@@ -216,3 +216,65 @@ def test_gemma3_greedy_equals_the_static_runner_batched_or_alone():
     for prompt, ids in zip(PROMPTS, together):
         assert ids == kvcache.run(gemma, [prompt], 6)[0].tolist()
         assert ids == e.generate([prompt], kvcache.SamplingParams(max_tokens=6))[0]
+
+
+class _Plan:
+    """A stand-in for a structured.Grammar: the k-th generated token must be one of plan[k]; complete (and
+    stopped) after len(plan) tokens."""
+
+    def __init__(self, plan):
+        self.plan = plan
+
+    def matcher(self):
+        return _PlanMatcher(self.plan)
+
+
+class _PlanMatcher:
+    def __init__(self, plan):
+        self.plan, self.k = plan, 0
+
+    def fill(self, words):
+        words[:] = 0
+        for t in self.plan[self.k]:
+            words[t // 32] |= np.uint32(1 << (t % 32))
+
+    def accept(self, token):
+        ok = token in self.plan[self.k]
+        self.k += 1
+        return ok
+
+    @property
+    def accepting(self):
+        return self.k == len(self.plan)
+
+    stopped = accepting
+
+
+def test_structured_requests_sample_allowed_tokens_only():
+    e = engine()
+    free = e.generate([PROMPTS[0]], kvcache.SamplingParams(max_tokens=4))[0]
+    plan = [[free[0] + 1], [free[1], 300], [7, 8]]
+    for params in (kvcache.SamplingParams(max_tokens=8, structured=_Plan(plan), logprobs=2),
+                   kvcache.SamplingParams(max_tokens=8, structured=_Plan(plan), temperature=1.5, seed=3)):
+        rid = e.add_request(PROMPTS[0], params)
+        other = e.add_request(PROMPTS[0], kvcache.SamplingParams(max_tokens=4))  # a neighbour without a mask
+        got, reasons, lps = {rid: [], other: []}, {}, []
+        while e.has_unfinished():
+            for out in e.step():
+                got[out.request_id] += out.new_token_ids
+                if out.request_id == rid:
+                    lps += out.logprobs or []
+                reasons[out.request_id] = out.finish_reason
+        assert got[other] == free
+        assert len(got[rid]) == 3 and all(t in allowed for t, allowed in zip(got[rid], plan))
+        assert reasons[rid] == "stop"  # the grammar took nothing more: no stop token needed
+        if lps:  # greedy: masked logprobs, a forced token has probability 1
+            assert lps[0].token_id == free[0] + 1 and lps[0].logprob == 0.0 and len(lps[0].top) == 1
+            assert lps[1].token_id == got[rid][1] and len(lps[1].top) == 2
+    # a grammar that allows nothing ends its request (the engine's no_allowed_token) as "abort"
+    rid = e.add_request(PROMPTS[1], kvcache.SamplingParams(max_tokens=8, structured=_Plan([[5], []])))
+    outs = []
+    while e.has_unfinished():
+        outs += e.step()
+    assert [t for o in outs for t in o.new_token_ids] == [5] and outs[-1].finish_reason == "abort"
+    assert e.stats()["kv_blocks_in_use"] == 0

@@ -276,6 +276,8 @@ static kvc_status alloc_requests(kvc_engine *e) {
     e->time_store = kvci_malloc(2 * n * len * sizeof *e->time_store);
     e->bias_store = kvci_malloc(n * KVC_SAMPLING_MAX_LOGIT_BIAS * sizeof *e->bias_store);
     e->stop_store = kvci_malloc(n * KVC_SAMPLING_MAX_STOP_IDS * sizeof *e->stop_store);
+    e->mask_words = (e->model.vocab_size + 31) / 32;
+    e->mask_store = kvci_malloc(n * (size_t)e->mask_words * sizeof *e->mask_store);
     e->waiting = kvci_malloc(n * sizeof *e->waiting);
     e->running = kvci_malloc(rows * sizeof *e->running);
     e->rows = kvci_malloc(rows * sizeof *e->rows);
@@ -284,8 +286,9 @@ static kvc_status alloc_requests(kvc_engine *e) {
     e->row_admitted = kvci_malloc(rows * sizeof *e->row_admitted);
     e->ids = kvci_malloc((size_t)e->max_tokens * sizeof *e->ids);
     e->logits = kvci_malloc(rows * (size_t)e->model.vocab_size * sizeof *e->logits);
-    if (!e->reqs || !e->token_store || !e->time_store || !e->bias_store || !e->stop_store || !e->waiting ||
-        !e->running || !e->rows || !e->row_slots || !e->row_ids || !e->row_admitted || !e->ids || !e->logits)
+    if (!e->reqs || !e->token_store || !e->time_store || !e->bias_store || !e->stop_store || !e->mask_store ||
+        !e->waiting || !e->running || !e->rows || !e->row_slots || !e->row_ids || !e->row_admitted || !e->ids ||
+        !e->logits)
         return kvci_fail(KVC_ENOMEM, "engine: out of host memory for %lld request slots of %lld tokens",
                          (long long)e->p.max_requests, (long long)e->p.max_model_len + 1);
     for (size_t i = 0; i < n; i++) {
@@ -295,6 +298,7 @@ static kvc_status alloc_requests(kvc_engine *e) {
         e->reqs[i].token_ns = e->time_store + (n + i) * len;
         e->reqs[i].logit_bias = e->bias_store + i * KVC_SAMPLING_MAX_LOGIT_BIAS;
         e->reqs[i].min_tokens_ids = e->stop_store + i * KVC_SAMPLING_MAX_STOP_IDS;
+        e->reqs[i].allowed_store = e->mask_store + i * (size_t)e->mask_words;
     }
     return kvc_sampler_create(e->model.vocab_size, &e->sampler);
 }
@@ -347,6 +351,7 @@ void kvc_engine_destroy(kvc_engine *e) {
     kvci_free(e->time_store);
     kvci_free(e->bias_store);
     kvci_free(e->stop_store);
+    kvci_free(e->mask_store);
     kvci_request_table_release(&e->table);
     kvci_free(e->waiting);
     kvci_free(e->running);

@@ -28,6 +28,8 @@ typedef struct kvc_engine_req {
                                    * point into the two stores below */
     kvc_logit_bias *logit_bias;   /* [KVC_SAMPLING_MAX_LOGIT_BIAS] (into kvc_engine.bias_store) */
     int32_t *min_tokens_ids;      /* [KVC_SAMPLING_MAX_STOP_IDS] (into kvc_engine.stop_store) */
+    uint32_t *allowed_store;      /* [mask_words] (into kvc_engine.mask_store): kvc_engine_set_allowed_tokens */
+    const uint32_t *allowed;      /* allowed_store while a mask waits for the next sampled token, else NULL */
     int64_t n_preemptions;
     int64_t cache_row; /* self-managed: legacy row while running, else -1 */
     int64_t row_build; /* kvc_engine.build of the last step that gave it a row */
@@ -87,6 +89,8 @@ struct kvc_engine {
     int64_t *time_store;        /* [2, max_requests, max_model_len + 1] token steps, then token ns */
     kvc_logit_bias *bias_store; /* [max_requests, KVC_SAMPLING_MAX_LOGIT_BIAS] each request's logit_bias */
     int32_t *stop_store;        /* [max_requests, KVC_SAMPLING_MAX_STOP_IDS] each request's min_tokens_ids */
+    uint32_t *mask_store;       /* [max_requests, mask_words] each request's allowed-token bitmask */
+    int64_t mask_words;         /* cdiv(vocab_size, 32) */
     int64_t next_arrival;
     int32_t *waiting; /* [max_requests] slots, best (priority, arrival) first */
     int64_t n_waiting;
@@ -116,9 +120,12 @@ struct kvc_engine {
 
 /* ---- sampling (sampler.c) ---- */
 /* The token drawn for a request whose params were checked at submit (kvc_sampler_sample_tokens
- * without the checks): eos_id (-1: none) is held back by min_tokens too. */
+ * without the checks): eos_id (-1: none) is held back by min_tokens too. allowed (NULL: every
+ * token) is a bitmask [cdiv(vocab, 32)] of the tokens that may be drawn (bit t % 32 of word t / 32);
+ * -1 when no allowed token has a logit above -inf after the logits steps. */
 int32_t kvci_sampler_draw(kvc_sampler *s, const float *logits /* [vocab] */, const kvc_sampling_params *p,
-                          int32_t eos_id, const int32_t *tokens, int64_t n_prompt, int64_t n_tokens);
+                          int32_t eos_id, const uint32_t *allowed, const int32_t *tokens, int64_t n_prompt,
+                          int64_t n_tokens);
 
 /* ---- request slots and ordered lists (queue.c) ---- */
 kvc_engine_req *kvci_engine_find(const kvc_engine *e, int64_t id);

@@ -1,4 +1,4 @@
-/* Steps 1-3 of the sampler (kvcache/engine.h): the min_tokens mask, the logit
+/* Steps 0-3 of the sampler (kvcache/engine.h): the allowed-token mask, the min_tokens mask, the logit
  * bias, then the repetition, frequency and presence penalties, in vLLM v1's
  * order, all in float32 on a copy of the logits. The penalties find the
  * request's tokens by scanning them (O(n_tokens) a step, no allocation): a
@@ -53,12 +53,16 @@ static void output_penalties(float *w, const kvc_sampling_params *p, const int32
 }
 
 const float *kvci_logits_steps(const float *logits, int64_t vocab, const kvc_sampling_params *p, int32_t eos_id,
-                               bool hold, const int32_t *tokens, int64_t n_prompt, int64_t n_tokens, float *work,
-                               int32_t *count) {
+                               bool hold, const uint32_t *allowed, const int32_t *tokens, int64_t n_prompt,
+                               int64_t n_tokens, float *work, int32_t *count) {
     hold = hold && (p->n_min_tokens_ids > 0 || eos_id >= 0);
     const bool out_pen = (p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f) && n_tokens > n_prompt;
-    if (!hold && p->n_logit_bias == 0 && !repetition_on(p) && !out_pen) return logits;
-    memcpy(work, logits, (size_t)vocab * sizeof *work);
+    if (allowed == NULL && !hold && p->n_logit_bias == 0 && !repetition_on(p) && !out_pen) return logits;
+    if (allowed != NULL) {
+        for (int64_t t = 0; t < vocab; t++) work[t] = (allowed[t >> 5] >> (t & 31)) & 1u ? logits[t] : -INFINITY;
+    } else {
+        memcpy(work, logits, (size_t)vocab * sizeof *work);
+    }
     if (hold) {
         for (int32_t i = 0; i < p->n_min_tokens_ids; i++) work[p->min_tokens_ids[i]] = -INFINITY;
         if (eos_id >= 0) work[eos_id] = -INFINITY;

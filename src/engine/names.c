@@ -18,6 +18,7 @@ const char *kvc_engine_finish_reason_name(kvc_engine_finish_reason r) {
     case KVC_FINISH_MAX_NEW: return "max_new_tokens";
     case KVC_FINISH_MAX_MODEL_LEN: return "max_model_len";
     case KVC_FINISH_PREFILLED: return "prefilled";
+    case KVC_FINISH_NO_ALLOWED_TOKEN: return "no_allowed_token";
     }
     return "?";
 }

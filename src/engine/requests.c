@@ -87,12 +87,14 @@ kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r) {
     int64_t *token_step = q->token_step, *token_ns = q->token_ns;
     kvc_logit_bias *logit_bias = q->logit_bias;
     int32_t *min_tokens_ids = q->min_tokens_ids;
-    memset(q, 0, sizeof *q);
+    uint32_t *allowed_store = q->allowed_store;
+    memset(q, 0, sizeof *q); /* allowed NULL: no mask until kvc_engine_set_allowed_tokens */
     q->tokens = tokens;
     q->token_step = token_step;
     q->token_ns = token_ns;
     q->logit_bias = logit_bias;
     q->min_tokens_ids = min_tokens_ids;
+    q->allowed_store = allowed_store;
     q->id = r->id;
     q->priority = r->priority;
     q->cache_salt_len = r->cache_salt_len;
@@ -160,6 +162,32 @@ kvc_status kvc_engine_request_output(const kvc_engine *e, int64_t id, int32_t *o
     int64_t n = r->n_tokens - r->n_prompt;
     if (cap > 0) memcpy(out, r->tokens + r->n_prompt, (size_t)kvci_min64(n, cap) * sizeof *out);
     *n_out = n;
+    return KVC_OK;
+}
+
+kvc_status kvc_engine_set_allowed_tokens(kvc_engine *e, int64_t id, const uint32_t *bitmask, int64_t n_words) {
+    kvc_engine_req *r = NULL;
+    kvc_status st = lookup(e, id, "kvc_engine_set_allowed_tokens", &r);
+    if (st != KVC_OK) return st;
+    if (bitmask == NULL) {
+        r->allowed = NULL;
+        return KVC_OK;
+    }
+    if (n_words != e->mask_words)
+        return kvci_fail(
+            KVC_EINVAL, "kvc_engine_set_allowed_tokens: request %lld: n_words %lld must be cdiv(vocab %lld, 32) = %lld",
+            (long long)id, (long long)n_words, (long long)e->model.vocab_size, (long long)e->mask_words);
+    if (r->state == KVC_REQ_FINISHED)
+        return kvci_fail(KVC_EINVAL, "kvc_engine_set_allowed_tokens: request %lld has finished (%s)", (long long)id,
+                         kvc_engine_finish_reason_name(r->finish));
+    const int64_t tail = e->model.vocab_size % 32; /* bits of the last word past the vocabulary must be clear */
+    if (tail != 0 && (bitmask[n_words - 1] >> tail) != 0)
+        return kvci_fail(KVC_EINVAL,
+                         "kvc_engine_set_allowed_tokens: request %lld: bitmask[%lld] allows tokens at or past "
+                         "the vocabulary size %lld",
+                         (long long)id, (long long)n_words - 1, (long long)e->model.vocab_size);
+    memcpy(r->allowed_store, bitmask, (size_t)n_words * sizeof *bitmask);
+    r->allowed = r->allowed_store;
     return KVC_OK;
 }
 

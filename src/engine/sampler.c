@@ -300,11 +300,13 @@ static int32_t draw(kvc_sampler *s, const float *logits, const kvc_sampling_para
 }
 
 int32_t kvci_sampler_draw(kvc_sampler *s, const float *logits, const kvc_sampling_params *p, int32_t eos_id,
-                          const int32_t *tokens, int64_t n_prompt, int64_t n_tokens) {
+                          const uint32_t *allowed, const int32_t *tokens, int64_t n_prompt, int64_t n_tokens) {
     const bool hold = p->min_tokens > n_tokens - n_prompt;
     const float *l =
-        kvci_logits_steps(logits, s->vocab, p, eos_id, hold, tokens, n_prompt, n_tokens, s->work, s->count);
-    return draw(s, l, p, (uint64_t)(n_tokens - n_prompt));
+        kvci_logits_steps(logits, s->vocab, p, eos_id, hold, allowed, tokens, n_prompt, n_tokens, s->work, s->count);
+    const int32_t tok = draw(s, l, p, (uint64_t)(n_tokens - n_prompt));
+    /* the draw takes a token above -inf whenever there is one: this one is masked, so all are */
+    return allowed != NULL && !(l[tok] > -INFINITY) ? -1 : tok;
 }
 
 kvc_status kvc_sampler_sample_tokens(kvc_sampler *s, const float *logits, const kvc_sampling_params *p,
@@ -325,7 +327,7 @@ kvc_status kvc_sampler_sample_tokens(kvc_sampler *s, const float *logits, const 
             return kvci_fail(KVC_EINVAL,
                              "kvc_sampler_sample_tokens: tokens[%lld] %d is outside the vocabulary [0, %lld)",
                              (long long)i, tokens[i], (long long)s->vocab);
-    *token_out = kvci_sampler_draw(s, logits, p, -1, tokens, n_prompt, n_tokens);
+    *token_out = kvci_sampler_draw(s, logits, p, -1, NULL, tokens, n_prompt, n_tokens);
     return KVC_OK;
 }
 
@@ -340,6 +342,6 @@ kvc_status kvc_sampler_sample(kvc_sampler *s, const float *logits, const kvc_sam
         return kvci_fail(KVC_EINVAL, "kvc_sampler_sample: presence_penalty, frequency_penalty and "
                                      "repetition_penalty need the request's tokens (kvc_sampler_sample_tokens)");
     const bool hold = p->min_tokens > 0 && (uint64_t)p->min_tokens > k; /* k tokens were generated */
-    *token_out = draw(s, kvci_logits_steps(logits, s->vocab, p, -1, hold, NULL, 0, 0, s->work, s->count), p, k);
+    *token_out = draw(s, kvci_logits_steps(logits, s->vocab, p, -1, hold, NULL, NULL, 0, 0, s->work, s->count), p, k);
     return KVC_OK;
 }

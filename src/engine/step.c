@@ -69,14 +69,17 @@ static kvc_status finish_rows(kvc_engine *e, int64_t t1, kvc_engine_step_result 
             e->p.prefix_caching ? kvc_manager_cache_computed(e->mgr, r->id, r->tokens, r->n_cached) : KVC_OK;
         if (st != KVC_OK) return st;
         if (r->n_cached < r->n_tokens) continue; /* a chunk in the middle of the tokens: nothing to sample */
-        const int32_t tok = kvci_sampler_draw(e->sampler, e->logits + b * vocab, &r->sampling, r->eos_id, r->tokens,
-                                              r->n_prompt, r->n_tokens);
-        r->tokens[r->n_tokens] = tok;
-        kvci_engine_times_token(e, r, t1);
-        r->n_tokens++;
-        e->stats.generated_tokens++;
-        const bool prefilled = e->p.role == KVC_ENGINE_ROLE_PREFILL; /* its blocks stay for the transfer */
-        r->finish = prefilled ? KVC_FINISH_PREFILLED : finish_reason(e, r);
+        const int32_t tok = kvci_sampler_draw(e->sampler, e->logits + b * vocab, &r->sampling, r->eos_id, r->allowed,
+                                              r->tokens, r->n_prompt, r->n_tokens);
+        r->allowed = NULL;                                                       /* a mask serves one sampled token */
+        const bool prefilled = tok >= 0 && e->p.role == KVC_ENGINE_ROLE_PREFILL; /* its blocks stay for the transfer */
+        if (tok >= 0) {
+            r->tokens[r->n_tokens] = tok;
+            kvci_engine_times_token(e, r, t1);
+            r->n_tokens++;
+            e->stats.generated_tokens++;
+        }
+        r->finish = tok < 0 ? KVC_FINISH_NO_ALLOWED_TOKEN : prefilled ? KVC_FINISH_PREFILLED : finish_reason(e, r);
         if (r->finish == KVC_FINISH_NONE) continue;
         e->n_held += prefilled;
         st = prefilled ? KVC_OK : kvci_engine_evict(e, r);

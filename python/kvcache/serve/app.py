@@ -18,7 +18,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .. import __version__
+from .. import __version__, structured
 from ..async_engine import AsyncEngine
 from ..chat_template import GLOBALS as TEMPLATE_GLOBALS, TemplateError
 from ..detokenize import TextPlace, TextStream, prompt_text
@@ -165,6 +165,8 @@ class Server:
         self.created = int(time.time())
         self.vocab_size = self.engine.engine.vocab_size
         self.max_model_len = self.engine.engine.max_model_len
+        self._vocabulary = structured.Lazy(lambda: structured.Vocabulary(self.tokenizer.json(), self.vocab_size,
+                                                                         self.tokenizer.eos_token_ids))
         routes = [Route("/v1/completions", self.completions, methods=["POST"]),
                   Route("/v1/chat/completions", self.chat, methods=["POST"]),
                   Route("/v1/models", self.models, methods=["GET"]),
@@ -237,8 +239,8 @@ class Server:
             return salt
         return hashlib.sha256(b"kvcache-tenant\0" + tenant + b"\0" + (salt or "").encode()).digest()
 
-    def _params(self, gen, n_prompt, what):
-        """The SamplingParams of a prompt of n_prompt tokens; 400 naming `what` (the prompt's field) or
+    def _params(self, gen, n_prompt, what, grammar):
+        """The SamplingParams of a prompt of n_prompt tokens (grammar: its structured.Grammar or None); 400 naming `what` (the prompt's field) or
         max_tokens when the prompt and the tokens asked for do not fit the model's length."""
         max_tokens = gen.max_tokens
         if n_prompt >= self.max_model_len:
@@ -260,7 +262,18 @@ class Server:
                               top_k=gen.top_k, seed=gen.seed, stop_token_ids=stop_ids, logprobs=gen.logprobs,
                               min_p=gen.min_p, presence_penalty=gen.presence_penalty,
                               frequency_penalty=gen.frequency_penalty, repetition_penalty=gen.repetition_penalty,
-                              min_tokens=gen.min_tokens, logit_bias=gen.logit_bias)
+                              min_tokens=gen.min_tokens, logit_bias=gen.logit_bias, structured=grammar)
+
+    async def _grammar(self, gen):
+        """The structured.Grammar of a request asking for a structured output (None for free text): the
+        model's llguidance vocabulary is built by the first one, on a worker thread."""
+        if gen.grammar is None:
+            return None
+        try:
+            vocabulary = await anyio.to_thread.run_sync(self._vocabulary.get)
+        except InvalidArgument as exc:
+            raise bad(exc.message, "response_format") from None
+        return structured.Grammar(vocabulary, gen.grammar)
 
     async def _start(self, request, parse, what):
         """Checks, tokenizes and queues a request, n choices of each of its prompts:
@@ -274,7 +287,8 @@ class Server:
         if len(prompts) * gen.n > self.engine.engine.max_requests:  # could never be queued at once: not a retry
             raise bad(f"{len(prompts)} prompt(s) x n {gen.n} choices exceed the {self.engine.engine.max_requests} "
                       "requests the server holds at once (--max-requests)", "n")
-        params = [self._params(gen, len(p.ids), what) for p in prompts]
+        grammar = await self._grammar(gen)
+        params = [self._params(gen, len(p.ids), what, grammar) for p in prompts]
         salt = self._salt(tenant, gen.cache_salt)
         wanted = [(prompt, dataclasses.replace(p, seed=choices.seed_of(p.seed, j)))
                   for prompt, p in zip(prompts, params) for j in range(gen.n)]

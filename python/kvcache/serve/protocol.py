@@ -3,6 +3,9 @@ the error shape it answers with (docs/serve.md lists both)."""
 import dataclasses
 import json
 
+from .. import structured
+from ..errors import InvalidArgument
+
 MAX_LOGPROBS = 20
 MAX_STOP = 16  # stop strings per request
 MAX_STOP_LEN = 256  # characters of one stop string
@@ -100,6 +103,7 @@ class Generation:
     min_tokens: int = 0  # stop tokens and stop strings wait for that many generated tokens
     logit_bias: dict = None  # {token id: bias}
     tool_calls: bool = False  # chat: the reply's text is parsed for tool calls (tools with tool_choice auto)
+    grammar: str = None  # structured outputs: the llguidance grammar every choice follows (None: free text)
 
 
 def _is_int(v):
@@ -184,19 +188,83 @@ def _unsupported(body, n):
     if best_of != n:
         raise bad(f"best_of must equal n ({n}): candidates are not ranked", "best_of")
     # asked-for behaviour the sampler or the server does not have: refused by name, never silently dropped
-    for name in ("suffix", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
-                 "structured_outputs", "allowed_token_ids", "bad_words", "logits_processors",
+    for name in ("suffix", "guided_regex", "guided_choice", "guided_grammar", "guided_whitespace_pattern",
+                 "allowed_token_ids", "bad_words", "logits_processors",
                  "use_beam_search", "truncate_prompt_tokens", "chat_template", "guided_decoding_backend"):
         v = body.get(name)
         if not (v is None or v is False or v == ""):  # 0 is a value asked for (prompt_logprobs 0 asks for them)
             raise bad(f"{name} is not supported", name)
-    fmt = body.get("response_format")
-    if fmt is not None and (not isinstance(fmt, dict) or fmt.get("type") != "text"):
-        raise bad("response_format: only {\"type\": \"text\"} is supported (no JSON mode or schema)", "response_format")
     choice = body.get("tool_choice")
     if choice not in (None, "auto", "none"):  # "required" or a named function: vLLM forces them by guided decoding
         raise bad("tool_choice: only \"auto\" and \"none\" are supported (\"required\" and a named function need "
                   "guided decoding, which kvcache does not have)", "tool_choice")
+
+
+_FORMATS = '{"type": "text"}, {"type": "json_object"} or {"type": "json_schema", "json_schema": {"name", "schema"}}'
+
+
+def _schema_text(schema, field):
+    """A schema vLLM takes as an object or as its JSON text."""
+    if not isinstance(schema, str):
+        return schema
+    try:
+        return json.loads(schema)
+    except ValueError:
+        raise bad(f"{field} must be a JSON schema (an object or its JSON text)", field) from None
+
+
+def _response_format(fmt):
+    """The JSON schema of an OpenAI response_format (None for none or text)."""
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if fmt is None or kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "object"}
+    if kind != "json_schema":
+        raise bad(f"response_format must be {_FORMATS}", "response_format")
+    spec = fmt.get("json_schema")
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not spec["name"]:
+        raise bad("response_format: json_schema must be an object with a name (a string) and a schema",
+                  "response_format")
+    if not isinstance(spec.get("schema"), dict):
+        raise bad("response_format: json_schema.schema must be a JSON schema (an object)", "response_format")
+    if not isinstance(spec.get("strict", False), (bool, type(None))):
+        raise bad("response_format: json_schema.strict must be a boolean", "response_format")
+    return spec["schema"]
+
+
+def _schema(body):
+    """(the JSON schema the output must follow, the field that asked for it), or (None, None): OpenAI's
+    response_format, or vLLM's guided_json / structured_outputs {"json": schema} or {"json_object": true}; at
+    most one of them."""
+    fmt = _response_format(body.get("response_format"))
+    asked = [] if fmt is None else [(fmt, "response_format")]
+    if body.get("guided_json") is not None:
+        asked.append((_schema_text(body["guided_json"], "guided_json"), "guided_json"))
+    outputs = body.get("structured_outputs")
+    if outputs is not None:
+        if not isinstance(outputs, dict) or not outputs.keys() <= {"json", "json_object"}:
+            raise bad("structured_outputs: only {\"json\": schema} and {\"json_object\": true} are supported "
+                      "(no regex, choice or grammar)", "structured_outputs")
+        if outputs.get("json") is not None:
+            asked.append((_schema_text(outputs["json"], "structured_outputs"), "structured_outputs"))
+        if outputs.get("json_object"):
+            asked.append(({"type": "object"}, "structured_outputs"))
+    if len(asked) > 1:
+        raise bad(f"{' and '.join(name for _, name in asked)} each ask for a structured output: give one", asked[1][1])
+    return asked[0] if asked else (None, None)
+
+
+def _grammar(body):
+    """The llguidance grammar of the structured output a body asks for (None: free text); 400 naming the field
+    for a schema that does not compile."""
+    schema, field = _schema(body)
+    if field is None:
+        return None
+    try:
+        return structured.json_grammar(schema)
+    except InvalidArgument as exc:
+        raise bad(f"{field}: {exc.message}", field) from None
 
 
 def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
@@ -238,7 +306,7 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
                       presence_penalty=_number(body, "presence_penalty", 0.0, -2.0, 2.0),
                       frequency_penalty=_number(body, "frequency_penalty", 0.0, -2.0, 2.0),
                       repetition_penalty=_repetition_penalty(body), min_tokens=_int(body, "min_tokens", 0, 0, 2**31 - 1),
-                      logit_bias=_logit_bias(body, vocab_size))
+                      logit_bias=_logit_bias(body, vocab_size), grammar=_grammar(body))
 
 
 def _one_prompt(prompt, vocab_size, what):

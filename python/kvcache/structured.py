@@ -1,0 +1,128 @@
+"""Structured outputs: a grammar (a JSON schema, or any JSON object) that
+every generated token must keep the output inside, through llguidance
+(PyPI `llguidance`, one of vLLM's backends), which builds its token tables
+from tokenizer.json alone. kvcache.Engine fills a request's allowed-token
+mask from its Matcher before every token it samples and advances the
+Matcher with the token (kvc_engine_set_allowed_tokens; docs/serve.md,
+"Structured outputs"). No JSON grammar is written here.
+"""
+import json
+import threading
+
+import numpy as np
+
+from ._lib import invalid
+
+# No whitespace between JSON tokens beyond what strings hold (as vLLM's disable_any_whitespace, which vLLM leaves
+# off): a model free to add blanks may pad for ever, an untrained or unsure one most of all.
+_JSON_OPTIONS = {"whitespace_flexible": False}
+
+
+def _llguidance():
+    try:
+        import llguidance
+    except ImportError:
+        raise invalid("structured outputs need the llguidance package (pip install 'kvcache[serve]')") from None
+    return llguidance
+
+
+def json_grammar(schema):
+    """The llguidance grammar of a JSON schema (a dict; {"type": "object"} for any JSON object); raises
+    InvalidArgument with llguidance's reason for a schema it cannot compile."""
+    if not isinstance(schema, dict):
+        raise invalid(f"a JSON schema must be an object, not {type(schema).__name__}")
+    lg = _llguidance()
+    try:
+        grammar = lg.LLMatcher.grammar_from_json_schema(json.dumps(schema), defaults=_JSON_OPTIONS)
+    except (ValueError, TypeError) as exc:
+        raise invalid(f"the JSON schema is not valid: {exc}") from None
+    error = lg.LLMatcher.validate_grammar(grammar)
+    if error:
+        raise invalid(f"the JSON schema is not valid: {error}")
+    return grammar
+
+
+class Vocabulary:
+    """llguidance's view of a tokenizer.json (its text) for a model of vocab_size ids (masks have
+    cdiv(vocab_size, 32) words); eos_token_ids end a generation. Built once (a pass over the vocabulary),
+    shared by every Grammar of the model."""
+
+    def __init__(self, tokenizer_json, vocab_size, eos_token_ids):
+        lg = _llguidance()
+        try:
+            self.ll = lg.LLTokenizer(tokenizer_json, n_vocab=vocab_size, eos_token=list(eos_token_ids) or None)
+        except (ValueError, TypeError, RuntimeError) as exc:
+            raise invalid(f"structured outputs: llguidance cannot read the tokenizer: {exc}") from None
+        self.vocab_size = vocab_size
+        self.eos = np.asarray(list(eos_token_ids), dtype=np.int64)
+
+
+class Lazy:
+    """A Vocabulary made on first use (under a lock: request threads may ask at once); its refusal is kept."""
+
+    def __init__(self, make):
+        self._make, self._lock, self._value, self._error = make, threading.Lock(), None, None
+
+    def get(self):
+        with self._lock:
+            if self._value is None and self._error is None:
+                try:
+                    self._value = self._make()
+                except Exception as exc:  # told to every request that asks, not retried
+                    self._error = exc
+            if self._error is not None:
+                raise self._error
+            return self._value
+
+
+class Grammar:
+    """A compiled grammar for one vocabulary; matcher() gives each request (each choice) its own state."""
+
+    def __init__(self, vocabulary, grammar):
+        self.vocabulary, self.grammar = vocabulary, grammar
+
+    def matcher(self):
+        return Matcher(_llguidance().LLMatcher(self.vocabulary.ll, self.grammar, log_level=0), self.vocabulary.eos)
+
+
+class Matcher:
+    """One request's place in its grammar."""
+
+    def __init__(self, m, eos):
+        self._m, self._eos = m, eos
+        if m.is_error():
+            raise invalid(f"structured outputs: {m.get_error()}")
+
+    def fill(self, words):
+        """Writes the tokens the grammar allows next into words (uint32 [cdiv(vocab, 32)], bit t % 32 of word
+        t / 32), the model's end-of-sequence ids left out: which tokens end the output is the request's choice
+        (its stop tokens; none with ignore_eos), allowed where `accepting`."""
+        self._m.unsafe_compute_mask_ptr(words.ctypes.data, words.nbytes)
+        set_bits(words, self._eos, False)
+
+    def accept(self, token):
+        """Advances past a sampled token; False when the grammar refuses it (the matcher is then in error)."""
+        return self._m.consume_token(int(token))
+
+    @property
+    def accepting(self):
+        """The output so far is complete (an end-of-sequence token may come)."""
+        return self._m.is_accepting()
+
+    @property
+    def stopped(self):
+        """Nothing but an end-of-sequence token may come."""
+        return self._m.is_stopped()
+
+    @property
+    def error(self):
+        return self._m.get_error() if self._m.is_error() else None
+
+
+def set_bits(words, ids, on):
+    """Sets (on) or clears the bits of token ids [n] in a mask words [cdiv(vocab, 32)]."""
+    at, bits = ids // 32, np.uint32(1) << (ids % 32).astype(np.uint32)
+    if on:
+        np.bitwise_or.at(words, at, bits)
+    else:
+        np.bitwise_and.at(words, at, ~bits)

@@ -1,0 +1,186 @@
+"""kvcache.serve's structured outputs: response_format json_object and json_schema (and vLLM's guided_json /
+structured_outputs) make even the random-weight test model write JSON that parses and follows the schema
+(nested object, enum, array, bounded strings and integers), streamed or not, n choices each on their own
+grammar, on both endpoints; a schema that does not compile is refused with 400 naming response_format."""
+import json
+
+import pytest
+
+for module in ("tokenizers", "jinja2", "starlette", "uvicorn", "prometheus_client", "httpx", "llguidance"):
+    pytest.importorskip(module)
+
+import httpx  # noqa: E402
+
+from serve_fixture import running, sse_events  # noqa: E402
+from text_model import make_model_dir  # noqa: E402
+
+COLORS = ["red", "green", "blue"]
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 6},
+        "color": {"enum": COLORS},
+        "size": {"type": "integer", "minimum": 0, "maximum": 99},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 3},
+        "box": {"type": "object", "properties": {"w": {"type": "integer", "minimum": 0, "maximum": 9},
+                                                 "ok": {"type": "boolean"}},
+                "required": ["w", "ok"], "additionalProperties": False},
+    },
+    "required": ["name", "color", "size", "tags", "box"],
+    "additionalProperties": False,
+}
+FORMAT = {"type": "json_schema", "json_schema": {"name": "thing", "schema": SCHEMA, "strict": True}}
+MESSAGES = [{"role": "user", "content": "Describe a thing as JSON."}]
+EOS = 2  # one of the test model's end-of-sequence ids (generation_config: 2 and 0)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with running(make_model_dir(tmp_path_factory.mktemp("model"))) as (base, srv):
+        yield base, srv
+
+
+def follows_schema(text):
+    """text is one JSON value following SCHEMA (checked by hand: each property's type and bounds)."""
+    v = json.loads(text)
+    assert isinstance(v, dict) and set(v) == set(SCHEMA["required"]), v
+    assert isinstance(v["name"], str) and len(v["name"]) <= 6
+    assert v["color"] in COLORS
+    assert isinstance(v["size"], int) and not isinstance(v["size"], bool) and 0 <= v["size"] <= 99
+    assert isinstance(v["tags"], list) and len(v["tags"]) <= 3
+    assert all(isinstance(t, str) and len(t) <= 3 for t in v["tags"])
+    assert isinstance(v["box"], dict) and set(v["box"]) == {"w", "ok"}
+    assert isinstance(v["box"]["w"], int) and 0 <= v["box"]["w"] <= 9 and isinstance(v["box"]["ok"], bool)
+    return v
+
+
+def chat(base, **kw):
+    body = {"model": "test", "messages": MESSAGES, "max_tokens": 120, "response_format": FORMAT, **kw}
+    return httpx.post(base + "/v1/chat/completions", json=body, timeout=60)
+
+
+def test_json_schema_chat_n_choices(server):
+    base, _ = server
+    for extra in ({"temperature": 0}, {"temperature": 1.0, "seed": 7, "n": 4}, {"temperature": 2.0, "seed": 3}):
+        r = chat(base, **extra)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert len(body["choices"]) == extra.get("n", 1)
+        for choice in body["choices"]:
+            follows_schema(choice["message"]["content"])
+            assert choice["finish_reason"] == "stop"  # the grammar ends the output, not max_tokens
+    seen = {json.dumps(json.loads(c["message"]["content"]), sort_keys=True)
+            for c in chat(base, temperature=1.0, seed=11, n=4).json()["choices"]}
+    assert len(seen) > 1  # each choice samples on its own grammar: the mask does not tie them together
+
+
+def test_json_schema_streamed_and_completions(server):
+    base, _ = server
+    with httpx.stream("POST", base + "/v1/chat/completions", timeout=60,
+                      json={"model": "test", "messages": MESSAGES, "max_tokens": 120, "response_format": FORMAT,
+                            "stream": True, "n": 2, "temperature": 1.0, "seed": 5}) as r:
+        assert r.status_code == 200
+        events = sse_events(r.iter_lines())
+    texts, reasons = ["", ""], [None, None]
+    for e in events:
+        for c in e["choices"]:
+            texts[c["index"]] += c["delta"].get("content") or ""
+            reasons[c["index"]] = c["finish_reason"] or reasons[c["index"]]
+    assert reasons == ["stop", "stop"]
+    for t in texts:
+        follows_schema(t)
+    body = {"model": "test", "prompt": "A thing:", "max_tokens": 120, "temperature": 0, "response_format": FORMAT}
+    r = httpx.post(base + "/v1/completions", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    follows_schema(r.json()["choices"][0]["text"])
+    with httpx.stream("POST", base + "/v1/completions", json={**body, "stream": True}, timeout=60) as r:
+        events = sse_events(r.iter_lines())
+    assert follows_schema("".join(c["text"] for e in events for c in e["choices"])) == \
+        json.loads(httpx.post(base + "/v1/completions", json=body, timeout=60).json()["choices"][0]["text"])
+
+
+def test_json_object_and_vllm_fields(server):
+    base, srv = server
+    # any JSON object: the random model writes a key for ever (its greedy choice inside a string never closes
+    # it), so biases steer it: '"' (+100) before '}' (+50) before anything else. The mask comes first, so each is
+    # taken only where the grammar allows it: '{' (neither is allowed first), '""' (a key), ':', '""' (a value),
+    # then '}' over ','
+    (quote,), (close,) = srv.tokenizer.encode('"', False), srv.tokenizer.encode("}", False)
+    r = chat(base, response_format={"type": "json_object"}, temperature=0, logit_bias={quote: 100, close: 50})
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["message"]["content"] == '{"":""}'
+    assert r.json()["choices"][0]["finish_reason"] == "stop"
+    r = chat(base, response_format={"type": "json_object"}, temperature=0, max_tokens=40)  # unsteered
+    assert r.json()["choices"][0]["finish_reason"] == "length"  # as vLLM: the JSON is cut, not closed
+    assert r.json()["choices"][0]["message"]["content"].startswith('{"')
+    # vLLM's spellings of a schema
+    for extra in ({"guided_json": SCHEMA}, {"guided_json": json.dumps(SCHEMA)}, {"structured_outputs": {"json": SCHEMA}},
+                  {"structured_outputs": {"json": json.dumps(SCHEMA)}}):
+        r = chat(base, response_format=None, temperature=0, **extra)
+        assert r.status_code == 200, r.text
+        follows_schema(r.json()["choices"][0]["message"]["content"])
+
+
+def test_end_of_sequence_only_where_the_json_is_complete(server):
+    base, srv = server
+    # a top-level integer is complete after its first digit yet may go on: a +100 bias on the end-of-sequence
+    # id takes it at the first place the grammar allows it, never before (an empty text is no JSON)
+    number = {"type": "json_schema", "json_schema": {"name": "n", "schema": {"type": "integer"}}}
+    r = chat(base, temperature=0, response_format=number, logit_bias={EOS: 100}, return_token_ids=True).json()
+    choice = r["choices"][0]
+    assert isinstance(json.loads(choice["message"]["content"]), int) and choice["finish_reason"] == "stop"
+    assert len(choice["token_ids"]) == 2 and choice["token_ids"][-1] == EOS
+    # so does a stop_token_ids id, even one the grammar would take as text: here the digit 5 (biased +100),
+    # which is only allowed once a digit stands
+    (five,) = srv.tokenizer.encode("5", False)
+    r = chat(base, temperature=0, response_format=number, logit_bias={five: 100}, stop_token_ids=[five],
+             return_token_ids=True).json()
+    choice = r["choices"][0]
+    assert choice["token_ids"][-1] == five and choice["stop_reason"] == five and len(choice["token_ids"]) == 2
+    assert isinstance(json.loads(choice["message"]["content"]), int)
+    # ignore_eos: the end-of-sequence ids are never sampled, not even where the grammar would end
+    r = chat(base, temperature=0, response_format=number, logit_bias={EOS: 100}, ignore_eos=True, max_tokens=4,
+             return_token_ids=True).json()
+    choice = r["choices"][0]
+    assert choice["finish_reason"] == "length" and not {0, EOS} & set(choice["token_ids"])
+    assert isinstance(json.loads(choice["message"]["content"]), int)
+    # with no stop token at all (ignore_eos) the choice still ends where the grammar ends
+    r = chat(base, temperature=0, ignore_eos=True).json()
+    assert r["choices"][0]["finish_reason"] == "stop"
+    follows_schema(r["choices"][0]["message"]["content"])
+
+
+def test_logprobs_are_of_the_masked_distribution(server):
+    base, _ = server
+    r = chat(base, temperature=0, logprobs=True, top_logprobs=5)
+    assert r.status_code == 200, r.text
+    entries = r.json()["choices"][0]["logprobs"]["content"]
+    follows_schema("".join(e["token"] for e in entries))
+    for e in entries:  # greedy: the sampled token is the most likely allowed one, every alternative allowed
+        assert e["top_logprobs"][0]["logprob"] == e["logprob"] <= 0
+        assert all(-1e9 < t["logprob"] <= e["logprob"] for t in e["top_logprobs"])
+    # where the grammar allows one token (a property name's letters, '":', a closing brace) it has probability
+    # 1 and no alternative; unconstrained, the random model's greedy tokens have logprobs near -1
+    forced = [e for e in entries if len(e["top_logprobs"]) == 1]
+    assert len(forced) > 10 and all(abs(e["logprob"]) < 1e-5 for e in forced)
+    raw = chat(base, temperature=0, logprobs=True, top_logprobs=1, response_format=None, max_tokens=8).json()
+    assert all(e["logprob"] < -0.5 for e in raw["choices"][0]["logprobs"]["content"])
+
+
+def test_refusals_name_the_field(server):
+    base, _ = server
+    url = base + "/v1/chat/completions"
+    ok = {"model": "test", "messages": MESSAGES, "max_tokens": 4}
+    for fmt in ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "nonsense"}}},
+                {"type": "json_schema", "json_schema": {"schema": SCHEMA}},  # no name
+                {"type": "json_schema", "json_schema": {"name": "x", "schema": [1]}},
+                {"type": "json_schema"}, {"type": "xml"}, "json_object",
+                {"type": "json_schema", "json_schema": {"name": "x", "schema": {"$ref": "#/nowhere"}}}):
+        r = httpx.post(url, json={**ok, "response_format": fmt}, timeout=60)
+        assert r.status_code == 400, (fmt, r.text)
+        assert r.json()["error"]["param"] == "response_format", r.text
+    r = httpx.post(url, json={**ok, "response_format": {"type": "json_object"}, "guided_json": SCHEMA}, timeout=60)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "guided_json"
+    for outputs in ({"regex": "a+"}, {"json": "{not json"}, {"json": {"type": 5}}):
+        r = httpx.post(url, json={**ok, "structured_outputs": outputs}, timeout=60)
+        assert r.status_code == 400 and r.json()["error"]["param"] == "structured_outputs", r.text
