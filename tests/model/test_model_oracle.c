@@ -1,9 +1,8 @@
-/* Oracle: Hugging Face transformers reference data (tests/data/oracle/, see
- * its README). Each model directory is loaded from safetensors; the prompt
- * logits of every position (one no-cache forward) and the greedy
- * continuations (runner modes 0, 1, 2 and, for MLA, 3 over both cache forms;
- * under ASan one of modes 0-2 per directory, see greedy_mode_checked) must match: ids exactly, logits to 1e-4 relative
- * with a 2e-5 absolute floor (logits here reach about 10; the floor is 1e-4 relative at 0.2). */
+/* Oracle: Hugging Face transformers reference data (tests/data/oracle/, see its README). Each model directory is
+ * loaded from safetensors; the prompt logits of every position (one no-cache forward) and the greedy continuations
+ * (runner modes 0, 1, 2 and, for MLA, 3 over both cache forms; under ASan one of modes 0-2 per directory, see
+ * greedy_mode_checked) must match: ids exactly, logits to 1e-4 relative with a 2e-5 absolute floor (logits here
+ * reach about 10; the floor is 1e-4 relative at 0.2). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
