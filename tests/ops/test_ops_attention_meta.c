@@ -314,7 +314,9 @@ static void test_decode_equals_last_prefill_row(void **state) {
 static void test_every_prefill_row_is_a_decode_step(void **state) {
     (void)state;
     const int64_t sq[2] = {70, 45}, skv[2] = {70, 345};
-    causal_rows_vs_decode(sq, skv, 70, 55, "every prefill row vs decode");
+    /* under ASan the first 24 rows (still across query tiles and their runs of differing length): the reference's
+     * float64 decode steps make the whole table the sanitizer suite's slowest item */
+    causal_rows_vs_decode(sq, skv, KVC_SMALL ? 24 : 70, 55, "every prefill row vs decode");
 }
 
 /* #9: verify windows of 4 and 3 tokens (mode 3) are consecutive decode steps. */

@@ -291,18 +291,19 @@ static const struct {
 static void test_nonfinite_table(void **state) {
     (void)state;
     const kvc_block_layout blks[2] = {KVC_BLOCK_BNBSND, KVC_BLOCK_BNNDBS};
-    int runs = 0, applied[N_CASES] = {0};
+    int runs = 0, applied[N_CASES] = {0}, turn = 0;
     for (int ci = 0; ci < N_CASES; ci++)
         for (size_t k = 0; k < sizeof kv_forms / sizeof kv_forms[0]; k++)
             for (int bi = 0; bi < 2; bi++)
-                for (int prefill = 0; prefill < 2; prefill++) {
+                for (int prefill = 0; prefill < 2; prefill++, turn++) {
+                    if (KVC_SMALL && turn % 4 != (ci + (int)k) % 4) continue; /* ASan: one of the four, in turn */
                     const int n = check_case(&cases[ci], kv_forms[k].dt, kv_forms[k].quant, blks[bi], prefill);
                     runs += n;
                     applied[ci] += n > 0;
                 }
     for (int ci = 0; ci < N_CASES; ci++)
         if (!applied[ci]) fail_msg("case %s never applied", cases[ci].name);
-    assert_true(runs > 300);
+    assert_true(runs > (KVC_SMALL ? 75 : 300));
 }
 
 int main(void) {
