@@ -95,8 +95,7 @@ static void churn_family(int f, int64_t budget_tokens) {
     if (fig.preemptions < 1) fail_msg("%s: the pool forced no preemption", fam->name);
     for (int32_t k = 1; k < fig.stats.n_keys; k++) /* GptOss: its window key draws from the full key's pool */
         assert_int_equal(fig.stats.num_blocks[k], fig.stats.num_blocks[0]);
-        /* a pool per key: the same engine code as the shared pool's run; the Release build checks it */
-#ifndef KVC_TEST_ASAN
+#ifndef KVC_TEST_ASAN /* a pool per key: the shared pool's engine code again, checked by the Release build */
     kvc_engine_params apart = p;
     apart.shared_pools = false;
     busy_vs(m, &apart, &ap, &w, w_alone, fam->name);
