@@ -91,6 +91,8 @@ class Tokenizer:
     def __init__(self, model_dir):
         import tokenizers  # the "serve" extra
 
+        if isinstance(model_dir, (str, bytes)) and not model_dir:  # Path("") is the working directory
+            raise invalid("the model directory is an empty path")
         model_dir = pathlib.Path(model_dir)
         path = model_dir / "tokenizer.json"
         if not path.is_file():

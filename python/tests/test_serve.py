@@ -587,6 +587,8 @@ def test_bench_serve_static_batch_sends_lock_step_waves(server, monkeypatch):
 
 @pytest.mark.parametrize("args,needle", [
     (["--port", "99999"], "is not a TCP port"),
+    (["--host", "no such host.invalid"], "argument --host: 'no such host.invalid' is not an address to listen on"),
+    (["--host", ""], "argument --host: '' is not an address to listen on"),  # uvicorn exited 3 after the load
     (["--max-body-bytes", "0"], "at least 1 byte"),
     (["--served-model-name", ""], "served_model_name '' must be a non-empty string"),  # was the directory's name
     (["--max-body-bytes", "5x"], "--max-body-bytes \"5x\" is not a size"),  # was named kv_memory

@@ -171,3 +171,9 @@ def test_a_prompt_that_ends_inside_a_character_lends_it_to_the_output(tok):
     assert split >= 4
     # a prompt ending in bytes that can never be UTF-8 lends nothing
     assert open_tail(tok, tok.encode("😀")[-1:]) == 0
+
+
+def test_an_empty_model_directory_path_is_refused():
+    """Tokenizer("") read the working directory's tokenizer.json (pathlib.Path("") is ".")."""
+    with pytest.raises(kvcache.InvalidArgument, match="the model directory is an empty path"):
+        Tokenizer("")

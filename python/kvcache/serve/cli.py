@@ -3,6 +3,7 @@ import argparse
 import os
 import re
 import signal
+import socket
 import sys
 
 from ..engine import ACTIVATIONS, WEIGHT_DTYPES
@@ -39,6 +40,16 @@ def _port(text):
     return port
 
 
+def _host(text):
+    """An address to listen on: an IP address or a name this machine resolves (checked before the model loads;
+    uvicorn would exit with status 3 after the load without naming the option)."""
+    try:
+        socket.getaddrinfo(text, None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an address to listen on ({exc})") from None
+    return text
+
+
 def _seconds(text):
     """A non-negative number of seconds, in decimal (float() also takes ' 5', '+5' and '1_0', as kvcache run's
     number flags no longer do)."""
@@ -59,7 +70,7 @@ def parser():
                                             "API: /v1/completions, /v1/chat/completions, /v1/models, /tokenize, "
                                             "/detokenize, /health, /ping, /version, /metrics.")
     p.add_argument("model_dir", help="the model directory")
-    p.add_argument("--host", action=_Once, default="127.0.0.1",
+    p.add_argument("--host", action=_Once, type=_host, default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", action=_Once, type=_port, default=8000, help="TCP port (default 8000; 0 picks a free one)")
     p.add_argument("--api-key", action="append", default=[],
