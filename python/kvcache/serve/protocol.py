@@ -4,6 +4,7 @@ import dataclasses
 import json
 
 from .. import structured
+from . import forced_calls
 from ..errors import InvalidArgument
 
 MAX_LOGPROBS = 20
@@ -103,6 +104,8 @@ class Generation:
     min_tokens: int = 0  # stop tokens and stop strings wait for that many generated tokens
     logit_bias: dict = None  # {token id: bias}
     tool_calls: bool = False  # chat: the reply's text is parsed for tool calls (tools with tool_choice auto)
+    required_calls: bool = False  # chat: tool_choice "required", the reply is a list of calls (forced_calls)
+    named_call: str = None  # chat: tool_choice names this function, the reply is its arguments (forced_calls)
     grammar: str = None  # structured outputs: the llguidance grammar every choice follows (None: free text)
 
 
@@ -194,10 +197,6 @@ def _unsupported(body, n):
         v = body.get(name)
         if not (v is None or v is False or v == ""):  # 0 is a value asked for (prompt_logprobs 0 asks for them)
             raise bad(f"{name} is not supported", name)
-    choice = body.get("tool_choice")
-    if choice not in (None, "auto", "none"):  # "required" or a named function: vLLM forces them by guided decoding
-        raise bad("tool_choice: only \"auto\" and \"none\" are supported (\"required\" and a named function need "
-                  "guided decoding, which kvcache does not have)", "tool_choice")
 
 
 _FORMATS = '{"type": "text"}, {"type": "json_object"} or {"type": "json_schema", "json_schema": {"name", "schema"}}'
@@ -259,8 +258,11 @@ def _grammar(body):
     """The llguidance grammar of the structured output a body asks for (None: free text); 400 naming the field
     for a schema that does not compile."""
     schema, field = _schema(body)
-    if field is None:
-        return None
+    return None if field is None else _compiled(schema, field)
+
+
+def _compiled(schema, field):
+    """The llguidance grammar of a JSON schema; 400 naming field for one that does not compile."""
     try:
         return structured.json_grammar(schema)
     except InvalidArgument as exc:
@@ -336,6 +338,9 @@ def completion_request(body, vocab_size):
         raise bad(f"{len(prompts)} prompts x n {gen.n} is more than {MAX_CHOICES} choices", "n")
     gen.echo = _bool(body, "echo")
     gen.add_special_tokens = _bool(body, "add_special_tokens", True)
+    if body.get("tool_choice") not in (None, "auto", "none"):
+        raise bad("tool_choice \"required\" or naming a function is for chat (a completion has no tools)",
+                  "tool_choice")
     if _bool(body, "continue_final_message"):
         raise bad("continue_final_message is for chat (a completion's prompt is continued as it is)",
                   "continue_final_message")
@@ -438,6 +443,32 @@ def _template_kwargs(body):
     return {**kwargs, "add_generation_prompt": generation, "continue_final_message": cont, "tools": tools}
 
 
+def _forced_calls(body, tools, gen):
+    """tool_choice "required" or a named function: the calls the output is forced to be (vLLM's), its grammar in
+    gen; "auto" / "none" / none force nothing."""
+    choice = body.get("tool_choice")
+    if choice in (None, "auto", "none"):
+        return
+    named = isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("function"), dict)
+    name = choice["function"].get("name") if named else None
+    if choice != "required" and (not isinstance(name, str) or not name):
+        raise bad("tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+                  "\"function\": {\"name\": ...}}", "tool_choice")
+    if not tools:
+        raise bad("tool_choice \"required\" or naming a function needs tools", "tool_choice")
+    if gen.grammar is not None:
+        raise bad("tool_choice \"required\" or naming a function forces the output's shape: give no "
+                  "response_format, guided_json or structured_outputs with it", "tool_choice")
+    if choice == "required":
+        gen.required_calls, schema = True, forced_calls.required_schema(tools)
+    else:
+        tool = next((t for t in tools if t["function"]["name"] == name), None)
+        if tool is None:
+            raise bad(f"tool_choice names the function {name!r}, which is not one of the tools", "tool_choice")
+        gen.named_call, schema = name, forced_calls.parameters(tool)
+    gen.grammar = _compiled(schema, "tool_choice")
+
+
 def chat_request(body, vocab_size, auto_tools=False):
     """(Generation, messages, template kwargs) of a /v1/chat/completions body. auto_tools: the server parses
     tool calls out of replies (--enable-auto-tool-choice)."""
@@ -459,6 +490,7 @@ def chat_request(body, vocab_size, auto_tools=False):
                       "--enable-auto-tool-choice --tool-call-parser NAME; tool_choice \"none\" shows the tools to "
                       "the model without parsing calls", "tool_choice")
         gen.tool_calls = True
+    _forced_calls(body, kwargs["tools"], gen)
     # what a client asks for that the server does not have: the deprecated function calling, audio output
     if body.get("functions") or body.get("function_call") not in (None, "none"):
         raise bad("functions and function_call are not supported", "functions")
