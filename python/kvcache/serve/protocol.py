@@ -191,7 +191,7 @@ def _unsupported(body, n):
     if best_of != n:
         raise bad(f"best_of must equal n ({n}): candidates are not ranked", "best_of")
     # asked-for behaviour the sampler or the server does not have: refused by name, never silently dropped
-    for name in ("suffix", "guided_regex", "guided_choice", "guided_grammar", "guided_whitespace_pattern",
+    for name in ("suffix", "guided_grammar", "guided_whitespace_pattern",
                  "allowed_token_ids", "bad_words", "logits_processors",
                  "use_beam_search", "truncate_prompt_tokens", "chat_template", "guided_decoding_backend"):
         v = body.get(name)
@@ -232,39 +232,48 @@ def _response_format(fmt):
     return spec["schema"]
 
 
-def _schema(body):
-    """(the JSON schema the output must follow, the field that asked for it), or (None, None): OpenAI's
-    response_format, or vLLM's guided_json / structured_outputs {"json": schema} or {"json_object": true}; at
-    most one of them."""
+def _asked(body):
+    """(the structured.*_grammar maker, its argument, the field that asked), or None: OpenAI's response_format,
+    or vLLM's guided_json / guided_regex / guided_choice / structured_outputs {"json": schema}, {"json_object":
+    true}, {"regex": ...} or {"choice": [...]}; at most one of them."""
     fmt = _response_format(body.get("response_format"))
-    asked = [] if fmt is None else [(fmt, "response_format")]
+    asked = [] if fmt is None else [(structured.json_grammar, fmt, "response_format")]
     if body.get("guided_json") is not None:
-        asked.append((_schema_text(body["guided_json"], "guided_json"), "guided_json"))
+        asked.append((structured.json_grammar, _schema_text(body["guided_json"], "guided_json"), "guided_json"))
+    for name, make in (("guided_regex", structured.regex_grammar), ("guided_choice", structured.choice_grammar)):
+        if body.get(name) is not None:
+            asked.append((make, body[name], name))
     outputs = body.get("structured_outputs")
     if outputs is not None:
-        if not isinstance(outputs, dict) or not outputs.keys() <= {"json", "json_object"}:
-            raise bad("structured_outputs: only {\"json\": schema} and {\"json_object\": true} are supported "
-                      "(no regex, choice or grammar)", "structured_outputs")
+        if not isinstance(outputs, dict) or not outputs.keys() <= {"json", "json_object", "regex", "choice"}:
+            raise bad("structured_outputs: only {\"json\": schema}, {\"json_object\": true}, {\"regex\": ...} and "
+                      "{\"choice\": [...]} are supported (no grammar or structural tag)", "structured_outputs")
         if outputs.get("json") is not None:
-            asked.append((_schema_text(outputs["json"], "structured_outputs"), "structured_outputs"))
+            asked.append((structured.json_grammar, _schema_text(outputs["json"], "structured_outputs"),
+                          "structured_outputs"))
         if outputs.get("json_object"):
-            asked.append(({"type": "object"}, "structured_outputs"))
+            asked.append((structured.json_grammar, {"type": "object"}, "structured_outputs"))
+        for key, make in (("regex", structured.regex_grammar), ("choice", structured.choice_grammar)):
+            if outputs.get(key) is not None:
+                asked.append((make, outputs[key], "structured_outputs"))
     if len(asked) > 1:
-        raise bad(f"{' and '.join(name for _, name in asked)} each ask for a structured output: give one", asked[1][1])
-    return asked[0] if asked else (None, None)
+        raise bad(f"{' and '.join(name for _, _, name in asked)} each ask for a structured output: give one",
+                  asked[1][2])
+    return asked[0] if asked else None
 
 
 def _grammar(body):
     """The llguidance grammar of the structured output a body asks for (None: free text); 400 naming the field
-    for a schema that does not compile."""
-    schema, field = _schema(body)
-    return None if field is None else _compiled(schema, field)
+    for one that does not compile."""
+    asked = _asked(body)
+    return None if asked is None else _compiled(*asked)
 
 
-def _compiled(schema, field):
-    """The llguidance grammar of a JSON schema; 400 naming field for one that does not compile."""
+def _compiled(make, value, field):
+    """The llguidance grammar make(value) (a structured.*_grammar); 400 naming field for one that does not
+    compile."""
     try:
-        return structured.json_grammar(schema)
+        return make(value)
     except InvalidArgument as exc:
         raise bad(f"{field}: {exc.message}", field) from None
 
@@ -458,7 +467,8 @@ def _forced_calls(body, tools, gen):
         raise bad("tool_choice \"required\" or naming a function needs tools", "tool_choice")
     if gen.grammar is not None:
         raise bad("tool_choice \"required\" or naming a function forces the output's shape: give no "
-                  "response_format, guided_json or structured_outputs with it", "tool_choice")
+                  "response_format, guided_json, guided_regex, guided_choice or structured_outputs with it",
+                  "tool_choice")
     if choice == "required":
         gen.required_calls, schema = True, forced_calls.required_schema(tools)
     else:
@@ -466,7 +476,7 @@ def _forced_calls(body, tools, gen):
         if tool is None:
             raise bad(f"tool_choice names the function {name!r}, which is not one of the tools", "tool_choice")
         gen.named_call, schema = name, forced_calls.parameters(tool)
-    gen.grammar = _compiled(schema, "tool_choice")
+    gen.grammar = _compiled(structured.json_grammar, schema, "tool_choice")
 
 
 def chat_request(body, vocab_size, auto_tools=False):
