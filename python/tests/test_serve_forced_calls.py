@@ -106,6 +106,12 @@ def test_named_function_streamed_and_not(base):
         assert calls == [whole_calls(c) for c in choices] and reasons == ["stop"] * 3 and content == [""] * 3
         assert pieces > 3  # the arguments came a piece at a time
     assert len(seen) > 1  # each choice samples its own arguments
+    # parameters without a type are held to objects
+    loose = [{"type": "function", "function": {"name": "loose", "parameters": {"properties": {"k": {"const": 1}},
+                                                                                 "required": ["k"]}}}]
+    (name, arguments), = whole_calls(chat(base, tools=loose, tool_choice={"type": "function", "function": {
+        "name": "loose"}}, seed=5)[0])
+    assert name == "loose" and json.loads(arguments)["k"] == 1
     # a function without parameters takes any object
     (name, arguments), = whole_calls(chat(base, tool_choice={"type": "function", "function": {"name": "ping"}},
                                           seed=3)[0])
@@ -155,7 +161,11 @@ def test_bad_tool_choice_is_refused_by_name(base):
              ({"tool_choice": "required", "response_format": {"type": "json_object"}}, "response_format"),
              ({"tool_choice": NAMED, "guided_json": {"type": "object"}}, "guided_json"),
              ({"tool_choice": NAMED, "tools": [{"type": "function", "function": {
-                 "name": "get_weather", "parameters": {"type": "nonsense"}}}]}, "not valid")]
+                 "name": "get_weather", "parameters": {"type": "nonsense"}}}]}, "allow no object"),
+             ({"tool_choice": "required", "tools": TOOLS + [{"type": "function", "function": {
+                 "name": "s", "parameters": {"type": "string"}}}]}, "'s' allow no object"),
+             ({"tool_choice": "required", "tools": [{"type": "function", "function": {
+                 "name": "s", "parameters": {"$ref": "#/nowhere"}}}]}, "not valid")]
     for extra, words in cases:
         r = httpx.post(url, json={**ok, **extra})
         assert r.status_code == 400, (extra, r.text)

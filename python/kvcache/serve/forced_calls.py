@@ -16,15 +16,21 @@ REQUIRED = Format("[", keys=("parameters",))
 
 
 def parameters(tool):
-    return tool["function"].get("parameters") or ANY_OBJECT
+    """The schema of a tool's arguments: its parameters held to objects (a call's arguments are an object, in
+    OpenAI's API and for the parser), any object when it has none; None when they allow no object."""
+    schema = tool["function"].get("parameters") or ANY_OBJECT
+    if "type" not in schema:
+        return {**schema, "type": "object"}
+    return schema if schema["type"] == "object" else None
 
 
 def required_schema(tools):
     """The JSON schema of tool_choice "required": [{"name", "parameters"}, ...], at least one, in that key order
     (the parser announces a call once its name and the start of its arguments are read)."""
     shapes = [{"type": "object", "properties": {"name": {"type": "string", "enum": [t["function"]["name"]]},
-                                                "parameters": parameters(t)},
-               "required": ["name", "parameters"], "additionalProperties": False} for t in tools]
+                                                "parameters": p},
+               "required": ["name", "parameters"], "additionalProperties": False}
+              for t, p in zip(tools, map(parameters, tools))]
     return {"type": "array", "minItems": 1, "items": {"anyOf": shapes}}
 
 

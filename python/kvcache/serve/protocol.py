@@ -469,13 +469,18 @@ def _forced_calls(body, tools, gen):
         raise bad("tool_choice \"required\" or naming a function forces the output's shape: give no "
                   "response_format, guided_json, guided_regex, guided_choice or structured_outputs with it",
                   "tool_choice")
+    if choice != "required":
+        tools = [t for t in tools if t["function"]["name"] == name][:1]
+        if not tools:
+            raise bad(f"tool_choice names the function {name!r}, which is not one of the tools", "tool_choice")
+    for t in tools:
+        if forced_calls.parameters(t) is None:
+            raise bad(f"tool_choice: the parameters of {t['function']['name']!r} allow no object (a call's "
+                      "arguments are an object)", "tool_choice")
     if choice == "required":
         gen.required_calls, schema = True, forced_calls.required_schema(tools)
     else:
-        tool = next((t for t in tools if t["function"]["name"] == name), None)
-        if tool is None:
-            raise bad(f"tool_choice names the function {name!r}, which is not one of the tools", "tool_choice")
-        gen.named_call, schema = name, forced_calls.parameters(tool)
+        gen.named_call, schema = name, forced_calls.parameters(tools[0])
     gen.grammar = _compiled(structured.json_grammar, schema, "tool_choice")
 
 
