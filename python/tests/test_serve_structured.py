@@ -229,4 +229,5 @@ def test_guided_choice_and_regex(server):
         r = httpx.post(base + "/v1/completions", json={"model": "test", "prompt": "A colour:", "max_tokens": 40,
                                                         "temperature": 0, field: value}, timeout=60)
         assert r.status_code == 200 and check(r.json()["choices"][0]["text"]), r.text
-    assert len({t for f, t in seen if f == "guided_choice"}) > 1 and len({t for f, t in seen if f == "guided_regex"}) > 1
+    for field in ("guided_choice", "guided_regex"):  # the choices differ: each samples on its own grammar
+        assert len({t for f, t in seen if f == field}) > 1
