@@ -284,9 +284,10 @@ def delta(events):
     return out
 
 
-def parse(text, parser):
-    """(content or None, [{"id", "type", "function": {"name", "arguments"}}]) of a whole reply, read by a new
-    parser (a ToolCallParser with stream=False, or one with its feed and finish)."""
+def parse(text, reader):
+    """(content or None, [{"id", "type", "function": {"name", "arguments"}}]) of a whole reply. reader: a FORMATS
+    entry (a ToolCallParser with stream=False reads it), or a new parser (anything with its feed and finish)."""
+    parser = ToolCallParser(False, reader) if isinstance(reader, Format) else reader
     whole = delta(parser.feed(text) + parser.finish())
     calls = [{k: v for k, v in c.items() if k != "index"} for c in whole.get("tool_calls", [])]
     return whole.get("content"), calls
