@@ -1,10 +1,10 @@
-"""Structured outputs: a grammar (a JSON schema, or any JSON object) that
-every generated token must keep the output inside, through llguidance
-(PyPI `llguidance`, one of vLLM's backends), which builds its token tables
-from tokenizer.json alone. kvcache.Engine fills a request's allowed-token
+"""Structured outputs: a grammar (a JSON schema, any JSON object, a regular
+expression or a list of choices) that every generated token must keep the
+output inside, through llguidance (PyPI `llguidance`, one of vLLM's
+backends), which builds its token tables from tokenizer.json alone. kvcache.Engine fills a request's allowed-token
 mask from its Matcher before every token it samples and advances the
 Matcher with the token (kvc_engine_set_allowed_tokens; docs/serve.md,
-"Structured outputs"). No JSON grammar is written here.
+"Structured outputs"). No JSON or regex grammar is written here.
 """
 import json
 import threading
@@ -31,14 +31,37 @@ def json_grammar(schema):
     InvalidArgument with llguidance's reason for a schema it cannot compile."""
     if not isinstance(schema, dict):
         raise invalid(f"a JSON schema must be an object, not {type(schema).__name__}")
+    return _checked(lambda lg: lg.LLMatcher.grammar_from_json_schema(json.dumps(schema), defaults=_JSON_OPTIONS),
+                    "the JSON schema")
+
+
+def regex_grammar(regex):
+    """The llguidance grammar of outputs matching a regular expression (llguidance's syntax, Rust's regex
+    crate: the whole output matches); raises InvalidArgument with llguidance's reason for one it cannot
+    compile."""
+    if not isinstance(regex, str):
+        raise invalid(f"a regular expression must be a string, not {type(regex).__name__}")
+    return _checked(lambda lg: lg.LLMatcher.grammar_from_regex(regex), "the regular expression")
+
+
+def choice_grammar(choices):
+    """The llguidance grammar of outputs that are exactly one of choices (a non-empty list of strings), each
+    written as a Lark string literal (JSON's escapes, which Lark reads)."""
+    if not isinstance(choices, list) or not choices or not all(isinstance(c, str) for c in choices):
+        raise invalid("the choices must be a non-empty list of strings")
+    source = "start: " + " | ".join(json.dumps(c, ensure_ascii=False) for c in choices)
+    return _checked(lambda lg: lg.LLMatcher.grammar_from_lark(source), "the choices")
+
+
+def _checked(make, what):
     lg = _llguidance()
     try:
-        grammar = lg.LLMatcher.grammar_from_json_schema(json.dumps(schema), defaults=_JSON_OPTIONS)
+        grammar = make(lg)
     except (ValueError, TypeError) as exc:
-        raise invalid(f"the JSON schema is not valid: {exc}") from None
+        raise invalid(f"{what} is not valid: {exc}") from None
     error = lg.LLMatcher.validate_grammar(grammar)
     if error:
-        raise invalid(f"the JSON schema is not valid: {error}")
+        raise invalid(f"{what} is not valid: {error}")
     return grammar
 
 

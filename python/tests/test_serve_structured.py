@@ -3,6 +3,7 @@ structured_outputs) make even the random-weight test model write JSON that parse
 (nested object, enum, array, bounded strings and integers), streamed or not, n choices each on their own
 grammar, on both endpoints; a schema that does not compile is refused with 400 naming response_format."""
 import json
+import re
 
 import pytest
 
@@ -181,6 +182,52 @@ def test_refusals_name_the_field(server):
         assert r.json()["error"]["param"] == "response_format", r.text
     r = httpx.post(url, json={**ok, "response_format": {"type": "json_object"}, "guided_json": SCHEMA}, timeout=60)
     assert r.status_code == 400 and r.json()["error"]["param"] == "guided_json"
-    for outputs in ({"regex": "a+"}, {"json": "{not json"}, {"json": {"type": 5}}):
+    for outputs in ({"grammar": "start: \"a\""}, {"json": "{not json"}, {"json": {"type": 5}}, {"regex": "a("},
+                    {"choice": []}, {"regex": "a", "choice": ["a"]}):
         r = httpx.post(url, json={**ok, "structured_outputs": outputs}, timeout=60)
         assert r.status_code == 400 and r.json()["error"]["param"] == "structured_outputs", r.text
+    for field, value, words in (("guided_regex", "a(", "unclosed group"), ("guided_regex", 5, "must be a string"),
+                                ("guided_regex", ["a"], "must be a string"), ("guided_choice", [], "non-empty list"),
+                                ("guided_choice", "red", "non-empty list"), ("guided_choice", ["a", 1], "non-empty")):
+        r = httpx.post(url, json={**ok, field: value}, timeout=60)
+        assert r.status_code == 400, (field, value, r.text)
+        err = r.json()["error"]
+        assert err["param"] == field and words in err["message"], (field, value, err)
+    r = httpx.post(url, json={**ok, "guided_choice": ["a"], "guided_regex": "a"}, timeout=60)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "guided_choice", r.text
+
+
+CHOICES = ["red", "say \"hi\"", "back\\slash", "two\nlines", "café 🙂", "r"]
+REGEX = r"[a-c]{2,4}-[0-9]{1,3}(x|yz)?"
+
+
+def test_guided_choice_and_regex(server):
+    """vLLM's guided_choice / guided_regex and structured_outputs' choice / regex: each choice's text is one of the
+    choices exactly (quotes, backslashes, newlines and emoji kept), or matches the regex whole; streamed equals
+    not streamed; completions too."""
+    base, _ = server
+    chat_url, seen = base + "/v1/chat/completions", set()
+    for field, value, check in (("guided_choice", CHOICES, CHOICES.__contains__),
+                                ("guided_regex", REGEX, lambda t: re.fullmatch(REGEX, t) is not None)):
+        for body in ({field: value}, {"structured_outputs": {field.split("_")[1]: value}}):
+            for seed in (1, 2, 3):
+                ask = {"model": "test", "messages": MESSAGES, "max_tokens": 40, "temperature": 2.0, "seed": seed,
+                       "n": 3, **body}
+                r = httpx.post(chat_url, json=ask, timeout=60)
+                assert r.status_code == 200, r.text
+                texts = [c["message"]["content"] for c in r.json()["choices"]]
+                assert all(check(t) for t in texts), (body, texts)
+                assert {c["finish_reason"] for c in r.json()["choices"]} == {"stop"}
+                seen.update((field, t) for t in texts)
+                with httpx.stream("POST", chat_url, json={**ask, "stream": True}, timeout=60) as s:
+                    events = sse_events(s.iter_lines())
+                streamed = ["", "", ""]
+                for e in events:
+                    for c in e["choices"]:
+                        streamed[c["index"]] += c["delta"].get("content") or ""
+                assert streamed == texts
+        r = httpx.post(base + "/v1/completions", json={"model": "test", "prompt": "A colour:", "max_tokens": 40,
+                                                        "temperature": 0, field: value}, timeout=60)
+        assert r.status_code == 200 and check(r.json()["choices"][0]["text"]), r.text
+    for field in ("guided_choice", "guided_regex"):  # the choices differ: each samples on its own grammar
+        assert len({t for f, t in seen if f == field}) > 1

@@ -26,7 +26,7 @@ from ..engine import SamplingParams, TokenLogprob
 from .._lib import flag, invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
-from . import choices, http, protocol, tool_calls
+from . import choices, forced_calls, http, protocol, tool_calls
 from .metrics import Metrics
 from .protocol import ApiError, bad
 
@@ -524,12 +524,28 @@ class Server:
         """A whole choice's message and ending: its text (after an echo), or, parsed for tool calls, the text
         outside them (null when none) and the calls, finish_reason "tool_calls" when there are some."""
         echo = self._echo(gen, req)
-        if not gen.tool_calls:
+        parser = self._call_parser(gen, False)
+        if parser is None:
             return {"message": {"role": "assistant", "content": echo + text}, **req.ending(req.finish_reason)}
-        content, calls = tool_calls.parse(text, self.tool_format)
+        content, calls = tool_calls.parse(text, parser)
         content = echo + (content or "") or None
         return {"message": {"role": "assistant", "content": content, "tool_calls": calls},
-                **req.ending("tool_calls" if calls else req.finish_reason)}
+                **req.ending(self._call_reason(gen, req.finish_reason, len(calls)))}
+
+    def _call_parser(self, gen, stream):
+        """What reads a chat reply's calls (None: the reply is text): tool_choice auto's parser, or the calls
+        tool_choice "required" / a named function forces."""
+        if gen.named_call is not None:
+            return forced_calls.NamedCall(gen.named_call)
+        if gen.required_calls:  # read as streamed either way: a call cut by max_tokens stays a call
+            return tool_calls.ToolCallParser(True, forced_calls.REQUIRED)
+        return tool_calls.ToolCallParser(stream, self.tool_format) if gen.tool_calls else None
+
+    @staticmethod
+    def _call_reason(gen, reason, n_calls):
+        """A finished reply's finish_reason: "tool_calls" when tool_choice auto found calls; a forced call keeps
+        the generation's, as vLLM answers it."""
+        return "tool_calls" if gen.tool_calls and reason and n_calls else reason
 
     @_stoppable
     async def chat(self, request):
@@ -542,15 +558,15 @@ class Server:
                     role = {"role": "assistant", "content": self._echo(gen, reqs[i])}
                     yield _sse(chunk([{"index": i, "delta": role, "logprobs": None, **reqs[i].ending(None)}],
                                      **(_ids(gen, prompt_token_ids=reqs[0].prompt.ids) if i == 0 else {})))
-                parsers = [tool_calls.ToolCallParser(True, self.tool_format) for _ in reqs] if gen.tool_calls else None
+                parsers = [self._call_parser(gen, True) for _ in reqs]
                 async for i, delta, lps, reason, ids in choices.merged(reqs):
                     logprobs = self._chat_logprobs(lps or [], gen) if gen.logprobs is not None else None
-                    if parsers is None:
+                    parser = parsers[i]
+                    if parser is None:
                         message = {"content": delta} if delta else {}
                     else:  # content outside the calls, the calls' beginnings and arguments
-                        parser = parsers[i]
                         message = tool_calls.delta(parser.feed(delta) + (parser.finish() if reason else []))
-                        reason = "tool_calls" if reason and parser.n_calls else reason
+                        reason = self._call_reason(gen, reason, parser.n_calls)
                     choice = {"index": i, "delta": message, "logprobs": logprobs,
                               **reqs[i].ending(reason), **_ids(gen, token_ids=ids)}
                     yield _sse(chunk([choice]))

@@ -4,6 +4,7 @@ import dataclasses
 import json
 
 from .. import structured
+from . import forced_calls
 from ..errors import InvalidArgument
 
 MAX_LOGPROBS = 20
@@ -103,6 +104,8 @@ class Generation:
     min_tokens: int = 0  # stop tokens and stop strings wait for that many generated tokens
     logit_bias: dict = None  # {token id: bias}
     tool_calls: bool = False  # chat: the reply's text is parsed for tool calls (tools with tool_choice auto)
+    required_calls: bool = False  # chat: tool_choice "required", the reply is a list of calls (forced_calls)
+    named_call: str = None  # chat: tool_choice names this function, the reply is its arguments (forced_calls)
     grammar: str = None  # structured outputs: the llguidance grammar every choice follows (None: free text)
 
 
@@ -188,16 +191,12 @@ def _unsupported(body, n):
     if best_of != n:
         raise bad(f"best_of must equal n ({n}): candidates are not ranked", "best_of")
     # asked-for behaviour the sampler or the server does not have: refused by name, never silently dropped
-    for name in ("suffix", "guided_regex", "guided_choice", "guided_grammar", "guided_whitespace_pattern",
+    for name in ("suffix", "guided_grammar", "guided_whitespace_pattern",
                  "allowed_token_ids", "bad_words", "logits_processors",
                  "use_beam_search", "truncate_prompt_tokens", "chat_template", "guided_decoding_backend"):
         v = body.get(name)
         if not (v is None or v is False or v == ""):  # 0 is a value asked for (prompt_logprobs 0 asks for them)
             raise bad(f"{name} is not supported", name)
-    choice = body.get("tool_choice")
-    if choice not in (None, "auto", "none"):  # "required" or a named function: vLLM forces them by guided decoding
-        raise bad("tool_choice: only \"auto\" and \"none\" are supported (\"required\" and a named function need "
-                  "guided decoding, which kvcache does not have)", "tool_choice")
 
 
 _FORMATS = '{"type": "text"}, {"type": "json_object"} or {"type": "json_schema", "json_schema": {"name", "schema"}}'
@@ -233,36 +232,48 @@ def _response_format(fmt):
     return spec["schema"]
 
 
-def _schema(body):
-    """(the JSON schema the output must follow, the field that asked for it), or (None, None): OpenAI's
-    response_format, or vLLM's guided_json / structured_outputs {"json": schema} or {"json_object": true}; at
-    most one of them."""
+def _asked(body):
+    """(the structured.*_grammar maker, its argument, the field that asked), or None: OpenAI's response_format,
+    or vLLM's guided_json / guided_regex / guided_choice / structured_outputs {"json": schema}, {"json_object":
+    true}, {"regex": ...} or {"choice": [...]}; at most one of them."""
     fmt = _response_format(body.get("response_format"))
-    asked = [] if fmt is None else [(fmt, "response_format")]
+    asked = [] if fmt is None else [(structured.json_grammar, fmt, "response_format")]
     if body.get("guided_json") is not None:
-        asked.append((_schema_text(body["guided_json"], "guided_json"), "guided_json"))
+        asked.append((structured.json_grammar, _schema_text(body["guided_json"], "guided_json"), "guided_json"))
+    for name, make in (("guided_regex", structured.regex_grammar), ("guided_choice", structured.choice_grammar)):
+        if body.get(name) is not None:
+            asked.append((make, body[name], name))
     outputs = body.get("structured_outputs")
     if outputs is not None:
-        if not isinstance(outputs, dict) or not outputs.keys() <= {"json", "json_object"}:
-            raise bad("structured_outputs: only {\"json\": schema} and {\"json_object\": true} are supported "
-                      "(no regex, choice or grammar)", "structured_outputs")
+        if not isinstance(outputs, dict) or not outputs.keys() <= {"json", "json_object", "regex", "choice"}:
+            raise bad("structured_outputs: only {\"json\": schema}, {\"json_object\": true}, {\"regex\": ...} and "
+                      "{\"choice\": [...]} are supported (no grammar or structural tag)", "structured_outputs")
         if outputs.get("json") is not None:
-            asked.append((_schema_text(outputs["json"], "structured_outputs"), "structured_outputs"))
+            asked.append((structured.json_grammar, _schema_text(outputs["json"], "structured_outputs"),
+                          "structured_outputs"))
         if outputs.get("json_object"):
-            asked.append(({"type": "object"}, "structured_outputs"))
+            asked.append((structured.json_grammar, {"type": "object"}, "structured_outputs"))
+        for key, make in (("regex", structured.regex_grammar), ("choice", structured.choice_grammar)):
+            if outputs.get(key) is not None:
+                asked.append((make, outputs[key], "structured_outputs"))
     if len(asked) > 1:
-        raise bad(f"{' and '.join(name for _, name in asked)} each ask for a structured output: give one", asked[1][1])
-    return asked[0] if asked else (None, None)
+        raise bad(f"{' and '.join(name for _, _, name in asked)} each ask for a structured output: give one",
+                  asked[1][2])
+    return asked[0] if asked else None
 
 
 def _grammar(body):
     """The llguidance grammar of the structured output a body asks for (None: free text); 400 naming the field
-    for a schema that does not compile."""
-    schema, field = _schema(body)
-    if field is None:
-        return None
+    for one that does not compile."""
+    asked = _asked(body)
+    return None if asked is None else _compiled(*asked)
+
+
+def _compiled(make, value, field):
+    """The llguidance grammar make(value) (a structured.*_grammar); 400 naming field for one that does not
+    compile."""
     try:
-        return structured.json_grammar(schema)
+        return make(value)
     except InvalidArgument as exc:
         raise bad(f"{field}: {exc.message}", field) from None
 
@@ -336,6 +347,9 @@ def completion_request(body, vocab_size):
         raise bad(f"{len(prompts)} prompts x n {gen.n} is more than {MAX_CHOICES} choices", "n")
     gen.echo = _bool(body, "echo")
     gen.add_special_tokens = _bool(body, "add_special_tokens", True)
+    if body.get("tool_choice") not in (None, "auto", "none"):
+        raise bad("tool_choice \"required\" or naming a function is for chat (a completion has no tools)",
+                  "tool_choice")
     if _bool(body, "continue_final_message"):
         raise bad("continue_final_message is for chat (a completion's prompt is continued as it is)",
                   "continue_final_message")
@@ -438,6 +452,38 @@ def _template_kwargs(body):
     return {**kwargs, "add_generation_prompt": generation, "continue_final_message": cont, "tools": tools}
 
 
+def _forced_calls(body, tools, gen):
+    """tool_choice "required" or a named function: the calls the output is forced to be (vLLM's), its grammar in
+    gen; "auto" / "none" / none force nothing."""
+    choice = body.get("tool_choice")
+    if choice in (None, "auto", "none"):
+        return
+    named = isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("function"), dict)
+    name = choice["function"].get("name") if named else None
+    if choice != "required" and (not isinstance(name, str) or not name):
+        raise bad("tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+                  "\"function\": {\"name\": ...}}", "tool_choice")
+    if not tools:
+        raise bad("tool_choice \"required\" or naming a function needs tools", "tool_choice")
+    if gen.grammar is not None:
+        raise bad("tool_choice \"required\" or naming a function forces the output's shape: give no "
+                  "response_format, guided_json, guided_regex, guided_choice or structured_outputs with it",
+                  "tool_choice")
+    if choice != "required":
+        tools = [t for t in tools if t["function"]["name"] == name][:1]
+        if not tools:
+            raise bad(f"tool_choice names the function {name!r}, which is not one of the tools", "tool_choice")
+    for t in tools:
+        if forced_calls.parameters(t) is None:
+            raise bad(f"tool_choice: the parameters of {t['function']['name']!r} allow no object (a call's "
+                      "arguments are an object)", "tool_choice")
+    if choice == "required":
+        gen.required_calls, schema = True, forced_calls.required_schema(tools)
+    else:
+        gen.named_call, schema = name, forced_calls.parameters(tools[0])
+    gen.grammar = _compiled(structured.json_grammar, schema, "tool_choice")
+
+
 def chat_request(body, vocab_size, auto_tools=False):
     """(Generation, messages, template kwargs) of a /v1/chat/completions body. auto_tools: the server parses
     tool calls out of replies (--enable-auto-tool-choice)."""
@@ -459,6 +505,7 @@ def chat_request(body, vocab_size, auto_tools=False):
                       "--enable-auto-tool-choice --tool-call-parser NAME; tool_choice \"none\" shows the tools to "
                       "the model without parsing calls", "tool_choice")
         gen.tool_calls = True
+    _forced_calls(body, kwargs["tools"], gen)
     # what a client asks for that the server does not have: the deprecated function calling, audio output
     if body.get("functions") or body.get("function_call") not in (None, "none"):
         raise bad("functions and function_call are not supported", "functions")

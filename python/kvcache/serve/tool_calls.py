@@ -44,6 +44,11 @@ def _head(keys):
                       re.DOTALL)
 
 
+def call_id():
+    """A new call's id (OpenAI's form)."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
 def _held(text, marker):
     """How many characters at the end of text may begin marker (they wait for the next piece)."""
     for n in range(min(len(text), len(marker) - 1), 0, -1):
@@ -242,7 +247,7 @@ class ToolCallParser:
 
     def _new_call(self, name, out):
         index, self.n_calls = self.n_calls, self.n_calls + 1
-        out.append(("call", index, f"call_{uuid.uuid4().hex[:24]}", name))
+        out.append(("call", index, call_id(), name))
         return index
 
     def _close(self, out, closed):
@@ -279,9 +284,10 @@ def delta(events):
     return out
 
 
-def parse(text, fmt):
-    """(content or None, [{"id", "type", "function": {"name", "arguments"}}]) of a whole reply."""
-    parser = ToolCallParser(False, fmt)
+def parse(text, reader):
+    """(content or None, [{"id", "type", "function": {"name", "arguments"}}]) of a whole reply. reader: a FORMATS
+    entry (a ToolCallParser with stream=False reads it), or a new parser (anything with its feed and finish)."""
+    parser = ToolCallParser(False, reader) if isinstance(reader, Format) else reader
     whole = delta(parser.feed(text) + parser.finish())
     calls = [{k: v for k, v in c.items() if k != "index"} for c in whole.get("tool_calls", [])]
     return whole.get("content"), calls
