@@ -76,7 +76,8 @@ typedef enum kvc_mlp_act {
     KVC_MLP_GELU_TANH = 1,
     KVC_MLP_RELU2 = 2,
     KVC_MLP_GELU = 3,
-    KVC_MLP_RELU = 4
+    KVC_MLP_RELU = 4,
+    KVC_MLP_XIELU = 5 /* Apertus: per-layer learned scalars (plain MLPs only) */
 } kvc_mlp_act;
 
 /* Everything the forward pass needs from config.json. */

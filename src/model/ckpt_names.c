@@ -125,6 +125,9 @@ static const rename_rule RULES[] = {
     /* and the MoE's (HunYuanMoEV1ForCausalLM, named as the dense): the router mlp.gate.wg, the shared MLP shared_mlp */
     {"hunyuan_v1_dense", "mlp.gate.weight", "mlp.gate.wg.weight"},
     {"hunyuan_v1_dense", "mlp.shared_expert.", "mlp.shared_mlp."},
+    /* Apertus (ApertusForCausalLM): the sub-layers' input norms are attention_layernorm / feedforward_layernorm */
+    {"apertus", "input_layernorm.", "attention_layernorm."},
+    {"apertus", "post_attention_layernorm.", "feedforward_layernorm."},
     /* MiniMax-M2 (MiniMaxM2ForCausalLM): Mixtral's block_sparse_moe (weights.c), the router's correction bias beside it
      */
     {"minimax_m2", "mlp.gate.e_score_correction_bias", "block_sparse_moe.e_score_correction_bias"},

@@ -326,6 +326,32 @@ static kvc_status parse_arcee(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* Apertus (swiss-ai/Apertus-*, ApertusForCausalLM): Llama with per-head RMS q/k norms before RoPE (Qwen3's), an
+ * ungated MLP down_proj(xielu(up_proj(x))) whose xIELU holds learned scalars per layer (mlp.act_fn.alpha_p /
+ * alpha_n / beta / eps; hidden_act xielu when absent, another is refused by name), biases on q/k/v/o by
+ * attention_bias (false), none on the MLP, rms_norm_eps 1e-5 when absent. Its norms are attention_layernorm /
+ * feedforward_layernorm (ckpt_names.c). ApertusConfig's rope when rope_parameters is absent (llama3, theta 1.2e7,
+ * factor 8 over 8192) is not assumed: such a config is refused by name (the hub's configs all give it). */
+static kvc_status parse_apertus(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    const char *act = "xielu";
+    bool have = false;
+    KVC_TRY(kvci_json_str(c, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, "xielu") != 0)
+        return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (apertus: xielu)", c->doc, act);
+    if (hp->rope_source == NULL)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: apertus without rope_parameters (or rope_scaling) is not supported (give ApertusConfig's "
+                         "llama3 rope explicitly)",
+                         c->doc);
+    cfg->mlp_act = KVC_MLP_XIELU, cfg->mlp_plain = true, cfg->qk_norm = true;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
+    cfg->o_bias = cfg->qkv_bias, cfg->mlp_bias = false;
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* StableLM (stabilityai/stablelm-*, StableLmForCausalLM): LayerNorms with bias (layer_norm_eps, 1e-5 when
  * absent), RoPE on the first head_dim * partial_rotary_factor channels (0.25 when absent, hparams.c), q/k/v biases
  * by use_qkv_bias (false when absent) and none on o_proj or the MLP, a parallel block (attention and MLP both
@@ -768,6 +794,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "ministral3") == 0) return parse_ministral3(hp, cfg);
     if (strcmp(mt, "helium") == 0) return parse_helium(hp, cfg);
     if (strcmp(mt, "arcee") == 0) return parse_arcee(hp, cfg);
+    if (strcmp(mt, "apertus") == 0) return parse_apertus(hp, cfg);
     if (strcmp(mt, "stablelm") == 0) return parse_stablelm(hp, cfg);
     if (strcmp(mt, "olmo") == 0) return parse_olmo1(hp, cfg);
     if (strcmp(mt, "ernie4_5") == 0) return parse_ernie4_5(hp, cfg);
@@ -923,6 +950,7 @@ static const kvc_family_alias ALIASES[] = {
     {"ministral3", "Ministral3ForCausalLM", "ministral3", true},
     {"helium", "HeliumForCausalLM", "helium", true},
     {"arcee", "ArceeForCausalLM", "arcee", true},
+    {"apertus", "ApertusForCausalLM", "apertus", true},
     {"stablelm", "StableLmForCausalLM", "stablelm", true},
     {"olmo", "OlmoForCausalLM", "olmo", true},
     {"ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5", true},

@@ -363,7 +363,10 @@ kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l) {
         double t0 = kvci_sp_begin();
         KVC_TRY(kvci_linear(ws->xn, s->T, &w->w_up, w->b_up, ws->ff_a));
         kvci_sp_end(KVC_SP_GATE_UP, t0), t0 = kvci_sp_begin();
-        kvci_act_rows(s->m->cfg.mlp_act, ws->ff_a, s->T, w->w_up.rows);
+        if (s->m->cfg.mlp_act == KVC_MLP_XIELU)
+            kvci_xielu_rows((const float *const *)w->xielu, ws->ff_a, s->T, w->w_up.rows);
+        else
+            kvci_act_rows(s->m->cfg.mlp_act, ws->ff_a, s->T, w->w_up.rows);
         kvci_sp_end(KVC_SP_SWIGLU, t0), t0 = kvci_sp_begin();
         const kvc_status st = kvci_linear(ws->ff_a, s->T, &w->w_down, w->b_down, ws->proj);
         kvci_sp_end(KVC_SP_DOWN, t0);

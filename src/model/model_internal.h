@@ -96,6 +96,7 @@ typedef struct kvc_layer_weights {
     kvc_wmat w_gate, w_up, w_down; /* [I, H], [I, H], [H, I] */
     kvc_wmat w_gu;                 /* [2I, H]: one view over w_gate, w_up (fuse.c); data NULL: not fused */
     float *b_gate, *b_up, *b_down; /* [I], [I], [H] */
+    float *xielu[4];               /* [1] alpha_p, [1] alpha_n, [] beta, [] eps: Apertus's xIELU (mlp.act_fn.*) */
     /* GptOss MoE */
     kvc_wmat router_w;  /* [E, H] */
     float *router_b;    /* [E] */
@@ -307,5 +308,7 @@ void kvci_glu(kvc_mlp_act act, const float *g, const float *u, int64_t T, int64_
 /* x[T, n] = act(x) in place (StarCoder2's and Arcee's plain MLP): act(a) * 1, kvci_glu's element function with
  * u = 1, so the same bits as every act.h kernel; relu2 is kvci_relu2 (plain MLPs only). */
 void kvci_act_rows(kvc_mlp_act act, float *x, int64_t T, int64_t n);
+/* x[T, n] = xielu(x) in place (Apertus): p the layer's raw alpha_p, alpha_n, beta, eps (act.h's kvci_xielu). */
+void kvci_xielu_rows(const float *const p[4], float *x, int64_t T, int64_t n);
 
 #endif /* KVC_MODEL_INTERNAL_H */

@@ -230,6 +230,14 @@ static kvc_status visit_plain_mlp(visitor *v, const kvc_model_config *c, kvc_lay
     TRY(m2(v, n, H, I, &w->w_down, even(v, 1, I)));
     snprintf(n, sizeof n, "mlp.%s.bias", down);
     if (c->mlp_bias) TRY(v1(v, n, H, &w->b_down, KVC_WINIT_BIAS, rank0_bias(v)));
+    if (c->mlp_act == KVC_MLP_XIELU) { /* Apertus's per-layer scalars: alpha_p, alpha_n [1]; beta, eps [] */
+        static const char *const names[4] = {"alpha_p", "alpha_n", "beta", "eps"};
+        const int64_t one[1] = {1};
+        for (int i = 0; i < 4; i++) {
+            snprintf(n, sizeof n, "mlp.act_fn.%s", names[i]);
+            TRY(visit(v, n, i < 2 ? 1 : 0, one, &w->xielu[i], NULL, false, KVC_WINIT_BIAS, WHOLE));
+        }
+    }
     return KVC_OK;
 }
 
@@ -578,12 +586,12 @@ static kvc_status check_fields(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL, "model: moe_norm_min %g outside [0, 1]", c->moe_norm_min);
     if (!(c->clip_qkv >= 0.0 && c->clip_qkv <= 3.4e38) || (c->clip_qkv > 0.0 && fam->mla))
         return kvci_fail(KVC_EINVAL, "model: clip_qkv %g must be in [0, 3.4e38] (0: none) outside MLA", c->clip_qkv);
-    if ((unsigned)c->mlp_act > KVC_MLP_RELU || (c->mlp_act >= KVC_MLP_RELU2 && !c->mlp_plain))
+    if ((unsigned)c->mlp_act > KVC_MLP_XIELU || (c->mlp_act >= KVC_MLP_RELU2 && !c->mlp_plain))
         return kvci_fail(KVC_EINVAL,
                          "model: mlp_act %d must be %d (silu), %d (gelu_tanh) or, with mlp_plain, %d (relu2), %d "
-                         "(gelu) or %d (relu)",
+                         "(gelu), %d (relu) or %d (xielu)",
                          (int)c->mlp_act, (int)KVC_MLP_SILU, (int)KVC_MLP_GELU_TANH, (int)KVC_MLP_RELU2,
-                         (int)KVC_MLP_GELU, (int)KVC_MLP_RELU);
+                         (int)KVC_MLP_GELU, (int)KVC_MLP_RELU, (int)KVC_MLP_XIELU);
     if ((unsigned)c->rope_form > KVC_ROPE_PAIRS || (c->rope_form == KVC_ROPE_INTERLEAVED && !fam->mla))
         return kvci_fail(KVC_EINVAL,
                          "model: rope_form %d must be %d (half-split), %d (pairs) or, in an MLA family, %d "

@@ -375,6 +375,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/ministral3/multimodal/config.json",
         "oracle/helium/config.json",
         "oracle/arcee/config.json",
+        "oracle/apertus/config.json",
         "oracle/stablelm/config.json",
         "oracle/stablelm_parallel/config.json",
         "oracle/olmo/config.json",

@@ -416,6 +416,13 @@ static void test_arcee(void **state) {
     run_dir("arcee");
 }
 
+/* Apertus-like: per-head RMS q/k norms, an ungated MLP down(xielu(up(x))) with other xIELU scalars in every layer
+ * (alpha_p, alpha_n, beta and eps all randomised), q/k/v/o biases, GQA, llama3 rope, untied */
+static void test_apertus(void **state) {
+    (void)state;
+    run_dir("apertus");
+}
+
 /* StableLM 2-like: LayerNorms with bias, RoPE on a quarter of each head, q/k/v biases, GQA, untied; and with
  * parallel blocks, RoPE on half of each head, no biases, tied */
 static void test_stablelm(void **state) {
@@ -764,6 +771,7 @@ int main(void) {
         cmocka_unit_test(test_ministral3_multimodal),
         cmocka_unit_test(test_helium),
         cmocka_unit_test(test_arcee),
+        cmocka_unit_test(test_apertus),
         cmocka_unit_test(test_stablelm),
         cmocka_unit_test(test_olmo),
         cmocka_unit_test(test_ernie4_5),

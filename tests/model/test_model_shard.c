@@ -305,6 +305,7 @@ static void test_classic(void **state) {
     check_family("minimax_m2", KVC_WMAT_CHECKPOINT);
     check_family("exaone", KVC_WMAT_CHECKPOINT);
     check_family("internlm3", KVC_WMAT_CHECKPOINT);
+    check_family("apertus", KVC_WMAT_CHECKPOINT);
 }
 
 int main(void) {
