@@ -19,6 +19,13 @@ static const rename_rule RULES[] = {
     {"phi", "mlp.up_proj.", "mlp.fc1."},
     {"phi", "mlp.down_proj.", "mlp.fc2."},
     {"phi", "model.norm.", "model.final_layernorm."},
+    /* Persimmon (PersimmonForCausalLM): GPT-NeoX's fused query_key_value and MLP names under model., dense the o_proj,
+     * final_layernorm the final norm */
+    {"persimmon", "self_attn.qkv_proj.", "self_attn.query_key_value."},
+    {"persimmon", "self_attn.o_proj.", "self_attn.dense."},
+    {"persimmon", "mlp.up_proj.", "mlp.dense_h_to_4h."},
+    {"persimmon", "mlp.down_proj.", "mlp.dense_4h_to_h."},
+    {"persimmon", "model.norm.", "model.final_layernorm."},
     /* GPT-NeoX (GPTNeoXForCausalLM): under gpt_neox., q/k/v fused per head in attention.query_key_value (the
      * fused name weights.c gives them), the MLP dense_h_to_4h (up) and dense_4h_to_h (down), the head embed_out */
     {"gpt_neox", "model.embed_tokens.", "gpt_neox.embed_in."},

@@ -37,8 +37,8 @@ static kvc_status gelu_act(const kvc_json_obj *c, const char *key, const char *t
  * absent) feeding the attention and the MLP side by side (a parallel block), q/k/v and dense (o_proj) with
  * biases, RoPE half-split on head_dim * partial_rotary_factor channels (0.5 when absent, PhiConfig's; hparams.c),
  * MLP fc2(act(fc1(x))) with biases (hidden_act, gelu_new when absent), a final LayerNorm with bias and the head with a
- * bias of its own; untied by default. Refused by name: qk_layernorm (a LayerNorm with bias on each q and k head, which
- * the runtime does not run). */
+ * bias of its own; untied by default. Refused by name: qk_layernorm (a LayerNorm with bias on each q and k head:
+ * Persimmon's, which runs, but Phi's has no oracle). */
 static kvc_status parse_phi(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
@@ -51,6 +51,24 @@ static kvc_status parse_phi(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = cfg->head_bias = true;
     cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = cfg->parallel_block = true;
+    return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* Persimmon (adept/persimmon-8b-base, -chat; PersimmonForCausalLM): LayerNorms with bias (layer_norm_eps, 1e-5 when
+ * absent), q/k/v fused per head in self_attn.query_key_value ([heads, 3, D], GPT-NeoX's layout; split at load) and
+ * dense (o_proj), all with biases; with qk_layernorm (true when absent) a LayerNorm with bias over each q and k head
+ * before RoPE, one weight and bias [D] shared by the heads (self_attn.q_layernorm / k_layernorm); RoPE half-split on
+ * head_dim * partial_rotary_factor channels (0.5 when absent, hparams.c); the MLP dense_4h_to_h(act(dense_h_to_4h(x)))
+ * with biases, act by hidden_act (relu2 when absent); a final LayerNorm with bias; the head without one, untied.
+ * head_dim is always hidden_size / num_attention_heads, one KV head per head (hparams.c). */
+static kvc_status parse_persimmon(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(gelu_act(c, "hidden_act", "persimmon", "relu2", cfg));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "qk_layernorm", true, &cfg->qk_norm));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
     return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
@@ -426,11 +444,13 @@ kvc_status kvci_family_gpt_neo_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *
 static const struct {
     const char *model_type;
     kvc_status (*parse)(const kvc_hparams *hp, kvc_model_config *cfg);
-} CLASSIC[] = {{"phi", parse_phi},          {"gpt_neox", parse_gpt_neox}, {"gpt2", parse_gpt2},
-               {"gpt_bigcode", parse_gpt2}, {"opt", parse_opt},           {"falcon", parse_falcon},
-               {"gptj", parse_gptj},        {"nemotron", parse_nemotron}, {"bloom", parse_bloom},
-               {"mpt", parse_mpt},          {"gpt_neo", parse_gpt_neo},   {"codegen", parse_gptj},
-               {"biogpt", parse_biogpt}};
+} CLASSIC[] = {{"phi", parse_phi},         {"gpt_neox", parse_gpt_neox},
+               {"gpt2", parse_gpt2},       {"gpt_bigcode", parse_gpt2},
+               {"opt", parse_opt},         {"falcon", parse_falcon},
+               {"gptj", parse_gptj},       {"nemotron", parse_nemotron},
+               {"bloom", parse_bloom},     {"mpt", parse_mpt},
+               {"gpt_neo", parse_gpt_neo}, {"codegen", parse_gptj},
+               {"biogpt", parse_biogpt},   {"persimmon", parse_persimmon}};
 
 bool kvci_family_is_classic(const char *model_type) {
     for (size_t i = 0; i < sizeof CLASSIC / sizeof CLASSIC[0]; i++)

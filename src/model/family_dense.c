@@ -959,6 +959,7 @@ static const kvc_family_alias ALIASES[] = {
     {"granitemoeshared", "GraniteMoeSharedForCausalLM", "granitemoeshared", true},
     {"glm4_moe", "Glm4MoeForCausalLM", "glm4_moe", true},
     {"phi", "PhiForCausalLM", "phi", true},
+    {"persimmon", "PersimmonForCausalLM", "persimmon", true},
     {"gpt_neox", "GPTNeoXForCausalLM", "gpt_neox", true},
     {"gpt2", "GPT2LMHeadModel", "gpt2", true},
     {"opt", "OPTForCausalLM", "opt", true},

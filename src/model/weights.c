@@ -106,7 +106,8 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
  * (fuse.c joins them back where it can). */
 static bool grouped_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "gpt_neox") == 0 || strcmp(c->model_type, "gpt_bigcode") == 0 ||
-           strcmp(c->model_type, "falcon") == 0 || strcmp(c->model_type, "bloom") == 0;
+           strcmp(c->model_type, "falcon") == 0 || strcmp(c->model_type, "bloom") == 0 ||
+           strcmp(c->model_type, "persimmon") == 0;
 }
 static bool fused_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || grouped_qkv(c) ||
@@ -175,6 +176,12 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
     if (lfm2) {
         TRY(v1(v, "self_attn.q_layernorm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(v, "self_attn.k_layernorm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
+    } else if (c->qk_norm && c->layer_norm && strcmp(c->model_type, "persimmon") == 0) { /* one LayerNorm with bias
+                                                                                          * [D] shared by the heads */
+        TRY(v1(v, "self_attn.q_layernorm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(v1(v, "self_attn.q_layernorm.bias", D, &w->q_norm_b, KVC_WINIT_BIAS, WHOLE));
+        TRY(v1(v, "self_attn.k_layernorm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(v1(v, "self_attn.k_layernorm.bias", D, &w->k_norm_b, KVC_WINIT_BIAS, WHOLE));
     } else if (c->qk_norm && c->layer_norm) { /* weights per head [heads, D], split with the heads: Cohere's one tensor,
                                                * StableLM 2's a LayerNorm module per head */
         const bool stablelm = strcmp(c->model_type, "stablelm") == 0;

@@ -1743,6 +1743,35 @@ static void test_internlm3_fields(void **state) {
                    "internlm3 with qkv_bias (attention_bias) true and bias (mlp_bias) false is not supported");
 }
 
+/* Persimmon with PersimmonConfig's defaults (as many KV heads as heads whatever num_key_value_heads says, head_dim
+ * hidden / heads, RoPE on half of each head at theta 1e4, q/k LayerNorms, relu2, every bias but the head's, LayerNorms
+ * with bias, sequential blocks, eps 1e-5, untied) and without qk_layernorm, gelu, partial 0.25; refused by name:
+ * another hidden_act. */
+static void test_persimmon_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define PERSIMMON_BASE                                                                                                 \
+    "{\"model_type\":\"persimmon\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                       \
+    "\"num_attention_heads\":4,\"num_hidden_layers\":2,\"max_position_embeddings\":64"
+    assert_int_equal(
+        kvc_model_config_parse(PERSIMMON_BASE ",\"num_key_value_heads\":2,\"head_dim\":8}", "persimmon", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && kvci_model_rot_dim(&c) == 8);
+    assert_true(c.layer_norm && c.norm_bias && !c.parallel_block && c.mlp_plain && c.mlp_act == KVC_MLP_RELU2);
+    assert_true(c.qk_norm && !c.qk_norm_whole && c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias);
+    assert_true(c.rms_norm_eps == 1e-5 && c.rope_form == KVC_ROPE_HALF && c.rope.theta == 10000.0);
+    assert_true(!c.tie_word_embeddings);
+    kvc_model_plan *plan = plan_of(PERSIMMON_BASE "}", "persimmon");
+    assert_true(plan->head_dim == 16 && plan->num_key_value_heads == 4);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(PERSIMMON_BASE ",\"qk_layernorm\":false,\"hidden_act\":\"gelu\","
+                                                           "\"partial_rotary_factor\":0.25}",
+                                            "persimmon-set", &c),
+                     KVC_OK);
+    assert_true(!c.qk_norm && c.mlp_act == KVC_MLP_GELU && kvci_model_rot_dim(&c) == 4);
+    expect_refusal(PERSIMMON_BASE ",\"hidden_act\":\"silu\"}", "hidden_act \"silu\" is not supported (persimmon: gelu");
+#undef PERSIMMON_BASE
+}
+
 /* Apertus with ApertusConfig's defaults (xielu, as many KV heads as heads, eps 1e-5, theta 1.2e7 when the rope dict has
  * none, no biases, untied): the dense family with per-head q/k norms and a plain MLP; attention_bias on q/k/v/o;
  * refused by name: another hidden_act, no rope dict (ApertusConfig's llama3 default is not assumed). */
@@ -2133,6 +2162,7 @@ int main(void) {
         cmocka_unit_test(test_dbrx_fields),
         cmocka_unit_test(test_llama4_fields),
         cmocka_unit_test(test_phi_fields),
+        cmocka_unit_test(test_persimmon_fields),
         cmocka_unit_test(test_gpt_neox_fields),
         cmocka_unit_test(test_gpt2_fields),
         cmocka_unit_test(test_gpt_bigcode_fields),

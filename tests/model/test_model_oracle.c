@@ -497,6 +497,13 @@ static void test_phi(void **state) {
     run_dir("phi");
 }
 
+/* Persimmon-like: LayerNorms with bias, q/k/v fused per head, q/k LayerNorms with bias shared by the heads, RoPE on
+ * half of each head, relu2 MLP, every bias but the head's, untied */
+static void test_persimmon(void **state) {
+    (void)state;
+    run_dir("persimmon");
+}
+
 /* Pythia-like: parallel residual with two LayerNorms with bias, q/k/v fused per head, RoPE on a quarter of each
  * head, q/k/v/dense and MLP biases, exact GELU, untied; and GPT-NeoX-20B-like sequential blocks, no attention
  * biases, RoPE on half of each head, gelu_fast, tied */
@@ -783,6 +790,7 @@ int main(void) {
         cmocka_unit_test(test_llama4),
         cmocka_unit_test(test_llama4_multimodal),
         cmocka_unit_test(test_phi),
+        cmocka_unit_test(test_persimmon),
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),
         cmocka_unit_test(test_opt),

@@ -8,7 +8,7 @@ ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
-internlm3, apertus) this script
+internlm3, apertus, persimmon) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -56,6 +56,8 @@ from transformers import (
     ApertusForCausalLM,
     ArceeConfig,
     ArceeForCausalLM,
+    PersimmonConfig,
+    PersimmonForCausalLM,
     StableLmConfig,
     StableLmForCausalLM,
     PhiConfig,
@@ -683,6 +685,17 @@ def apertus_config():
                                           "high_freq_factor": 4.0}, tie_word_embeddings=False)
 
 
+def persimmon_config():
+    # Persimmon-8B's blocks at toy size: LayerNorms with bias, q/k/v fused per head in query_key_value, q/k LayerNorms
+    # with bias (qk_layernorm, [16] shared by the heads, randomised as every norm and bias), RoPE on half of each head
+    # (partial_rotary_factor left at PersimmonConfig's 0.5) at theta 25000 (the hub's), relu2 MLP (hidden_act left at
+    # the class's), 4 heads of 16, 3 layers, untied.
+    return PersimmonConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_attention_heads=4,
+                           num_hidden_layers=3, max_position_embeddings=512, bos_token_id=None, eos_token_id=None,
+                           pad_token_id=None, rope_parameters={"rope_type": "default", "rope_theta": 25000.0},
+                           tie_word_embeddings=False)
+
+
 def stablelm_config():
     # StableLM 2 (1.6B's shape) at toy size: LayerNorms with bias (layer_norm_eps 1e-5), RoPE on the first quarter
     # of each head (partial_rotary_factor left at StableLmConfig's 0.25: 4 of 16 channels), q/k/v biases
@@ -1185,6 +1198,7 @@ FAMILIES = {
     "helium": (helium_config, HeliumForCausalLM),
     "arcee": (arcee_config, ArceeForCausalLM),
     "apertus": (apertus_config, ApertusForCausalLM),
+    "persimmon": (persimmon_config, PersimmonForCausalLM),
     "stablelm": (stablelm_config, StableLmForCausalLM),
     "stablelm_parallel": (stablelm_parallel_config, StableLmForCausalLM),
     "stablelm2_qk": (stablelm2_qk_config, StableLmForCausalLM),
@@ -2039,7 +2053,7 @@ def main():
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
                                "nemotron", "lfm2", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
-                               "minimax_m2", "exaone", "internlm3", "apertus",
+                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
