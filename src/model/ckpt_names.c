@@ -124,6 +124,13 @@ static const rename_rule RULES[] = {
     {"biogpt", "mlp.down_proj.", "fc2."},
     {"biogpt", "model.norm.", "biogpt.layer_norm."},
     {"biogpt", "lm_head.", "output_projection."},
+    /* XGLM (XGLMForCausalLM): BioGPT's layer names under model. (its positions are computed, weights.c) */
+    {"xglm", "input_layernorm.", "self_attn_layer_norm."},
+    {"xglm", "post_attention_layernorm.", "final_layer_norm."},
+    {"xglm", "self_attn.o_proj.", "self_attn.out_proj."},
+    {"xglm", "mlp.up_proj.", "fc1."},
+    {"xglm", "mlp.down_proj.", "fc2."},
+    {"xglm", "model.norm.", "model.layer_norm."},
     /* VaultGemma (VaultGemmaForCausalLM): the MLP's input norm is pre_feedforward_layernorm (no post norms) */
     {"vaultgemma", "post_attention_layernorm.", "pre_feedforward_layernorm."},
     /* HunYuan dense (HunYuanDenseV1ForCausalLM): the per-head q/k norms are query_layernorm / key_layernorm */

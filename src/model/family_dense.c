@@ -986,6 +986,7 @@ static const kvc_family_alias ALIASES[] = {
     {"hunyuan_v1_dense", "HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense", true},
     {"hunyuan_v1_moe", "HunYuanMoEV1ForCausalLM", "hunyuan_v1_moe", true},
     {"biogpt", "BioGptForCausalLM", "biogpt", true},
+    {"xglm", "XGLMForCausalLM", "xglm", true},
     {"dots1", "Dots1ForCausalLM", "dots1", true},
     {"minimax_m2", "MiniMaxM2ForCausalLM", "minimax_m2", true},
     {"exaone", "ExaoneForCausalLM", "exaone", true},

@@ -69,6 +69,7 @@ static const type_defaults DEFAULTS[] = {
     {"gpt_neo", 0, 10000.0, 256, false, 0, true, true}, /* its window: window_size */
     {"codegen", 0, 10000.0, 0, false, 0, true, true},
     {"biogpt", 0, 10000.0, 0, false, 0, true, true},
+    {"xglm", 0, 10000.0, 0, false, 0, true, true},
     {"dots1", 0, 10000.0, 4096, false, 32, false, false},  /* its window: no use_sliding_window (hparams_window) */
     {"gpt_bigcode", 0, 10000.0, 0, false, 0, true, false}, /* its KV heads by multi_query */
     {"falcon", 0, 10000.0, 0, false, 0, true, false},      /* its KV heads by its flags */
@@ -144,9 +145,10 @@ void kvci_hparams_close(kvc_hparams *hp) {
 
 /* The names configs give each size (transformers' attribute maps: GPT-2 / GPT-BigCode n_layer, n_head,
  * n_embd, n_positions; BLOOM n_embed; MPT n_layers, n_heads, d_model, max_seq_len; Falcon num_kv_heads, n_head_kv;
- * ChatGLM num_layers, seq_length, kv_channels), the standard name first. */
+ * ChatGLM num_layers, seq_length, kv_channels; XGLM num_layers, attention_heads, d_model), the standard name first. */
 const char *const kvci_hp_layers_keys[KVC_HP_ALIASES] = {"num_hidden_layers", "n_layer", "num_layers", "n_layers"};
-const char *const kvci_hp_heads_keys[KVC_HP_ALIASES] = {"num_attention_heads", "n_head", "num_heads", "n_heads"};
+const char *const kvci_hp_heads_keys[KVC_HP_ALIASES] = {"num_attention_heads", "n_head", "num_heads", "n_heads",
+                                                        "attention_heads"};
 const char *const kvci_hp_hidden_keys[KVC_HP_ALIASES] = {"hidden_size", "n_embd", "d_model", "n_embed"};
 static const char *const KV_HEADS_KEYS[KVC_HP_ALIASES] = {"num_key_value_heads", "num_kv_heads", "n_head_kv", NULL};
 static const char *const MAX_POS_KEYS[KVC_HP_ALIASES] = {"max_position_embeddings", "n_positions", "seq_length",
@@ -238,10 +240,10 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     KVC_TRY(kvci_hparams_int(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
     KVC_TRY(kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
     /* the position tables' class defaults, their row count: learned (GPT2Config's n_positions, OPTConfig's,
-     * GPTNeoConfig's, BioGptConfig's) or CodeGen's sinusoid table (CodeGenConfig's n_positions), which no position may
-     * pass; BLOOM (ALiBi, BloomConfig has no such key): 2048, its training length, as vLLM assumes for a config
-     * without one */
-    static const char *const TABLE_2048[] = {"opt", "gpt_neo", "codegen", "bloom"};
+     * GPTNeoConfig's, BioGptConfig's, XGLMConfig's computed one) or CodeGen's sinusoid table (CodeGenConfig's
+     * n_positions), which no position may pass; BLOOM (ALiBi, BloomConfig has no such key): 2048, its training length,
+     * as vLLM assumes for a config without one */
+    static const char *const TABLE_2048[] = {"opt", "gpt_neo", "codegen", "bloom", "xglm"};
     const char *mt = hp->model_type;
     static const char *const TABLE_1024[] = {"gpt2", "gpt_bigcode", "biogpt"};
     if (!hp->have_max_pos && kvci_name_listed(mt, TABLE_1024, sizeof TABLE_1024 / sizeof TABLE_1024[0]))
@@ -450,7 +452,7 @@ static bool rotates_part(const kvc_hparams *hp) {
  * kvcache); its scaled ropes would size their frequencies by it for a whole-head rotation, which no model has
  * (types with learned positions read no rope at all: GPT-2, OPT, GPT-BigCode, GPT-Neo, BioGPT). */
 static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
-    static const char *const NO_ROPE_TYPES[] = {"gpt2", "opt", "gpt_bigcode", "gpt_neo", "biogpt"}; /* learned */
+    static const char *const NO_ROPE_TYPES[] = {"gpt2", "opt", "gpt_bigcode", "gpt_neo", "biogpt", "xglm"}; /* tables */
     if (r->partial_rotary_factor == 1.0 || rotates_part(hp)) return KVC_OK;
     const bool no_rope =
         kvci_name_listed(hp->model_type, NO_ROPE_TYPES, sizeof NO_ROPE_TYPES / sizeof NO_ROPE_TYPES[0]);

@@ -291,6 +291,13 @@ kvc_status kvci_model_load_as(const char *dir, kvc_wmat_dtype weights, kvc_model
  * file that could not be written; on failure nothing written stays behind. */
 kvc_status kvci_model_save(kvc_model *m, const char *src_dir, const char *out_dir);
 
+/* XGLM's position table t[rows, H] (sinusoid.c): transformers' XGLMSinusoidalPositionalEmbedding.get_embedding in
+ * f32 (w_i = exp(i * s) with s = -ln(10000) / (H / 2 - 1) rounded to f32, the product i * s rounded, then
+ * row p: sin(p w_i) for i < H / 2, cos(p w_i) after, p w_i rounded; exp, sin and cos in double rounded once, which
+ * PyTorch's f32 kernels agree with to 1 ulp), an odd H's last column 0, row zero_row (>= 0 and < rows) all 0. H >= 4.
+ */
+void kvci_model_sinusoid_table(int64_t rows, int64_t H, int64_t zero_row, float *t);
+
 /* ---- kernels (wmat.c, act.c) --------------------------------------------------- */
 
 /* y[T, out] = x[T, in] . W[out, in]^T (+ b[out]) (HF Linear) for a one-matrix W

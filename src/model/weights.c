@@ -434,7 +434,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
         TRY(v1(&v, "model.embed_norm.weight", c->hidden_size, &m->embed_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(&v, "model.embed_norm.bias", c->hidden_size, &m->embed_norm_b, KVC_WINIT_BIAS, WHOLE));
     }
-    if (c->pos_learned)
+    if (c->pos_learned && !c->pos_sinusoidal)
         TRY(v2(&v, "model.embed_positions.weight", c->max_position_embeddings + c->pos_offset, c->hidden_size,
                &m->pos_embed, KVC_WINIT_WEIGHT, WHOLE));
     v.conv1d = strcmp(c->model_type, "gpt2") == 0;
@@ -494,6 +494,7 @@ void kvc_model_destroy(kvc_model *m) {
     kvci_free(m->inv_freq_sliding);
     kvci_free(m->inv_freq_long);
     kvci_free(m->alibi);
+    if (m->cfg.pos_sinusoidal) kvci_free(m->pos_embed); /* computed, not in the arena */
     kvci_free(m);
 }
 
@@ -568,6 +569,11 @@ static kvc_status check_fields(const kvc_model_config *c) {
                          "model: parallel_block takes the input norm only (no post_norms or sandwich_norms)");
     if (c->parallel_mlp_norm && !c->parallel_block)
         return kvci_fail(KVC_EINVAL, "model: parallel_mlp_norm needs parallel_block");
+    if (c->pos_sinusoidal && (!c->pos_learned || c->hidden_size < 4 || c->pos_zero_row < -1))
+        return kvci_fail(KVC_EINVAL,
+                         "model: pos_sinusoidal needs pos_learned, hidden_size >= 4 (got %lld) and pos_zero_row >= -1 "
+                         "(got %lld)",
+                         (long long)c->hidden_size, (long long)c->pos_zero_row);
     if (c->pos_offset < 0 || c->pos_offset > KVC_HP_MAX_POSITIONS || (c->pos_offset > 0 && !c->pos_learned))
         return kvci_fail(KVC_EINVAL, "model: pos_offset %lld must be in [0, %lld], and 0 without pos_learned",
                          (long long)c->pos_offset, (long long)KVC_HP_MAX_POSITIONS);
@@ -692,6 +698,14 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
             st = kvci_fail(KVC_ENOMEM, "model: out of memory");
         }
         kvci_free(all);
+    }
+    if (st == KVC_OK && cfg->pos_sinusoidal) {
+        const int64_t rows = cfg->max_position_embeddings + cfg->pos_offset;
+        m->pos_embed = kvci_calloc((size_t)(rows * cfg->hidden_size), sizeof(float));
+        if (m->pos_embed)
+            kvci_model_sinusoid_table(rows, cfg->hidden_size, cfg->pos_zero_row, m->pos_embed);
+        else
+            st = kvci_fail(KVC_ENOMEM, "model: out of memory for the %lld-row position table", (long long)rows);
     }
     if (st != KVC_OK) {
         kvc_model_destroy(m);

@@ -390,6 +390,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/llama4/multimodal/config.json",
         "oracle/phi/config.json",
         "oracle/persimmon/config.json",
+        "oracle/xglm/config.json",
         "oracle/gpt_neox/config.json",
         "oracle/gpt_neox_seq/config.json",
         "oracle/gpt2/config.json",

@@ -1772,6 +1772,37 @@ static void test_persimmon_fields(void **state) {
 #undef PERSIMMON_BASE
 }
 
+/* XGLM with XGLMConfig's defaults (its key names d_model / num_layers / attention_heads / ffn_dim 4096, gelu, scaled
+ * embeddings, every bias, LayerNorms with bias at 1e-5, tied, no RoPE, the computed table offset 2 with row 1 zeros,
+ * 2048 positions) and with scale_embedding false, pad_token_id null, relu, untied; refused by name: d_model 2, another
+ * activation_function. */
+static void test_xglm_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define XGLM_BASE "{\"model_type\":\"xglm\",\"vocab_size\":8,\"d_model\":64,\"attention_heads\":4,\"num_layers\":2"
+    assert_int_equal(kvc_model_config_parse(XGLM_BASE "}", "xglm", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && c.intermediate_size == 4096);
+    assert_true(c.pos_learned && c.pos_sinusoidal && c.pos_offset == 2 && c.pos_zero_row == 1);
+    assert_true(c.max_position_embeddings == 2048 && c.layer_nope[0] && c.layer_nope[1]);
+    assert_true(c.embed_scale == 8.0f && c.mlp_act == KVC_MLP_GELU && c.mlp_plain && c.layer_norm && c.norm_bias);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && c.tie_word_embeddings && c.rms_norm_eps == 1e-5);
+    kvc_model_plan *plan = plan_of(XGLM_BASE "}", "xglm");
+    assert_true(plan->head_dim == 16 && plan->num_key_value_heads == 4);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(XGLM_BASE ",\"scale_embedding\":false,\"pad_token_id\":null,"
+                                                      "\"activation_function\":\"relu\",\"tie_word_embeddings\":false,"
+                                                      "\"ffn_dim\":24}",
+                                            "xglm-set", &c),
+                     KVC_OK);
+    assert_true(c.embed_scale == 0.0f && c.pos_zero_row == -1 && c.mlp_act == KVC_MLP_RELU && !c.tie_word_embeddings);
+    assert_true(c.intermediate_size == 24);
+    expect_refusal("{\"model_type\":\"xglm\",\"vocab_size\":8,\"d_model\":2,\"attention_heads\":1,\"num_layers\":2}",
+                   "xglm with d_model 2 is not supported");
+    expect_refusal(XGLM_BASE ",\"activation_function\":\"silu\"}",
+                   "activation_function \"silu\" is not supported (xglm");
+#undef XGLM_BASE
+}
+
 /* Apertus with ApertusConfig's defaults (xielu, as many KV heads as heads, eps 1e-5, theta 1.2e7 when the rope dict has
  * none, no biases, untied): the dense family with per-head q/k norms and a plain MLP; attention_bias on q/k/v/o;
  * refused by name: another hidden_act, no rope dict (ApertusConfig's llama3 default is not assumed). */
@@ -2134,6 +2165,7 @@ int main(void) {
         cmocka_unit_test(test_exaone_fields),
         cmocka_unit_test(test_internlm3_fields),
         cmocka_unit_test(test_apertus_fields),
+        cmocka_unit_test(test_xglm_fields),
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),

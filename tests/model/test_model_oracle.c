@@ -504,6 +504,13 @@ static void test_persimmon(void **state) {
     run_dir("persimmon");
 }
 
+/* XGLM-like: BioGPT's pre-norm blocks with biases and gelu, scaled tied embeddings, positions from the sinusoid table
+ * computed at load (offset 2; pad_token_id 5 zeroes position 3's row) */
+static void test_xglm(void **state) {
+    (void)state;
+    run_dir("xglm");
+}
+
 /* Pythia-like: parallel residual with two LayerNorms with bias, q/k/v fused per head, RoPE on a quarter of each
  * head, q/k/v/dense and MLP biases, exact GELU, untied; and GPT-NeoX-20B-like sequential blocks, no attention
  * biases, RoPE on half of each head, gelu_fast, tied */
@@ -791,6 +798,7 @@ int main(void) {
         cmocka_unit_test(test_llama4_multimodal),
         cmocka_unit_test(test_phi),
         cmocka_unit_test(test_persimmon),
+        cmocka_unit_test(test_xglm),
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),
         cmocka_unit_test(test_opt),

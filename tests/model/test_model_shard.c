@@ -289,6 +289,7 @@ static void test_classic(void **state) {
     (void)state;
     check_family("phi", KVC_WMAT_CHECKPOINT);
     check_family("persimmon", KVC_WMAT_CHECKPOINT);
+    check_family("xglm", KVC_WMAT_CHECKPOINT);
     check_family("gpt_neox", KVC_WMAT_CHECKPOINT);
     check_family("gpt_neox_seq", KVC_WMAT_CHECKPOINT);
     check_family("gpt2", KVC_WMAT_CHECKPOINT);

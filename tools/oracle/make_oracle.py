@@ -8,7 +8,7 @@ ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
-internlm3, apertus, persimmon) this script
+internlm3, apertus, persimmon, xglm) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -58,6 +58,8 @@ from transformers import (
     ArceeForCausalLM,
     PersimmonConfig,
     PersimmonForCausalLM,
+    XGLMConfig,
+    XGLMForCausalLM,
     StableLmConfig,
     StableLmForCausalLM,
     PhiConfig,
@@ -696,6 +698,15 @@ def persimmon_config():
                            tie_word_embeddings=False)
 
 
+def xglm_config():
+    # XGLM at toy size: BioGPT's pre-norm blocks with biases and gelu, embeddings times sqrt(64) (scale_embedding left
+    # at XGLMConfig's), tied as the hub's, and positions from its sinusoid table (not saved: kvcache computes it),
+    # offset by 2, whose row pad_token_id is zeros: pad_token_id 5 puts that row at position 3 (the hub's 1 is never
+    # read). 3 layers, 4 heads of 16, ffn_dim 96.
+    return XGLMConfig(vocab_size=VOCAB, d_model=64, ffn_dim=96, num_layers=3, attention_heads=4,
+                      max_position_embeddings=512, bos_token_id=None, eos_token_id=None, pad_token_id=5)
+
+
 def stablelm_config():
     # StableLM 2 (1.6B's shape) at toy size: LayerNorms with bias (layer_norm_eps 1e-5), RoPE on the first quarter
     # of each head (partial_rotary_factor left at StableLmConfig's 0.25: 4 of 16 channels), q/k/v biases
@@ -1199,6 +1210,7 @@ FAMILIES = {
     "arcee": (arcee_config, ArceeForCausalLM),
     "apertus": (apertus_config, ApertusForCausalLM),
     "persimmon": (persimmon_config, PersimmonForCausalLM),
+    "xglm": (xglm_config, XGLMForCausalLM),
     "stablelm": (stablelm_config, StableLmForCausalLM),
     "stablelm_parallel": (stablelm_parallel_config, StableLmForCausalLM),
     "stablelm2_qk": (stablelm2_qk_config, StableLmForCausalLM),
@@ -1266,6 +1278,8 @@ def param_std(name, shape, config):
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
     if config.model_type == "biogpt" and name.endswith("embed_tokens.weight"):  # tied; x sqrt(H) in the stream
         return 1.0 / math.sqrt(shape[1])
+    if config.model_type == "xglm" and name.endswith("embed_tokens.weight"):  # tied; x sqrt(H) beside sin / cos
+        return 0.5 / math.sqrt(shape[1])
     if config.model_type == "biogpt" and name.endswith("embed_positions.weight"):
         return 0.5
     if config.model_type == "opt" and name.endswith("embed_positions.weight"):
@@ -2053,7 +2067,7 @@ def main():
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
                                "nemotron", "lfm2", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
-                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon",
+                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
