@@ -307,17 +307,23 @@ static kvc_status parse_helium(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-8, eps, &cfg->rms_norm_eps);
 }
 
+/* The one activation `name` of type's ungated MLP: hidden_act `name` or absent, else refused by name. */
+static kvc_status only_act(const kvc_json_obj *c, const char *type, const char *name) {
+    const char *act = name;
+    bool have = false;
+    KVC_TRY(kvci_json_str(c, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, name) != 0)
+        return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (%s: %s)", c->doc, act, type, name);
+    return KVC_OK;
+}
+
 /* Arcee (arcee-ai/AFM-*, ArceeForCausalLM): Llama with an ungated MLP down_proj(relu2(up_proj(x))) (hidden_act
  * relu2 when absent, ArceeConfig's; another is refused by name), biases on q/k/v/o by attention_bias and on the
  * MLP by mlp_bias (both false when absent), rms_norm_eps 1e-5 when absent. */
 static kvc_status parse_arcee(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
-    const char *act = "relu2";
-    bool have = false;
-    KVC_TRY(kvci_json_str(c, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
-    if (strcmp(act, "relu2") != 0)
-        return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (arcee: relu2)", c->doc, act);
+    KVC_TRY(only_act(c, "arcee", "relu2"));
     cfg->mlp_act = KVC_MLP_RELU2, cfg->mlp_plain = true;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
@@ -335,11 +341,7 @@ static kvc_status parse_arcee(const kvc_hparams *hp, kvc_model_config *cfg) {
 static kvc_status parse_apertus(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
-    const char *act = "xielu";
-    bool have = false;
-    KVC_TRY(kvci_json_str(c, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
-    if (strcmp(act, "xielu") != 0)
-        return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (apertus: xielu)", c->doc, act);
+    KVC_TRY(only_act(c, "apertus", "xielu"));
     if (hp->rope_source == NULL)
         return kvci_fail(KVC_EINVAL,
                          "%s: apertus without rope_parameters (or rope_scaling) is not supported (give ApertusConfig's "
