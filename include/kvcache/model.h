@@ -76,7 +76,8 @@ typedef enum kvc_mlp_act {
     KVC_MLP_GELU_TANH = 1,
     KVC_MLP_RELU2 = 2,
     KVC_MLP_GELU = 3,
-    KVC_MLP_RELU = 4
+    KVC_MLP_RELU = 4,
+    KVC_MLP_XIELU = 5 /* Apertus: per-layer learned scalars (plain MLPs only) */
 } kvc_mlp_act;
 
 /* Everything the forward pass needs from config.json. */
@@ -211,6 +212,12 @@ typedef struct kvc_model_config {
     /* HunYuan (model_type hunyuan_v1_dense): the per-head q/k RMSNorms (qk_norm) applied after RoPE instead of
      * before it. Last, as above. */
     bool qk_norm_after_rope;
+    /* XGLM (model_type xglm): pos_learned's table [max_position_embeddings + pos_offset, hidden_size] computed at load
+     * instead of read, transformers' sinusoid (kvci_model_sinusoid_table): row p holds sin(p w_i) for i < H / 2, then
+     * cos(p w_i), w_i = exp(-i ln(10000) / (H / 2 - 1)) (an odd H's last column 0), and row pos_zero_row (XGLM's
+     * pad_token_id; -1: none) zeros. Last, as above. */
+    bool pos_sinusoidal;
+    int64_t pos_zero_row;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

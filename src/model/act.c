@@ -55,6 +55,13 @@ void kvci_act_rows(kvc_mlp_act act, float *x, int64_t T, int64_t n) {
         }
 }
 
+void kvci_xielu_rows(const float *const p[4], float *x, int64_t T, int64_t n) {
+    const float ap = kvci_softplus(p[0][0]), an = p[2][0] + kvci_softplus(p[1][0]), beta = p[2][0], eps = p[3][0];
+#pragma omp parallel for schedule(static) if (T > 16 && T * n >= SWIGLU_PARALLEL_ELEMS)
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < n; j++) x[t * n + j] = kvci_xielu(x[t * n + j], ap, an, beta, eps);
+}
+
 void kvci_glu(kvc_mlp_act act, const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out,
               int64_t ld_out) {
     const kvc_act_kernel *k = kvci_act_active();

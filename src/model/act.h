@@ -97,6 +97,18 @@ static inline float kvci_gelu_erf(float a) {
     return (float)(0.5 * x * erfc(-x * 0.70710678118654752440));
 }
 
+/* transformers' XIELUActivation (Apertus) in f32 as its Python path: with ap = softplus(alpha_p) and
+ * an = beta + softplus(alpha_n) (softplus(z) = log1p(exp(z)), z itself above 20, as PyTorch's),
+ * xielu(a) = ap a a + beta a for a > 0, else (expm1(min(a, eps)) - a) an + beta a; each product and sum
+ * rounded (no FMA), expm1 libm's. A NaN stays NaN. */
+static inline float kvci_softplus(float z) { return z > 20.0f ? z : log1pf(expf(z)); }
+static inline float kvci_xielu(float a, float ap, float an, float beta, float eps) {
+    const float lin = beta * a;
+    if (a > 0.0f) return (ap * a) * a + lin;
+    const float m = a < eps || a != a ? a : eps;
+    return (expm1f(m) - a) * an + lin;
+}
+
 /* out[j] = act(g[j]) * u[j] for j < n; out may be g or u. */
 typedef void (*kvc_swiglu_row_fn)(const float *g, const float *u, int64_t n, float *out);
 

@@ -82,16 +82,16 @@ static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float
         float *qt = q + t * nq, *kt = k + t * nk; /* [nH, D], [nKV, D] */
         if (first && clip) clamp_row(v + t * nv, nv, (float)c->clip_qkv);
         if (finish && clip) { /* normalised, clamped, then rotated below */
-            kvci_fwd_norm_rope_token(s, t, qt, nH, D, norm ? w->q_norm : NULL, false);
-            kvci_fwd_norm_rope_token(s, t, kt, nKV, D, norm ? w->k_norm : NULL, false);
+            kvci_fwd_norm_rope_token(s, t, qt, nH, D, norm ? w->q_norm : NULL, w->q_norm_b, false);
+            kvci_fwd_norm_rope_token(s, t, kt, nKV, D, norm ? w->k_norm : NULL, w->k_norm_b, false);
             clamp_row(qt, nq, (float)c->clip_qkv), clamp_row(kt, nk, (float)c->clip_qkv);
         }
         const bool normed = norm && !(finish && clip), late = normed && c->qk_norm_after_rope;
-        kvci_fwd_norm_rope_token(s, t, qt, nH, D, normed && !late ? w->q_norm : NULL, rotate);
-        kvci_fwd_norm_rope_token(s, t, kt, nKV, D, normed && !late ? w->k_norm : NULL, rotate);
+        kvci_fwd_norm_rope_token(s, t, qt, nH, D, normed && !late ? w->q_norm : NULL, w->q_norm_b, rotate);
+        kvci_fwd_norm_rope_token(s, t, kt, nKV, D, normed && !late ? w->k_norm : NULL, w->k_norm_b, rotate);
         if (late) { /* HunYuan: the heads' norms after RoPE */
-            kvci_fwd_norm_rope_token(s, t, qt, nH, D, w->q_norm, false);
-            kvci_fwd_norm_rope_token(s, t, kt, nKV, D, w->k_norm, false);
+            kvci_fwd_norm_rope_token(s, t, qt, nH, D, w->q_norm, w->q_norm_b, false);
+            kvci_fwd_norm_rope_token(s, t, kt, nKV, D, w->k_norm, w->k_norm_b, false);
         }
         if (rotate && c->qk_l2_norm) { /* Llama 4: the RoPE layers' q and k, after RoPE */
             l2_heads(qt, nH, D, D, (float)c->rms_norm_eps);

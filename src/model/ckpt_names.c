@@ -19,6 +19,13 @@ static const rename_rule RULES[] = {
     {"phi", "mlp.up_proj.", "mlp.fc1."},
     {"phi", "mlp.down_proj.", "mlp.fc2."},
     {"phi", "model.norm.", "model.final_layernorm."},
+    /* Persimmon (PersimmonForCausalLM): GPT-NeoX's fused query_key_value and MLP names under model., dense the o_proj,
+     * final_layernorm the final norm */
+    {"persimmon", "self_attn.qkv_proj.", "self_attn.query_key_value."},
+    {"persimmon", "self_attn.o_proj.", "self_attn.dense."},
+    {"persimmon", "mlp.up_proj.", "mlp.dense_h_to_4h."},
+    {"persimmon", "mlp.down_proj.", "mlp.dense_4h_to_h."},
+    {"persimmon", "model.norm.", "model.final_layernorm."},
     /* GPT-NeoX (GPTNeoXForCausalLM): under gpt_neox., q/k/v fused per head in attention.query_key_value (the
      * fused name weights.c gives them), the MLP dense_h_to_4h (up) and dense_4h_to_h (down), the head embed_out */
     {"gpt_neox", "model.embed_tokens.", "gpt_neox.embed_in."},
@@ -117,6 +124,13 @@ static const rename_rule RULES[] = {
     {"biogpt", "mlp.down_proj.", "fc2."},
     {"biogpt", "model.norm.", "biogpt.layer_norm."},
     {"biogpt", "lm_head.", "output_projection."},
+    /* XGLM (XGLMForCausalLM): BioGPT's layer names under model. (its positions are computed, weights.c) */
+    {"xglm", "input_layernorm.", "self_attn_layer_norm."},
+    {"xglm", "post_attention_layernorm.", "final_layer_norm."},
+    {"xglm", "self_attn.o_proj.", "self_attn.out_proj."},
+    {"xglm", "mlp.up_proj.", "fc1."},
+    {"xglm", "mlp.down_proj.", "fc2."},
+    {"xglm", "model.norm.", "model.layer_norm."},
     /* VaultGemma (VaultGemmaForCausalLM): the MLP's input norm is pre_feedforward_layernorm (no post norms) */
     {"vaultgemma", "post_attention_layernorm.", "pre_feedforward_layernorm."},
     /* HunYuan dense (HunYuanDenseV1ForCausalLM): the per-head q/k norms are query_layernorm / key_layernorm */
@@ -125,6 +139,9 @@ static const rename_rule RULES[] = {
     /* and the MoE's (HunYuanMoEV1ForCausalLM, named as the dense): the router mlp.gate.wg, the shared MLP shared_mlp */
     {"hunyuan_v1_dense", "mlp.gate.weight", "mlp.gate.wg.weight"},
     {"hunyuan_v1_dense", "mlp.shared_expert.", "mlp.shared_mlp."},
+    /* Apertus (ApertusForCausalLM): the sub-layers' input norms are attention_layernorm / feedforward_layernorm */
+    {"apertus", "input_layernorm.", "attention_layernorm."},
+    {"apertus", "post_attention_layernorm.", "feedforward_layernorm."},
     /* MiniMax-M2 (MiniMaxM2ForCausalLM): Mixtral's block_sparse_moe (weights.c), the router's correction bias beside it
      */
     {"minimax_m2", "mlp.gate.e_score_correction_bias", "block_sparse_moe.e_score_correction_bias"},

@@ -173,6 +173,8 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
         cfg->intermediate_size = 4 * cfg->hidden_size; /* BloomMLP's and MptMLP's fixed width */
     } else if (strcmp(cfg->model_type, "opt") == 0) {  /* OPTConfig's ffn_dim, 3072 when absent */
         KVC_TRY(kvci_family_opt_int(c, "ffn_dim", 3072, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (strcmp(cfg->model_type, "xglm") == 0) { /* XGLMConfig's ffn_dim, 4096 when absent */
+        KVC_TRY(kvci_family_opt_int(c, "ffn_dim", 4096, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "biogpt") == 0) { /* BioGptConfig's intermediate_size, 4096 when absent */
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 4096, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "dbrx") == 0) { /* DbrxFFNConfig's ffn_hidden_size, 3584 when absent */

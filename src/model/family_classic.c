@@ -37,8 +37,8 @@ static kvc_status gelu_act(const kvc_json_obj *c, const char *key, const char *t
  * absent) feeding the attention and the MLP side by side (a parallel block), q/k/v and dense (o_proj) with
  * biases, RoPE half-split on head_dim * partial_rotary_factor channels (0.5 when absent, PhiConfig's; hparams.c),
  * MLP fc2(act(fc1(x))) with biases (hidden_act, gelu_new when absent), a final LayerNorm with bias and the head with a
- * bias of its own; untied by default. Refused by name: qk_layernorm (a LayerNorm with bias on each q and k head, which
- * the runtime does not run). */
+ * bias of its own; untied by default. Refused by name: qk_layernorm (a LayerNorm with bias on each q and k head:
+ * Persimmon's, which runs, but Phi's has no oracle). */
 static kvc_status parse_phi(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
@@ -51,6 +51,24 @@ static kvc_status parse_phi(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = cfg->head_bias = true;
     cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = cfg->parallel_block = true;
+    return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* Persimmon (adept/persimmon-8b-base, -chat; PersimmonForCausalLM): LayerNorms with bias (layer_norm_eps, 1e-5 when
+ * absent), q/k/v fused per head in self_attn.query_key_value ([heads, 3, D], GPT-NeoX's layout; split at load) and
+ * dense (o_proj), all with biases; with qk_layernorm (true when absent) a LayerNorm with bias over each q and k head
+ * before RoPE, one weight and bias [D] shared by the heads (self_attn.q_layernorm / k_layernorm); RoPE half-split on
+ * head_dim * partial_rotary_factor channels (0.5 when absent, hparams.c); the MLP dense_4h_to_h(act(dense_h_to_4h(x)))
+ * with biases, act by hidden_act (relu2 when absent); a final LayerNorm with bias; the head without one, untied.
+ * head_dim is always hidden_size / num_attention_heads, one KV head per head (hparams.c). */
+static kvc_status parse_persimmon(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(gelu_act(c, "hidden_act", "persimmon", "relu2", cfg));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "qk_layernorm", true, &cfg->qk_norm));
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
     return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
@@ -377,6 +395,36 @@ static kvc_status parse_biogpt(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(&hp->cfg, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
+/* XGLM (facebook/xglm-564M to 7.5B; XGLMForCausalLM): BioGPT's blocks (pre-norm nn.LayerNorms with weight and bias at
+ * eps 1e-5, q/k/v/out_proj with biases, fc2(act(fc1(x))) with biases of ffn_dim (4096 when absent, config.c), act by
+ * activation_function (gelu), the final layer_norm, tied by default; embeddings times sqrt(d_model) when
+ * scale_embedding, true when absent) with positions from transformers' sinusoid table, offset by 2 and computed at
+ * load (pos_sinusoidal; weights.c), whose row pad_token_id (1 when absent; null: none) is zeros. Refused by name:
+ * d_model below 4 (the table divides by d_model / 2 - 1). */
+static kvc_status parse_xglm(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    bool scale = true;
+    KVC_TRY(gelu_act(c, "activation_function", "xglm", "gelu", cfg));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
+    KVC_TRY(kvci_family_opt_bool(c, "scale_embedding", true, &scale));
+    if (cfg->hidden_size < 4)
+        return kvci_fail(KVC_EINVAL, "%s: xglm with d_model %lld is not supported (its sinusoid table needs >= 4)",
+                         c->doc, (long long)cfg->hidden_size);
+    /* an explicit null is no padding row (kvci_json_find reads null as absent: XGLMConfig's 1) */
+    const cJSON *pad = cJSON_GetObjectItemCaseSensitive(c->obj, "pad_token_id");
+    if (pad != NULL && cJSON_IsNull(pad))
+        cfg->pos_zero_row = -1;
+    else
+        KVC_TRY(kvci_family_opt_int(c, "pad_token_id", 1, 0, KVC_HP_MAX_POSITIONS, &cfg->pos_zero_row));
+    cfg->embed_scale = scale ? (float)sqrt((double)cfg->hidden_size) : 0.0f;
+    cfg->pos_learned = cfg->pos_sinusoidal = true, cfg->pos_offset = 2;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
+    cfg->rms_norm_eps = 1e-5;
+    return kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
+}
+
 /* Entry e of GPT-Neo's layer list (where[i] names it), "global" (full) or "local" (sliding), as layer *n of kinds
  * (kept while *n < n_layers; *n counts on, so that a list of another length is refused by its own count). */
 static kvc_status gpt_neo_push(const kvc_family_ctx *ctx, const cJSON *e, const char *where, long long i,
@@ -426,11 +474,14 @@ kvc_status kvci_family_gpt_neo_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *
 static const struct {
     const char *model_type;
     kvc_status (*parse)(const kvc_hparams *hp, kvc_model_config *cfg);
-} CLASSIC[] = {{"phi", parse_phi},          {"gpt_neox", parse_gpt_neox}, {"gpt2", parse_gpt2},
-               {"gpt_bigcode", parse_gpt2}, {"opt", parse_opt},           {"falcon", parse_falcon},
-               {"gptj", parse_gptj},        {"nemotron", parse_nemotron}, {"bloom", parse_bloom},
-               {"mpt", parse_mpt},          {"gpt_neo", parse_gpt_neo},   {"codegen", parse_gptj},
-               {"biogpt", parse_biogpt}};
+} CLASSIC[] = {{"phi", parse_phi},         {"gpt_neox", parse_gpt_neox},
+               {"gpt2", parse_gpt2},       {"gpt_bigcode", parse_gpt2},
+               {"opt", parse_opt},         {"falcon", parse_falcon},
+               {"gptj", parse_gptj},       {"nemotron", parse_nemotron},
+               {"bloom", parse_bloom},     {"mpt", parse_mpt},
+               {"gpt_neo", parse_gpt_neo}, {"codegen", parse_gptj},
+               {"biogpt", parse_biogpt},   {"persimmon", parse_persimmon},
+               {"xglm", parse_xglm}};
 
 bool kvci_family_is_classic(const char *model_type) {
     for (size_t i = 0; i < sizeof CLASSIC / sizeof CLASSIC[0]; i++)

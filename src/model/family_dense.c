@@ -307,22 +307,50 @@ static kvc_status parse_helium(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-8, eps, &cfg->rms_norm_eps);
 }
 
+/* The one activation `name` of type's ungated MLP: hidden_act `name` or absent, else refused by name. */
+static kvc_status only_act(const kvc_json_obj *c, const char *type, const char *name) {
+    const char *act = name;
+    bool have = false;
+    KVC_TRY(kvci_json_str(c, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, name) != 0)
+        return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (%s: %s)", c->doc, act, type, name);
+    return KVC_OK;
+}
+
 /* Arcee (arcee-ai/AFM-*, ArceeForCausalLM): Llama with an ungated MLP down_proj(relu2(up_proj(x))) (hidden_act
  * relu2 when absent, ArceeConfig's; another is refused by name), biases on q/k/v/o by attention_bias and on the
  * MLP by mlp_bias (both false when absent), rms_norm_eps 1e-5 when absent. */
 static kvc_status parse_arcee(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
-    const char *act = "relu2";
-    bool have = false;
-    KVC_TRY(kvci_json_str(c, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
-    if (strcmp(act, "relu2") != 0)
-        return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (arcee: relu2)", c->doc, act);
+    KVC_TRY(only_act(c, "arcee", "relu2"));
     cfg->mlp_act = KVC_MLP_RELU2, cfg->mlp_plain = true;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
     cfg->o_bias = cfg->qkv_bias;
     KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias));
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* Apertus (swiss-ai/Apertus-*, ApertusForCausalLM): Llama with per-head RMS q/k norms before RoPE (Qwen3's), an
+ * ungated MLP down_proj(xielu(up_proj(x))) whose xIELU holds learned scalars per layer (mlp.act_fn.alpha_p /
+ * alpha_n / beta / eps; hidden_act xielu when absent, another is refused by name), biases on q/k/v/o by
+ * attention_bias (false), none on the MLP, rms_norm_eps 1e-5 when absent. Its norms are attention_layernorm /
+ * feedforward_layernorm (ckpt_names.c). ApertusConfig's rope when rope_parameters is absent (llama3, theta 1.2e7,
+ * factor 8 over 8192) is not assumed: such a config is refused by name (the hub's configs all give it). */
+static kvc_status parse_apertus(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(only_act(c, "apertus", "xielu"));
+    if (hp->rope_source == NULL)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: apertus without rope_parameters (or rope_scaling) is not supported (give ApertusConfig's "
+                         "llama3 rope explicitly)",
+                         c->doc);
+    cfg->mlp_act = KVC_MLP_XIELU, cfg->mlp_plain = true, cfg->qk_norm = true;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
+    cfg->o_bias = cfg->qkv_bias, cfg->mlp_bias = false;
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
@@ -768,6 +796,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "ministral3") == 0) return parse_ministral3(hp, cfg);
     if (strcmp(mt, "helium") == 0) return parse_helium(hp, cfg);
     if (strcmp(mt, "arcee") == 0) return parse_arcee(hp, cfg);
+    if (strcmp(mt, "apertus") == 0) return parse_apertus(hp, cfg);
     if (strcmp(mt, "stablelm") == 0) return parse_stablelm(hp, cfg);
     if (strcmp(mt, "olmo") == 0) return parse_olmo1(hp, cfg);
     if (strcmp(mt, "ernie4_5") == 0) return parse_ernie4_5(hp, cfg);
@@ -923,6 +952,7 @@ static const kvc_family_alias ALIASES[] = {
     {"ministral3", "Ministral3ForCausalLM", "ministral3", true},
     {"helium", "HeliumForCausalLM", "helium", true},
     {"arcee", "ArceeForCausalLM", "arcee", true},
+    {"apertus", "ApertusForCausalLM", "apertus", true},
     {"stablelm", "StableLmForCausalLM", "stablelm", true},
     {"olmo", "OlmoForCausalLM", "olmo", true},
     {"ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5", true},
@@ -931,6 +961,7 @@ static const kvc_family_alias ALIASES[] = {
     {"granitemoeshared", "GraniteMoeSharedForCausalLM", "granitemoeshared", true},
     {"glm4_moe", "Glm4MoeForCausalLM", "glm4_moe", true},
     {"phi", "PhiForCausalLM", "phi", true},
+    {"persimmon", "PersimmonForCausalLM", "persimmon", true},
     {"gpt_neox", "GPTNeoXForCausalLM", "gpt_neox", true},
     {"gpt2", "GPT2LMHeadModel", "gpt2", true},
     {"opt", "OPTForCausalLM", "opt", true},
@@ -957,6 +988,7 @@ static const kvc_family_alias ALIASES[] = {
     {"hunyuan_v1_dense", "HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense", true},
     {"hunyuan_v1_moe", "HunYuanMoEV1ForCausalLM", "hunyuan_v1_moe", true},
     {"biogpt", "BioGptForCausalLM", "biogpt", true},
+    {"xglm", "XGLMForCausalLM", "xglm", true},
     {"dots1", "Dots1ForCausalLM", "dots1", true},
     {"minimax_m2", "MiniMaxM2ForCausalLM", "minimax_m2", true},
     {"exaone", "ExaoneForCausalLM", "exaone", true},

@@ -289,11 +289,13 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
 /* ---- the pass ------------------------------------------------------------------ */
 
 void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int64_t n_heads, int64_t stride,
-                              const float *norm, bool rotate) {
+                              const float *norm, const float *bias, bool rotate) {
     const kvc_model_config *c = &s->m->cfg;
     const int64_t rot = s->m->rot_dim, D = c->head_dim;
     if (norm && c->qk_norm_whole) /* OLMo 2: one norm over the heads side by side (stride == D) */
         kvci_rmsnorm_rows(row, 1, n_heads * D, n_heads * D, norm, (float)c->rms_norm_eps);
+    else if (norm && c->layer_norm && bias) /* Persimmon: one LayerNorm with bias [D] for every head */
+        kvci_layernorm_rows_threads(row, n_heads, D, stride, norm, bias, (float)c->rms_norm_eps, row);
     else if (norm && c->layer_norm) /* Cohere: a LayerNorm per head, each head its own weights [n_heads, D] */
         kvci_layernorm_rows_to(row, n_heads, D, stride, norm, D, (float)c->rms_norm_eps, row);
     else if (norm)
@@ -310,7 +312,8 @@ void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t str
     const int64_t rot = s->m->rot_dim, T = s->T;
     if (s->m->cfg.rope_form != KVC_ROPE_INTERLEAVED) {
 #pragma omp parallel for schedule(static) if (T > 16 && T * n_heads * stride >= ROPE_PARALLEL_ELEMS)
-        for (int64_t t = 0; t < T; t++) kvci_fwd_norm_rope_token(s, t, x + t * row_stride, n_heads, stride, NULL, true);
+        for (int64_t t = 0; t < T; t++)
+            kvci_fwd_norm_rope_token(s, t, x + t * row_stride, n_heads, stride, NULL, NULL, true);
         return;
     }
     for (int64_t t = 0; t < T; t++)
@@ -363,7 +366,10 @@ kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l) {
         double t0 = kvci_sp_begin();
         KVC_TRY(kvci_linear(ws->xn, s->T, &w->w_up, w->b_up, ws->ff_a));
         kvci_sp_end(KVC_SP_GATE_UP, t0), t0 = kvci_sp_begin();
-        kvci_act_rows(s->m->cfg.mlp_act, ws->ff_a, s->T, w->w_up.rows);
+        if (s->m->cfg.mlp_act == KVC_MLP_XIELU)
+            kvci_xielu_rows((const float *const *)w->xielu, ws->ff_a, s->T, w->w_up.rows);
+        else
+            kvci_act_rows(s->m->cfg.mlp_act, ws->ff_a, s->T, w->w_up.rows);
         kvci_sp_end(KVC_SP_SWIGLU, t0), t0 = kvci_sp_begin();
         const kvc_status st = kvci_linear(ws->ff_a, s->T, &w->w_down, w->b_down, ws->proj);
         kvci_sp_end(KVC_SP_DOWN, t0);

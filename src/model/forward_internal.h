@@ -84,9 +84,10 @@ void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t str
  * (n_heads heads stride floats apart) at its position, each head first RMS-normalised over head_dim channels by norm
  * (the Qwen3 q/k norm, rms_norm_eps; NULL: none), or with cfg.qk_norm_whole the heads together over n_heads * head_dim
  * channels (OLMo 2; stride == head_dim), or with cfg.layer_norm each head LayerNormed by its own weights, norm
- * [n_heads, head_dim] (Cohere's use_qk_norm); on the calling thread. */
+ * [n_heads, head_dim] (Cohere's use_qk_norm), or, given a bias [head_dim], each head LayerNormed by the one weight
+ * norm [head_dim] and that bias (Persimmon's q/k LayerNorms); on the calling thread. */
 void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int64_t n_heads, int64_t stride,
-                              const float *norm, bool rotate);
+                              const float *norm, const float *bias, bool rotate);
 
 /* The attention sub-layers: read ws->xn [T, H], write ws->proj [T, H]. */
 kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l);

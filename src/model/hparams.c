@@ -45,6 +45,7 @@ static const type_defaults DEFAULTS[] = {
     {"minimax_m2", 128, 5000000.0, 0, false, 8, false, false}, /* MiniMaxM2Config's */
     {"exaone", 0, 500000.0, 0, false, 8, false, false},        /* ExaoneConfig's */
     {"internlm3", 128, 10000.0, 0, false, 2, false, false},    /* InternLM3Config's */
+    {"apertus", 0, 12000000.0, 0, false, 0, false, false},     /* ApertusConfig's */
     {"gemma", 256, 10000.0, 0, false, 16, false, false},
     {"smollm3", 0, 2000000.0, 0, true, 4, false, false},
     {"glm", 128, 10000.0, 0, false, 2, false, false},
@@ -63,10 +64,12 @@ static const type_defaults DEFAULTS[] = {
     {"gpt2", 0, 10000.0, 0, false, 0, true, true},
     {"opt", 0, 10000.0, 0, false, 0, true, true},
     {"gpt_neox", 0, 10000.0, 0, false, 0, true, true},
+    {"persimmon", 0, 10000.0, 0, false, 0, true, true},
     {"gptj", 0, 10000.0, 0, false, 0, true, true},
     {"gpt_neo", 0, 10000.0, 256, false, 0, true, true}, /* its window: window_size */
     {"codegen", 0, 10000.0, 0, false, 0, true, true},
     {"biogpt", 0, 10000.0, 0, false, 0, true, true},
+    {"xglm", 0, 10000.0, 0, false, 0, true, true},
     {"dots1", 0, 10000.0, 4096, false, 32, false, false},  /* its window: no use_sliding_window (hparams_window) */
     {"gpt_bigcode", 0, 10000.0, 0, false, 0, true, false}, /* its KV heads by multi_query */
     {"falcon", 0, 10000.0, 0, false, 0, true, false},      /* its KV heads by its flags */
@@ -94,12 +97,13 @@ static type_defaults defaults_of(const kvc_hparams *hp) {
 }
 
 /* partial_rotary_factor when the config has none: GlmConfig's, Glm4Config's and Glm4MoeConfig's setdefault 0.5,
- * StableLmConfig's 0.25, PhiConfig's and NemotronConfig's 0.5, GPTNeoXConfig's 0.25 (its rotary_pct, read as the key),
- * else 1 (the whole head). */
+ * StableLmConfig's 0.25, PhiConfig's, NemotronConfig's and PersimmonConfig's 0.5, GPTNeoXConfig's 0.25 (its rotary_pct,
+ * read as the key), else 1 (the whole head). */
 static double default_partial_rotary(const kvc_hparams *hp) {
     const char *mt = hp->model_type;
     if (mt != NULL && (strcmp(mt, "stablelm") == 0 || strcmp(mt, "gpt_neox") == 0)) return 0.25;
-    if (mt != NULL && (strcmp(mt, "phi") == 0 || strcmp(mt, "nemotron") == 0)) return 0.5;
+    if (mt != NULL && (strcmp(mt, "phi") == 0 || strcmp(mt, "nemotron") == 0 || strcmp(mt, "persimmon") == 0))
+        return 0.5;
     return mt != NULL && (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0 || strcmp(mt, "glm4_moe") == 0) ? 0.5 : 1.0;
 }
 
@@ -141,9 +145,10 @@ void kvci_hparams_close(kvc_hparams *hp) {
 
 /* The names configs give each size (transformers' attribute maps: GPT-2 / GPT-BigCode n_layer, n_head,
  * n_embd, n_positions; BLOOM n_embed; MPT n_layers, n_heads, d_model, max_seq_len; Falcon num_kv_heads, n_head_kv;
- * ChatGLM num_layers, seq_length, kv_channels), the standard name first. */
+ * ChatGLM num_layers, seq_length, kv_channels; XGLM num_layers, attention_heads, d_model), the standard name first. */
 const char *const kvci_hp_layers_keys[KVC_HP_ALIASES] = {"num_hidden_layers", "n_layer", "num_layers", "n_layers"};
-const char *const kvci_hp_heads_keys[KVC_HP_ALIASES] = {"num_attention_heads", "n_head", "num_heads", "n_heads"};
+const char *const kvci_hp_heads_keys[KVC_HP_ALIASES] = {"num_attention_heads", "n_head", "num_heads", "n_heads",
+                                                        "attention_heads"};
 const char *const kvci_hp_hidden_keys[KVC_HP_ALIASES] = {"hidden_size", "n_embd", "d_model", "n_embed"};
 static const char *const KV_HEADS_KEYS[KVC_HP_ALIASES] = {"num_key_value_heads", "num_kv_heads", "n_head_kv", NULL};
 static const char *const MAX_POS_KEYS[KVC_HP_ALIASES] = {"max_position_embeddings", "n_positions", "seq_length",
@@ -235,10 +240,10 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     KVC_TRY(kvci_hparams_int(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
     KVC_TRY(kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
     /* the position tables' class defaults, their row count: learned (GPT2Config's n_positions, OPTConfig's,
-     * GPTNeoConfig's, BioGptConfig's) or CodeGen's sinusoid table (CodeGenConfig's n_positions), which no position may
-     * pass; BLOOM (ALiBi, BloomConfig has no such key): 2048, its training length, as vLLM assumes for a config
-     * without one */
-    static const char *const TABLE_2048[] = {"opt", "gpt_neo", "codegen", "bloom"};
+     * GPTNeoConfig's, BioGptConfig's, XGLMConfig's computed one) or CodeGen's sinusoid table (CodeGenConfig's
+     * n_positions), which no position may pass; BLOOM (ALiBi, BloomConfig has no such key): 2048, its training length,
+     * as vLLM assumes for a config without one */
+    static const char *const TABLE_2048[] = {"opt", "gpt_neo", "codegen", "bloom", "xglm"};
     const char *mt = hp->model_type;
     static const char *const TABLE_1024[] = {"gpt2", "gpt_bigcode", "biogpt"};
     if (!hp->have_max_pos && kvci_name_listed(mt, TABLE_1024, sizeof TABLE_1024 / sizeof TABLE_1024[0]))
@@ -434,11 +439,11 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
 
 /* Whether a model type kvcache runs rotates only part of each head by partial_rotary_factor (its transformers
  * attention reads the factor: GLM, GLM-4, GLM-4.5, Phi, Phi-3, StableLM, GPT-NeoX,
- * Nemotron, MiniMax-M2); the others rotate whole heads
+ * Nemotron, MiniMax-M2, Persimmon); the others rotate whole heads
  * whatever the config says. Types planned only, and unknown ones, keep the factor. */
 static bool rotates_part(const kvc_hparams *hp) {
-    static const char *const PARTIAL_TYPES[] = {"glm",      "glm4",     "glm4_moe", "phi",       "phi3",
-                                                "stablelm", "gpt_neox", "nemotron", "minimax_m2"};
+    static const char *const PARTIAL_TYPES[] = {"glm",      "glm4",     "glm4_moe", "phi",        "phi3",
+                                                "stablelm", "gpt_neox", "nemotron", "minimax_m2", "persimmon"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, PARTIAL_TYPES, sizeof PARTIAL_TYPES / sizeof PARTIAL_TYPES[0]);
 }
@@ -447,7 +452,7 @@ static bool rotates_part(const kvc_hparams *hp) {
  * kvcache); its scaled ropes would size their frequencies by it for a whole-head rotation, which no model has
  * (types with learned positions read no rope at all: GPT-2, OPT, GPT-BigCode, GPT-Neo, BioGPT). */
 static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
-    static const char *const NO_ROPE_TYPES[] = {"gpt2", "opt", "gpt_bigcode", "gpt_neo", "biogpt"}; /* learned */
+    static const char *const NO_ROPE_TYPES[] = {"gpt2", "opt", "gpt_bigcode", "gpt_neo", "biogpt", "xglm"}; /* tables */
     if (r->partial_rotary_factor == 1.0 || rotates_part(hp)) return KVC_OK;
     const bool no_rope =
         kvci_name_listed(hp->model_type, NO_ROPE_TYPES, sizeof NO_ROPE_TYPES / sizeof NO_ROPE_TYPES[0]);

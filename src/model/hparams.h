@@ -68,7 +68,7 @@ void kvci_hparams_close(kvc_hparams *hp);
  * of its other names (kvci_hp_*_keys; KV heads also from multi_query or
  * ChatGLM's multi_query_group_num). */
 kvc_status kvci_hparams_read_sizes(kvc_hparams *hp);
-#define KVC_HP_ALIASES 4 /* names per size, NULL-padded */
+#define KVC_HP_ALIASES 5 /* names per size, NULL-padded */
 extern const char *const kvci_hp_layers_keys[KVC_HP_ALIASES];
 extern const char *const kvci_hp_heads_keys[KVC_HP_ALIASES];
 extern const char *const kvci_hp_hidden_keys[KVC_HP_ALIASES];

@@ -71,17 +71,18 @@ typedef struct kvc_layer_weights {
     float *pre_ff_norm;  /* [H] Gemma 3 pre_feedforward_layernorm (the MLP's input) */
     float *post_ff_norm; /* [H] Gemma 3, OLMo 2 post_feedforward_layernorm (the MLP's output) */
     /* GQA attention (dense, GptOss) */
-    kvc_wmat wq;            /* [nH*D, H] */
-    float *bq;              /* [nH*D] */
-    kvc_wmat wk;            /* [nKV*D, H] */
-    float *bk;              /* [nKV*D] */
-    kvc_wmat wv;            /* [nKV*D, H] */
-    float *bv;              /* [nKV*D] */
-    kvc_wmat wo;            /* [H, nH*Dv] */
-    kvc_wmat wqkv;          /* [nH*D + 2*nKV*D, H]: one view over wq, wk, wv (fuse.c); data NULL: not fused */
-    float *bo;              /* [H] */
-    float *q_norm, *k_norm; /* [D] Qwen3; [nH*D], [nKV*D] OLMo 2 */
-    float *sinks;           /* [nH] GptOss */
+    kvc_wmat wq;                /* [nH*D, H] */
+    float *bq;                  /* [nH*D] */
+    kvc_wmat wk;                /* [nKV*D, H] */
+    float *bk;                  /* [nKV*D] */
+    kvc_wmat wv;                /* [nKV*D, H] */
+    float *bv;                  /* [nKV*D] */
+    kvc_wmat wo;                /* [H, nH*Dv] */
+    kvc_wmat wqkv;              /* [nH*D + 2*nKV*D, H]: one view over wq, wk, wv (fuse.c); data NULL: not fused */
+    float *bo;                  /* [H] */
+    float *q_norm, *k_norm;     /* [D] Qwen3; [nH*D], [nKV*D] OLMo 2 */
+    float *q_norm_b, *k_norm_b; /* [D] Persimmon's q/k LayerNorm biases (its [D] weights shared by the heads) */
+    float *sinks;               /* [nH] GptOss */
     /* MLA (DeepseekV3); wq above is q_proj [nH*dq, H] when q_lora_rank == 0 */
     kvc_wmat wqa;    /* [rq, H] */
     float *bqa;      /* [rq] */
@@ -96,6 +97,7 @@ typedef struct kvc_layer_weights {
     kvc_wmat w_gate, w_up, w_down; /* [I, H], [I, H], [H, I] */
     kvc_wmat w_gu;                 /* [2I, H]: one view over w_gate, w_up (fuse.c); data NULL: not fused */
     float *b_gate, *b_up, *b_down; /* [I], [I], [H] */
+    float *xielu[4];               /* [1] alpha_p, [1] alpha_n, [] beta, [] eps: Apertus's xIELU (mlp.act_fn.*) */
     /* GptOss MoE */
     kvc_wmat router_w;  /* [E, H] */
     float *router_b;    /* [E] */
@@ -289,6 +291,13 @@ kvc_status kvci_model_load_as(const char *dir, kvc_wmat_dtype weights, kvc_model
  * file that could not be written; on failure nothing written stays behind. */
 kvc_status kvci_model_save(kvc_model *m, const char *src_dir, const char *out_dir);
 
+/* XGLM's position table t[rows, H] (sinusoid.c): transformers' XGLMSinusoidalPositionalEmbedding.get_embedding in
+ * f32 (w_i = exp(i * s) with s = -ln(10000) / (H / 2 - 1) rounded to f32, the product i * s rounded, then
+ * row p: sin(p w_i) for i < H / 2, cos(p w_i) after, p w_i rounded; exp, sin and cos in double rounded once, which
+ * PyTorch's f32 kernels agree with to 1 ulp), an odd H's last column 0, row zero_row (>= 0 and < rows) all 0. H >= 4.
+ */
+void kvci_model_sinusoid_table(int64_t rows, int64_t H, int64_t zero_row, float *t);
+
 /* ---- kernels (wmat.c, act.c) --------------------------------------------------- */
 
 /* y[T, out] = x[T, in] . W[out, in]^T (+ b[out]) (HF Linear) for a one-matrix W
@@ -307,5 +316,7 @@ void kvci_glu(kvc_mlp_act act, const float *g, const float *u, int64_t T, int64_
 /* x[T, n] = act(x) in place (StarCoder2's and Arcee's plain MLP): act(a) * 1, kvci_glu's element function with
  * u = 1, so the same bits as every act.h kernel; relu2 is kvci_relu2 (plain MLPs only). */
 void kvci_act_rows(kvc_mlp_act act, float *x, int64_t T, int64_t n);
+/* x[T, n] = xielu(x) in place (Apertus): p the layer's raw alpha_p, alpha_n, beta, eps (act.h's kvci_xielu). */
+void kvci_xielu_rows(const float *const p[4], float *x, int64_t T, int64_t n);
 
 #endif /* KVC_MODEL_INTERNAL_H */

@@ -106,7 +106,8 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
  * (fuse.c joins them back where it can). */
 static bool grouped_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "gpt_neox") == 0 || strcmp(c->model_type, "gpt_bigcode") == 0 ||
-           strcmp(c->model_type, "falcon") == 0 || strcmp(c->model_type, "bloom") == 0;
+           strcmp(c->model_type, "falcon") == 0 || strcmp(c->model_type, "bloom") == 0 ||
+           strcmp(c->model_type, "persimmon") == 0;
 }
 static bool fused_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || grouped_qkv(c) ||
@@ -175,6 +176,12 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
     if (lfm2) {
         TRY(v1(v, "self_attn.q_layernorm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(v, "self_attn.k_layernorm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
+    } else if (c->qk_norm && c->layer_norm && strcmp(c->model_type, "persimmon") == 0) { /* one LayerNorm with bias
+                                                                                          * [D] shared by the heads */
+        TRY(v1(v, "self_attn.q_layernorm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(v1(v, "self_attn.q_layernorm.bias", D, &w->q_norm_b, KVC_WINIT_BIAS, WHOLE));
+        TRY(v1(v, "self_attn.k_layernorm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(v1(v, "self_attn.k_layernorm.bias", D, &w->k_norm_b, KVC_WINIT_BIAS, WHOLE));
     } else if (c->qk_norm && c->layer_norm) { /* weights per head [heads, D], split with the heads: Cohere's one tensor,
                                                * StableLM 2's a LayerNorm module per head */
         const bool stablelm = strcmp(c->model_type, "stablelm") == 0;
@@ -230,6 +237,14 @@ static kvc_status visit_plain_mlp(visitor *v, const kvc_model_config *c, kvc_lay
     TRY(m2(v, n, H, I, &w->w_down, even(v, 1, I)));
     snprintf(n, sizeof n, "mlp.%s.bias", down);
     if (c->mlp_bias) TRY(v1(v, n, H, &w->b_down, KVC_WINIT_BIAS, rank0_bias(v)));
+    if (c->mlp_act == KVC_MLP_XIELU) { /* Apertus's per-layer scalars: alpha_p, alpha_n [1]; beta, eps [] */
+        static const char *const names[4] = {"alpha_p", "alpha_n", "beta", "eps"};
+        const int64_t one[1] = {1};
+        for (int i = 0; i < 4; i++) {
+            snprintf(n, sizeof n, "mlp.act_fn.%s", names[i]);
+            TRY(visit(v, n, i < 2 ? 1 : 0, one, &w->xielu[i], NULL, false, KVC_WINIT_BIAS, WHOLE));
+        }
+    }
     return KVC_OK;
 }
 
@@ -419,7 +434,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
         TRY(v1(&v, "model.embed_norm.weight", c->hidden_size, &m->embed_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(&v, "model.embed_norm.bias", c->hidden_size, &m->embed_norm_b, KVC_WINIT_BIAS, WHOLE));
     }
-    if (c->pos_learned)
+    if (c->pos_learned && !c->pos_sinusoidal)
         TRY(v2(&v, "model.embed_positions.weight", c->max_position_embeddings + c->pos_offset, c->hidden_size,
                &m->pos_embed, KVC_WINIT_WEIGHT, WHOLE));
     v.conv1d = strcmp(c->model_type, "gpt2") == 0;
@@ -479,6 +494,7 @@ void kvc_model_destroy(kvc_model *m) {
     kvci_free(m->inv_freq_sliding);
     kvci_free(m->inv_freq_long);
     kvci_free(m->alibi);
+    if (m->cfg.pos_sinusoidal) kvci_free(m->pos_embed); /* computed, not in the arena */
     kvci_free(m);
 }
 
@@ -553,6 +569,11 @@ static kvc_status check_fields(const kvc_model_config *c) {
                          "model: parallel_block takes the input norm only (no post_norms or sandwich_norms)");
     if (c->parallel_mlp_norm && !c->parallel_block)
         return kvci_fail(KVC_EINVAL, "model: parallel_mlp_norm needs parallel_block");
+    if (c->pos_sinusoidal && (!c->pos_learned || c->hidden_size < 4 || c->pos_zero_row < -1))
+        return kvci_fail(KVC_EINVAL,
+                         "model: pos_sinusoidal needs pos_learned, hidden_size >= 4 (got %lld) and pos_zero_row >= -1 "
+                         "(got %lld)",
+                         (long long)c->hidden_size, (long long)c->pos_zero_row);
     if (c->pos_offset < 0 || c->pos_offset > KVC_HP_MAX_POSITIONS || (c->pos_offset > 0 && !c->pos_learned))
         return kvci_fail(KVC_EINVAL, "model: pos_offset %lld must be in [0, %lld], and 0 without pos_learned",
                          (long long)c->pos_offset, (long long)KVC_HP_MAX_POSITIONS);
@@ -578,12 +599,12 @@ static kvc_status check_fields(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL, "model: moe_norm_min %g outside [0, 1]", c->moe_norm_min);
     if (!(c->clip_qkv >= 0.0 && c->clip_qkv <= 3.4e38) || (c->clip_qkv > 0.0 && fam->mla))
         return kvci_fail(KVC_EINVAL, "model: clip_qkv %g must be in [0, 3.4e38] (0: none) outside MLA", c->clip_qkv);
-    if ((unsigned)c->mlp_act > KVC_MLP_RELU || (c->mlp_act >= KVC_MLP_RELU2 && !c->mlp_plain))
+    if ((unsigned)c->mlp_act > KVC_MLP_XIELU || (c->mlp_act >= KVC_MLP_RELU2 && !c->mlp_plain))
         return kvci_fail(KVC_EINVAL,
                          "model: mlp_act %d must be %d (silu), %d (gelu_tanh) or, with mlp_plain, %d (relu2), %d "
-                         "(gelu) or %d (relu)",
+                         "(gelu), %d (relu) or %d (xielu)",
                          (int)c->mlp_act, (int)KVC_MLP_SILU, (int)KVC_MLP_GELU_TANH, (int)KVC_MLP_RELU2,
-                         (int)KVC_MLP_GELU, (int)KVC_MLP_RELU);
+                         (int)KVC_MLP_GELU, (int)KVC_MLP_RELU, (int)KVC_MLP_XIELU);
     if ((unsigned)c->rope_form > KVC_ROPE_PAIRS || (c->rope_form == KVC_ROPE_INTERLEAVED && !fam->mla))
         return kvci_fail(KVC_EINVAL,
                          "model: rope_form %d must be %d (half-split), %d (pairs) or, in an MLA family, %d "
@@ -677,6 +698,14 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
             st = kvci_fail(KVC_ENOMEM, "model: out of memory");
         }
         kvci_free(all);
+    }
+    if (st == KVC_OK && cfg->pos_sinusoidal) {
+        const int64_t rows = cfg->max_position_embeddings + cfg->pos_offset;
+        m->pos_embed = kvci_calloc((size_t)(rows * cfg->hidden_size), sizeof(float));
+        if (m->pos_embed)
+            kvci_model_sinusoid_table(rows, cfg->hidden_size, cfg->pos_zero_row, m->pos_embed);
+        else
+            st = kvci_fail(KVC_ENOMEM, "model: out of memory for the %lld-row position table", (long long)rows);
     }
     if (st != KVC_OK) {
         kvc_model_destroy(m);

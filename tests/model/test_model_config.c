@@ -1260,7 +1260,7 @@ static void test_gpt_neox_fields(void **state) {
     c.parallel_mlp_norm = true;
     expect_create_refusal(&c, "parallel_mlp_norm needs parallel_block");
     c.parallel_mlp_norm = false, c.mlp_act = KVC_MLP_GELU, c.mlp_plain = false;
-    expect_create_refusal(&c, "with mlp_plain, 2 (relu2), 3 (gelu) or 4 (relu)");
+    expect_create_refusal(&c, "with mlp_plain, 2 (relu2), 3 (gelu), 4 (relu) or 5 (xielu)");
 }
 
 /* One forward of T <= 8 tokens at positions 0..T-1 of a random model of cfg (vocab_size <= 8): its status. */
@@ -1743,6 +1743,97 @@ static void test_internlm3_fields(void **state) {
                    "internlm3 with qkv_bias (attention_bias) true and bias (mlp_bias) false is not supported");
 }
 
+/* Persimmon with PersimmonConfig's defaults (as many KV heads as heads whatever num_key_value_heads says, head_dim
+ * hidden / heads, RoPE on half of each head at theta 1e4, q/k LayerNorms, relu2, every bias but the head's, LayerNorms
+ * with bias, sequential blocks, eps 1e-5, untied) and without qk_layernorm, gelu, partial 0.25; refused by name:
+ * another hidden_act. */
+static void test_persimmon_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define PERSIMMON_BASE                                                                                                 \
+    "{\"model_type\":\"persimmon\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                       \
+    "\"num_attention_heads\":4,\"num_hidden_layers\":2,\"max_position_embeddings\":64"
+    assert_int_equal(
+        kvc_model_config_parse(PERSIMMON_BASE ",\"num_key_value_heads\":2,\"head_dim\":8}", "persimmon", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && kvci_model_rot_dim(&c) == 8);
+    assert_true(c.layer_norm && c.norm_bias && !c.parallel_block && c.mlp_plain && c.mlp_act == KVC_MLP_RELU2);
+    assert_true(c.qk_norm && !c.qk_norm_whole && c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias);
+    assert_true(c.rms_norm_eps == 1e-5 && c.rope_form == KVC_ROPE_HALF && c.rope.theta == 10000.0);
+    assert_true(!c.tie_word_embeddings);
+    kvc_model_plan *plan = plan_of(PERSIMMON_BASE "}", "persimmon");
+    assert_true(plan->head_dim == 16 && plan->num_key_value_heads == 4);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(PERSIMMON_BASE ",\"qk_layernorm\":false,\"hidden_act\":\"gelu\","
+                                                           "\"partial_rotary_factor\":0.25}",
+                                            "persimmon-set", &c),
+                     KVC_OK);
+    assert_true(!c.qk_norm && c.mlp_act == KVC_MLP_GELU && kvci_model_rot_dim(&c) == 4);
+    expect_refusal(PERSIMMON_BASE ",\"hidden_act\":\"silu\"}", "hidden_act \"silu\" is not supported (persimmon: gelu");
+#undef PERSIMMON_BASE
+}
+
+/* XGLM with XGLMConfig's defaults (its key names d_model / num_layers / attention_heads / ffn_dim 4096, gelu, scaled
+ * embeddings, every bias, LayerNorms with bias at 1e-5, tied, no RoPE, the computed table offset 2 with row 1 zeros,
+ * 2048 positions) and with scale_embedding false, pad_token_id null, relu, untied; refused by name: d_model 2, another
+ * activation_function. */
+static void test_xglm_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define XGLM_BASE "{\"model_type\":\"xglm\",\"vocab_size\":8,\"d_model\":64,\"attention_heads\":4,\"num_layers\":2"
+    assert_int_equal(kvc_model_config_parse(XGLM_BASE "}", "xglm", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && c.intermediate_size == 4096);
+    assert_true(c.pos_learned && c.pos_sinusoidal && c.pos_offset == 2 && c.pos_zero_row == 1);
+    assert_true(c.max_position_embeddings == 2048 && c.layer_nope[0] && c.layer_nope[1]);
+    assert_true(c.embed_scale == 8.0f && c.mlp_act == KVC_MLP_GELU && c.mlp_plain && c.layer_norm && c.norm_bias);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && c.tie_word_embeddings && c.rms_norm_eps == 1e-5);
+    kvc_model_plan *plan = plan_of(XGLM_BASE "}", "xglm");
+    assert_true(plan->head_dim == 16 && plan->num_key_value_heads == 4);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(XGLM_BASE ",\"scale_embedding\":false,\"pad_token_id\":null,"
+                                                      "\"activation_function\":\"relu\",\"tie_word_embeddings\":false,"
+                                                      "\"ffn_dim\":24}",
+                                            "xglm-set", &c),
+                     KVC_OK);
+    assert_true(c.embed_scale == 0.0f && c.pos_zero_row == -1 && c.mlp_act == KVC_MLP_RELU && !c.tie_word_embeddings);
+    assert_true(c.intermediate_size == 24);
+    expect_refusal("{\"model_type\":\"xglm\",\"vocab_size\":8,\"d_model\":2,\"attention_heads\":1,\"num_layers\":2}",
+                   "xglm with d_model 2 is not supported");
+    expect_refusal(XGLM_BASE ",\"activation_function\":\"silu\"}",
+                   "activation_function \"silu\" is not supported (xglm");
+#undef XGLM_BASE
+}
+
+/* Apertus with ApertusConfig's defaults (xielu, as many KV heads as heads, eps 1e-5, theta 1.2e7 when the rope dict has
+ * none, no biases, untied): the dense family with per-head q/k norms and a plain MLP; attention_bias on q/k/v/o;
+ * refused by name: another hidden_act, no rope dict (ApertusConfig's llama3 default is not assumed). */
+static void test_apertus_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define APERTUS_BASE                                                                                                   \
+    "{\"model_type\":\"apertus\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                         \
+    "\"num_attention_heads\":4,\"num_hidden_layers\":2,\"max_position_embeddings\":64"
+#define APERTUS_ROPE                                                                                                   \
+    ",\"rope_parameters\":{\"rope_type\":\"llama3\",\"factor\":8.0,\"original_max_position_embeddings\":8192,"         \
+    "\"low_freq_factor\":1.0,\"high_freq_factor\":4.0}"
+    const char *def = APERTUS_BASE APERTUS_ROPE "}";
+    assert_int_equal(kvc_model_config_parse(def, "apertus", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.num_kv_heads == 4 && c.rms_norm_eps == 1e-5);
+    assert_true(c.mlp_act == KVC_MLP_XIELU && c.mlp_plain && c.qk_norm && !c.qk_norm_whole && !c.layer_norm);
+    assert_true(c.rope.theta == 1.2e7 && c.rope.type == KVC_ROPE_LLAMA3 && c.rope.factor == 8.0);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
+    kvc_model_plan *plan = plan_of(def, "apertus");
+    assert_true(plan->head_dim == 16 && plan->num_key_value_heads == 4);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(APERTUS_BASE APERTUS_ROPE ",\"attention_bias\":true}", "apertus-bias", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && !c.mlp_bias);
+    expect_refusal(APERTUS_BASE APERTUS_ROPE ",\"hidden_act\":\"relu2\"}",
+                   "hidden_act \"relu2\" is not supported (apertus: xielu)");
+    expect_refusal(APERTUS_BASE "}", "apertus without rope_parameters (or rope_scaling) is not supported");
+#undef APERTUS_ROPE
+#undef APERTUS_BASE
+}
+
 /* CodeGen with CodeGenConfig's defaults (GPT-J's: rotary_dim 64, theta 1e4 whatever rope_theta says, adjacent pairs,
  * a parallel block on one LayerNorm, MLP and head biases, n_inner 4 x n_embd, gelu_new, untied, 2048 positions) and
  * with rotary_dim 6 of 16; head_dim / num_key_value_heads keys not read; refused by name: n_embd not a multiple of 4
@@ -2073,6 +2164,8 @@ int main(void) {
         cmocka_unit_test(test_minimax_m2_fields),
         cmocka_unit_test(test_exaone_fields),
         cmocka_unit_test(test_internlm3_fields),
+        cmocka_unit_test(test_apertus_fields),
+        cmocka_unit_test(test_xglm_fields),
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),
@@ -2101,6 +2194,7 @@ int main(void) {
         cmocka_unit_test(test_dbrx_fields),
         cmocka_unit_test(test_llama4_fields),
         cmocka_unit_test(test_phi_fields),
+        cmocka_unit_test(test_persimmon_fields),
         cmocka_unit_test(test_gpt_neox_fields),
         cmocka_unit_test(test_gpt2_fields),
         cmocka_unit_test(test_gpt_bigcode_fields),

@@ -416,6 +416,13 @@ static void test_arcee(void **state) {
     run_dir("arcee");
 }
 
+/* Apertus-like: per-head RMS q/k norms, an ungated MLP down(xielu(up(x))) with other xIELU scalars in every layer
+ * (alpha_p, alpha_n, beta and eps all randomised), q/k/v/o biases, GQA, llama3 rope, untied */
+static void test_apertus(void **state) {
+    (void)state;
+    run_dir("apertus");
+}
+
 /* StableLM 2-like: LayerNorms with bias, RoPE on a quarter of each head, q/k/v biases, GQA, untied; and with
  * parallel blocks, RoPE on half of each head, no biases, tied */
 static void test_stablelm(void **state) {
@@ -488,6 +495,20 @@ static void test_dbrx(void **state) {
 static void test_phi(void **state) {
     (void)state;
     run_dir("phi");
+}
+
+/* Persimmon-like: LayerNorms with bias, q/k/v fused per head, q/k LayerNorms with bias shared by the heads, RoPE on
+ * half of each head, relu2 MLP, every bias but the head's, untied */
+static void test_persimmon(void **state) {
+    (void)state;
+    run_dir("persimmon");
+}
+
+/* XGLM-like: BioGPT's pre-norm blocks with biases and gelu, scaled tied embeddings, positions from the sinusoid table
+ * computed at load (offset 2; pad_token_id 5 zeroes position 3's row) */
+static void test_xglm(void **state) {
+    (void)state;
+    run_dir("xglm");
 }
 
 /* Pythia-like: parallel residual with two LayerNorms with bias, q/k/v fused per head, RoPE on a quarter of each
@@ -764,6 +785,7 @@ int main(void) {
         cmocka_unit_test(test_ministral3_multimodal),
         cmocka_unit_test(test_helium),
         cmocka_unit_test(test_arcee),
+        cmocka_unit_test(test_apertus),
         cmocka_unit_test(test_stablelm),
         cmocka_unit_test(test_olmo),
         cmocka_unit_test(test_ernie4_5),
@@ -775,6 +797,8 @@ int main(void) {
         cmocka_unit_test(test_llama4),
         cmocka_unit_test(test_llama4_multimodal),
         cmocka_unit_test(test_phi),
+        cmocka_unit_test(test_persimmon),
+        cmocka_unit_test(test_xglm),
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),
         cmocka_unit_test(test_opt),

@@ -63,7 +63,12 @@ static void check_layer(const kvc_model *s, const kvc_model *m, int64_t l, int64
         const int64_t kv0 = kvci_model_shard_kv_head0(f, r, s->tp.size), D = f->head_dim;
         check_part(&p->wk, &w->wk, kv0 * D, 0, "k_proj");
         check_part(&p->wv, &w->wv, kv0 * D, 0, "v_proj");
-        if ((f->qk_norm && f->layer_norm) || f->qk_norm_whole) { /* Cohere's per head, OLMo 2's across the heads */
+        if (p->q_norm_b) { /* Persimmon's one LayerNorm [D] with bias for every head: whole on every rank */
+            check_vec(p->q_norm, w->q_norm, D, false, "q_norm (whole)");
+            check_vec(p->q_norm_b, w->q_norm_b, D, false, "q_norm bias (whole)");
+            check_vec(p->k_norm, w->k_norm, D, false, "k_norm (whole)");
+            check_vec(p->k_norm_b, w->k_norm_b, D, false, "k_norm bias (whole)");
+        } else if ((f->qk_norm && f->layer_norm) || f->qk_norm_whole) { /* Cohere's per head, OLMo 2's across them */
             check_vec(p->q_norm, w->q_norm + h0 * D, c->num_heads * D, false, "q_norm");
             check_vec(p->k_norm, w->k_norm + kv0 * D, c->num_kv_heads * D, false, "k_norm");
         }
@@ -283,6 +288,8 @@ static void test_glm_seed_oss(void **state) {
 static void test_classic(void **state) {
     (void)state;
     check_family("phi", KVC_WMAT_CHECKPOINT);
+    check_family("persimmon", KVC_WMAT_CHECKPOINT);
+    check_family("xglm", KVC_WMAT_CHECKPOINT);
     check_family("gpt_neox", KVC_WMAT_CHECKPOINT);
     check_family("gpt_neox_seq", KVC_WMAT_CHECKPOINT);
     check_family("gpt2", KVC_WMAT_CHECKPOINT);
@@ -305,6 +312,7 @@ static void test_classic(void **state) {
     check_family("minimax_m2", KVC_WMAT_CHECKPOINT);
     check_family("exaone", KVC_WMAT_CHECKPOINT);
     check_family("internlm3", KVC_WMAT_CHECKPOINT);
+    check_family("apertus", KVC_WMAT_CHECKPOINT);
 }
 
 int main(void) {

@@ -8,7 +8,7 @@ ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
-internlm3) this script
+internlm3, apertus, persimmon, xglm) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -52,8 +52,14 @@ from transformers import (
     Ministral3Config,
     HeliumConfig,
     HeliumForCausalLM,
+    ApertusConfig,
+    ApertusForCausalLM,
     ArceeConfig,
     ArceeForCausalLM,
+    PersimmonConfig,
+    PersimmonForCausalLM,
+    XGLMConfig,
+    XGLMForCausalLM,
     StableLmConfig,
     StableLmForCausalLM,
     PhiConfig,
@@ -671,6 +677,36 @@ def arcee_config():
                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
 
 
+def apertus_config():
+    # Apertus at toy size: Llama with per-head RMS q/k norms and an ungated MLP down(xielu(up(x))) whose xIELU
+    # scalars (alpha_p, alpha_n, beta, eps) differ per layer (randomise), q/k/v/o biases (attention_bias), GQA 4/2,
+    # 3 layers, llama3 rope (factor 8 over 64 positions, theta 1e4: both sides of the band), untied.
+    return ApertusConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3, attention_bias=True,
+                         rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0,
+                                          "original_max_position_embeddings": 64, "low_freq_factor": 1.0,
+                                          "high_freq_factor": 4.0}, tie_word_embeddings=False)
+
+
+def persimmon_config():
+    # Persimmon-8B's blocks at toy size: LayerNorms with bias, q/k/v fused per head in query_key_value, q/k LayerNorms
+    # with bias (qk_layernorm, [16] shared by the heads, randomised as every norm and bias), RoPE on half of each head
+    # (partial_rotary_factor left at PersimmonConfig's 0.5) at theta 25000 (the hub's), relu2 MLP (hidden_act left at
+    # the class's), 4 heads of 16, 3 layers, untied.
+    return PersimmonConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_attention_heads=4,
+                           num_hidden_layers=3, max_position_embeddings=512, bos_token_id=None, eos_token_id=None,
+                           pad_token_id=None, rope_parameters={"rope_type": "default", "rope_theta": 25000.0},
+                           tie_word_embeddings=False)
+
+
+def xglm_config():
+    # XGLM at toy size: BioGPT's pre-norm blocks with biases and gelu, embeddings times sqrt(64) (scale_embedding left
+    # at XGLMConfig's), tied as the hub's, and positions from its sinusoid table (not saved: kvcache computes it),
+    # offset by 2, whose row pad_token_id is zeros: pad_token_id 5 puts that row at position 3 (the hub's 1 is never
+    # read). 3 layers, 4 heads of 16, ffn_dim 96.
+    return XGLMConfig(vocab_size=VOCAB, d_model=64, ffn_dim=96, num_layers=3, attention_heads=4,
+                      max_position_embeddings=512, bos_token_id=None, eos_token_id=None, pad_token_id=5)
+
+
 def stablelm_config():
     # StableLM 2 (1.6B's shape) at toy size: LayerNorms with bias (layer_norm_eps 1e-5), RoPE on the first quarter
     # of each head (partial_rotary_factor left at StableLmConfig's 0.25: 4 of 16 channels), q/k/v biases
@@ -1172,6 +1208,9 @@ FAMILIES = {
     "ministral3": (ministral3_config, Ministral3ForCausalLM),
     "helium": (helium_config, HeliumForCausalLM),
     "arcee": (arcee_config, ArceeForCausalLM),
+    "apertus": (apertus_config, ApertusForCausalLM),
+    "persimmon": (persimmon_config, PersimmonForCausalLM),
+    "xglm": (xglm_config, XGLMForCausalLM),
     "stablelm": (stablelm_config, StableLmForCausalLM),
     "stablelm_parallel": (stablelm_parallel_config, StableLmForCausalLM),
     "stablelm2_qk": (stablelm2_qk_config, StableLmForCausalLM),
@@ -1239,6 +1278,8 @@ def param_std(name, shape, config):
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
     if config.model_type == "biogpt" and name.endswith("embed_tokens.weight"):  # tied; x sqrt(H) in the stream
         return 1.0 / math.sqrt(shape[1])
+    if config.model_type == "xglm" and name.endswith("embed_tokens.weight"):  # tied; x sqrt(H) beside sin / cos
+        return 0.5 / math.sqrt(shape[1])
     if config.model_type == "biogpt" and name.endswith("embed_positions.weight"):
         return 0.5
     if config.model_type == "opt" and name.endswith("embed_positions.weight"):
@@ -1267,6 +1308,8 @@ def param_std(name, shape, config):
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("sinks"):
         return 1.0
+    if name.endswith(("act_fn.alpha_p", "act_fn.alpha_n")):  # Apertus's xIELU: softplus'd scalars, one per layer
+        return None
     if name.endswith("moe_statics.e_score_correction_bias"):  # ERNIE 4.5 MoE: added to probabilities ~1/E
         return 0.2
     if name.endswith(".bias") or name.endswith("_bias"):
@@ -1308,6 +1351,10 @@ def randomise(model, seed):
         for name, b in model.named_buffers():  # saved buffers: the grouped routers' correction bias (HF: zeros)
             if name.endswith("e_score_correction_bias"):
                 b.copy_(1.0 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
+            if name.endswith("act_fn.beta"):  # Apertus's xIELU beta (HF: 0.5 in every layer)
+                b.copy_(0.5 + 0.2 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
+            if name.endswith("act_fn.eps"):  # and its eps (HF: -1e-6): large enough to matter near 0
+                b.copy_(-0.05 * torch.rand(b.shape, generator=gen, dtype=torch.float32))
 
 
 def build(family, seed):
@@ -2020,7 +2067,7 @@ def main():
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
                                "nemotron", "lfm2", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
-                               "minimax_m2", "exaone", "internlm3",
+                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
