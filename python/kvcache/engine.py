@@ -22,6 +22,7 @@ from ._lib import c_path, check, dtype_code, dtype_name, ffi, flag, int32, int64
 from ._locking import serialised
 from .errors import Error, QueueFull
 from .plan import parse_bytes, plan
+from . import token_masks
 from .structured import set_bits
 
 WEIGHT_DTYPES = ("checkpoint", "f32", "bf16", "q8_0", "q4_0")  # Engine(weights=...): kvc_model_load_weights
@@ -55,7 +56,14 @@ class SamplingParams:
     from those the grammar allows next (the others get -inf before every
     step above), stop_token_ids only once the output is complete, and the
     request ends with "stop" as soon as the grammar takes nothing more. Its
-    logprobs are then of the masked distribution, as vLLM's."""
+    logprobs are then of the masked distribution, as vLLM's.
+
+    allowed_token_ids: None, or the only token ids it may sample (vLLM's;
+    an end-of-sequence id too only when listed). bad_words: token-id
+    sequences it never completes: a sequence's last token is banned where
+    the tokens generated just before are the rest of it (vLLM's rule, over
+    the output only). Both mask tokens as the grammar does (-inf before
+    every step above); logprobs stay raw without a grammar."""
     max_tokens: int = 16
     temperature: float = 0.0
     top_p: float = 1.0
@@ -70,6 +78,8 @@ class SamplingParams:
     min_tokens: int = 0
     logit_bias: dict = None
     structured: object = None
+    allowed_token_ids: tuple = None
+    bad_words: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,9 +117,7 @@ class _Live:
     params: SamplingParams
     n_prompt: int
     n_seen: int = 0
-    matcher: object = None  # structured: the request's place in its grammar
-    mask: np.ndarray = None  # structured: uint32 [cdiv(vocab, 32)], the allowed tokens of its next sampled token
-    stops: np.ndarray = None  # structured: its stop_token_ids (allowed only where the grammar accepts)
+    mask: token_masks.RequestMask = None  # a grammar, allowed_token_ids or bad_words: its next token's mask
 
 
 def _checkpoint_kv_dtype(model_dir):
@@ -292,6 +300,8 @@ class Engine:
         self.activations = activations
         self.block_size = int(ap.cache.block_size)
         self._live = {}
+        self._all_tokens = np.zeros((self.vocab_size + 31) // 32, dtype=np.uint32)  # every token's bit, none past
+        set_bits(self._all_tokens, np.arange(self.vocab_size), True)
         self._ids = itertools.count()
         self._out = ffi.new("int32_t[]", self.max_model_len + 1)
         self._info = ffi.new("kvc_engine_request_info *")
@@ -326,10 +336,8 @@ class Engine:
         r.max_new_tokens = params.max_tokens
         r.priority = int32(priority, "priority")
         live = _Live(params, int(ids.size))
-        if params.structured is not None:  # before the engine holds the request: a refusal leaves nothing behind
-            live.matcher = params.structured.matcher()
-            live.mask = np.zeros((self.vocab_size + 31) // 32, dtype=np.uint32)
-            live.stops = np.asarray(params.stop_token_ids, dtype=np.int64)
+        if token_masks.wanted(params):  # before the engine holds the request: a refusal leaves nothing behind
+            live.mask = token_masks.RequestMask(params, self.vocab_size, self._all_tokens)
         salt = cache_salt.encode() if isinstance(cache_salt, str) else cache_salt
         if salt is not None:
             if not isinstance(salt, bytes) or not 1 <= len(salt) <= lib.KVC_ENGINE_SALT_MAX:
@@ -341,16 +349,14 @@ class Engine:
         if st == lib.KVC_NO_SPACE:
             raise QueueFull(st, "KVC_NO_SPACE", ffi.string(lib.kvc_last_error()).decode(errors="replace"))
         self._live[rid] = live
-        if live.matcher is not None:
+        if live.mask is not None:
             self._constrain(e, rid, live)
         return rid
 
     def _constrain(self, e, rid, live):
-        """Sets the allowed tokens of a structured request's next sampled token: its grammar's, with its stop
-        tokens only where the grammar accepts the output as complete."""
-        live.matcher.fill(live.mask)
-        set_bits(live.mask, live.stops, live.matcher.accepting)
-        check(lib.kvc_engine_set_allowed_tokens(e, rid, ffi.from_buffer("uint32_t[]", live.mask), live.mask.size))
+        """Sets the allowed tokens of a masked request's next sampled token (token_masks.RequestMask)."""
+        words = live.mask.fill()
+        check(lib.kvc_engine_set_allowed_tokens(e, rid, ffi.from_buffer("uint32_t[]", words), words.size))
 
     def _prompt_ids(self, prompt_token_ids):
         try:
@@ -456,21 +462,13 @@ class Engine:
                 new, reason = new[:i + 1], "stop"
                 break
         out = RequestOutput(rid, new, reason, self._logprobs(rid, live, new), live.n_prompt, int(info.n_prefix_hit))
-        if live.matcher is not None and out.finish_reason is None:
-            out.finish_reason = self._advance(e, rid, live, new)
+        if live.mask is not None and out.finish_reason is None:
+            out.finish_reason = live.mask.advance(new)
+            if out.finish_reason is None:
+                self._constrain(e, rid, live)
         if out.finish_reason is not None:
             self.abort(rid)
         return out
-
-    def _advance(self, e, rid, live, new):
-        """Moves a running structured request's grammar past its new tokens and sets the next mask; its finish
-        reason when it must end: "stop" once the grammar takes nothing more, "abort" if it refused a token."""
-        if not all(live.matcher.accept(t) for t in new):
-            return "abort"  # the mask made this impossible; never a silent invalid output
-        if live.matcher.stopped:
-            return "stop"
-        self._constrain(e, rid, live)
-        return None
 
     def _logprobs(self, rid, live, new):
         k = live.params.logprobs
@@ -480,8 +478,8 @@ class Engine:
         if len(new) != 1 or rows.size != 1:
             raise Error(lib.KVC_EINTERNAL, "KVC_EINTERNAL", f"request {rid}: no logits row for its new token")
         row = self._logits[rows[0]]
-        if live.mask is not None:  # of the distribution the token was drawn from: masked tokens -inf (vLLM's)
-            allowed = np.unpackbits(live.mask.view(np.uint8), bitorder="little")[:self.vocab_size] == 1
+        if live.mask is not None and live.mask.matcher is not None:  # of the grammar's masked distribution (vLLM's)
+            allowed = live.mask.allowed(self.vocab_size)
             row, k = np.where(allowed, row, np.float32(-np.inf)), min(k, int(np.count_nonzero(allowed)))
         return [_top_logprobs(row, new[0], k)]
 

@@ -1,10 +1,10 @@
 """Structured outputs: a grammar (a JSON schema, any JSON object, a regular
-expression or a list of choices) that every generated token must keep the
+expression, a list of choices, or a context-free grammar in Lark or GBNF) that every generated token must keep the
 output inside, through llguidance (PyPI `llguidance`, one of vLLM's
 backends), which builds its token tables from tokenizer.json alone. kvcache.Engine fills a request's allowed-token
 mask from its Matcher before every token it samples and advances the
 Matcher with the token (kvc_engine_set_allowed_tokens; docs/serve.md,
-"Structured outputs"). No JSON or regex grammar is written here.
+"Structured outputs"). No JSON, regex or GBNF parser is written here.
 """
 import json
 import threading
@@ -53,11 +53,57 @@ def choice_grammar(choices):
     return _checked(lambda lg: lg.LLMatcher.grammar_from_lark(source), "the choices")
 
 
+MAX_GRAMMAR_CHARS = 65536  # characters of a context-free grammar's text
+
+
+def cfg_grammar(text):
+    """The llguidance grammar of a context-free grammar's text: Lark (llguidance's syntax, `start:` its first
+    rule) or GBNF, llama.cpp's EBNF that vLLM's xgrammar backend reads (`root ::= ...`), which llguidance converts
+    to Lark; raises InvalidArgument with the reason for one that does not compile."""
+    if not isinstance(text, str) or not 0 < len(text) <= MAX_GRAMMAR_CHARS:
+        raise invalid(f"a grammar must be a non-empty string of at most {MAX_GRAMMAR_CHARS} characters")
+    return _checked(lambda lg: lg.grammar_from("grammar", text), "the grammar")
+
+
+MAX_STRUCTURES = 64  # structures of a structural tag
+
+
+def structural_tag_grammar(spec):
+    """The llguidance grammar of vLLM's structural tag {"structures": [{"begin", "schema", "end"}, ...],
+    "triggers": [...]} (an object or its JSON text): free text, in which each structure's `begin` (which starts
+    with one of the triggers) is followed by JSON following its schema (no whitespace between its tokens, as the
+    other JSON grammars), then its `end`. InvalidArgument with the reason for one that is malformed or does not
+    compile."""
+    if isinstance(spec, str):
+        try:
+            spec = json.loads(spec)
+        except (ValueError, RecursionError):
+            raise invalid("a structural tag must be an object or its JSON text") from None
+    structures = spec.get("structures") if isinstance(spec, dict) else None
+    triggers = spec.get("triggers") if isinstance(spec, dict) else None
+    if not isinstance(structures, list) or not 0 < len(structures) <= MAX_STRUCTURES or \
+            not isinstance(triggers, list) or not triggers or not all(isinstance(t, str) and t for t in triggers):
+        raise invalid(f"a structural tag needs structures (a list of 1 to {MAX_STRUCTURES}) and triggers (a "
+                      "non-empty list of non-empty strings)")
+    tags = []
+    for i, s in enumerate(structures):
+        if not isinstance(s, dict) or not isinstance(s.get("begin"), str) or not isinstance(s.get("end"), str) or \
+                not isinstance(s.get("schema"), dict):
+            raise invalid(f"structures[{i}] must be {{\"begin\": a string, \"schema\": a JSON schema, \"end\": a "
+                          "string}")
+        trigger = next((t for t in triggers if s["begin"].startswith(t)), None)
+        if trigger is None:
+            raise invalid(f"structures[{i}].begin {s['begin'][:64]!r} starts with none of the triggers")
+        tags.append((trigger, s["begin"], {**s["schema"], "x-guidance": _JSON_OPTIONS}, s["end"]))
+    return _checked(lambda lg: lg.StructTag.to_grammar([lg.StructTag(trigger=t, begin=b, grammar=g, end=e)
+                                                        for t, b, g, e in tags]), "the structural tag")
+
+
 def _checked(make, what):
     lg = _llguidance()
     try:
         grammar = make(lg)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:  # RecursionError: GBNF's converter on a deep nesting
         raise invalid(f"{what} is not valid: {exc}") from None
     error = lg.LLMatcher.validate_grammar(grammar)
     if error:

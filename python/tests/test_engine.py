@@ -278,3 +278,31 @@ def test_structured_requests_sample_allowed_tokens_only():
         outs += e.step()
     assert [t for o in outs for t in o.new_token_ids] == [5] and outs[-1].finish_reason == "abort"
     assert e.stats()["kv_blocks_in_use"] == 0
+
+
+def test_allowed_token_ids_and_bad_words_mask_the_sampling():
+    """allowed_token_ids: only those ids, beside a grammar the intersection; bad_words: a sequence's last token
+    banned right after the rest of it (the test model repeats a token: (t, t) makes it change after one t).
+    Logprobs stay raw without a grammar. Malformed lists are refused by name, nothing left queued."""
+    e = engine()
+    sp = kvcache.SamplingParams
+    free = e.generate([PROMPTS[1]], sp(max_tokens=6))[0]
+    t = free[0]
+    assert free[:2] == [t, t]
+    got = e.generate([PROMPTS[1]], sp(max_tokens=6, bad_words=((t, t),)))[0]
+    assert got[0] == t and all(a != t or b != t for a, b in zip(got, got[1:]))
+    assert t not in e.generate([PROMPTS[1]], sp(max_tokens=6, bad_words=((t,),)))[0]
+    assert set(e.generate([PROMPTS[1]], sp(max_tokens=6, allowed_token_ids=(3, 300)))[0]) <= {3, 300}
+    plan = [[free[0] + 1, 3], [3, 4], [7]]
+    got = e.generate([PROMPTS[1]], sp(max_tokens=6, structured=_Plan(plan), allowed_token_ids=[3, 4, 7, 9]))[0]
+    assert got == [3, 3, 7] or got == [3, 4, 7]
+    rid = e.add_request(PROMPTS[1], sp(max_tokens=1, allowed_token_ids=[300], logprobs=1))
+    out = [o for o in e.step() if o.request_id == rid][0]
+    assert out.new_token_ids == [300] and out.logprobs[0].top[0][0] == t  # the raw best, not the one allowed
+    for params, text in ((sp(allowed_token_ids=[]), "at least one"), (sp(allowed_token_ids=[512]), r"\[0, 512\)"),
+                         (sp(allowed_token_ids=5), "must be a list"), (sp(bad_words=((),)), "1 to 64"),
+                         (sp(bad_words=((1, -1),)), r"\[0, 512\)"), (sp(bad_words=[[1]] * 257), "at most 256"),
+                         (sp(bad_words=("ab",)), "must be a list")):
+        with pytest.raises(kvcache.InvalidArgument, match=text):
+            e.add_request([1], params)
+    assert not e.has_unfinished() and e.stats()["waiting"] == 0

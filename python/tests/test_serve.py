@@ -314,9 +314,9 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
         assert "not Unicode text" in error_of(httpx.post(server[0] + path, content=body, headers=raw), 400)["message"]
     # behaviour the server does not have is refused by name, never dropped (a neutral value passes)
     for field, value in (("suffix", "x"), ("response_format", {"type": "xml"}), ("tool_choice", "required"),
-                         ("guided_grammar", "start: \"a\""), ("continue_final_message", True),  # chat's only
-                         ("use_beam_search", True), ("allowed_token_ids", [1]),
-                         ("truncate_prompt_tokens", 5), ("chat_template", "{{ messages }}")):
+                         ("guided_whitespace_pattern", " "), ("continue_final_message", True),  # chat's only
+                         ("use_beam_search", True), ("logits_processors", ["x"]),
+                         ("chat_template", "{{ messages }}")):
         assert error_of(httpx.post(url, json={**ok, field: value}), 400)["param"] == field
     neutral = {"min_p": 0, "repetition_penalty": 1, "response_format": {"type": "text"}, "tool_choice": "auto"}
     assert httpx.post(url, json={**ok, **neutral}).status_code == 200

@@ -182,7 +182,7 @@ def test_refusals_name_the_field(server):
         assert r.json()["error"]["param"] == "response_format", r.text
     r = httpx.post(url, json={**ok, "response_format": {"type": "json_object"}, "guided_json": SCHEMA}, timeout=60)
     assert r.status_code == 400 and r.json()["error"]["param"] == "guided_json"
-    for outputs in ({"grammar": "start: \"a\""}, {"json": "{not json"}, {"json": {"type": 5}}, {"regex": "a("},
+    for outputs in ({"structural_tag": "{}"}, {"grammar": "root ::= foo"}, {"json": "{not json"}, {"json": {"type": 5}}, {"regex": "a("},
                     {"choice": []}, {"regex": "a", "choice": ["a"]}):
         r = httpx.post(url, json={**ok, "structured_outputs": outputs}, timeout=60)
         assert r.status_code == 400 and r.json()["error"]["param"] == "structured_outputs", r.text
@@ -231,3 +231,77 @@ def test_guided_choice_and_regex(server):
         assert r.status_code == 200 and check(r.json()["choices"][0]["text"]), r.text
     for field in ("guided_choice", "guided_regex"):  # the choices differ: each samples on its own grammar
         assert len({t for f, t in seen if f == field}) > 1
+
+
+GBNF = 'root ::= animal " " [0-9] [0-9]? "."\nanimal ::= "cat" | "dog" | "émeu"'
+GBNF_TEXT = r"(cat|dog|émeu) [0-9][0-9]?\."
+LARK = 'start: "<" item ("," item)* ">"\nitem: /[a-c]{1,3}/ | NUMBER\nNUMBER: /[0-9]/'
+LARK_TEXT = r"<([a-c]{1,3}|[0-9])(,([a-c]{1,3}|[0-9]))*>"
+
+
+def test_guided_grammar_gbnf_and_lark(server):
+    """vLLM's guided_grammar and structured_outputs' grammar: a GBNF grammar (llama.cpp's EBNF, what vLLM's
+    xgrammar reads) or a Lark one; every choice's text is in the grammar's language, streamed equals not
+    streamed, both endpoints; a grammar that does not compile is a 400 naming the field."""
+    base, _ = server
+    chat_url = base + "/v1/chat/completions"
+    for body, pattern in (({"guided_grammar": GBNF}, GBNF_TEXT),
+                          ({"structured_outputs": {"grammar": LARK}}, LARK_TEXT)):
+        ask = {"model": "test", "messages": MESSAGES, "max_tokens": 40, "temperature": 1.5, "seed": 4, "n": 3, **body}
+        r = httpx.post(chat_url, json=ask, timeout=60)
+        assert r.status_code == 200, r.text
+        texts = [c["message"]["content"] for c in r.json()["choices"]]
+        assert all(re.fullmatch(pattern, t) for t in texts), (body, texts)
+        with httpx.stream("POST", chat_url, json={**ask, "stream": True}, timeout=60) as s:
+            events = sse_events(s.iter_lines())
+        streamed = ["", "", ""]
+        for e in events:
+            for c in e["choices"]:
+                streamed[c["index"]] += c["delta"].get("content") or ""
+        assert streamed == texts
+        r = httpx.post(base + "/v1/completions", json={"model": "test", "prompt": "An animal:", "max_tokens": 40,
+                                                        "temperature": 0, **body}, timeout=60)
+        assert r.status_code == 200 and re.fullmatch(pattern, r.json()["choices"][0]["text"]), r.text
+    ok = {"model": "test", "messages": MESSAGES, "max_tokens": 4}
+    for value, words in (("root ::= foo", "not found"), ('root ::= ("a"', "Expected"), ("", "non-empty"),
+                         (5, "non-empty string"), ("x" * 70000, "at most"),
+                         ("root ::= " + "(" * 5000 + '"a"' + ")" * 5000, "grammar"), ("start: nope", "grammar")):
+        r = httpx.post(chat_url, json={**ok, "guided_grammar": value}, timeout=60)
+        assert r.status_code == 400, (value[:40] if isinstance(value, str) else value, r.text)
+        err = r.json()["error"]
+        assert err["param"] == "guided_grammar" and words in err["message"], err
+    r = httpx.post(chat_url, json={**ok, "guided_grammar": GBNF, "guided_regex": "a"}, timeout=60)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "guided_grammar", r.text
+
+
+def test_structural_tag(server):
+    """A structural tag leaves the text free until a trigger, then holds it to begin + JSON of the schema + end:
+    with "<" favoured by logit_bias the random model writes tags one after another, each well formed."""
+    base, srv = server
+    lt = srv.tokenizer.encode("<", False)
+    assert len(lt) == 1
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}},
+              "required": ["n"], "additionalProperties": False}
+    tag = {"type": "structural_tag", "triggers": ["<"], "structures": [{"begin": "<f>", "schema": schema,
+                                                                         "end": "</f>"}]}
+    for body in ({"response_format": tag}, {"structured_outputs": {"structural_tag": json.dumps(tag)}}):
+        r = httpx.post(base + "/v1/completions", json={"model": "test", "prompt": "Tags:", "max_tokens": 40,
+                                                        "temperature": 0, "logit_bias": {str(lt[0]): 30}, **body},
+                       timeout=60)
+        assert r.status_code == 200, r.text
+        text = r.json()["choices"][0]["text"]
+        tags = re.findall(r"<f>(.*?)</f>", text, re.DOTALL)
+        assert tags and all(json.loads(t)["n"] in range(10) for t in tags), text
+        rest = re.sub(r"<f>.*?</f>", "", text, flags=re.DOTALL)
+        cut = rest[rest.find("<"):] if "<" in rest else ""  # a tag max_tokens cut: the start of a whole one
+        assert any(f'<f>{{"n":{d}}}</f>'.startswith(cut) for d in range(10)), text
+    ok = {"model": "test", "messages": MESSAGES, "max_tokens": 4}
+    for value in ({"type": "structural_tag"}, {**tag, "triggers": []}, {**tag, "triggers": ["{"]},
+                  {**tag, "structures": [{"begin": "<f>", "end": "</f>"}]}, {**tag, "structures": []},
+                  {**tag, "structures": [{"begin": "<f>", "schema": {"type": "nonsense"}, "end": ""}]}):
+        r = httpx.post(base + "/v1/chat/completions", json={**ok, "response_format": value}, timeout=60)
+        assert r.status_code == 400 and r.json()["error"]["param"] == "response_format", (value, r.text)
+    for value in ("{not json", "[]", 5):
+        r = httpx.post(base + "/v1/chat/completions", json={**ok, "structured_outputs": {"structural_tag": value}},
+                       timeout=60)
+        assert r.status_code == 400 and r.json()["error"]["param"] == "structured_outputs", (value, r.text)

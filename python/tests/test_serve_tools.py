@@ -211,6 +211,36 @@ def test_mistral_and_llama3_json_parsers(model_dir, tok, monkeypatch, parser, re
         assert plain == (reply.replace("<|im_start|>", "") if parser == "mistral" else reply)  # no tools: no parsing
 
 
+TYPED = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+    "city": {"type": "string"}, "days": {"type": "integer"}, "metric": {"type": "boolean"}}}}}]
+
+
+@pytest.mark.parametrize("parser,reply,content", [
+    ("pythonic", ' [get_weather(city="Zürich", days=3, metric=True), get_weather(city="Paris 🙂", days=-1, '
+                 'metric=False)]\n', None),
+    ("qwen3_coder", "Voilà <tool_call>\n<function=get_weather>\n<parameter=city>\nZürich\n</parameter>\n"
+                    "<parameter=days>\n3\n</parameter>\n<parameter=metric>\ntrue\n</parameter>\n</function>\n"
+                    "</tool_call><tool_call>\n<function=get_weather>\n<parameter=city>\nParis 🙂\n</parameter>\n"
+                    "<parameter=days>\n-1\n</parameter>\n<parameter=metric>\nFalse\n</parameter>\n</function>\n"
+                    "</tool_call>", "Voilà ")])
+def test_pythonic_and_qwen3_coder_parsers(model_dir, tok, monkeypatch, parser, reply, content):
+    """The two parsers that do not read JSON, end to end: the same calls (values typed: qwen3_coder by the
+    tool's schema), streamed and not."""
+    want = [("get_weather", {"city": "Zürich", "days": 3, "metric": True}),
+            ("get_weather", {"city": "Paris 🙂", "days": -1, "metric": False})]
+    with running(model_dir, enable_auto_tool_choice=True, tool_call_parser=parser) as (url, srv), \
+            openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=60) as client:
+        script(monkeypatch, srv, tok, reply, 2)
+        whole = client.chat.completions.create(model="test", messages=ASK, tools=TYPED)
+        message = whole.choices[0].message
+        assert (message.content, calls_of(message.tool_calls), whole.choices[0].finish_reason) == \
+            (content, want, "tool_calls")
+        streamed, calls, reasons = gather(client.chat.completions.create(model="test", messages=ASK, tools=TYPED,
+                                                                         stream=True))
+        assert streamed == {0: content or ""} and reasons == {0: "tool_calls"}
+        assert calls == {0: [(c.function.name, c.function.arguments) for c in message.tool_calls]}
+
+
 def error_of(r, status=400):
     assert r.status_code == status, r.text
     return r.json()["error"]
@@ -244,8 +274,8 @@ def test_bad_tools_tool_choice_and_tool_calls_are_refused_by_name(server):
 
 
 def test_a_server_without_the_parser_refuses_auto_and_an_unknown_parser_is_refused(model_dir, capsys):
-    with pytest.raises(InvalidArgument, match="not one of the parsers: hermes, llama3_json, mistral"):
-        Server(model_dir, tool_call_parser="nope")  # the message lists them: hermes, llama3_json, mistral
+    with pytest.raises(InvalidArgument, match="parsers: hermes, llama3_json, mistral, pythonic, qwen3_coder"):
+        Server(model_dir, tool_call_parser="nope")  # the message lists them
     with pytest.raises(InvalidArgument, match="needs a tool call parser"):
         Server(model_dir, enable_auto_tool_choice=True)
     from kvcache.serve.cli import main

@@ -26,7 +26,7 @@ from ..engine import SamplingParams, TokenLogprob
 from .._lib import flag, invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
-from . import choices, forced_calls, http, protocol, tool_calls
+from . import choices, forced_calls, http, prompt_cuts, protocol, tool_calls, tool_parsers
 from .metrics import Metrics
 from .protocol import ApiError, bad
 
@@ -123,17 +123,17 @@ class Server:
     """The application of one model directory. engine_kwargs go to
     kvcache.Engine; api_keys (none: no authentication) are the bearer
     tokens /v1/ accepts, each one its own prefix-cache tenant. enable_auto_tool_choice: chat replies to requests
-    with tools (tool_choice auto) are parsed for calls by tool_call_parser (one of tool_calls.PARSERS)."""
+    with tools (tool_choice auto) are parsed for calls by tool_call_parser (one of tool_parsers.PARSERS)."""
 
     def __init__(self, model_dir, *, served_model_name=None, api_keys=(), max_body_bytes=1 << 20, read_timeout=30.0,
                  write_timeout=30.0, max_connections=256, enable_prompt_tokens_details=False,
                  enable_auto_tool_choice=False, tool_call_parser=None, **engine_kwargs):
-        if tool_call_parser is not None and tool_call_parser not in tool_calls.PARSERS:
+        if tool_call_parser is not None and tool_call_parser not in tool_parsers.PARSERS:
             raise invalid(f"tool call parser {tool_call_parser!r} is not one of the parsers: "
-                          f"{', '.join(tool_calls.PARSERS)}")
+                          f"{', '.join(tool_parsers.PARSERS)}")
         if enable_auto_tool_choice and tool_call_parser is None:  # vLLM refuses it too
             raise invalid("enable_auto_tool_choice needs a tool call parser (--tool-call-parser, one of: "
-                          f"{', '.join(tool_calls.PARSERS)})")
+                          f"{', '.join(tool_parsers.PARSERS)})")
         if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
             raise invalid(f"max_body_bytes {max_body_bytes!r} must be an integer of at least 1 byte")
         if isinstance(api_keys, (str, bytes)) or not isinstance(api_keys, (list, tuple)):  # "secret": 6 keys of 1 char
@@ -157,7 +157,7 @@ class Server:
         # usage's cached tokens (vLLM: off)
         self.prompt_tokens_details = flag(enable_prompt_tokens_details, "enable_prompt_tokens_details")
         self.auto_tools = flag(enable_auto_tool_choice, "enable_auto_tool_choice")
-        self.tool_format = tool_calls.FORMATS.get(tool_call_parser)
+        self.tool_format = tool_parsers.FORMATS.get(tool_call_parser)
         self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
         # uvicorn's `http` setting for this app: the header and write deadlines, the cap on connections
         self.http_protocol = http.protocol(read_timeout, write_timeout, max_connections)
@@ -262,7 +262,8 @@ class Server:
                               top_k=gen.top_k, seed=gen.seed, stop_token_ids=stop_ids, logprobs=gen.logprobs,
                               min_p=gen.min_p, presence_penalty=gen.presence_penalty,
                               frequency_penalty=gen.frequency_penalty, repetition_penalty=gen.repetition_penalty,
-                              min_tokens=gen.min_tokens, logit_bias=gen.logit_bias, structured=grammar)
+                              min_tokens=gen.min_tokens, logit_bias=gen.logit_bias, structured=grammar,
+                              allowed_token_ids=gen.allowed_token_ids, bad_words=gen.bad_word_ids)
 
     async def _grammar(self, gen):
         """The structured.Grammar of a request asking for a structured output (None for free text): the
@@ -363,8 +364,14 @@ class Server:
 
     def _parse_completion(self, body):
         gen, texts = protocol.completion_request(body, self.vocab_size)
-        prompts = [choices.Prompt(self.tokenizer.encode(t, gen.add_special_tokens), t) if isinstance(t, str)
-                   else choices.Prompt(t) for t in texts]
+        gen.bad_word_ids = prompt_cuts.bad_word_ids(self.tokenizer, gen.bad_words)
+        keep = prompt_cuts.kept(gen.truncate, self.max_model_len)
+        prompts = []
+        for t in texts:
+            ids = prompt_cuts.encode(self.tokenizer, t, gen.add_special_tokens, keep) if isinstance(t, str) \
+                else t[-keep:] if keep else t
+            # a truncated prompt's echo is the text of the ids kept
+            prompts.append(choices.Prompt(ids, t if isinstance(t, str) and keep is None else None))
         if not all(p.ids for p in prompts):
             raise bad("the prompt has no tokens", "prompt")
         return gen, prompts
@@ -487,7 +494,7 @@ class Server:
 
     # ---- /v1/chat/completions ----
 
-    def _render(self, messages, kwargs, add_special_tokens):
+    def _render(self, messages, kwargs, add_special_tokens, keep=None):
         """The token ids of a conversation rendered by the chat template (kwargs: the template's extra arguments)."""
         extra = {k: v for k, v in kwargs.items()
                  if k not in ("add_generation_prompt", "continue_final_message", "tools")}
@@ -498,13 +505,15 @@ class Server:
             prompt = self.tokenizer.apply_chat_template(messages, **kwargs)
         except TemplateError as exc:
             raise bad(str(exc), "messages") from None
-        return self.tokenizer.encode(prompt, add_special_tokens=add_special_tokens)
+        return prompt_cuts.encode(self.tokenizer, prompt, add_special_tokens, keep)
 
     def _parse_chat(self, body):
         gen, messages, kwargs = protocol.chat_request(body, self.vocab_size, self.auto_tools)
         if gen.tool_calls and self.tool_format.special:  # the marker the calls follow is a special token (vLLM's)
             gen.skip_special_tokens = False
-        ids = self._render(messages, kwargs, gen.add_special_tokens)
+        gen.bad_word_ids = prompt_cuts.bad_word_ids(self.tokenizer, gen.bad_words)
+        keep = prompt_cuts.kept(gen.truncate, self.max_model_len)
+        ids = self._render(messages, kwargs, gen.add_special_tokens, keep)
         if not ids:
             raise bad("the conversation renders to no tokens", "messages")
         # what echo repeats (vLLM's): the final message's text when it is the assistant's, the reply continuing it
@@ -539,7 +548,7 @@ class Server:
             return forced_calls.NamedCall(gen.named_call)
         if gen.required_calls:  # read as streamed either way: a call cut by max_tokens stays a call
             return tool_calls.ToolCallParser(True, forced_calls.REQUIRED)
-        return tool_calls.ToolCallParser(stream, self.tool_format) if gen.tool_calls else None
+        return self.tool_format.parser(stream, gen.tools) if gen.tool_calls else None
 
     @staticmethod
     def _call_reason(gen, reason, n_calls):

@@ -9,7 +9,7 @@ import sys
 from ..engine import ACTIVATIONS, WEIGHT_DTYPES
 from ..errors import Error
 from ..plan import parse_bytes
-from .tool_calls import PARSERS
+from .tool_parsers import PARSERS
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
@@ -107,7 +107,8 @@ def parser():
     p.add_argument("--tool-call-parser", action=_Once, choices=PARSERS,
                    help="how replies write tool calls: hermes (<tool_call>{...}</tool_call> blocks: Hermes 2 Pro, "
                         "Qwen 2.5 and 3), mistral ([TOOL_CALLS][{...}, ...]: Mistral 7B Instruct v0.3), llama3_json "
-                        "({...}; {...} objects: Llama 3.1 to 3.3)")
+                        "({...}; {...} objects: Llama 3.1 to 3.3), pythonic ([f(a=1), ...]: Llama 3.2 and 4), "
+                        "qwen3_coder (<tool_call><function=f><parameter=a>...: Qwen3-Coder)")
     p.add_argument("--max-body-bytes", action=_Once, default="1MiB",
                    help="largest request body (default 1MiB; beyond, 413)")
     p.add_argument("--read-timeout", action=_Once, type=_seconds, default=30.0,

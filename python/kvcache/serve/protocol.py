@@ -18,6 +18,8 @@ MAX_TOOLS = 128  # tools per request (OpenAI's limit)
 # stop_token_ids per request: each choice's are checked when it is queued and looked up for each token it generates,
 # on the engine's thread every request shares (120k ids of a 152k vocabulary: 55 ms a choice queued, 2 ms a token)
 MAX_STOP_TOKEN_IDS = 1024
+MAX_BAD_WORDS = 128  # bad_words per request; each is 1 or 2 token sequences (token_masks.MAX_BAD_WORDS: 256)
+MAX_BAD_WORD_LEN = 256  # characters of one bad word
 
 
 class ApiError(Exception):
@@ -107,6 +109,11 @@ class Generation:
     required_calls: bool = False  # chat: tool_choice "required", the reply is a list of calls (forced_calls)
     named_call: str = None  # chat: tool_choice names this function, the reply is its arguments (forced_calls)
     grammar: str = None  # structured outputs: the llguidance grammar every choice follows (None: free text)
+    allowed_token_ids: tuple = None  # vLLM's: the only tokens sampled (None: all)
+    bad_words: tuple = ()  # vLLM's: words never generated (the server tokenizes them: bad_word_ids)
+    bad_word_ids: tuple = ()  # the token sequences of bad_words
+    tools: list = None  # chat: the request's tools (a parser converts a call's arguments by their schemas)
+    truncate: int = None  # vLLM's truncate_prompt_tokens: the prompt's last this many tokens (-1: max_model_len)
 
 
 def _is_int(v):
@@ -179,6 +186,30 @@ def _logit_bias(body, vocab_size):
     return out or None
 
 
+def _allowed_token_ids(body, vocab_size):
+    """vLLM's allowed_token_ids: a non-empty list of token ids (at most the vocabulary's size of them)."""
+    v = body.get("allowed_token_ids")
+    if v is None:
+        return None
+    if not isinstance(v, list) or not 0 < len(v) <= vocab_size or \
+            not all(_is_int(t) and 0 <= t < vocab_size for t in v):
+        raise bad(f"allowed_token_ids must be a non-empty list of at most {vocab_size} token ids in "
+                  f"[0, {vocab_size})", "allowed_token_ids")
+    return tuple(v)
+
+
+def _bad_words(body):
+    """vLLM's bad_words: a list of at most MAX_BAD_WORDS strings, each with text beside leading blanks."""
+    v = body.get("bad_words")
+    if v is None:
+        return ()
+    if not isinstance(v, list) or len(v) > MAX_BAD_WORDS or \
+            not all(isinstance(w, str) and w.strip() and len(w) <= MAX_BAD_WORD_LEN for w in v):
+        raise bad(f"bad_words must be a list of at most {MAX_BAD_WORDS} strings of 1 to {MAX_BAD_WORD_LEN} characters "
+                  "(not only whitespace)", "bad_words")
+    return tuple(v)
+
+
 def _repetition_penalty(body):
     v = _number(body, "repetition_penalty", 1.0, 0.0, 2.0)
     if v == 0.0:
@@ -191,15 +222,15 @@ def _unsupported(body, n):
     if best_of != n:
         raise bad(f"best_of must equal n ({n}): candidates are not ranked", "best_of")
     # asked-for behaviour the sampler or the server does not have: refused by name, never silently dropped
-    for name in ("suffix", "guided_grammar", "guided_whitespace_pattern",
-                 "allowed_token_ids", "bad_words", "logits_processors",
-                 "use_beam_search", "truncate_prompt_tokens", "chat_template", "guided_decoding_backend"):
+    for name in ("suffix", "guided_whitespace_pattern",
+                 "logits_processors", "use_beam_search", "chat_template", "guided_decoding_backend"):
         v = body.get(name)
         if not (v is None or v is False or v == ""):  # 0 is a value asked for (prompt_logprobs 0 asks for them)
             raise bad(f"{name} is not supported", name)
 
 
-_FORMATS = '{"type": "text"}, {"type": "json_object"} or {"type": "json_schema", "json_schema": {"name", "schema"}}'
+_FORMATS = ('{"type": "text"}, {"type": "json_object"}, {"type": "json_schema", "json_schema": {"name", "schema"}} '
+            'or {"type": "structural_tag", "structures": [...], "triggers": [...]}')
 
 
 def _schema_text(schema, field):
@@ -234,26 +265,34 @@ def _response_format(fmt):
 
 def _asked(body):
     """(the structured.*_grammar maker, its argument, the field that asked), or None: OpenAI's response_format,
-    or vLLM's guided_json / guided_regex / guided_choice / structured_outputs {"json": schema}, {"json_object":
-    true}, {"regex": ...} or {"choice": [...]}; at most one of them."""
-    fmt = _response_format(body.get("response_format"))
-    asked = [] if fmt is None else [(structured.json_grammar, fmt, "response_format")]
+    or vLLM's guided_json / guided_regex / guided_choice / guided_grammar / structured_outputs {"json": schema},
+    {"json_object": true}, {"regex": ...}, {"choice": [...]}, {"grammar": ...} or {"structural_tag": ...}; at most
+    one of them."""
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") == "structural_tag":
+        asked = [(structured.structural_tag_grammar, fmt, "response_format")]
+    else:
+        fmt = _response_format(fmt)
+        asked = [] if fmt is None else [(structured.json_grammar, fmt, "response_format")]
     if body.get("guided_json") is not None:
         asked.append((structured.json_grammar, _schema_text(body["guided_json"], "guided_json"), "guided_json"))
-    for name, make in (("guided_regex", structured.regex_grammar), ("guided_choice", structured.choice_grammar)):
+    for name, make in (("guided_regex", structured.regex_grammar), ("guided_choice", structured.choice_grammar),
+                       ("guided_grammar", structured.cfg_grammar)):
         if body.get(name) is not None:
             asked.append((make, body[name], name))
     outputs = body.get("structured_outputs")
     if outputs is not None:
-        if not isinstance(outputs, dict) or not outputs.keys() <= {"json", "json_object", "regex", "choice"}:
-            raise bad("structured_outputs: only {\"json\": schema}, {\"json_object\": true}, {\"regex\": ...} and "
-                      "{\"choice\": [...]} are supported (no grammar or structural tag)", "structured_outputs")
+        kinds = {"json", "json_object", "regex", "choice", "grammar", "structural_tag"}
+        if not isinstance(outputs, dict) or not outputs.keys() <= kinds:
+            raise bad(f"structured_outputs must be an object of one of {', '.join(sorted(kinds))}",
+                      "structured_outputs")
         if outputs.get("json") is not None:
             asked.append((structured.json_grammar, _schema_text(outputs["json"], "structured_outputs"),
                           "structured_outputs"))
         if outputs.get("json_object"):
             asked.append((structured.json_grammar, {"type": "object"}, "structured_outputs"))
-        for key, make in (("regex", structured.regex_grammar), ("choice", structured.choice_grammar)):
+        for key, make in (("regex", structured.regex_grammar), ("choice", structured.choice_grammar),
+                          ("grammar", structured.cfg_grammar), ("structural_tag", structured.structural_tag_grammar)):
             if outputs.get(key) is not None:
                 asked.append((make, outputs[key], "structured_outputs"))
     if len(asked) > 1:
@@ -317,7 +356,9 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
                       presence_penalty=_number(body, "presence_penalty", 0.0, -2.0, 2.0),
                       frequency_penalty=_number(body, "frequency_penalty", 0.0, -2.0, 2.0),
                       repetition_penalty=_repetition_penalty(body), min_tokens=_int(body, "min_tokens", 0, 0, 2**31 - 1),
-                      logit_bias=_logit_bias(body, vocab_size), grammar=_grammar(body))
+                      logit_bias=_logit_bias(body, vocab_size), grammar=_grammar(body),
+                      allowed_token_ids=_allowed_token_ids(body, vocab_size), bad_words=_bad_words(body),
+                      truncate=_int(body, "truncate_prompt_tokens", None, -1, 2**31 - 1))
 
 
 def _one_prompt(prompt, vocab_size, what):
@@ -467,7 +508,8 @@ def _forced_calls(body, tools, gen):
         raise bad("tool_choice \"required\" or naming a function needs tools", "tool_choice")
     if gen.grammar is not None:
         raise bad("tool_choice \"required\" or naming a function forces the output's shape: give no "
-                  "response_format, guided_json, guided_regex, guided_choice or structured_outputs with it",
+                  "response_format, guided_json, guided_regex, guided_choice, guided_grammar or structured_outputs "
+                  "with it",
                   "tool_choice")
     if choice != "required":
         tools = [t for t in tools if t["function"]["name"] == name][:1]
@@ -504,7 +546,7 @@ def chat_request(body, vocab_size, auto_tools=False):
             raise bad("tool_choice \"auto\" (the default with tools) needs a server started with "
                       "--enable-auto-tool-choice --tool-call-parser NAME; tool_choice \"none\" shows the tools to "
                       "the model without parsing calls", "tool_choice")
-        gen.tool_calls = True
+        gen.tool_calls, gen.tools = True, kwargs["tools"]
     _forced_calls(body, kwargs["tools"], gen)
     # what a client asks for that the server does not have: the deprecated function calling, audio output
     if body.get("functions") or body.get("function_call") not in (None, "none"):

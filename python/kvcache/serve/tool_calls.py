@@ -28,6 +28,10 @@ class Format:
     at_start: bool = False  # a reply whose first character (after whitespace) is "{" is calls too
     special: bool = False  # the start marker is a special token: the reply's text keeps special tokens
 
+    def parser(self, stream, tools=None):
+        """A new reader of one reply's calls (tools: the request's, unused by the JSON formats)."""
+        return ToolCallParser(stream, self)
+
 
 FORMATS = {"hermes": Format("<tool_call>", "</tool_call>"),
            "llama3_json": Format("<|python_tag|>", keys=("arguments", "parameters"), at_start=True),
@@ -148,20 +152,47 @@ class _Block:
         return obj["name"], json.dumps(args[0], ensure_ascii=False)
 
 
-class ToolCallParser:
-    """The calls and content of one reply's text, fed piece by piece. feed() and finish() return events:
-    ("content", text), ("call", index, id, name) once per call, then ("arguments", index, text) pieces.
-    The content is the text outside the calls as it is, or none when that is only whitespace (the newlines
-    around blocks) and there are calls; a reply without calls is its text unchanged. fmt: a FORMATS entry."""
+class Events:
+    """What every reader of calls shares: its events, ("content", text), ("call", index, id, name) once per
+    call, then ("arguments", index, text) pieces. The content is the text outside the calls as it is, or none
+    when that is only whitespace (the newlines around blocks) and there are calls."""
+
+    def __init__(self):
+        self.ws = ""  # the content so far while it is only whitespace: held, it is none if calls come
+        self.started = False  # content other than whitespace went out
+        self.n_calls = 0
+
+    def _content(self, text, out):
+        if not self.started:
+            self.ws += text
+            if not self.ws.strip():
+                return
+            text, self.ws, self.started = self.ws, "", True
+        if text:
+            out.append(("content", text))
+
+    def _held_ws(self, out):
+        """At the reply's end: whitespace held is content when no call came."""
+        if self.ws and not self.n_calls:
+            out.append(("content", self.ws))
+        self.ws = ""
+
+    def _new_call(self, name, out):
+        index, self.n_calls = self.n_calls, self.n_calls + 1
+        out.append(("call", index, call_id(), name))
+        return index
+
+
+class ToolCallParser(Events):
+    """The calls and content of one reply's text, fed piece by piece; feed() and finish() return Events' events.
+    A reply without calls is its text unchanged. fmt: a FORMATS entry."""
 
     def __init__(self, stream, fmt):
+        super().__init__()
         self.stream, self.fmt, self.head = stream, fmt, _head(fmt.keys)
         self.section = False  # in a calls section (a format without an end marker): objects and separators
         self.buf = ""  # text not yet read
-        self.ws = ""  # the content so far while it is only whitespace: held, it is none if calls come
-        self.started = False  # content other than whitespace went out
         self.block = None  # the open block, None outside blocks
-        self.n_calls = 0
 
     def feed(self, text):
         out = []
@@ -176,19 +207,8 @@ class ToolCallParser:
         self._run(out, final=True)
         if self.block is not None:
             self._close(out, closed=False)
-        if self.ws and not self.n_calls:
-            out.append(("content", self.ws))
-        self.ws = ""
+        self._held_ws(out)
         return out
-
-    def _content(self, text, out):
-        if not self.started:
-            self.ws += text
-            if not self.ws.strip():
-                return
-            text, self.ws, self.started = self.ws, "", True
-        if text:
-            out.append(("content", text))
 
     def _run(self, out, final):
         fmt = self.fmt
@@ -245,11 +265,6 @@ class ToolCallParser:
                 out.append(("arguments", block.index, block.body[block.sent:upto]))
                 block.sent = upto
 
-    def _new_call(self, name, out):
-        index, self.n_calls = self.n_calls, self.n_calls + 1
-        out.append(("call", index, call_id(), name))
-        return index
-
     def _close(self, out, closed):
         block, self.block = self.block, None
         if block.index is not None:  # announced while streaming: it stands, whatever its end turned out to be
@@ -287,7 +302,7 @@ def delta(events):
 def parse(text, reader):
     """(content or None, [{"id", "type", "function": {"name", "arguments"}}]) of a whole reply. reader: a FORMATS
     entry (a ToolCallParser with stream=False reads it), or a new parser (anything with its feed and finish)."""
-    parser = ToolCallParser(False, reader) if isinstance(reader, Format) else reader
+    parser = reader.parser(False) if isinstance(reader, Format) else reader
     whole = delta(parser.feed(text) + parser.finish())
     calls = [{k: v for k, v in c.items() if k != "index"} for c in whole.get("tool_calls", [])]
     return whole.get("content"), calls
