@@ -291,6 +291,8 @@ def test_allowed_token_ids_and_bad_words_mask_the_sampling():
     assert free[:2] == [t, t]
     got = e.generate([PROMPTS[1]], sp(max_tokens=6, bad_words=((t, t),)))[0]
     assert got[0] == t and all(a != t or b != t for a, b in zip(got, got[1:]))
+    # banned only right after t: between two allowed tokens the model goes back to t each time
+    assert e.generate([PROMPTS[1]], sp(max_tokens=6, allowed_token_ids=(t, 3), bad_words=((t, t),)))[0] == [t, 3] * 3
     assert t not in e.generate([PROMPTS[1]], sp(max_tokens=6, bad_words=((t,),)))[0]
     assert set(e.generate([PROMPTS[1]], sp(max_tokens=6, allowed_token_ids=(3, 300)))[0]) <= {3, 300}
     plan = [[free[0] + 1, 3], [3, 4], [7]]
