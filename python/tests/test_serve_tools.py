@@ -187,58 +187,43 @@ def test_a_conversation_with_calls_and_results_renders_as_transformers(server, c
     assert '"arguments": {}' in tok.decode(r["tokens"])
 
 
-@pytest.mark.parametrize("parser,reply,content", [
+TYPED = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+    "city": {"type": "string"}, "days": {"type": "integer"}, "metric": {"type": "boolean"}}}}}]
+TYPED_CALLS = [("get_weather", {"city": "Zürich", "days": 3, "metric": True}),
+               ("get_weather", {"city": "Paris 🙂", "days": -1, "metric": False})]
+
+
+@pytest.mark.parametrize("parser,reply,content,tools,want", [
     ("mistral", 'a<|im_start|>b[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Zürich", "when": '
                 '{"day": "today", "note": "}</tool_call>{"}}}, {"name": "get_weather", "arguments": {"city": '
-                '"Paris 🙂"}}]', "a<|im_start|>b"),
+                '"Paris 🙂"}}]', "a<|im_start|>b", TOOLS, CALLS),
     ("llama3_json", '{"name": "get_weather", "parameters": {"city": "Zürich", "when": {"day": "today", "note": '
-                    '"}</tool_call>{"}}}; {"name": "get_weather", "parameters": {"city": "Paris 🙂"}}', None)])
-def test_mistral_and_llama3_json_parsers(model_dir, tok, monkeypatch, parser, reply, content):
-    """The other two formats end to end; mistral's marker is a special token, so its replies keep special
-    tokens (here <|im_start|>, which the default skip_special_tokens leaves out), as vLLM's parser asks."""
+                    '"}</tool_call>{"}}}; {"name": "get_weather", "parameters": {"city": "Paris 🙂"}}', None, TOOLS,
+     CALLS),
+    ("pythonic", ' [get_weather(city="Zürich", days=3, metric=True), get_weather(city="Paris 🙂", days=-1, '
+                 'metric=False)]\n', None, TYPED, TYPED_CALLS),
+    ("qwen3_coder", "Voilà <tool_call>\n<function=get_weather>\n<parameter=city>\nZürich\n</parameter>\n"
+                    "<parameter=days>\n3\n</parameter>\n<parameter=metric>\ntrue\n</parameter>\n</function>\n"
+                    "</tool_call><tool_call>\n<function=get_weather>\n<parameter=city>\nParis 🙂\n</parameter>\n"
+                    "<parameter=days>\n-1\n</parameter>\n<parameter=metric>\nFalse\n</parameter>\n</function>\n"
+                    "</tool_call>", "Voilà ", TYPED, TYPED_CALLS)])
+def test_the_other_parsers(model_dir, tok, monkeypatch, parser, reply, content, tools, want):
+    """The other formats end to end (qwen3_coder's values typed by the tool's schema); mistral's marker is a
+    special token, so its replies keep special tokens (here <|im_start|>, which the default skip_special_tokens
+    leaves out), as vLLM's parser asks."""
     with running(model_dir, enable_auto_tool_choice=True, tool_call_parser=parser) as (url, srv), \
             openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=60) as client:
         script(monkeypatch, srv, tok, reply, 2)
-        whole = client.chat.completions.create(model="test", messages=ASK, tools=TOOLS)
+        whole = client.chat.completions.create(model="test", messages=ASK, tools=tools)
         message = whole.choices[0].message
         assert (message.content, calls_of(message.tool_calls), whole.choices[0].finish_reason) == \
-            (content, CALLS, "tool_calls")
-        streamed, calls, reasons = gather(client.chat.completions.create(model="test", messages=ASK, tools=TOOLS,
+            (content, want, "tool_calls")
+        streamed, calls, reasons = gather(client.chat.completions.create(model="test", messages=ASK, tools=tools,
                                                                          stream=True))
         assert streamed == {0: content or ""} and reasons == {0: "tool_calls"}
         assert calls == {0: [(c.function.name, c.function.arguments) for c in message.tool_calls]}
         plain = client.chat.completions.create(model="test", messages=ASK).choices[0].message.content
         assert plain == (reply.replace("<|im_start|>", "") if parser == "mistral" else reply)  # no tools: no parsing
-
-
-TYPED = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
-    "city": {"type": "string"}, "days": {"type": "integer"}, "metric": {"type": "boolean"}}}}}]
-
-
-@pytest.mark.parametrize("parser,reply,content", [
-    ("pythonic", ' [get_weather(city="Zürich", days=3, metric=True), get_weather(city="Paris 🙂", days=-1, '
-                 'metric=False)]\n', None),
-    ("qwen3_coder", "Voilà <tool_call>\n<function=get_weather>\n<parameter=city>\nZürich\n</parameter>\n"
-                    "<parameter=days>\n3\n</parameter>\n<parameter=metric>\ntrue\n</parameter>\n</function>\n"
-                    "</tool_call><tool_call>\n<function=get_weather>\n<parameter=city>\nParis 🙂\n</parameter>\n"
-                    "<parameter=days>\n-1\n</parameter>\n<parameter=metric>\nFalse\n</parameter>\n</function>\n"
-                    "</tool_call>", "Voilà ")])
-def test_pythonic_and_qwen3_coder_parsers(model_dir, tok, monkeypatch, parser, reply, content):
-    """The two parsers that do not read JSON, end to end: the same calls (values typed: qwen3_coder by the
-    tool's schema), streamed and not."""
-    want = [("get_weather", {"city": "Zürich", "days": 3, "metric": True}),
-            ("get_weather", {"city": "Paris 🙂", "days": -1, "metric": False})]
-    with running(model_dir, enable_auto_tool_choice=True, tool_call_parser=parser) as (url, srv), \
-            openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=60) as client:
-        script(monkeypatch, srv, tok, reply, 2)
-        whole = client.chat.completions.create(model="test", messages=ASK, tools=TYPED)
-        message = whole.choices[0].message
-        assert (message.content, calls_of(message.tool_calls), whole.choices[0].finish_reason) == \
-            (content, want, "tool_calls")
-        streamed, calls, reasons = gather(client.chat.completions.create(model="test", messages=ASK, tools=TYPED,
-                                                                         stream=True))
-        assert streamed == {0: content or ""} and reasons == {0: "tool_calls"}
-        assert calls == {0: [(c.function.name, c.function.arguments) for c in message.tool_calls]}
 
 
 def error_of(r, status=400):

@@ -183,14 +183,12 @@ class Events:
         return index
 
 
-class ToolCallParser(Events):
-    """The calls and content of one reply's text, fed piece by piece; feed() and finish() return Events' events.
-    A reply without calls is its text unchanged. fmt: a FORMATS entry."""
+class Scanner(Events):
+    """A reader of calls in blocks, fed piece by piece: _run(out, final) reads self.buf, _close(out, closed) decides
+    the block self.block; feed() and finish() return Events' events."""
 
-    def __init__(self, stream, fmt):
+    def __init__(self):
         super().__init__()
-        self.stream, self.fmt, self.head = stream, fmt, _head(fmt.keys)
-        self.section = False  # in a calls section (a format without an end marker): objects and separators
         self.buf = ""  # text not yet read
         self.block = None  # the open block, None outside blocks
 
@@ -209,6 +207,16 @@ class ToolCallParser(Events):
             self._close(out, closed=False)
         self._held_ws(out)
         return out
+
+
+class ToolCallParser(Scanner):
+    """The calls and content of one reply's text, fed piece by piece. A reply without calls is its text
+    unchanged. fmt: a FORMATS entry."""
+
+    def __init__(self, stream, fmt):
+        super().__init__()
+        self.stream, self.fmt, self.head = stream, fmt, _head(fmt.keys)
+        self.section = False  # in a calls section (a format without an end marker): objects and separators
 
     def _run(self, out, final):
         fmt = self.fmt

@@ -164,7 +164,7 @@ def _xml_call(block, tools):
     return name, json.dumps(args, ensure_ascii=False)
 
 
-class XmlBlockParser(tool_calls.Events):
+class XmlBlockParser(tool_calls.Scanner):
     """Blocks between START and END markers anywhere in the reply, each a call read by _xml_call when it closes
     (or at the reply's end, unclosed); the text outside them is content, a block that is no call content as
     written, markers included."""
@@ -172,23 +172,7 @@ class XmlBlockParser(tool_calls.Events):
 
     def __init__(self, tools):
         super().__init__()
-        self.tools = _Tools(tools)
-        self.buf = ""
-        self.block = None  # the open block's text, None outside blocks
-
-    def feed(self, text):
-        out = []
-        self.buf += text
-        self._run(out, final=False)
-        return out
-
-    def finish(self):
-        out = []
-        self._run(out, final=True)
-        if self.block is not None:
-            self._close(self.block + self.buf, out, closed=False)
-        self._held_ws(out)
-        return out
+        self.tools = _Tools(tools)  # self.block: the open block's text
 
     def _run(self, out, final):
         while True:
@@ -206,11 +190,11 @@ class XmlBlockParser(tool_calls.Events):
                 n = len(self.buf) - (0 if final else tool_calls._held(self.buf, self.END))
                 self.block, self.buf = self.block + self.buf[:n], self.buf[n:]
                 return
-            block, self.buf, self.block = self.block + self.buf[:at], self.buf[at + len(self.END):], None
-            self._close(block, out, closed=True)
+            self.block, self.buf = self.block + self.buf[:at], self.buf[at + len(self.END):]
+            self._close(out, closed=True)
 
-    def _close(self, block, out, closed):
-        self.block = None
+    def _close(self, out, closed):
+        block, self.block = self.block, None
         call = _xml_call(block, self.tools)
         if call is None:
             self._content(self.START + block + (self.END if closed else ""), out)
