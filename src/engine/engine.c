@@ -139,8 +139,9 @@ int64_t kvc_engine_step_tokens(const kvc_engine_params *p) {
  * cdiv(max_num_batched_tokens, bs) + 1 blocks more than its per-request
  * count (vLLM sizes its sliding-window pages from window - 1 +
  * max_num_batched_tokens the same way; a state pool gets the same few
- * blocks, unused). The blocks a chunk leaves behind the window go back at
- * the request's next allocation. */
+ * blocks: room for prefix caching's copy sources and snapshots). The
+ * blocks a chunk leaves behind the window go back at the request's next
+ * allocation. */
 static kvc_status add_chunk_room(kvc_engine *e, const kvc_model_cache_info *ci) {
     const char *keys[KVC_MAX_MANAGERS];
     int64_t counts[KVC_MAX_MANAGERS];

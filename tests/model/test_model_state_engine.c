@@ -209,15 +209,20 @@ static void test_lfm2_prefix_cache(void **state) {
     int32_t want_short[N_PC * NEW];
     for (int64_t i = 0; i < N_PC; i++) memcpy(want_short + i * NEW, want + i * PC_LONG, NEW * sizeof *want);
 
-    /* chunks of at most 5 tokens, cut to 4: snapshots at 4, 8, 12 of PRE, 16 of request 4's prompt */
+    /* chunks of at most 5 tokens, cut to 4: snapshots at 4, 8, 12 of PRE, 16 of request 4's prompt; one pool for
+     * both keys, then a state pool of its own (the snapshots' block ids are those of the state tensors) */
     const int64_t small_hits[N_PC] = {0, 12, 12, 8, 0, 16};
     kvc_engine_params ep = pc_params(5, true);
-    pc_serve(m, &ep, 0x3f, NEW, got, hits, &st);
-    if (memcmp(want_short, got, sizeof want_short) != 0) fail_msg("small chunks: tokens differ from each alone");
-    for (int64_t i = 0; i < N_PC; i++)
-        if (hits[i] != small_hits[i])
-            fail_msg("small chunks: request %lld hit %lld (%lld expected)", (long long)i, (long long)hits[i],
-                     (long long)small_hits[i]);
+    for (int shared = 1; shared >= 0; shared--) {
+        ep.shared_pools = shared;
+        pc_serve(m, &ep, 0x3f, NEW, got, hits, &st);
+        assert_int_equal(st.n_keys, 2);
+        if (memcmp(want_short, got, sizeof want_short) != 0) fail_msg("small chunks: tokens differ from each alone");
+        for (int64_t i = 0; i < N_PC; i++)
+            if (hits[i] != small_hits[i])
+                fail_msg("small chunks: request %lld hit %lld (%lld expected)", (long long)i, (long long)hits[i],
+                         (long long)small_hits[i]);
+    }
 
     /* one chunk a prompt: request 0 (16 tokens) leaves a snapshot at 16 only, so the others find 3 attention
      * blocks of PRE and no state to resume: no hit; request 4's 17 tokens run as 16 + 1, and request 5 hits 16 */
