@@ -49,31 +49,47 @@ static void runner_run(const kvc_model *m, int64_t nt, int32_t *out) {
     kvc_runner_destroy(r);
 }
 
+/* The LFM2 test model. */
+static kvc_model *load_lfm2(void) {
+    char dir[1024];
+    kvc_test_oracle_dir("lfm2", dir, sizeof dir);
+    kvc_model *m = NULL;
+    check(kvc_model_load(dir, &m), "load");
+    return m;
+}
+
+/* An engine of ep over m (blocks of BLOCK tokens) and its adapter, closed by close_engine. */
+static kvc_engine *open_engine(const kvc_model *m, const kvc_engine_params *ep, kvc_engine_adapter **a) {
+    kvc_engine_adapter_params ap = kvc_engine_adapter_default_params();
+    ap.cache.block_size = BLOCK;
+    kvc_engine *e = NULL;
+    check(kvc_engine_adapter_create(m, &ap, ep, a), "adapter");
+    check(kvc_engine_create(kvc_engine_adapter_model(*a), ep, &e), "engine");
+    return e;
+}
+
+static void close_engine(kvc_engine *e, kvc_engine_adapter *a) {
+    kvc_engine_destroy(e);
+    kvc_engine_adapter_destroy(a);
+}
+
 /* Runs the requests (nt new tokens each) to the end on the engine of ep; tokens [N_REQ, nt], its stats and
  * effective params. */
 static void engine_run(const kvc_model *m, const kvc_engine_params *ep, int64_t nt, int32_t *out,
                        kvc_engine_stats *stats, kvc_engine_params *used) {
-    kvc_engine_adapter_params ap = kvc_engine_adapter_default_params();
-    ap.cache.block_size = BLOCK;
     kvc_engine_adapter *a = NULL;
-    kvc_engine *e = NULL;
-    check(kvc_engine_adapter_create(m, &ap, ep, &a), "adapter");
-    check(kvc_engine_create(kvc_engine_adapter_model(a), ep, &e), "engine");
+    kvc_engine *e = open_engine(m, ep, &a);
     *used = *kvc_engine_params_of(e);
     kvc_test_engine_generate(e, IDS, LENS, N_REQ, nt, 400, out);
     check(kvc_engine_get_stats(e, stats), "stats");
-    kvc_engine_destroy(e);
-    kvc_engine_adapter_destroy(a);
+    close_engine(e, a);
 }
 
 /* The engine against the runner: ample blocks with prefix caching asked for, then a budget that preempts; the
  * state pool's blocks and bytes; the refusals. */
 static void test_lfm2_engine(void **state) {
     (void)state;
-    char dir[1024];
-    kvc_test_oracle_dir("lfm2", dir, sizeof dir);
-    kvc_model *m = NULL;
-    check(kvc_model_load(dir, &m), "load");
+    kvc_model *m = load_lfm2();
     int32_t want[N_REQ * LONG], got[N_REQ * LONG];
     runner_run(m, NEW, want);
 
@@ -152,12 +168,8 @@ static kvc_engine_params pc_params(int64_t step_tokens, bool caching) {
  * [N_PC, nt]; hits[i] = request i's prefix hit; the engine's stats. */
 static void pc_serve(const kvc_model *m, const kvc_engine_params *ep, unsigned which, int64_t nt, int32_t *out,
                      int64_t *hits, kvc_engine_stats *stats) {
-    kvc_engine_adapter_params ap = kvc_engine_adapter_default_params();
-    ap.cache.block_size = BLOCK;
     kvc_engine_adapter *a = NULL;
-    kvc_engine *e = NULL;
-    check(kvc_engine_adapter_create(m, &ap, ep, &a), "adapter");
-    check(kvc_engine_create(kvc_engine_adapter_model(a), ep, &e), "engine");
+    kvc_engine *e = open_engine(m, ep, &a);
     assert_int_equal(kvc_engine_params_of(e)->prefix_caching, ep->prefix_caching);
     for (int wave = 0; wave < 3; wave++) {
         int32_t prompts[N_PC][40];
@@ -184,8 +196,7 @@ static void pc_serve(const kvc_model *m, const kvc_engine_params *ep, unsigned w
         hits[i] = info.n_prefix_hit;
     }
     check(kvc_engine_get_stats(e, stats), "stats");
-    kvc_engine_destroy(e);
-    kvc_engine_adapter_destroy(a);
+    close_engine(e, a);
 }
 
 /* Each request alone, caching off, against all of them served together with caching on: with chunks of one
@@ -194,10 +205,7 @@ static void pc_serve(const kvc_model *m, const kvc_engine_params *ep, unsigned w
  * and under preemption; storage poisoning on (a state read before it was written is NaN and refused). */
 static void test_lfm2_prefix_cache(void **state) {
     (void)state;
-    char dir[1024];
-    kvc_test_oracle_dir("lfm2", dir, sizeof dir);
-    kvc_model *m = NULL;
-    check(kvc_model_load(dir, &m), "load");
+    kvc_model *m = load_lfm2();
     int32_t want[N_PC * PC_LONG], got[N_PC * PC_LONG];
     int64_t hits[N_PC];
     kvc_engine_stats st;
