@@ -196,6 +196,8 @@ static void pc_serve(const kvc_model *m, const kvc_engine_params *ep, unsigned w
         hits[i] = info.n_prefix_hit;
     }
     check(kvc_engine_get_stats(e, stats), "stats");
+    for (int32_t k = 0; k < stats->n_keys; k++) /* every request gone: no block held, snapshots cached free */
+        assert_int_equal(stats->blocks_in_use[k], 0);
     close_engine(e, a);
 }
 
