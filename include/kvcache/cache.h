@@ -569,6 +569,10 @@ KVC_API bool kvc_manager_has_slot_mapping(const kvc_manager *m, int32_t key_inde
 /* Whether the key's tables hold state blocks rather than one block per
  * block_size positions (Mamba). */
 KVC_API bool kvc_manager_key_is_state(const kvc_manager *m, int32_t key_index);
+/* Prefix caching, state keys: the tokens between two kept state snapshots
+ * (kvc_manager_params.state_snapshot_interval once resolved); 0 for other
+ * keys or with caching off; -1 for a bad key index. */
+KVC_API int64_t kvc_manager_snapshot_interval(const kvc_manager *m, int32_t key_index);
 /* Most real blocks one request holds for `positions` positions when it
  * advances one token a call (sliding window: its window's blocks + 1;
  * Mamba: 1 + next_n); a chunk of n tokens holds up to cdiv(n, block_size)

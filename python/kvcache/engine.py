@@ -233,8 +233,9 @@ class Engine:
     max_requests: requests held at once, waiting included (0: 4 x
     max_num_seqs; beyond it add_request raises QueueFull). prefix_caching:
     reuse cached KV of prompt prefixes (requests share only with requests of
-    the same cache_salt); the engine turns it off for a model with state
-    layers (LFM2), and the prefix_caching attribute says what it runs with. scheduler: "budget" (chunked prefill beside
+    the same cache_salt; a model with state layers, LFM2, resumes its states
+    from cached snapshots), and the prefix_caching attribute says what the
+    engine runs with. scheduler: "budget" (chunked prefill beside
     decode) or "prefill_alone". seed: mixed into every request's seed."""
 
     def __init__(self, model_dir, *, kv_dtype=None, weights="checkpoint", activations="f32", block_size=16, kv_memory=None, max_model_len=None,
@@ -293,7 +294,7 @@ class Engine:
         self.max_model_len = int(p.max_model_len)
         self.max_num_seqs = int(p.max_num_seqs)
         self.max_requests = int(lib.kvc_engine_params_of(self._e).max_requests)  # 0 resolved by the engine
-        # off when asked for on a model with state layers (LFM2's conv states: docs/runtime.md, "State layers")
+        # what the engine runs with (kvc_engine_params_of), state layers included (docs/runtime.md, "State layers")
         self.prefix_caching = bool(lib.kvc_engine_params_of(self._e).prefix_caching)
         self.kv_dtype = dtype_name(ap.cache.kv_dtype)
         self.weights = weights

@@ -25,13 +25,17 @@ def test_greedy_equals_the_static_runner():
     assert e.stats()["kv_blocks_in_use"] == 0 and e.stats()["running"] == 0
 
 
-def test_lfm2_conv_states_greedy_equals_the_runner_and_prefix_caching_is_off():
+def test_lfm2_conv_states_greedy_equals_the_runner_with_prefix_caching():
     model = DATA / "oracle" / "lfm2"  # short-convolution layers: a state block per request
     e = kvcache.Engine(model, max_num_seqs=4, kv_memory="8MiB", block_size=4)
-    assert e.prefix_caching is False  # asked for (the default), turned off for a model with state layers
+    assert e.prefix_caching is True  # the default, state layers included (snapshots of their states)
+    assert kvcache.Engine(model, block_size=4, prefix_caching=False).prefix_caching is False
+    shared = PROMPTS + [PROMPTS[0] + [7, 2]]  # the last one resumes from the first one's snapshot
     got = e.generate(PROMPTS, kvcache.SamplingParams(max_tokens=6))
-    for prompt, ids in zip(PROMPTS, got):
+    got += e.generate(shared[-1:], kvcache.SamplingParams(max_tokens=6))
+    for prompt, ids in zip(shared, got):
         assert ids == kvcache.run(model, [prompt], 6)[0].tolist()
+    assert e.stats()["prefix_hit_tokens"] > 0
     assert e.stats()["kv_blocks_in_use"] == 0 and e.stats()["running"] == 0
 
 

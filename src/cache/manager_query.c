@@ -54,6 +54,9 @@ int32_t kvc_manager_pool_key(const kvc_manager *m, int32_t k) {
 }
 int64_t kvc_manager_next_n(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, sm_->group.next_n, -1); }
 int64_t kvc_manager_compress_ratio(const kvc_manager *m, int32_t k) { KEY_FIELD(m, k, sm_->group.compress_ratio, -1); }
+int64_t kvc_manager_snapshot_interval(const kvc_manager *m, int32_t k) {
+    KEY_FIELD(m, k, sm_->caching && sm_->type->state_hits ? sm_->index.block_tokens : 0, -1);
+}
 
 int64_t kvc_manager_table_width(const kvc_manager *m, int32_t k, int64_t max_len) {
     KEY_FIELD(m, k, max_len >= 0 ? kvci_cdiv(max_len, sm_->group.block_size) : -1, -1);

@@ -139,8 +139,9 @@ int64_t kvc_engine_step_tokens(const kvc_engine_params *p) {
  * cdiv(max_num_batched_tokens, bs) + 1 blocks more than its per-request
  * count (vLLM sizes its sliding-window pages from window - 1 +
  * max_num_batched_tokens the same way; a state pool gets the same few
- * blocks, unused). The blocks a chunk leaves behind the window go back at
- * the request's next allocation. */
+ * blocks: room for prefix caching's copy sources and snapshots). The
+ * blocks a chunk leaves behind the window go back at the request's next
+ * allocation. */
 static kvc_status add_chunk_room(kvc_engine *e, const kvc_model_cache_info *ci) {
     const char *keys[KVC_MAX_MANAGERS];
     int64_t counts[KVC_MAX_MANAGERS];
@@ -201,10 +202,8 @@ static const kvc_cache_entry *state_entry(const kvc_model_cache_info *ci) {
 }
 
 /* A model with state layers (docs/runtime.md, "State layers"): its states live in blocks of the manager's state
- * group, one per request, freed with it; a preempted request recomputes its state from position 0. A prefix hit
- * would need the cached snapshot's state copied into the request's own block before the step, which this engine
- * does not do: prefix caching is turned off for such a model, as vLLM first did for hybrids (kvc_engine_params_of
- * shows it off), and the P/D roles, which ship attention blocks only, are refused. */
+ * group, one per request, freed with it; with prefix caching its snapshots are cached too (state_cache.c). The
+ * P/D roles, which ship attention blocks only, are refused. */
 static kvc_status state_rules(kvc_engine *e, const kvc_model_cache_info *ci) {
     const kvc_cache_entry *st = state_entry(ci);
     if (st == NULL) return KVC_OK;
@@ -213,7 +212,6 @@ static kvc_status state_rules(kvc_engine *e, const kvc_model_cache_info *ci) {
                          "engine: the %s role with state layers (cache %s): P/D transfers carry attention blocks, not "
                          "per-request states",
                          e->p.role == KVC_ENGINE_ROLE_PREFILL ? "PREFILL" : "DECODE", st->name);
-    e->p.prefix_caching = false;
     return KVC_OK;
 }
 
@@ -264,6 +262,7 @@ static kvc_status managed_create(kvc_engine *e, int64_t **saved_bs) {
     if (st == KVC_OK) st = kvc_step_buffers_create(e->mgr, e->p.max_num_seqs, e->max_tokens, &e->buf);
     if (st != KVC_OK) return st;
     e->n_keys = kvc_manager_n_keys(e->mgr);
+    e->snapshot_interval = kvci_engine_snapshot_interval(e->mgr);
     return KVC_OK;
 }
 

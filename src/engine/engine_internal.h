@@ -76,6 +76,7 @@ struct kvc_engine {
     kvc_manager *mgr;
     kvc_step_buffers *buf;
     int32_t n_keys;
+    int64_t snapshot_interval; /* prefix caching of state keys: tokens between state snapshots (0: none) */
     int64_t peak_in_use[KVC_MAX_MANAGERS];
     int64_t kv_bytes;
 
@@ -176,6 +177,16 @@ bool kvci_engine_is_decode_row(const kvc_engine_req *r, const kvc_step_request *
 /* ---- scheduling policies (schedule.c): fill e->rows for one step ---- */
 kvc_status kvci_engine_schedule_budget(kvc_engine *e, int64_t *n_preempted);
 kvc_status kvci_engine_schedule_prefill_alone(kvc_engine *e, int64_t *n_preempted);
+
+/* ---- prefix caching of state layers (state_cache.c) ---- */
+/* The snapshot interval of the manager's state keys, 0 when none is cached. */
+int64_t kvci_engine_snapshot_interval(const kvc_manager *m);
+/* A prompt chunk of n tokens after r's cached ones, cut to end at the last snapshot position it passes (so that
+ * the state there is kept); n when it passes none, is one token, or no state key is cached. */
+int64_t kvci_engine_align_chunk(const kvc_engine *e, const kvc_engine_req *r, int64_t n);
+/* Copies each row's state copy source (a snapshot it resumes from) into its own state block, in every state
+ * tensor of the key; run after scheduling, before the model. */
+kvc_status kvci_engine_copy_states(const kvc_engine *e);
 
 /* ---- latency records (latency.c) ---- */
 void kvci_engine_times_arrive(kvc_engine *e, kvc_engine_req *r, int64_t arrival_ns);

@@ -45,14 +45,16 @@ static kvc_status schedule_decodes(kvc_engine *e, int64_t *n_preempted) {
  * budget left, long_prefill_token_threshold and the stall-free limit allow
  * (0: none this step). The limit gives the step's chunks together at most
  * (step_cost_ratio - 1) times the cost of its decode rows, except that the
- * first chunk may always take min_chunk_tokens. */
+ * first chunk may always take min_chunk_tokens. With state layers cached, the chunk then ends at the last
+ * snapshot position it passes (kvci_engine_align_chunk). */
 static int64_t chunk_size(const kvc_engine *e, const kvc_engine_req *r) {
     int64_t n = kvci_min64(r->n_tokens - r->n_cached, e->max_tokens - e->n_row_tokens);
     if (e->p.long_prefill_token_threshold > 0) n = kvci_min64(n, e->p.long_prefill_token_threshold);
-    if (e->p.step_cost_ratio == 0.0 || e->decode_cost == 0.0) return n;
+    if (e->p.step_cost_ratio == 0.0 || e->decode_cost == 0.0) return kvci_engine_align_chunk(e, r, n);
     const double allowance = (e->p.step_cost_ratio - 1.0) * e->decode_cost - e->chunk_cost;
     const int64_t fit = kvci_engine_tokens_for_cost(e, r->n_cached, n, allowance);
-    return e->n_chunks == 0 ? kvci_max64(fit, kvci_min64(n, e->p.min_chunk_tokens)) : fit;
+    return kvci_engine_align_chunk(e, r,
+                                   e->n_chunks == 0 ? kvci_max64(fit, kvci_min64(n, e->p.min_chunk_tokens)) : fit);
 }
 
 static void chunk_add(kvc_engine *e, int32_t slot, int64_t n, bool admitted) {

@@ -150,6 +150,11 @@ kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res) {
         return st;
     }
     if (e->n_rows == 0) return res->n_preempted > 0 ? KVC_OK : no_progress(e);
+    st = e->managed ? kvci_engine_copy_states(e) : KVC_OK; /* states resumed from a snapshot */
+    if (st != KVC_OK) {
+        kvci_engine_rows_undo(e);
+        return st;
+    }
     res->is_prefill = pack_ids(e, res);
     note_usage(e);
     const int64_t t_scheduled = kvc_engine_now_ns();

@@ -395,6 +395,15 @@ static void test_hybrid_fixed_point_with_state_snapshots(void **state) {
     kvc_cache_entry e[2] = {kvc_test_attention_entry("k_cache", KVC_ATTN_FULL, 4, 0), kvc_test_mamba_entry("ssm", 0)};
     kvc_manager *m =
         caching_manager(&model, e, 2, (const char *[]){"FullAttention", "Mamba"}, (const int64_t[]){32, 8}, 8);
+    /* the interval as resolved: the state key's; 0 for the paged key; -1 for a bad index; 0 = the block size */
+    assert_int_equal(kvc_manager_snapshot_interval(m, 1), 8);
+    assert_int_equal(kvc_manager_snapshot_interval(m, 0), 0);
+    assert_int_equal(kvc_manager_snapshot_interval(m, 2), -1);
+    kvc_test_model model0;
+    kvc_manager *m0 =
+        caching_manager(&model0, e, 2, (const char *[]){"FullAttention", "Mamba"}, (const int64_t[]){32, 8}, 0);
+    assert_int_equal(kvc_manager_snapshot_interval(m0, 1), 4);
+    kvc_manager_destroy(m0);
     int32_t p[26];
     for (int i = 0; i < 26; i++) p[i] = 100 + i;
     kvc_prompt prompt = {.tokens = p, .n_tokens = 20};

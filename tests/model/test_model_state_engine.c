@@ -2,8 +2,10 @@
  * the manager's state group (Mamba key, one block per request), its prompt chunked over several steps beside
  * other requests' decode rows, a budget that preempts requests (their states discarded with their blocks and
  * recomputed from position 0): greedy tokens equal the runner's mode 2 (itself equal to transformers, the
- * oracle test), and the pool's bytes and block counts cover the states. Prefix caching is turned off for such a
- * model; self-managed caches and the P/D roles are refused by name. */
+ * oracle test), and the pool's bytes and block counts cover the states. With prefix caching, requests that share
+ * a prefix resume their states from cached snapshots (state_cache.c): the hits are exactly the snapshot positions
+ * the chunks left, and every request's tokens equal it run alone without caching. Self-managed caches and the
+ * P/D roles are refused by name. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -47,41 +49,57 @@ static void runner_run(const kvc_model *m, int64_t nt, int32_t *out) {
     kvc_runner_destroy(r);
 }
 
+/* The LFM2 test model. */
+static kvc_model *load_lfm2(void) {
+    char dir[1024];
+    kvc_test_oracle_dir("lfm2", dir, sizeof dir);
+    kvc_model *m = NULL;
+    check(kvc_model_load(dir, &m), "load");
+    return m;
+}
+
+/* An engine of ep over m (blocks of BLOCK tokens) and its adapter, closed by close_engine. */
+static kvc_engine *open_engine(const kvc_model *m, const kvc_engine_params *ep, kvc_engine_adapter **a) {
+    kvc_engine_adapter_params ap = kvc_engine_adapter_default_params();
+    ap.cache.block_size = BLOCK;
+    kvc_engine *e = NULL;
+    check(kvc_engine_adapter_create(m, &ap, ep, a), "adapter");
+    check(kvc_engine_create(kvc_engine_adapter_model(*a), ep, &e), "engine");
+    return e;
+}
+
+static void close_engine(kvc_engine *e, kvc_engine_adapter *a) {
+    kvc_engine_destroy(e);
+    kvc_engine_adapter_destroy(a);
+}
+
 /* Runs the requests (nt new tokens each) to the end on the engine of ep; tokens [N_REQ, nt], its stats and
  * effective params. */
 static void engine_run(const kvc_model *m, const kvc_engine_params *ep, int64_t nt, int32_t *out,
                        kvc_engine_stats *stats, kvc_engine_params *used) {
-    kvc_engine_adapter_params ap = kvc_engine_adapter_default_params();
-    ap.cache.block_size = BLOCK;
     kvc_engine_adapter *a = NULL;
-    kvc_engine *e = NULL;
-    check(kvc_engine_adapter_create(m, &ap, ep, &a), "adapter");
-    check(kvc_engine_create(kvc_engine_adapter_model(a), ep, &e), "engine");
+    kvc_engine *e = open_engine(m, ep, &a);
     *used = *kvc_engine_params_of(e);
     kvc_test_engine_generate(e, IDS, LENS, N_REQ, nt, 400, out);
     check(kvc_engine_get_stats(e, stats), "stats");
-    kvc_engine_destroy(e);
-    kvc_engine_adapter_destroy(a);
+    close_engine(e, a);
 }
 
 /* The engine against the runner: ample blocks with prefix caching asked for, then a budget that preempts; the
  * state pool's blocks and bytes; the refusals. */
 static void test_lfm2_engine(void **state) {
     (void)state;
-    char dir[1024];
-    kvc_test_oracle_dir("lfm2", dir, sizeof dir);
-    kvc_model *m = NULL;
-    check(kvc_model_load(dir, &m), "load");
+    kvc_model *m = load_lfm2();
     int32_t want[N_REQ * LONG], got[N_REQ * LONG];
     runner_run(m, NEW, want);
 
-    /* ample blocks, prefix caching asked for: turned off, chunks and batches equal the runner */
+    /* ample blocks, prefix caching on (no prompt shares a block): chunks and batches equal the runner */
     kvc_engine_params ep = engine_params(), used;
     ep.prefix_caching = true;
     kvc_engine_stats st;
     engine_run(m, &ep, NEW, got, &st, &used);
     if (memcmp(want, got, N_REQ * NEW * sizeof *got) != 0) fail_msg("lfm2 engine: tokens differ from the runner's");
-    assert_false(used.prefix_caching);
+    assert_true(used.prefix_caching);
     assert_int_equal(st.prefix_hit_tokens, 0);
     assert_int_equal(st.n_keys, 2); /* FullAttention and the conv states' Mamba key */
     /* the pool holds the states: every key has a block per request and the null block at least, and the bytes
@@ -121,7 +139,125 @@ static void test_lfm2_engine(void **state) {
     kvc_model_destroy(m);
 }
 
+/* Prefix caching: six prompts over one 14-token prefix (PRE), served in three waves so that each wave finds
+ * what the earlier ones cached. Request 4 repeats request 1's prompt under cache salt "b"; request 5 repeats it
+ * again under "b". */
+#define N_PC    6
+#define PC_LONG 20 /* under preemption */
+static const int32_t PC_TAIL[] = {5, 60, 71, 33, 19, 88, 7, 2, 71, 33, 19, 71, 33, 19};
+static const int64_t PC_PRE[N_PC] = {14, 14, 14, 10, 14, 14}; /* prefix tokens of each prompt */
+static const int64_t PC_TAILS[N_PC] = {0, 2, 5, 6, 8, 11};    /* where its own tokens start in PC_TAIL */
+static const int64_t PC_NTAIL[N_PC] = {2, 3, 1, 2, 3, 3};     /* and how many */
+static const char *const PC_SALT[N_PC] = {NULL, NULL, NULL, NULL, "b", "b"};
+static const int PC_WAVE[N_PC] = {0, 1, 1, 1, 1, 2};
+
+static int64_t pc_prompt(int64_t i, int32_t *out) {
+    memcpy(out, IDS, (size_t)PC_PRE[i] * sizeof *out);
+    memcpy(out + PC_PRE[i], PC_TAIL + PC_TAILS[i], (size_t)PC_NTAIL[i] * sizeof *out);
+    return PC_PRE[i] + PC_NTAIL[i];
+}
+
+static kvc_engine_params pc_params(int64_t step_tokens, bool caching) {
+    kvc_engine_params ep = kvc_engine_default_params();
+    ep.max_model_len = 40, ep.max_num_seqs = 4, ep.max_num_batched_tokens = step_tokens;
+    ep.prefix_caching = caching, ep.check = true;
+    return ep;
+}
+
+/* Serves the requests `which` (bit i: request i) wave by wave on one engine of ep, nt tokens each into out
+ * [N_PC, nt]; hits[i] = request i's prefix hit; the engine's stats. */
+static void pc_serve(const kvc_model *m, const kvc_engine_params *ep, unsigned which, int64_t nt, int32_t *out,
+                     int64_t *hits, kvc_engine_stats *stats) {
+    kvc_engine_adapter *a = NULL;
+    kvc_engine *e = open_engine(m, ep, &a);
+    assert_int_equal(kvc_engine_params_of(e)->prefix_caching, ep->prefix_caching);
+    for (int wave = 0; wave < 3; wave++) {
+        int32_t prompts[N_PC][40];
+        for (int64_t i = 0; i < N_PC; i++) {
+            if (PC_WAVE[i] != wave || !(which >> i & 1)) continue;
+            kvc_engine_request r = kvc_engine_request_default();
+            r.id = i, r.prompt = prompts[i], r.n_prompt = pc_prompt(i, prompts[i]), r.max_new_tokens = nt;
+            r.cache_salt = PC_SALT[i], r.cache_salt_len = PC_SALT[i] ? (int64_t)strlen(PC_SALT[i]) : 0;
+            check(kvc_engine_add_request(e, &r), "add_request");
+        }
+        kvc_engine_step_result res = {.idle = false};
+        for (int steps = 0; !res.idle; steps++) {
+            if (steps > 400) fail_msg("wave %d does not finish", wave);
+            check(kvc_engine_step(e, &res), "step");
+        }
+    }
+    for (int64_t i = 0; i < N_PC; i++) {
+        if (!(which >> i & 1)) continue;
+        kvc_engine_request_info info;
+        int64_t got = 0;
+        check(kvc_engine_request_get(e, i, &info), "request_get");
+        check(kvc_engine_request_output(e, i, out + i * nt, nt, &got), "output");
+        assert_int_equal(got, nt);
+        hits[i] = info.n_prefix_hit;
+    }
+    check(kvc_engine_get_stats(e, stats), "stats");
+    for (int32_t k = 0; k < stats->n_keys; k++) /* every request gone: no block held, snapshots cached free */
+        assert_int_equal(stats->blocks_in_use[k], 0);
+    close_engine(e, a);
+}
+
+/* Each request alone, caching off, against all of them served together with caching on: with chunks of one
+ * block (every prompt block boundary a snapshot), with whole-prompt chunks (a snapshot only at the last
+ * boundary of each prompt: the attention blocks of PRE are cached, but no state at 12, so the hit is cut to 0)
+ * and under preemption; storage poisoning on (a state read before it was written is NaN and refused). */
+static void test_lfm2_prefix_cache(void **state) {
+    (void)state;
+    kvc_model *m = load_lfm2();
+    int32_t want[N_PC * PC_LONG], got[N_PC * PC_LONG];
+    int64_t hits[N_PC];
+    kvc_engine_stats st;
+    for (int64_t i = 0; i < N_PC; i++) {
+        kvc_engine_params ep = pc_params(64, false);
+        pc_serve(m, &ep, 1u << i, PC_LONG, want, hits, &st);
+        assert_int_equal(st.prefix_hit_tokens, 0);
+    }
+    int32_t want_short[N_PC * NEW];
+    for (int64_t i = 0; i < N_PC; i++) memcpy(want_short + i * NEW, want + i * PC_LONG, NEW * sizeof *want);
+
+    /* chunks of at most 5 tokens, cut to 4: snapshots at 4, 8, 12 of PRE, 16 of request 4's prompt; one pool for
+     * both keys, then a state pool of its own (the snapshots' block ids are those of the state tensors) */
+    const int64_t small_hits[N_PC] = {0, 12, 12, 8, 0, 16};
+    kvc_engine_params ep = pc_params(5, true);
+    for (int shared = 1; shared >= 0; shared--) {
+        ep.shared_pools = shared;
+        pc_serve(m, &ep, 0x3f, NEW, got, hits, &st);
+        assert_int_equal(st.n_keys, 2);
+        if (memcmp(want_short, got, sizeof want_short) != 0) fail_msg("small chunks: tokens differ from each alone");
+        for (int64_t i = 0; i < N_PC; i++)
+            if (hits[i] != small_hits[i])
+                fail_msg("small chunks: request %lld hit %lld (%lld expected)", (long long)i, (long long)hits[i],
+                         (long long)small_hits[i]);
+    }
+
+    /* one chunk a prompt: request 0 (16 tokens) leaves a snapshot at 16 only, so the others find 3 attention
+     * blocks of PRE and no state to resume: no hit; request 4's 17 tokens run as 16 + 1, and request 5 hits 16 */
+    const int64_t whole_hits[N_PC] = {0, 0, 0, 0, 0, 16};
+    ep = pc_params(64, true);
+    pc_serve(m, &ep, 0x3f, NEW, got, hits, &st);
+    if (memcmp(want_short, got, sizeof want_short) != 0) fail_msg("whole chunks: tokens differ from each alone");
+    for (int64_t i = 0; i < N_PC; i++)
+        if (hits[i] != whole_hits[i])
+            fail_msg("whole chunks: request %lld hit %lld (%lld expected)", (long long)i, (long long)hits[i],
+                     (long long)whole_hits[i]);
+
+    /* a budget of 16 pages (one pool), 20 new tokens: requests are preempted and resume from their own or
+     * others' snapshots */
+    ep = pc_params(5, true);
+    ep.plan = KVC_ENGINE_PLAN_BUDGET, ep.reserved_decode_tokens = 0;
+    ep.kv_memory_bytes = 16 * 3 * 2 * 64 * 4;
+    pc_serve(m, &ep, 0x3f, PC_LONG, got, hits, &st);
+    assert_true(st.preemptions > 0);
+    assert_true(st.prefix_hit_tokens > 0);
+    if (memcmp(want, got, sizeof want) != 0) fail_msg("under preemption: tokens differ from each alone");
+    kvc_model_destroy(m);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_lfm2_engine)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_lfm2_engine), cmocka_unit_test(test_lfm2_prefix_cache)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -151,11 +151,9 @@ def main(argv=None):
                         max_requests=args.max_requests, prefix_caching=not args.no_prefix_caching, seed=args.seed)
     except (Error, OSError, ValueError) as exc:
         cli.error(str(exc))
-    if not args.no_prefix_caching and not server.engine.engine.prefix_caching:
-        print("kvcache serve: prefix caching is off: the model has state layers (their states are exact only where "
-              "they were computed; docs/runtime.md, \"State layers\")", flush=True)
+    caching = "on" if server.engine.engine.prefix_caching else "off"
     print(f"kvcache serve: {server.model_name} (weights {args.weights}, activations {args.activations}, KV {server.engine.engine.kv_dtype}, "
-          f"max_model_len {server.max_model_len}) on http://{args.host}:{args.port}", flush=True)
+          f"max_model_len {server.max_model_len}, prefix caching {caching}) on http://{args.host}:{args.port}", flush=True)
     # uvicorn stops on SIGTERM as on SIGINT (graceful, bounded by --shutdown-timeout), then raises the
     # signal again: a stop that was asked for ends the process with status 0, not killed by the signal
     signal.signal(signal.SIGTERM, _stopped)
