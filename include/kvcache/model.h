@@ -316,8 +316,13 @@ typedef struct kvc_layer_cache {
      * state, f32 always: contiguous [rows, conv_kernel - 1, H] (a row per cache row), paged [NB, conv_kernel -
      * 1, H] (one block per sequence: the first entry of its row of the key's block table); the oldest input
      * first. A row whose keys are all in the step (seq_lens_kv == seq_lens_q) starts from zeros; any other
-     * continues from its state. Every step writes it. Attention layers leave it empty. */
+     * continues from its state. Every step writes it. Attention layers leave it empty. A Mamba2 layer keeps its
+     * conv state here too (its conv_kernel - 1 last xBC inputs, [.., conv_kernel - 1, conv channels]). */
     kvc_tensor state;
+    /* A state layer's second state, f32, laid out as `state` (contiguous [rows, ...], paged [NB, ...], one block
+     * per sequence under the same key and block table): Mamba2's ssm_state [.., heads, head_dim, d_state], Gated
+     * DeltaNet's recurrent_state. Layers with one state or none leave it empty. Last, as kvc_model_config's. */
+    kvc_tensor recurrent;
 } kvc_layer_cache;
 
 /* Whether the forward takes caches of dtype dt: f32, f16, bf16, i8,

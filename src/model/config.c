@@ -64,12 +64,6 @@ int64_t kvci_model_rot_dim(const kvc_model_config *c) {
     return f > 0.0 && f < 1.0 ? (int64_t)((double)c->head_dim * f) : c->head_dim;
 }
 
-int64_t kvci_model_first_conv(const kvc_model_config *c) {
-    for (int64_t l = 0; l < c->num_layers; l++)
-        if (c->layer_conv[l]) return l;
-    return -1;
-}
-
 /* The gated families' activation, hidden_act (silu when absent; transformers' "swish" is the same function). A
  * dense model without routed experts takes the tanh GELUs too (gelu_pytorch_tanh, gelu_new, gelu_fast: one
  * function), as transformers' ACT2FN puts any of them in the gated MLP: Gemma's GeGLU. Any other, and a GELU

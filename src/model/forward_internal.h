@@ -92,6 +92,11 @@ void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int6
 /* The attention sub-layers: read ws->xn [T, H], write ws->proj [T, H]. */
 kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l);
+/* Row r's state in t, one of layer l's state tensors (kvci_layer_state_slot; state_layers.c): its cache row
+ * (cache_rows) or its block of the layer's state key (paged); *out NULL when the step has no caches. Refused naming
+ * the layer and row when the block table is missing or the row or block is out of range. */
+kvc_status kvci_row_state(const kvc_fwd_step *s, const kvc_layer_cache *lc, const kvc_tensor *t, int64_t l, int64_t r,
+                          float **out);
 /* LFM2's short convolution in place of attention (conv_short.c): reads ws->xn, writes ws->proj, uses ws->fused
  * [T, 3H], reads and rewrites each row's conv state (kvc_layer_cache.state) when the step has caches. */
 kvc_status kvci_conv_short(const kvc_fwd_step *s, int64_t l);

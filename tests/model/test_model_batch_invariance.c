@@ -70,7 +70,14 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_
     const int64_t ns = kvc_model_kv_quantised(dt) ? (latent ? 1 : 2) : 0; /* per-slot scale tensors */
     const int64_t L = c->num_layers;
     const size_t es = kvc_dtype_size(dt);
-    const size_t state = c->conv_kernel > 0 ? (size_t)(NREQ * (c->conv_kernel - 1) * c->hidden_size) * 4 : 0; /* LFM2 */
+    size_t state = 0; /* the largest state layer's states, NREQ of each (LFM2, Mamba2) */
+    kvci_state_shape ss[KVCI_MAX_LAYER_STATES];
+    for (int64_t l = 0; l < c->num_layers; l++) {
+        size_t n = 0;
+        for (int32_t i = 0, k = kvci_layer_states(c, l, ss); i < k; i++)
+            n += (size_t)(NREQ * kvci_layer_state_floats(&ss[i])) * 4;
+        state = n > state ? n : state;
+    }
     const size_t per_layer =
         (size_t)(NREQ * SMAX * (d[0] * d[1] + d[2] * d[3])) * es + (size_t)(NREQ * SMAX * ns) * 4 + state;
     h->mem = calloc((size_t)L, per_layer);
@@ -103,9 +110,12 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_
         }
         snprintf(lc->key, sizeof lc->key, "%s",
                  kvc_attn_type_name(c->layer_sliding[l] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL));
-        if (c->layer_conv[l]) { /* a state per request: [NREQ, L - 1, H], a row or a block of the state key each */
-            lc->state = (kvc_tensor){.data = cur, .dtype = KVC_DTYPE_F32, .ndim = 3};
-            lc->state.shape[0] = NREQ, lc->state.shape[1] = c->conv_kernel - 1, lc->state.shape[2] = c->hidden_size;
+        char *st = cur; /* a state layer's states per request: [NREQ, shape], a row or a block of the state key each */
+        for (int32_t i = 0, k = kvci_layer_states(c, l, ss); i < k; i++) {
+            kvc_tensor *t = kvci_layer_state_slot(lc, i);
+            *t = (kvc_tensor){.data = st, .dtype = KVC_DTYPE_F32, .ndim = 1 + ss[i].ndim, .shape = {NREQ}};
+            for (int32_t d = 0; d < ss[i].ndim; d++) t->shape[1 + d] = ss[i].shape[d];
+            st += (size_t)(NREQ * kvci_layer_state_floats(&ss[i])) * 4;
             snprintf(lc->key, sizeof lc->key, "%s", kvc_attn_type_name(KVC_ATTN_MAMBA));
         }
         cur += state;
@@ -148,7 +158,7 @@ static void run_step(harness *h, const int32_t *seqs, int64_t nrows, const int64
             k->key = kvc_attn_type_name(k->attn_type);
             k->block_size = BS, k->width = bps, k->block_table = h->table, k->slot_mapping = h->slots;
         }
-    if (h->caches.kind == KVC_MCACHE_PAGED && h->c->conv_kernel > 0) /* LFM2's conv states: a block each */
+    if (h->caches.kind == KVC_MCACHE_PAGED && kvci_model_first_state(h->c) >= 0) /* the states: a block each */
         h->md.keys[h->md.n_keys++] = (kvc_step_key){.key = kvc_attn_type_name(KVC_ATTN_MAMBA),
                                                     .attn_type = KVC_ATTN_MAMBA,
                                                     .block_size = BS,

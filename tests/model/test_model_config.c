@@ -1966,7 +1966,7 @@ static void test_lfm2_fields(void **state) {
     kvc_model_config c;
     assert_int_equal(kvc_model_config_parse(LFM2_BASE LFM2_KINDS "}", "lfm2-defaults", &c), KVC_OK);
     assert_true(c.family == KVC_FAMILY_LFM2 && c.head_dim == 8 && c.qk_norm && c.intermediate_size == 8192);
-    assert_true(c.layer_conv[0] && !c.layer_conv[1] && c.layer_conv[2] && kvci_model_first_conv(&c) == 0);
+    assert_true(c.layer_conv[0] && !c.layer_conv[1] && c.layer_conv[2] && kvci_model_first_state(&c) == 0);
     assert_true(c.conv_kernel == 3 && !c.conv_bias && c.tie_word_embeddings && c.rms_norm_eps == 1e-5);
     assert_true(c.rope.theta == 1e6 && c.sliding_window == 0);
     assert_int_equal(kvc_model_config_parse(LFM2_BASE LFM2_KINDS
