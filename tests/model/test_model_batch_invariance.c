@@ -112,9 +112,9 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_
                  kvc_attn_type_name(c->layer_sliding[l] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL));
         char *st = cur; /* a state layer's states per request: [NREQ, shape], a row or a block of the state key each */
         for (int32_t i = 0, k = kvci_layer_states(c, l, ss); i < k; i++) {
-            kvc_tensor *t = kvci_layer_state_slot(lc, i);
-            *t = (kvc_tensor){.data = st, .dtype = KVC_DTYPE_F32, .ndim = 1 + ss[i].ndim, .shape = {NREQ}};
-            for (int32_t d = 0; d < ss[i].ndim; d++) t->shape[1 + d] = ss[i].shape[d];
+            kvc_tensor *slot = kvci_layer_state_slot(lc, i);
+            *slot = (kvc_tensor){.data = st, .dtype = KVC_DTYPE_F32, .ndim = 1 + ss[i].ndim, .shape = {NREQ}};
+            for (int32_t j = 0; j < ss[i].ndim; j++) slot->shape[1 + j] = ss[i].shape[j];
             st += (size_t)(NREQ * kvci_layer_state_floats(&ss[i])) * 4;
             snprintf(lc->key, sizeof lc->key, "%s", kvc_attn_type_name(KVC_ATTN_MAMBA));
         }
