@@ -21,7 +21,7 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
                    &ws->proj,        &ws->ff_a,      &ws->ff_b, &ws->acc,      &ws->xg,    &ws->yg,
                    &ws->router,      &ws->route_tmp, &ws->selw, &ws->tokw,     &ws->mla_a, &ws->mla_b,
                    &ws->q_rope,      &ws->cos,       &ws->sin,  &ws->rope_tmp, &ws->fused, &ws->cos_sliding,
-                   &ws->sin_sliding, &ws->qk_ss};
+                   &ws->sin_sliding, &ws->qk_ss,     &ws->gate, &ws->gdn};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->tok);
@@ -78,7 +78,10 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(ff_a, Tm * ws->ffw);
     A(ff_b, Tm * ws->ffw);
     const int64_t conv_w = c->conv_kernel > 0 ? 3 * H : 0; /* LFM2's in_proj rows B | C | x */
-    A(fused, Tm * max3(ws->qw + ws->kw + ws->vw, 2 * c->intermediate_size, conv_w));
+    const int64_t gq = c->attn_output_gate ? 2 : 1;        /* Qwen3-Next's q_proj: a query and a gate per head */
+    A(fused, Tm * max3(gq * ws->qw + ws->kw + ws->vw, 2 * c->intermediate_size, conv_w));
+    A(gate, c->attn_output_gate ? Tm * ws->qw : 1);
+    A(gdn, kvci_gated_delta_floats(c, Tm));
     A(acc, Tm * H);
     A(xg, Tm * H);
     A(yg, Tm * H);

@@ -117,6 +117,12 @@ typedef struct kvc_layer_weights {
      * (bias bo) */
     kvc_wmat conv_in;
     float *conv_in_b, *conv_w, *conv_b;
+    /* Qwen3-Next's Gated DeltaNet (layer_gdn): in_proj_qkvz [2 nk dk + 2 nv dv, H] (per key head q, k, then its nv /
+     * nk value heads' v, then their z), in_proj_ba [2 nv, H] (per key head its value heads' b, then their a), the
+     * depthwise taps [C, K] (C = 2 nk dk + nv dv channels q | k | v, oldest input first), dt_bias [nv], A_log [nv],
+     * the gated norm's weight [dv] (applied as w); out_proj is wo */
+    kvc_wmat gdn_qkvz, gdn_ba;
+    float *gdn_conv, *gdn_dt_bias, *gdn_a_log, *gdn_norm;
 } kvc_layer_weights;
 
 /* Tensor parallelism (docs/distributed.md): rank `rank` of `size` holds a shard of every split

@@ -11,6 +11,13 @@ int32_t kvci_layer_states(const kvc_model_config *c, int64_t l, kvci_state_shape
         out[0] = (kvci_state_shape){.name = "conv_state", .ndim = 2, .shape = {c->conv_kernel - 1, c->hidden_size}};
         return 1;
     }
+    if (c->layer_gdn[l]) { /* Qwen3-Next's Gated DeltaNet: the last K - 1 inputs of q | k | v, and S per value head */
+        const int64_t C = 2 * c->gdn_k_heads * c->gdn_k_dim + c->gdn_v_heads * c->gdn_v_dim;
+        out[0] = (kvci_state_shape){.name = "conv_state", .ndim = 2, .shape = {c->gdn_conv_kernel - 1, C}};
+        out[1] = (kvci_state_shape){
+            .name = "recurrent_state", .ndim = 3, .shape = {c->gdn_v_heads, c->gdn_k_dim, c->gdn_v_dim}};
+        return 2;
+    }
     return 0;
 }
 
