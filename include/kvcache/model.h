@@ -225,9 +225,10 @@ typedef struct kvc_model_config {
      * state (kvc_layer_cache.state: the last gdn_conv_kernel - 1 inputs of its 2 gdn_k_heads gdn_k_dim + gdn_v_heads
      * gdn_v_dim channels) and its recurrent state (kvc_layer_cache.recurrent). The attention layers' q_proj yields
      * each head's query then its gate [nH, 2 D], the attention output times sigmoid(gate) before o_proj
-     * (attn_output_gate). Last, as above. */
+     * (attn_output_gate). Qwen3.5 (qwen3_5_text) projects q | k | v, z, b and a apart (gdn_split_proj) instead of
+     * grouped per key head. Last, as above. */
     int64_t gdn_k_heads, gdn_v_heads, gdn_k_dim, gdn_v_dim, gdn_conv_kernel;
-    bool attn_output_gate;
+    bool attn_output_gate, gdn_split_proj;
     bool layer_gdn[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
 } kvc_model_config;
 

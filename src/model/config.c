@@ -179,8 +179,9 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
         bool have = false;
         KVC_TRY(kvci_json_child(c, "ffn_config", path, sizeof path, &ffn, &have));
         KVC_TRY(kvci_family_opt_int(&ffn, "ffn_hidden_size", 3584, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
-    } else if (cfg->family == KVC_FAMILY_QWEN3_NEXT) { /* Qwen3NextConfig's 5632 when absent */
-        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 5632, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (cfg->family == KVC_FAMILY_QWEN3_NEXT) { /* Qwen3NextConfig's 5632, Qwen3_5TextConfig's 12288 */
+        const int64_t def = strcmp(cfg->model_type, "qwen3_5_text") == 0 ? 12288 : 5632;
+        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", def, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (cfg->family == KVC_FAMILY_LFM2) { /* Lfm2Config's 12288 when absent (block_ff_dim: the hook) */
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 12288, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else {

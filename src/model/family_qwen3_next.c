@@ -1,4 +1,6 @@
-/* Qwen3-Next (Qwen3NextConfig, transformers 5): Gated DeltaNet layers (gated_delta.c) beside gated full-attention
+/* Qwen3-Next (Qwen3NextConfig, transformers 5) and Qwen3.5's text model (qwen3_5_text, Qwen3_5TextConfig: the same
+ * layers with the Gated DeltaNet's projections apart, a dense MLP; its multimodal rope reduces to the plain one on
+ * text positions): Gated DeltaNet layers (gated_delta.c) beside gated full-attention
  * layers (every full_attention_interval-th, or layer_types), zero-centred (1 + w) RMSNorms, partial rotary, and a
  * softmax-routed MoE with a sigmoid-gated shared expert (Qwen2-MoE's) on the sparse layers. Its kinds and state
  * shapes are the planner's too. Defaults as Qwen3NextConfig's. */
@@ -64,7 +66,8 @@ static kvc_status parse_qwen3_next(const kvc_hparams *hp, kvc_model_config *cfg)
     KVC_TRY(kvci_family_opt_int(c, "linear_key_head_dim", 128, 1, KVC_HP_MAX_DIM, &cfg->gdn_k_dim));
     KVC_TRY(kvci_family_opt_int(c, "linear_value_head_dim", 128, 1, KVC_HP_MAX_DIM, &cfg->gdn_v_dim));
     KVC_TRY(kvci_family_opt_int(c, "linear_conv_kernel_dim", 4, 2, KVC_HP_MAX_DIM, &cfg->gdn_conv_kernel));
-    return parse_moe(c, cfg);
+    cfg->gdn_split_proj = strcmp(cfg->model_type, "qwen3_5_text") == 0;
+    return cfg->gdn_split_proj ? KVC_OK : parse_moe(c, cfg); /* Qwen3.5's MLP is dense */
 }
 
 /* The value heads share the key heads in equal groups (transformers' repeat_interleave). */
@@ -84,13 +87,14 @@ static kvc_status qwen3_next_ffn(const kvc_fwd_step *s, int64_t l) {
     return s->m->cfg.layer_moe[l] ? kvci_ffn_softmax_moe(s, l) : kvci_fwd_dense_mlp(s, l);
 }
 
-static const kvc_family_alias QWEN3_NEXT[] = {{"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next", true}};
+static const kvc_family_alias QWEN3_NEXT[] = {{"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next", true},
+                                              {"qwen3_5_text", "Qwen3_5ForCausalLM", "qwen3_5_text", true}};
 
 const kvc_family_desc kvc_family_qwen3_next = {
     .id = KVC_FAMILY_QWEN3_NEXT,
     .name = "qwen3_next",
     .aliases = QWEN3_NEXT,
-    .n_aliases = 1,
+    .n_aliases = 2,
     .parse = parse_qwen3_next,
     .check = check_qwen3_next,
     .default_kinds = qwen3_next_kinds,

@@ -41,17 +41,38 @@ int64_t kvci_gated_delta_floats(const kvc_model_config *c, int64_t Tm) {
 typedef struct gdn_bufs {
     float *qkvz, *ba, *xin, *xc, *core; /* [Tm, P], [Tm, 2 nv], [Tm, C], [Tm, C], [Tm, nv dv] */
     float *heads;                       /* [nv, dk dv + 2 dk + dv] */
+    int64_t Tm;
 } gdn_bufs;
 
 static gdn_bufs carve(const kvc_model_config *c, kvc_model_workspace *ws) {
     const int64_t Tm = ws->max_tokens, C = conv_channels(c), vd = c->gdn_v_heads * c->gdn_v_dim;
-    gdn_bufs b = {.qkvz = ws->gdn};
+    gdn_bufs b = {.qkvz = ws->gdn, .Tm = Tm};
     b.ba = b.qkvz + Tm * (C + vd);
     b.xin = b.ba + Tm * 2 * c->gdn_v_heads;
     b.xc = b.xin + Tm * C;
     b.core = b.xc + Tm * C;
     b.heads = b.core + Tm * vd;
     return b;
+}
+
+/* Token t's z [dv], b and a of value head j (key head g, its i-th of r): grouped per key head in qkvz and ba
+ * (Qwen3-Next), or apart (Qwen3.5: z [T, nv dv] in qkvz, b [T, nv] then a [Tm, nv] in ba). */
+static const float *z_of(const kvc_model_config *c, const gdn_bufs *b, int64_t t, int64_t j, int64_t g, int64_t i) {
+    const int64_t nv = c->gdn_v_heads, dk = c->gdn_k_dim, dv = c->gdn_v_dim, r = nv / c->gdn_k_heads;
+    if (c->gdn_split_proj) return b->qkvz + (t * nv + j) * dv;
+    const int64_t P = conv_channels(c) + nv * dv;
+    return b->qkvz + t * P + g * (2 * dk + 2 * r * dv) + 2 * dk + r * dv + i * dv;
+}
+
+static void ba_of(const kvc_model_config *c, const gdn_bufs *b, int64_t t, int64_t j, int64_t g, int64_t i, float *bv,
+                  float *av) {
+    const int64_t nv = c->gdn_v_heads, r = nv / c->gdn_k_heads;
+    if (c->gdn_split_proj) {
+        *bv = b->ba[t * nv + j], *av = b->ba[(b->Tm + t) * nv + j];
+        return;
+    }
+    const float *row = b->ba + t * 2 * nv + g * 2 * r; /* per key head: its value heads' b, then their a */
+    *bv = row[i], *av = row[r + i];
 }
 
 /* Each token's conv input q | k | v [C] from its qkvz row, grouped per key head g: q [dk], k [dk], then its r = nv /
@@ -102,7 +123,7 @@ static void l2norm(const float *x, int64_t n, float div, float *y) {
 static void head_row(const kvc_model_config *c, const kvc_layer_weights *w, const gdn_bufs *b, int64_t t0, int64_t n,
                      int64_t j, float *S, bool fresh, float *scratch) {
     const int64_t nk = c->gdn_k_heads, nv = c->gdn_v_heads, dk = c->gdn_k_dim, dv = c->gdn_v_dim, r = nv / nk;
-    const int64_t g = j / r, i = j % r, C = conv_channels(c), P = C + nv * dv;
+    const int64_t g = j / r, i = j % r, C = conv_channels(c);
     const float eps = (float)c->rms_norm_eps, root = (float)sqrt((double)dk); /* q / dk^1/2, as transformers */
     const float neg_a = -expf(w->gdn_a_log[j]);
     float *q = scratch, *k = scratch + dk, *kvm = scratch + 2 * dk;
@@ -111,9 +132,10 @@ static void head_row(const kvc_model_config *c, const kvc_layer_weights *w, cons
         const float *xc = b->xc + t * C, *v = xc + 2 * nk * dk + j * dv;
         l2norm(xc + g * dk, dk, root, q);
         l2norm(xc + nk * dk + g * dk, dk, 1.0f, k);
-        const float *ba = b->ba + t * 2 * nv + g * 2 * r; /* per key head: its value heads' b, then their a */
-        const float beta = 1.0f / (1.0f + expf(-ba[i]));
-        const float decay = expf(neg_a * kvci_softplus(ba[r + i] + w->gdn_dt_bias[j]));
+        float bv = 0.0f, av = 0.0f;
+        ba_of(c, b, t, j, g, i, &bv, &av);
+        const float beta = 1.0f / (1.0f + expf(-bv));
+        const float decay = expf(neg_a * kvci_softplus(av + w->gdn_dt_bias[j]));
         for (int64_t e = 0; e < dv; e++) kvm[e] = 0.0f;
         for (int64_t a = 0; a < dk; a++) { /* S = exp(g) S; kvm = S^T k */
             float *row = S + a * dv;
@@ -133,7 +155,7 @@ static void head_row(const kvc_model_config *c, const kvc_layer_weights *w, cons
             }
         }
         const double inv = kvci_rms_inv(o, dv, eps); /* the gated norm: w * norm(o) * silu(z) */
-        const float *z = b->qkvz + t * P + g * (2 * dk + 2 * r * dv) + 2 * dk + r * dv + i * dv;
+        const float *z = z_of(c, b, t, j, g, i);
         for (int64_t e = 0; e < dv; e++) o[e] = kvci_silu_mul(z[e], kvci_rms_scaled(o[e], inv, w->gdn_norm[e]));
     }
 }
@@ -149,12 +171,13 @@ kvc_status kvci_gated_delta(const kvc_fwd_step *s, int64_t l) {
     const int64_t T = s->T, C = conv_channels(c), nv = c->gdn_v_heads, dk = c->gdn_k_dim, dv = c->gdn_v_dim;
     const gdn_bufs b = carve(c, s->ws);
     double t0 = kvci_sp_begin();
-    const kvc_wmat *mats[2] = {&w->gdn_qkvz, &w->gdn_ba};
-    const float *bias[2] = {NULL, NULL};
-    float *outs[2] = {b.qkvz, b.ba};
-    KVC_TRY(kvci_linear_shared(s->ws->xn, T, 2, mats, bias, outs));
+    const bool split = c->gdn_split_proj; /* Qwen3.5: q | k | v straight into the conv input */
+    const kvc_wmat *mats[4] = {&w->gdn_qkvz, &w->gdn_ba, &w->gdn_z, &w->gdn_a};
+    const float *bias[4] = {NULL, NULL, NULL, NULL};
+    float *outs[4] = {split ? b.xin : b.qkvz, b.ba, b.qkvz, b.ba + b.Tm * nv};
+    KVC_TRY(kvci_linear_shared(s->ws->xn, T, split ? 4 : 2, mats, bias, outs));
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
-    gather_qkv(c, b.qkvz, T, b.xin);
+    if (!split) gather_qkv(c, b.qkvz, T, b.xin);
     const kvc_layer_cache *lc = s->a->caches ? &s->a->caches->layers[l] : NULL;
     const int64_t per_head = dk * dv + 2 * dk + dv;
     int64_t q0 = 0;

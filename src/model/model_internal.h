@@ -120,8 +120,10 @@ typedef struct kvc_layer_weights {
     /* Qwen3-Next's Gated DeltaNet (layer_gdn): in_proj_qkvz [2 nk dk + 2 nv dv, H] (per key head q, k, then its nv /
      * nk value heads' v, then their z), in_proj_ba [2 nv, H] (per key head its value heads' b, then their a), the
      * depthwise taps [C, K] (C = 2 nk dk + nv dv channels q | k | v, oldest input first), dt_bias [nv], A_log [nv],
-     * the gated norm's weight [dv] (applied as w); out_proj is wo */
-    kvc_wmat gdn_qkvz, gdn_ba;
+     * the gated norm's weight [dv] (applied as w); out_proj is wo. Qwen3.5 (gdn_split_proj): gdn_qkvz holds
+     * in_proj_qkv [C, H] (q | k | v as the conv reads them), gdn_z in_proj_z [nv dv, H], gdn_ba in_proj_b [nv, H],
+     * gdn_a in_proj_a [nv, H] */
+    kvc_wmat gdn_qkvz, gdn_ba, gdn_z, gdn_a;
     float *gdn_conv, *gdn_dt_bias, *gdn_a_log, *gdn_norm;
 } kvc_layer_weights;
 

@@ -399,13 +399,20 @@ static kvc_status visit_short_conv(visitor *v, const kvc_model_config *c, kvc_la
     return KVC_OK;
 }
 
-/* Qwen3-Next's Gated DeltaNet under linear_attn.: in_proj_qkvz, in_proj_ba, conv1d [C, 1, K] (no bias), dt_bias,
- * A_log, the gated norm, out_proj (no biases). */
+/* Qwen3-Next's Gated DeltaNet under linear_attn.: in_proj_qkvz, in_proj_ba (Qwen3.5: in_proj_qkv, _z, _b, _a), conv1d
+ * [C, 1, K] (no bias), dt_bias, A_log, the gated norm, out_proj (no biases). */
 static kvc_status visit_gated_delta(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, nk = c->gdn_k_heads, nv = c->gdn_v_heads, dk = c->gdn_k_dim, dv = c->gdn_v_dim;
     const int64_t C = 2 * nk * dk + nv * dv, taps[3] = {C, 1, c->gdn_conv_kernel};
-    TRY(m2(v, "linear_attn.in_proj_qkvz.weight", 2 * nk * dk + 2 * nv * dv, H, &w->gdn_qkvz, WHOLE));
-    TRY(m2(v, "linear_attn.in_proj_ba.weight", 2 * nv, H, &w->gdn_ba, WHOLE));
+    if (c->gdn_split_proj) { /* Qwen3.5 */
+        TRY(m2(v, "linear_attn.in_proj_qkv.weight", C, H, &w->gdn_qkvz, WHOLE));
+        TRY(m2(v, "linear_attn.in_proj_z.weight", nv * dv, H, &w->gdn_z, WHOLE));
+        TRY(m2(v, "linear_attn.in_proj_b.weight", nv, H, &w->gdn_ba, WHOLE));
+        TRY(m2(v, "linear_attn.in_proj_a.weight", nv, H, &w->gdn_a, WHOLE));
+    } else {
+        TRY(m2(v, "linear_attn.in_proj_qkvz.weight", 2 * nk * dk + 2 * nv * dv, H, &w->gdn_qkvz, WHOLE));
+        TRY(m2(v, "linear_attn.in_proj_ba.weight", 2 * nv, H, &w->gdn_ba, WHOLE));
+    }
     TRY(visit(v, "linear_attn.conv1d.weight", 3, taps, &w->gdn_conv, NULL, false, KVC_WINIT_WEIGHT, WHOLE));
     TRY(v1(v, "linear_attn.dt_bias", nv, &w->gdn_dt_bias, KVC_WINIT_BIAS, WHOLE));
     TRY(v1(v, "linear_attn.A_log", nv, &w->gdn_a_log, KVC_WINIT_BIAS, WHOLE));

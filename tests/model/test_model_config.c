@@ -2042,6 +2042,22 @@ static void test_qwen3_next_fields(void **state) {
     expect_refusal(QWEN3_NEXT_BASE ",\"num_experts\":4,\"num_experts_per_tok\":5}", "num_experts_per_tok");
 }
 
+/* Qwen3.5's text model with Qwen3_5TextConfig's defaults: qwen3_next's layers, the projections apart, no experts
+ * (num_experts not read), intermediate_size 12288, 4 KV heads, partial rotary 0.25. */
+static void test_qwen3_5_text_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen3_5_text\",\"vocab_size\":8,\"hidden_size\":32,"
+                                            "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_experts\":8}",
+                                            "q35-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_QWEN3_NEXT && c.gdn_split_proj && c.attn_output_gate && c.gemma_norms);
+    assert_true(c.head_dim == 256 && c.num_kv_heads == 4 && c.intermediate_size == 12288 &&
+                kvci_model_rot_dim(&c) == 64);
+    assert_true(c.layer_gdn[0] && !c.layer_gdn[3] && !c.layer_moe[0] && c.n_routed_experts == 0);
+    assert_true(c.gdn_k_heads == 16 && c.gdn_v_heads == 32 && c.gdn_conv_kernel == 4);
+}
+
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
  * bias at eps 1e-5, every bias, no RoPE, tied) and with weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4
  * positions (a fifth refused by the forward, whatever the offset); refused by name: post-norm blocks,
@@ -2248,6 +2264,7 @@ int main(void) {
         cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_lfm2_fields),
         cmocka_unit_test(test_qwen3_next_fields),
+        cmocka_unit_test(test_qwen3_5_text_fields),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_qwen2_vl_fields),
         cmocka_unit_test(test_qwen3_vl_fields),

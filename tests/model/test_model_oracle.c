@@ -696,6 +696,17 @@ static void test_qwen3_next(void **state) {
     kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
 }
 
+/* Qwen3.5's text model: qwen3_next's layers with the Gated DeltaNet's projections apart (in_proj_qkv, _z, _b, _a),
+ * three value heads per key head, conv kernel 3, gated attention on layer 1, a dense MLP, tied. As sensitive as
+ * qwen3_next's in float32 (transformers' logits up to 4.2e-5 from its float64 ones, its two forms 2.8e-5 apart):
+ * the same floor. */
+static void test_qwen3_5_text(void **state) {
+    (void)state;
+    kvc_test_oracle_abs_floor = 5e-5;
+    run_dir("qwen3_5_text");
+    kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -842,6 +853,7 @@ int main(void) {
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_lfm2),
         cmocka_unit_test(test_qwen3_next),
+        cmocka_unit_test(test_qwen3_5_text),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),
         cmocka_unit_test(test_dbrx),

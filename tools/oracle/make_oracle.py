@@ -8,7 +8,7 @@ ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
-internlm3, apertus, persimmon, xglm, qwen3_next) this script
+internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -90,6 +90,8 @@ from transformers import (
     Lfm2ForCausalLM,
     Qwen3NextConfig,
     Qwen3NextForCausalLM,
+    Qwen3_5ForCausalLM,
+    Qwen3_5TextConfig,
     OPTConfig,
     OPTForCausalLM,
     OlmoConfig,
@@ -1114,6 +1116,19 @@ def qwen3_next_config():
                            bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def qwen3_5_text_config():
+    # Qwen3.5's text model at toy size: qwen3_next's layers with the Gated DeltaNet's projections apart (in_proj_qkv,
+    # in_proj_z, in_proj_b, in_proj_a) and a dense MLP: 4 layers, Gated DeltaNet on layers 0, 2, 3 (layer_types), 2
+    # key heads of 12 and 6 value heads of 8 (three per key head), conv kernel 3, gated attention on layer 1 (4 heads
+    # of 16, 1 KV head, partial rotary 0.25 by default), the SwiGLU MLP of 80, tied.
+    return Qwen3_5TextConfig(vocab_size=VOCAB, hidden_size=48, intermediate_size=80, num_hidden_layers=4,
+                             num_attention_heads=4, num_key_value_heads=1, head_dim=16, max_position_embeddings=64,
+                             linear_num_key_heads=2, linear_num_value_heads=6, linear_key_head_dim=12,
+                             linear_value_head_dim=8, linear_conv_kernel_dim=3, tie_word_embeddings=True,
+                             layer_types=["linear_attention", "full_attention", "linear_attention", "linear_attention"],
+                             bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def opt_config():
     # OPT-125m's blocks at toy size: learned positions with OPT's offset of 2 (max_position_embeddings 64: 66 rows),
     # no RoPE, pre-norm LayerNorms with weight and bias (do_layer_norm_before, layer_norm_elementwise_affine),
@@ -1250,6 +1265,7 @@ FAMILIES = {
     "nemotron": (nemotron_config, NemotronForCausalLM),
     "lfm2": (lfm2_config, Lfm2ForCausalLM),
     "qwen3_next": (qwen3_next_config, Qwen3NextForCausalLM),
+    "qwen3_5_text": (qwen3_5_text_config, Qwen3_5ForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
@@ -1286,7 +1302,8 @@ def param_std(name, shape, config):
     if name.endswith("linear_attn.norm.weight"):  # Qwen3-Next's gated norm, applied as w
         return None
     if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma", "nemotron",
-                                                                             "vaultgemma", "qwen3_next"):
+                                                                             "vaultgemma", "qwen3_next",
+                                                                             "qwen3_5_text"):
         return 0.3  # Gemma and Nemotron apply 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith(("norm_1.weight", "norm_2.weight", "norm_f.weight")):  # DBRX's LayerNorms
         return None
@@ -2089,7 +2106,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
-                               "nemotron", "lfm2", "qwen3_next", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
+                               "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
