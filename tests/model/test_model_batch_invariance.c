@@ -394,6 +394,17 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"conv_L_cache\":3,"                  \
     "\"conv_bias\":true,\"layer_types\":[\"conv\",\"full_attention\",\"conv\"],\"max_position_embeddings\":512}"
 
+/* Qwen3-Next: Gated DeltaNet (2 key heads, 4 value heads, kernel 4) on layers 0 and 2 around a gated GQA layer, the
+ * MoE with a shared expert: chunked prefill continues from the stored conv and recurrent states, a preempted request
+ * restarts them from zeros, and rows never share one */
+#define QWEN3_NEXT                                                                                                     \
+    "{\"model_type\":\"qwen3_next\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                    \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
+    "\"linear_num_key_heads\":2,\"linear_num_value_heads\":4,\"linear_key_head_dim\":16,"                              \
+    "\"linear_value_head_dim\":12,\"num_experts\":4,\"num_experts_per_tok\":2,\"moe_intermediate_size\":32,"           \
+    "\"shared_expert_intermediate_size\":32,"                                                                          \
+    "\"layer_types\":[\"linear_attention\",\"full_attention\",\"linear_attention\"],\"max_position_embeddings\":512}"
+
 /* Wider than one k chunk of the AMX kernel (128) in every GEMM, so that steps of up to 35 tokens run
  * the M <= 16 path, the 16-row tiles and the k-blocked accumulation against the requests alone. */
 #define QWEN3_WIDE                                                                                                     \
@@ -479,6 +490,8 @@ static void test_qwen2_moe_paged(void **s) { (void)s, run_family(QWEN2_MOE, PAGE
 static void test_gemma3_paged(void **s) { (void)s, run_family(GEMMA3, PAGED, false, F32, 29); }
 static void test_lfm2_paged(void **s) { (void)s, run_family(LFM2, PAGED, false, F32, 71); }
 static void test_lfm2_contiguous(void **s) { (void)s, run_family(LFM2, CONTIG, false, F32, 72); }
+static void test_qwen3_next_paged(void **s) { (void)s, run_family(QWEN3_NEXT, PAGED, false, F32, 73); }
+static void test_qwen3_next_contiguous(void **s) { (void)s, run_family(QWEN3_NEXT, CONTIG, false, F32, 74); }
 static void test_gemma3_contiguous_int8(void **s) { (void)s, run_family(GEMMA3, CONTIG, false, KVC_DTYPE_I8, 30); }
 static void test_gemma2_paged(void **s) { (void)s, run_family(GEMMA2, PAGED, false, F32, 32); }
 static void test_gemma2_contiguous_bf16(void **s) { (void)s, run_family(GEMMA2, CONTIG, false, KVC_DTYPE_BF16, 33); }
@@ -549,6 +562,8 @@ int main(void) {
         cmocka_unit_test(test_gemma3_paged),
         cmocka_unit_test(test_lfm2_paged),
         cmocka_unit_test(test_lfm2_contiguous),
+        cmocka_unit_test(test_qwen3_next_paged),
+        cmocka_unit_test(test_qwen3_next_contiguous),
         cmocka_unit_test(test_gemma2_paged),
         cmocka_unit_test(test_gemma2_contiguous_bf16),
         cmocka_unit_test(test_llama4_paged),
