@@ -9,10 +9,10 @@
  * prefill by its chunked form of the same recurrence (64 tokens a chunk) and a decode step by this sequential one;
  * the runtime runs the sequential one for every token whatever the step (docs/runtime.md, "Gated DeltaNet": the
  * logits within 3.2e-5 of the chunked form's on the oracle, transformers' own two forms 1.5e-5 apart). Qwen3.5
- * (gdn_split_proj) projects q | k | v, z, b and a apart instead of grouped per key head. Each output element is one fixed-order sum on one thread, each
- * head's recurrence on one thread: a sequence's bits do not depend on how it was split into steps or batched. The
- * conv state (kvc_layer_cache.state [.., K - 1, C], oldest first) and the recurrent state (.recurrent [.., nv, dk,
- * dv]) are read and rewritten by every step with caches. */
+ * (gdn_split_proj) projects q | k | v, z, b and a apart instead of grouped per key head. Each output element is one
+ * fixed-order sum on one thread, each head's recurrence on one thread: a sequence's bits do not depend on how it was
+ * split into steps or batched. The conv state (kvc_layer_cache.state [.., K - 1, C], oldest first) and the recurrent
+ * state (.recurrent [.., nv, dk, dv]) are read and rewritten by every step with caches. */
 #include <math.h>
 #include <string.h>
 
