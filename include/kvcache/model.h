@@ -47,7 +47,7 @@ typedef enum kvc_model_family {
     KVC_FAMILY_GEMMA2,        /* runs gemma2: alternating sliding / full, soft-capped scores and logits */
     KVC_FAMILY_GEMMA3,        /* runs gemma3_text and gemma3's text model (sliding_window_pattern or layer_types:
                                * sliding / full layers, each kind its own rope; Gemma norms, GeGLU) */
-    KVC_FAMILY_QWEN3_NEXT,    /* plans qwen3_next: linear attention (Gated DeltaNet) + full attention */
+    KVC_FAMILY_QWEN3_NEXT,    /* runs qwen3_next: linear attention (Gated DeltaNet) + gated full attention, MoE */
     KVC_FAMILY_JAMBA,         /* plans jamba: Mamba + attention every attn_layer_period layers */
     KVC_FAMILY_MAMBA2_HYBRID, /* plans granitemoehybrid (layer_types), bamba, nemotron_h, falcon_h1 */
     KVC_FAMILY_GENERIC,       /* plans any other architecture from the generic fields */
@@ -218,6 +218,18 @@ typedef struct kvc_model_config {
      * pad_token_id; -1: none) zeros. Last, as above. */
     bool pos_sinusoidal;
     int64_t pos_zero_row;
+    /* Qwen3-Next (model_type qwen3_next): the layers layer_gdn marks are Gated DeltaNet linear attention instead
+     * (gated_delta.c): gdn_k_heads key heads of gdn_k_dim channels (q and k) and gdn_v_heads value heads of gdn_v_dim
+     * (v, the output gate z), a causal depthwise conv of gdn_conv_kernel taps and SiLU over q | k | v, the gated
+     * delta rule's state [gdn_v_heads, gdn_k_dim, gdn_v_dim] per sequence. Such a layer keeps no K/V but its conv
+     * state (kvc_layer_cache.state: the last gdn_conv_kernel - 1 inputs of its 2 gdn_k_heads gdn_k_dim + gdn_v_heads
+     * gdn_v_dim channels) and its recurrent state (kvc_layer_cache.recurrent). The attention layers' q_proj yields
+     * each head's query then its gate [nH, 2 D], the attention output times sigmoid(gate) before o_proj
+     * (attn_output_gate). Qwen3.5 (qwen3_5_text) projects q | k | v, z, b and a apart (gdn_split_proj) instead of
+     * grouped per key head. Last, as above. */
+    int64_t gdn_k_heads, gdn_v_heads, gdn_k_dim, gdn_v_dim, gdn_conv_kernel;
+    bool attn_output_gate, gdn_split_proj;
+    bool layer_gdn[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config
@@ -316,8 +328,13 @@ typedef struct kvc_layer_cache {
      * state, f32 always: contiguous [rows, conv_kernel - 1, H] (a row per cache row), paged [NB, conv_kernel -
      * 1, H] (one block per sequence: the first entry of its row of the key's block table); the oldest input
      * first. A row whose keys are all in the step (seq_lens_kv == seq_lens_q) starts from zeros; any other
-     * continues from its state. Every step writes it. Attention layers leave it empty. */
+     * continues from its state. Every step writes it. Attention layers leave it empty. A Mamba2 layer keeps its
+     * conv state here too (its conv_kernel - 1 last xBC inputs, [.., conv_kernel - 1, conv channels]). */
     kvc_tensor state;
+    /* A state layer's second state, f32, laid out as `state` (contiguous [rows, ...], paged [NB, ...], one block
+     * per sequence under the same key and block table): Mamba2's ssm_state [.., heads, head_dim, d_state], Gated
+     * DeltaNet's recurrent_state. Layers with one state or none leave it empty. Last, as kvc_model_config's. */
+    kvc_tensor recurrent;
 } kvc_layer_cache;
 
 /* Whether the forward takes caches of dtype dt: f32, f16, bf16, i8,

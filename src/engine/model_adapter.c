@@ -121,12 +121,12 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
         p->self_managed ? "by self-managed caches" : (p->latent ? "by MLA latent caches" : "by managed caches"));
     if (st != KVC_OK) return st;
     const kvc_model_config *c = kvc_model_config_of(m);
-    if (kvci_model_first_conv(c) >= 0 && p->self_managed) /* docs/runtime.md, "State layers" */
+    const int64_t first = kvci_model_first_state(c);
+    if (first >= 0 && p->self_managed) /* docs/runtime.md, "State layers" */
         return kvci_fail(KVC_EINVAL,
-                         "engine adapter: %s has short-convolution layers (layer %lld) whose per-sequence conv state "
-                         "self-managed caches do not keep: use managed caches (a block of the manager's state group "
-                         "per request)",
-                         c->model_type, (long long)kvci_model_first_conv(c));
+                         "engine adapter: %s has %s layers (layer %lld) whose per-sequence states self-managed caches "
+                         "do not keep: use managed caches (a block of the manager's state group per request)",
+                         c->model_type, c->layer_gdn[first] ? "Gated DeltaNet" : "short-convolution", (long long)first);
     kvc_engine_adapter *a = kvci_calloc(1, sizeof *a);
     if (a == NULL) return kvci_fail(KVC_ENOMEM, "kvc_engine_adapter_create: out of host memory");
     a->m = m;

@@ -1,7 +1,8 @@
 /* GQA attention of the dense family and GptOss (MF 2, 3.2): projections
  * with optional biases, Qwen3 per-head q/k RMSNorm before RoPE, half-split
  * RoPE (none on SmolLM3's and Llama 4's no-rope layers), Llama 4's L2 q/k norms after RoPE, OLMo's clip_qkv,
- * Ministral 3's and Llama 4's query scales, sliding window / chunked local attention / sinks, o_proj.
+ * Ministral 3's and Llama 4's query scales, sliding window / chunked local attention / sinks, Qwen3-Next's output gate,
+ * o_proj.
  */
 #include <math.h>
 #include <string.h>
@@ -20,11 +21,24 @@ static kvc_status project_qkv(const kvc_fwd_step *s, const kvc_layer_weights *w,
     if (!w->wqkv.data) {
         const kvc_wmat *m[3] = {&w->wq, &w->wk, &w->wv};
         const float *b[3] = {w->bq, w->bk, w->bv};
-        float *y[3] = {q, k, v};
+        float *y[3] = {s->m->cfg.attn_output_gate ? ws->fused : q, k, v}; /* gated: split by qkv_rows */
         return kvci_linear_shared(ws->xn, s->T, 3, m, b, y);
     }
     *fused = ws->fused;
     return kvci_linear(ws->xn, s->T, &w->wqkv, NULL, ws->fused);
+}
+
+/* A token's queries from its q projection's row src: as they are, or gated (Qwen3-Next: each of the n heads' query
+ * [D] then its gate [D]) split into q [n, D] and gate [n, D]. */
+static void take_q(const float *src, int64_t n, int64_t D, bool gated, float *q, float *gate) {
+    if (!gated) {
+        memcpy(q, src, (size_t)(n * D) * sizeof(float));
+        return;
+    }
+    for (int64_t h = 0; h < n; h++) {
+        memcpy(q + h * D, src + 2 * h * D, (size_t)D * sizeof(float));
+        memcpy(gate + h * D, src + (2 * h + 1) * D, (size_t)D * sizeof(float));
+    }
 }
 
 /* Elements from which qkv_rows shares the tokens among the OpenMP threads (a prefill's 512 tokens x
@@ -70,14 +84,17 @@ static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float
     const kvc_layer_weights *w = &s->m->layers[l];
     const bool rotate = finish && !c->layer_nope[l], clip = c->clip_qkv > 0.0;
     const int64_t T = s->T, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
-    const int64_t nq = w->wq.rows, nk = w->wk.rows, nv = w->wv.rows, n = nq + nk + nv;
+    const bool gated = c->attn_output_gate; /* the q projection [T, 2 nq] in ws->fused when not fused */
+    const int64_t gq = gated ? 2 : 1, nq = w->wq.rows / gq, nk = w->wk.rows, nv = w->wv.rows, n = gq * nq + nk + nv;
 #pragma omp parallel for schedule(static) if (T > 16 && T * n >= QKV_PARALLEL_ELEMS)
     for (int64_t t = 0; t < T; t++) {
         if (fused) {
             const float *y = fused + t * n;
-            memcpy(q + t * nq, y, (size_t)nq * sizeof(float));
-            memcpy(k + t * nk, y + nq, (size_t)nk * sizeof(float));
-            memcpy(v + t * nv, y + nq + nk, (size_t)nv * sizeof(float));
+            take_q(y, nq / D, D, gated, q + t * nq, s->ws->gate + t * nq);
+            memcpy(k + t * nk, y + gq * nq, (size_t)nk * sizeof(float));
+            memcpy(v + t * nv, y + gq * nq + nk, (size_t)nv * sizeof(float));
+        } else if (gated && first) {
+            take_q(s->ws->fused + t * 2 * nq, nq / D, D, true, q + t * nq, s->ws->gate + t * nq);
         }
         float *qt = q + t * nq, *kt = k + t * nk; /* [nH, D], [nKV, D] */
         if (first && clip) clamp_row(v + t * nv, nv, (float)c->clip_qkv);
@@ -167,6 +184,8 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     kvc_status st = kvci_attn_core(s, &call); /* times its cache write and its attention */
     t0 = kvci_sp_begin();
     if (st != KVC_OK) return st;
+    if (c->attn_output_gate) /* Qwen3-Next: the output times sigmoid(gate), f32 as transformers */
+        for (int64_t i = 0; i < T * nH * D; i++) ws->att[i] *= 1.0f / (1.0f + expf(-ws->gate[i]));
     st = kvci_linear(ws->att, T, &w->wo, w->bo, ws->proj);
     kvci_sp_end(KVC_SP_O, t0);
     return st;

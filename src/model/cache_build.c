@@ -11,6 +11,7 @@
 #include "kvcache/ops.h"
 #include "model/cache_build.h"
 #include "model/family.h"
+#include "model/model_internal.h"
 
 /* "KVC_BLOCK_BNNDBS (keys in lanes)" and the like, for messages. */
 static const char *layout_name(kvc_block_layout l) {
@@ -113,7 +114,7 @@ void kvci_cache_set_release(kvci_cache_set *s) {
 kvc_tensor *kvci_cache_set_slot(kvci_cache_set *s, int32_t info, int32_t entry) {
     kvc_layer_cache *lc = &s->caches->layers[s->ci->layer_infos[info].layer_idx];
     kvc_tensor *kv[KVCI_CACHE_KV_ENTRIES] = {&lc->k, &lc->v}, *scales[2] = {&lc->k_scales, &lc->v_scales};
-    if (s->ci->layer_infos[info].caches[entry].is_state) return &lc->state;
+    if (s->ci->layer_infos[info].caches[entry].is_state) return kvci_layer_state_slot(lc, entry); /* all states */
     return entry < KVCI_CACHE_KV_ENTRIES ? kv[entry] : scales[entry - KVCI_CACHE_KV_ENTRIES];
 }
 

@@ -1,6 +1,7 @@
 /* The cache description a model asks the managers for (KM 2): per attention layer a k/v pair (full form) or nope/rope
  * (MLA latent, one head), and for int8 / fp8 caches their per-slot scales, grouped by attention type, sliding layers
- * with their window, chunked local ones with their chunk; per conv layer (LFM2) its state. */
+ * with their window, chunked local ones with their chunk; per state layer its states (LFM2's conv, Mamba2's conv and
+ * ssm). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -29,16 +30,16 @@ static kvc_cache_entry entry(const char *name, const kvc_model_config *c, int64_
     return e;
 }
 
-/* A conv layer's state (LFM2): one block per sequence of conv_kernel - 1 inputs x H channels, f32 whatever the KV
- * dtype, in the manager's state group (Mamba: allocated at admission, freed with the request). */
-static kvc_cache_entry state_entry(const kvc_model_config *c) {
+/* A state layer's state s (kvci_layer_states: LFM2's conv state, Mamba2's conv and ssm states): one block per
+ * sequence of f32 whatever the KV dtype, in the manager's state group (Mamba: allocated at admission, freed with
+ * the request). */
+static kvc_cache_entry state_entry(const kvci_state_shape *s) {
     kvc_cache_entry e = kvc_cache_entry_default();
-    snprintf(e.name, sizeof e.name, "conv_state");
+    snprintf(e.name, sizeof e.name, "%s", s->name);
     e.attn_type = KVC_ATTN_MAMBA;
     e.is_state = true;
-    e.n_shape = 2;
-    e.shape[0] = c->conv_kernel - 1;
-    e.shape[1] = c->hidden_size;
+    e.n_shape = s->ndim;
+    for (int32_t d = 0; d < s->ndim; d++) e.shape[d] = s->shape[d];
     e.dtype = KVC_DTYPE_F32;
     e.block_size = 1;
     return e;
@@ -66,7 +67,8 @@ kvc_status kvci_cache_info_new(const kvc_model_config *c, bool latent, kvc_dtype
     for (int64_t l = 0; l < c->num_layers; l++) {
         kvc_layer_cache_info *li = &ci->layer_infos[l];
         li->layer_idx = (int32_t)l;
-        const int32_t n = c->layer_conv[l] ? 1 : kv + n_scales;
+        kvci_state_shape states[KVCI_MAX_LAYER_STATES];
+        const int32_t n_states = kvci_layer_states(c, l, states), n = n_states > 0 ? n_states : kv + n_scales;
         li->caches = kvci_calloc((size_t)n, sizeof *li->caches);
         if (!li->caches) {
             kvc_model_cache_info_destroy(ci);
@@ -74,8 +76,8 @@ kvc_status kvci_cache_info_new(const kvc_model_config *c, bool latent, kvc_dtype
         }
         ci->n_layer_infos = (int32_t)(l + 1);
         li->n_caches = n;
-        if (c->layer_conv[l]) {
-            li->caches[0] = state_entry(c);
+        if (n_states > 0) {
+            for (int32_t i = 0; i < n_states; i++) li->caches[i] = state_entry(&states[i]);
             continue;
         }
         const char *const scale_names[2] = {n_scales == 1 ? "scale" : "k_scale", "v_scale"};

@@ -64,12 +64,6 @@ int64_t kvci_model_rot_dim(const kvc_model_config *c) {
     return f > 0.0 && f < 1.0 ? (int64_t)((double)c->head_dim * f) : c->head_dim;
 }
 
-int64_t kvci_model_first_conv(const kvc_model_config *c) {
-    for (int64_t l = 0; l < c->num_layers; l++)
-        if (c->layer_conv[l]) return l;
-    return -1;
-}
-
 /* The gated families' activation, hidden_act (silu when absent; transformers' "swish" is the same function). A
  * dense model without routed experts takes the tanh GELUs too (gelu_pytorch_tanh, gelu_new, gelu_fast: one
  * function), as transformers' ACT2FN puts any of them in the gated MLP: Gemma's GeGLU. Any other, and a GELU
@@ -115,7 +109,7 @@ static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, con
 }
 
 /* The kind of every layer (family.c); the runtime runs attention layers, chunked ones for Llama 4 only, and of
- * the state layers LFM2's short convolutions only. */
+ * the state layers LFM2's short convolutions and Qwen3-Next's Gated DeltaNet only. */
 static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc *fam, kvc_model_config *cfg) {
     kvc_layer_kind kinds[KVC_MODEL_MAX_LAYERS];
     kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
@@ -123,7 +117,8 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
     bool any_sliding = false, any_chunked = false;
     for (int64_t i = 0; i < cfg->num_layers; i++) {
         const bool conv = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_LFM2;
-        if ((kinds[i] == KVC_LK_STATE && !conv) || kinds[i] == KVC_LK_NONE || kinds[i] == KVC_LK_PARALLEL)
+        const bool gdn = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_QWEN3_NEXT;
+        if ((kinds[i] == KVC_LK_STATE && !conv && !gdn) || kinds[i] == KVC_LK_NONE || kinds[i] == KVC_LK_PARALLEL)
             return kvci_fail(KVC_EINVAL, "%s: layer %lld is a %s layer, which the runtime does not run", hp->cfg.doc,
                              (long long)i,
                              kinds[i] == KVC_LK_NONE ? "cache-less (MLP/MoE)" : "state (linear_attention or mamba)");
@@ -133,6 +128,7 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
                              "(Llama 4's only)",
                              hp->cfg.doc, (long long)i, cfg->model_type);
         cfg->layer_conv[i] = conv;
+        cfg->layer_gdn[i] = gdn;
         cfg->layer_sliding[i] = kinds[i] == KVC_LK_SLIDING;
         cfg->layer_chunked[i] = kinds[i] == KVC_LK_CHUNKED;
         any_sliding |= cfg->layer_sliding[i];
@@ -183,6 +179,9 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
         bool have = false;
         KVC_TRY(kvci_json_child(c, "ffn_config", path, sizeof path, &ffn, &have));
         KVC_TRY(kvci_family_opt_int(&ffn, "ffn_hidden_size", 3584, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (cfg->family == KVC_FAMILY_QWEN3_NEXT) { /* Qwen3NextConfig's 5632, Qwen3_5TextConfig's 12288 */
+        const int64_t def = strcmp(cfg->model_type, "qwen3_5_text") == 0 ? 12288 : 5632;
+        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", def, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (cfg->family == KVC_FAMILY_LFM2) { /* Lfm2Config's 12288 when absent (block_ff_dim: the hook) */
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 12288, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else {

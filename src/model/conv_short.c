@@ -12,29 +12,6 @@
 #include "model/forward_internal.h"
 #include "model/step_profile.h"
 
-/* Row r's state [L - 1, H] in the layer's cache (NULL: no caches); refused naming the row when its cache row or
- * state block is missing or out of range. */
-static kvc_status row_state(const kvc_fwd_step *s, const kvc_layer_cache *lc, int64_t l, int64_t r, float **out) {
-    *out = NULL;
-    const kvc_model_caches *cs = s->a->caches;
-    if (!cs) return KVC_OK;
-    const int64_t n = lc->state.shape[0], per = lc->state.shape[1] * lc->state.shape[2];
-    int64_t idx = s->a->cache_rows ? s->a->cache_rows[r] : r;
-    if (cs->kind == KVC_MCACHE_PAGED) {
-        const kvc_step_key *k = kvc_step_metadata_key(s->md, lc->key);
-        if (!k || !k->block_table || k->width < 1)
-            return kvci_fail(KVC_EINVAL, "forward: layer %lld (conv): the step has no block table of state key \"%s\"",
-                             (long long)l, lc->key);
-        idx = k->block_table[r * k->width];
-    }
-    if (idx < 0 || idx >= n)
-        return kvci_fail(KVC_ERANGE, "forward: layer %lld (conv): row %lld's state %s %lld is outside [0, %lld)",
-                         (long long)l, (long long)r, cs->kind == KVC_MCACHE_PAGED ? "block" : "row", (long long)idx,
-                         (long long)n);
-    *out = (float *)lc->state.data + idx * per;
-    return KVC_OK;
-}
-
 /* The conv of one row: bcx [n, 3H] (Bx in place of x), its state st [L - 1, H] (NULL: zeros), outputs y [n, H]
  * = C * conv; then st holds the row's last L - 1 inputs (when the row has a state). */
 static void conv_row(const kvc_model_config *c, const kvc_layer_weights *w, float *bcx, int64_t n, float *st,
@@ -80,7 +57,7 @@ kvc_status kvci_conv_short(const kvc_fwd_step *s, int64_t l) {
     int64_t q0 = 0;
     for (int64_t r = 0; r < md->n_rows; r++) {
         float *st = NULL;
-        if (lc) KVC_TRY(row_state(s, lc, l, r, &st));
+        if (lc) KVC_TRY(kvci_row_state(s, lc, &lc->state, l, r, &st));
         const int64_t n = md->cu_seq_lens_q[r] - q0;
         /* y over ws->xn, whose rows the in_proj has read */
         conv_row(c, w, bcx + q0 * 3 * H, n, st, md->seq_lens_kv[r] == n, ws->xn + q0 * H);

@@ -223,6 +223,10 @@ kvc_rope_config kvci_family_default_rope(double theta);
 kvc_status kvci_family_parse_lfm2(const kvc_hparams *hp, kvc_model_config *cfg);
 kvc_status kvci_lfm2_operator(const struct kvc_fwd_step *s, int64_t l);
 
+/* Qwen2-MoE's and Qwen3-Next's sparse layers (family_dense.c): layer_moe of the layers l with (l + 1) %
+ * decoder_sparse_step (1 when absent) == 0 not listed in mlp_only_layers; refused naming the key. */
+kvc_status kvci_family_qwen_moe_layers(const kvc_json_obj *c, kvc_model_config *cfg);
+
 /* Whether cfg is DeepSeek-V2's (family_deepseek_v3.c): the softmax router, no e_score_correction_bias. */
 bool kvci_deepseek_v2(const kvc_model_config *cfg);
 

@@ -49,7 +49,6 @@ static kvc_status parse_moe(const kvc_hparams *hp, const char *mt, kvc_model_con
     static const char *const qwen_n[KVC_HP_ALIASES] = {"num_experts", "num_local_experts"};
     static const char *const mixtral_n[KVC_HP_ALIASES] = {"num_local_experts"};
     static const char *const top_k[KVC_HP_ALIASES] = {"num_experts_per_tok"};
-    bool have = false;
     KVC_TRY(expert_counts(c, mixtral || granite ? mixtral_n : qwen_n,
                           mixtral || granite ? 8
                           : qwen2            ? 60
@@ -68,7 +67,6 @@ static kvc_status parse_moe(const kvc_hparams *hp, const char *mt, kvc_model_con
         return kvci_family_opt_int(c, "shared_intermediate_size", 0, 0, KVC_HP_MAX_WIDTH,
                                    &cfg->shared_expert_intermediate_size);
     if (mixtral) return KVC_OK;
-    int64_t step = 1;
     KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", false, &cfg->norm_topk_prob));
     if (olmoe) return KVC_OK;
     KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", qwen2 ? 1408 : 768, 1, KVC_HP_MAX_WIDTH,
@@ -76,6 +74,12 @@ static kvc_status parse_moe(const kvc_hparams *hp, const char *mt, kvc_model_con
     if (qwen2)
         KVC_TRY(kvci_family_opt_int(c, "shared_expert_intermediate_size", 5632, 1, KVC_HP_MAX_WIDTH,
                                     &cfg->shared_expert_intermediate_size));
+    return kvci_family_qwen_moe_layers(c, cfg);
+}
+
+kvc_status kvci_family_qwen_moe_layers(const kvc_json_obj *c, kvc_model_config *cfg) {
+    int64_t step = 1;
+    bool have = false;
     KVC_TRY(kvci_family_opt_int(c, "decoder_sparse_step", 1, 1, KVC_HP_MAX_LAYERS, &step));
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = (l + 1) % step == 0;
     const cJSON *only = NULL;

@@ -1,5 +1,5 @@
-/* Hybrids of attention and state layers (planned only, LFM2 run too: family_lfm2.c): Qwen3-Next (Gated
- * DeltaNet, every full_attention_interval-th layer full), LFM2 (short
+/* Hybrids of attention and state layers (planned only, LFM2 run too: family_lfm2.c; Qwen3-Next's Gated DeltaNet
+ * hybrid: family_qwen3_next.c): LFM2 (short
  * convolutions, layer_types "conv"), Kimi-Linear (Kimi Delta Attention
  * layers beside MLA ones), MiniMax-Text-01 / M1 (lightning attention,
  * attn_type_list 0, beside softmax layers, 1), Jamba (Mamba, an
@@ -16,31 +16,6 @@
 
 #include "base/internal.h"
 #include "model/family.h"
-
-static kvc_status qwen3_next_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
-    int64_t interval = 4;
-    bool have = false;
-    KVC_TRY(kvci_json_int(&ctx->hp->cfg, "full_attention_interval", 1, KVC_HP_MAX_LAYERS, &interval, &have));
-    if (!have) kvci_family_warn(ctx, "layer_types and full_attention_interval absent: every 4th layer full assumed");
-    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = (i + 1) % interval == 0 ? KVC_LK_FULL : KVC_LK_STATE;
-    return KVC_OK;
-}
-
-static kvc_status qwen3_next_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
-    (void)hidden_size;
-    int64_t nk = 0, nv = 0, dk = 0, dv = 0, k = 0, nk_r = 0, nv_r = 0;
-    const char *names[] = {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
-                           "linear_value_head_dim", "linear_conv_kernel_dim"};
-    int64_t *dst[] = {&nk, &nv, &dk, &dv, &k};
-    for (int i = 0; i < 5; i++) KVC_TRY(kvci_json_int(&hp->cfg, names[i], 1, KVC_HP_MAX_DIM, dst[i], NULL));
-    KVC_TRY(kvci_family_split_tp(hp, "linear_num_key_heads", nk, tp, &nk_r));
-    KVC_TRY(kvci_family_split_tp(hp, "linear_num_value_heads", nv, tp, &nv_r));
-    *s = (kvc_state_shapes){.n = 2,
-                            .names = {"conv_state", "recurrent_state"},
-                            .n_shape = {2, 3},
-                            .shape = {{2 * nk_r * dk + nv_r * dv, k}, {nv_r, dk, dv}}};
-    return KVC_OK;
-}
 
 static kvc_status jamba_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     const kvc_json_obj *cfg = &ctx->hp->cfg;
@@ -257,7 +232,6 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
     return KVC_OK;
 }
 
-static const kvc_family_alias QWEN3_NEXT[] = {{"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next", false}};
 static const kvc_family_alias LFM2[] = {{"lfm2", "Lfm2ForCausalLM", "lfm2", true},
                                         {"lfm2_moe", "Lfm2MoeForCausalLM", "lfm2_moe", false}};
 static const kvc_family_alias KIMI_LINEAR[] = {{"kimi_linear", "KimiLinearForCausalLM", "kimi_linear", false}};
@@ -270,15 +244,6 @@ static const kvc_family_alias MAMBA2[] = {
     {"bamba", "BambaForCausalLM", "bamba", false},
     {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", false},
     {"falcon_h1", "FalconH1ForCausalLM", "falcon_h1", false}};
-
-const kvc_family_desc kvc_family_qwen3_next = {
-    .id = KVC_FAMILY_QWEN3_NEXT,
-    .name = "qwen3_next",
-    .aliases = QWEN3_NEXT,
-    .n_aliases = 1,
-    .default_kinds = qwen3_next_kinds,
-    .state_shapes = qwen3_next_states,
-};
 
 const kvc_family_desc kvc_family_lfm2 = {
     .id = KVC_FAMILY_LFM2,

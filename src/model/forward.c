@@ -21,7 +21,7 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
                    &ws->proj,        &ws->ff_a,      &ws->ff_b, &ws->acc,      &ws->xg,    &ws->yg,
                    &ws->router,      &ws->route_tmp, &ws->selw, &ws->tokw,     &ws->mla_a, &ws->mla_b,
                    &ws->q_rope,      &ws->cos,       &ws->sin,  &ws->rope_tmp, &ws->fused, &ws->cos_sliding,
-                   &ws->sin_sliding, &ws->qk_ss};
+                   &ws->sin_sliding, &ws->qk_ss,     &ws->gate, &ws->gdn};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->tok);
@@ -78,7 +78,10 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(ff_a, Tm * ws->ffw);
     A(ff_b, Tm * ws->ffw);
     const int64_t conv_w = c->conv_kernel > 0 ? 3 * H : 0; /* LFM2's in_proj rows B | C | x */
-    A(fused, Tm * max3(ws->qw + ws->kw + ws->vw, 2 * c->intermediate_size, conv_w));
+    const int64_t gq = c->attn_output_gate ? 2 : 1;        /* Qwen3-Next's q_proj: a query and a gate per head */
+    A(fused, Tm * max3(gq * ws->qw + ws->kw + ws->vw, 2 * c->intermediate_size, conv_w));
+    A(gate, c->attn_output_gate ? Tm * ws->qw : 1);
+    A(gdn, kvci_gated_delta_floats(c, Tm));
     A(acc, Tm * H);
     A(xg, Tm * H);
     A(yg, Tm * H);
@@ -146,24 +149,35 @@ static kvc_status check_scales(const kvc_model_caches *cs, int64_t l) {
     return KVC_OK;
 }
 
-/* A conv layer's state: f32 [rows or NB, conv_kernel - 1, H]; paged, the key of its state blocks. */
+/* A state layer's states (kvci_layer_states): f32 [rows or NB, shape], the same rows or blocks each; paged, the key
+ * of its state blocks. */
 static kvc_status check_state_cache(const kvc_model_config *c, const kvc_model_caches *cs, int64_t l) {
-    const kvc_tensor *t = &cs->layers[l].state;
-    const char *key = cs->layers[l].key;
-    if (!t->data || t->dtype != KVC_DTYPE_F32 || t->ndim != 3 || t->shape[0] < 1 || t->shape[1] != c->conv_kernel - 1 ||
-        t->shape[2] != c->hidden_size)
-        return kvci_fail(KVC_EINVAL, "forward: layer %lld (conv) needs an f32 state [%s, %lld, %lld]", (long long)l,
-                         cs->kind == KVC_MCACHE_PAGED ? "NB" : "rows", (long long)(c->conv_kernel - 1),
-                         (long long)c->hidden_size);
+    kvci_state_shape s[KVCI_MAX_LAYER_STATES];
+    const int32_t n = kvci_layer_states(c, l, s);
+    kvc_layer_cache *lc = &cs->layers[l];
+    const char *key = lc->key;
+    for (int32_t i = 0; i < n; i++) {
+        const kvc_tensor *t = kvci_layer_state_slot(lc, i);
+        bool ok = t->data && t->dtype == KVC_DTYPE_F32 && t->ndim == 1 + s[i].ndim && t->shape[0] >= 1 &&
+                  t->shape[0] == lc->state.shape[0];
+        for (int32_t d = 0; ok && d < s[i].ndim; d++) ok = t->shape[1 + d] == s[i].shape[d];
+        if (!ok)
+            return kvci_fail(KVC_EINVAL,
+                             "forward: layer %lld needs its %s as f32 [%s, %lld, %lld%s] (%s: as many as the first "
+                             "state's)",
+                             (long long)l, s[i].name, cs->kind == KVC_MCACHE_PAGED ? "NB" : "rows",
+                             (long long)s[i].shape[0], (long long)s[i].shape[1], s[i].ndim == 3 ? ", ..." : "",
+                             cs->kind == KVC_MCACHE_PAGED ? "NB" : "rows");
+    }
     if (cs->kind == KVC_MCACHE_PAGED && (key[0] == '\0' || memchr(key, '\0', KVC_NAME_MAX) == NULL))
-        return kvci_fail(KVC_EINVAL, "forward: layer %lld (conv) paged state names no manager key", (long long)l);
+        return kvci_fail(KVC_EINVAL, "forward: layer %lld (state) paged state names no manager key", (long long)l);
     return KVC_OK;
 }
 
 static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *cs, int64_t l) {
     const kvc_model_config *c = &m->cfg;
     const kvc_layer_cache *lc = &cs->layers[l];
-    if (c->layer_conv[l]) return check_state_cache(c, cs, l);
+    if (kvci_model_layer_is_state(c, l)) return check_state_cache(c, cs, l);
     const kvc_cache_dims cd = kvci_model_cache_dims(c, cs->latent);
     const kvc_tensor *t[2] = {&lc->k, &lc->v};
     const int64_t *heads = cd.heads, *dims = cd.dim;
@@ -276,8 +290,8 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
         kvc_status st = check_layer_cache(m, cs, l);
         if (st != KVC_OK) return st;
     }
-    /* layer 0's rows: its k's, or a conv layer's state's */
-    const int64_t rows = c->layer_conv[0] ? cs->layers[0].state.shape[0] : cs->layers[0].k.shape[0];
+    /* layer 0's rows: its k's, or a state layer's first state's */
+    const int64_t rows = kvci_model_layer_is_state(c, 0) ? cs->layers[0].state.shape[0] : cs->layers[0].k.shape[0];
     if (cs->kind == KVC_MCACHE_CONTIGUOUS && a->cache_rows)
         for (int64_t r = 0; r < R; r++)
             if (a->cache_rows[r] < 0 || a->cache_rows[r] >= rows)

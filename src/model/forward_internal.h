@@ -36,7 +36,7 @@ struct kvc_model_workspace {
     float *ff_a;            /* [Tm, ffw] */
     float *ff_b;            /* [Tm, ffw] */
     float *fused;           /* [Tm, fw] output of a fused GEMM (q|k|v or gate|up; LFM2's B|C|x), fw = max(qw + kw +
-                             * vw, 2 I, 3 H with conv layers) */
+                             * vw, 2 I, 3 H with conv layers; Qwen3-Next's q|gate|k|v: 2 qw + kw + vw) */
     float *acc;             /* [Tm, H] MoE accumulator */
     float *xg;              /* [Tm, H] MoE gathered rows */
     float *yg;              /* [Tm, H] MoE expert outputs of the gathered rows */
@@ -55,6 +55,8 @@ struct kvc_model_workspace {
     float *sin_sliding;     /* [Tm, rot] */
     float *rope_tmp;        /* [rot] */
     float *qk_ss;           /* [2 Tm] OLMo 2 under tensor parallelism: each token's q and k sums of squares */
+    float *gate;            /* [Tm, qw] Qwen3-Next's attention output gates (attn_output_gate), else unused */
+    float *gdn;             /* [Tm, gdn_w] Gated DeltaNet scratch (gated_delta.c), else unused */
     void *kc;               /* [Tm, kw] keys in the cache dtype (f32-sized, so any dtype fits) */
     void *vc;               /* [Tm, vw] values in the cache dtype */
     int64_t *slots;         /* [Tm] writes by slot into contiguous caches: cache row * S_max + position */
@@ -92,9 +94,19 @@ void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int6
 /* The attention sub-layers: read ws->xn [T, H], write ws->proj [T, H]. */
 kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l);
+/* Row r's state in t, one of layer l's state tensors (kvci_layer_state_slot; state_layers.c): its cache row
+ * (cache_rows) or its block of the layer's state key (paged); *out NULL when the step has no caches. Refused naming
+ * the layer and row when the block table is missing or the row or block is out of range. */
+kvc_status kvci_row_state(const kvc_fwd_step *s, const kvc_layer_cache *lc, const kvc_tensor *t, int64_t l, int64_t r,
+                          float **out);
 /* LFM2's short convolution in place of attention (conv_short.c): reads ws->xn, writes ws->proj, uses ws->fused
  * [T, 3H], reads and rewrites each row's conv state (kvc_layer_cache.state) when the step has caches. */
 kvc_status kvci_conv_short(const kvc_fwd_step *s, int64_t l);
+/* Qwen3-Next's Gated DeltaNet in place of attention (gated_delta.c): reads ws->xn, writes ws->proj, uses
+ * ws->gdn; reads and rewrites each row's conv and recurrent states when the step has caches. */
+kvc_status kvci_gated_delta(const kvc_fwd_step *s, int64_t l);
+/* Floats of ws->gdn for steps of Tm tokens (1 without Gated DeltaNet layers). */
+int64_t kvci_gated_delta_floats(const kvc_model_config *c, int64_t Tm);
 /* The FFN sub-layers: read ws->xn, write ws->proj. */
 /* SwiGLU MLP (MF 1.6) of x [n, H] into out [n, H] (act: its gate's activation, silu; gelu_tanh for
  * Gemma 3's GeGLU); ga, gb: [n, n_inter] scratch. */

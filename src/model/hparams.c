@@ -88,6 +88,8 @@ static const type_defaults DEFAULTS[] = {
     {"phimoe", 0, 1000000.0, 0, false, 8, false, false},
     {"dbrx", 0, 10000.0, 0, false, 1, true, false}, /* DbrxAttentionConfig's kv_n_heads */
     {"lfm2", 0, 1000000.0, 0, false, 8, false, false},
+    {"qwen3_next", 256, 10000.0, 0, false, 2, false, false},
+    {"qwen3_5_text", 256, 10000.0, 0, false, 4, false, false},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
@@ -97,11 +99,13 @@ static type_defaults defaults_of(const kvc_hparams *hp) {
 }
 
 /* partial_rotary_factor when the config has none: GlmConfig's, Glm4Config's and Glm4MoeConfig's setdefault 0.5,
- * StableLmConfig's 0.25, PhiConfig's, NemotronConfig's and PersimmonConfig's 0.5, GPTNeoXConfig's 0.25 (its rotary_pct,
- * read as the key), else 1 (the whole head). */
+ * StableLmConfig's and Qwen3NextConfig's 0.25, PhiConfig's, NemotronConfig's and PersimmonConfig's 0.5, GPTNeoXConfig's
+ * 0.25 (its rotary_pct, read as the key), else 1 (the whole head). */
 static double default_partial_rotary(const kvc_hparams *hp) {
     const char *mt = hp->model_type;
-    if (mt != NULL && (strcmp(mt, "stablelm") == 0 || strcmp(mt, "gpt_neox") == 0)) return 0.25;
+    if (mt != NULL && (strcmp(mt, "stablelm") == 0 || strcmp(mt, "gpt_neox") == 0 || strcmp(mt, "qwen3_next") == 0 ||
+                       strcmp(mt, "qwen3_5_text") == 0))
+        return 0.25;
     if (mt != NULL && (strcmp(mt, "phi") == 0 || strcmp(mt, "nemotron") == 0 || strcmp(mt, "persimmon") == 0))
         return 0.5;
     return mt != NULL && (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0 || strcmp(mt, "glm4_moe") == 0) ? 0.5 : 1.0;
@@ -439,11 +443,12 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
 
 /* Whether a model type kvcache runs rotates only part of each head by partial_rotary_factor (its transformers
  * attention reads the factor: GLM, GLM-4, GLM-4.5, Phi, Phi-3, StableLM, GPT-NeoX,
- * Nemotron, MiniMax-M2, Persimmon); the others rotate whole heads
+ * Nemotron, MiniMax-M2, Persimmon, Qwen3-Next); the others rotate whole heads
  * whatever the config says. Types planned only, and unknown ones, keep the factor. */
 static bool rotates_part(const kvc_hparams *hp) {
-    static const char *const PARTIAL_TYPES[] = {"glm",      "glm4",     "glm4_moe", "phi",        "phi3",
-                                                "stablelm", "gpt_neox", "nemotron", "minimax_m2", "persimmon"};
+    static const char *const PARTIAL_TYPES[] = {"glm",        "glm4",      "glm4_moe",   "phi",
+                                                "phi3",       "stablelm",  "gpt_neox",   "nemotron",
+                                                "minimax_m2", "persimmon", "qwen3_next", "qwen3_5_text"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, PARTIAL_TYPES, sizeof PARTIAL_TYPES / sizeof PARTIAL_TYPES[0]);
 }

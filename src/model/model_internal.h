@@ -117,6 +117,14 @@ typedef struct kvc_layer_weights {
      * (bias bo) */
     kvc_wmat conv_in;
     float *conv_in_b, *conv_w, *conv_b;
+    /* Qwen3-Next's Gated DeltaNet (layer_gdn): in_proj_qkvz [2 nk dk + 2 nv dv, H] (per key head q, k, then its nv /
+     * nk value heads' v, then their z), in_proj_ba [2 nv, H] (per key head its value heads' b, then their a), the
+     * depthwise taps [C, K] (C = 2 nk dk + nv dv channels q | k | v, oldest input first), dt_bias [nv], A_log [nv],
+     * the gated norm's weight [dv] (applied as w); out_proj is wo. Qwen3.5 (gdn_split_proj): gdn_qkvz holds
+     * in_proj_qkv [C, H] (q | k | v as the conv reads them), gdn_z in_proj_z [nv dv, H], gdn_ba in_proj_b [nv, H],
+     * gdn_a in_proj_a [nv, H] */
+    kvc_wmat gdn_qkvz, gdn_ba, gdn_z, gdn_a;
+    float *gdn_conv, *gdn_dt_bias, *gdn_a_log, *gdn_norm;
 } kvc_layer_weights;
 
 /* Tensor parallelism (docs/distributed.md): rank `rank` of `size` holds a shard of every split
@@ -237,8 +245,23 @@ void kvci_model_fuse(kvc_model *m);
 /* The rotary width of c: MLA's qk_rope_head_dim, else head_dim times rope.partial_rotary_factor (truncated, as
  * transformers' int(); 0 or 1: the whole head); the channels beyond it pass through unrotated. */
 int64_t kvci_model_rot_dim(const kvc_model_config *c);
-/* The first of c's short-convolution layers (layer_conv), -1: none. */
-int64_t kvci_model_first_conv(const kvc_model_config *c);
+/* The state caches of layer l (state_layers.c; docs/runtime.md, "State layers"): its number, 0 for a layer with
+ * K/V (attention), and each one's name (the cache_info entry's, the planner's) and per-sequence shape of f32. State
+ * i lives in kvci_layer_state_slot(lc, i): kvc_layer_cache.state (0) or .recurrent (1); contiguous [rows, shape],
+ * paged [NB, shape]. */
+#define KVCI_MAX_LAYER_STATES 2
+typedef struct kvci_state_shape {
+    const char *name; /* "conv_state", "ssm_state", ... */
+    int32_t ndim;
+    int64_t shape[3];
+} kvci_state_shape;
+int32_t kvci_layer_states(const kvc_model_config *c, int64_t l, kvci_state_shape out[KVCI_MAX_LAYER_STATES]);
+kvc_tensor *kvci_layer_state_slot(kvc_layer_cache *lc, int32_t i);
+/* The f32 elements of one sequence's state s. */
+int64_t kvci_layer_state_floats(const kvci_state_shape *s);
+/* Whether layer l keeps states (kvci_layer_states > 0) instead of K/V; the first such layer of c, -1: none. */
+bool kvci_model_layer_is_state(const kvc_model_config *c, int64_t l);
+int64_t kvci_model_first_state(const kvc_model_config *c);
 
 /* The ALiBi slopes of c's num_heads heads into out [num_heads] (c->alibi; alibi.c), as transformers computes
  * them in f32: BLOOM's and Falcon's build_alibi_tensor (alibi_bias_max 0) or MPT's (alibi_bias_max > 0), rounded

@@ -15,6 +15,7 @@
 
 #include "base/internal.h"
 #include "model/model_internal.h"
+#include "model/weights_internal.h"
 
 typedef struct save_ctx {
     bool norm_offset;     /* Gemma: the norms hold 1 + w (prepare.c); w is written */
@@ -71,7 +72,10 @@ static kvc_status write_norm(save_ctx *c, const kvc_wtensor *t, const float *v, 
 
 static kvc_status save_fn(void *user, const kvc_wtensor *t) {
     save_ctx *c = user;
-    if (!t->mat && c->out && c->norm_offset && t->init == KVC_WINIT_NORM) return write_norm(c, t, *t->vec, t->shape[0]);
+    const size_t n_len = strlen(t->name), g_len = strlen(KVC_GDN_NORM);
+    const bool plain = n_len >= g_len && strcmp(t->name + n_len - g_len, KVC_GDN_NORM) == 0; /* held as w */
+    if (!t->mat && c->out && c->norm_offset && t->init == KVC_WINIT_NORM && !plain)
+        return write_norm(c, t, *t->vec, t->shape[0]);
     if (!t->mat) {
         int64_t n = 1;
         for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i];

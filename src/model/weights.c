@@ -158,7 +158,9 @@ static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, in
 
 static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
-    TRY(m2_in(v, "self_attn.q_proj.weight", nH * D, H, &w->wq, even(v, 0, nH * D), qkv_part(v, c, 0, "weight")));
+    const int64_t gq = c->attn_output_gate ? 2 : 1; /* Qwen3-Next: each head's query, then its gate */
+    TRY(m2_in(v, "self_attn.q_proj.weight", gq * nH * D, H, &w->wq, even(v, 0, gq * nH * D),
+              qkv_part(v, c, 0, "weight")));
     if (c->qkv_bias)
         TRY(v1_in(v, "self_attn.q_proj.bias", nH * D, &w->bq, KVC_WINIT_BIAS, even(v, 0, nH * D),
                   qkv_part(v, c, 0, "bias")));
@@ -397,12 +399,35 @@ static kvc_status visit_short_conv(visitor *v, const kvc_model_config *c, kvc_la
     return KVC_OK;
 }
 
+/* Qwen3-Next's Gated DeltaNet under linear_attn.: in_proj_qkvz, in_proj_ba (Qwen3.5: in_proj_qkv, _z, _b, _a), conv1d
+ * [C, 1, K] (no bias), dt_bias, A_log, the gated norm, out_proj (no biases). */
+static kvc_status visit_gated_delta(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, nk = c->gdn_k_heads, nv = c->gdn_v_heads, dk = c->gdn_k_dim, dv = c->gdn_v_dim;
+    const int64_t C = 2 * nk * dk + nv * dv, taps[3] = {C, 1, c->gdn_conv_kernel};
+    if (c->gdn_split_proj) { /* Qwen3.5 */
+        TRY(m2(v, "linear_attn.in_proj_qkv.weight", C, H, &w->gdn_qkvz, WHOLE));
+        TRY(m2(v, "linear_attn.in_proj_z.weight", nv * dv, H, &w->gdn_z, WHOLE));
+        TRY(m2(v, "linear_attn.in_proj_b.weight", nv, H, &w->gdn_ba, WHOLE));
+        TRY(m2(v, "linear_attn.in_proj_a.weight", nv, H, &w->gdn_a, WHOLE));
+    } else {
+        TRY(m2(v, "linear_attn.in_proj_qkvz.weight", 2 * nk * dk + 2 * nv * dv, H, &w->gdn_qkvz, WHOLE));
+        TRY(m2(v, "linear_attn.in_proj_ba.weight", 2 * nv, H, &w->gdn_ba, WHOLE));
+    }
+    TRY(visit(v, "linear_attn.conv1d.weight", 3, taps, &w->gdn_conv, NULL, false, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(v1(v, "linear_attn.dt_bias", nv, &w->gdn_dt_bias, KVC_WINIT_BIAS, WHOLE));
+    TRY(v1(v, "linear_attn.A_log", nv, &w->gdn_a_log, KVC_WINIT_BIAS, WHOLE));
+    TRY(v1(v, KVC_GDN_NORM, dv, &w->gdn_norm, KVC_WINIT_NORM, WHOLE));
+    return m2(v, "linear_attn.out_proj.weight", H, nv * dv, &w->wo, WHOLE);
+}
+
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
     TRY(visit_layer_norms(v, c, w));
     if (c->layer_conv[l])
         TRY(visit_short_conv(v, c, w));
+    else if (c->layer_gdn[l])
+        TRY(visit_gated_delta(v, c, w));
     else if (c->family == KVC_FAMILY_DEEPSEEK_V3)
         TRY(visit_mla_attn(v, c, w));
     else

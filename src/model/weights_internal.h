@@ -15,6 +15,8 @@
 
 /* Llama 4's: the fused form only, stored transposed (feed_forward.experts.gate_up_proj [E, H, 2I], gate columns
  * first / down_proj [E, I, H]) */
+/* Qwen3-Next's gated norm weight (a Gated DeltaNet layer's), applied as w: the one norm its 1 + w rule leaves out */
+#define KVC_GDN_NORM            "linear_attn.norm.weight"
 #define KVC_LLAMA4_EXPERTS_GATE "feed_forward.experts.*.gate_proj.weight"
 #define KVC_LLAMA4_EXPERTS_UP   "feed_forward.experts.*.up_proj.weight"
 #define KVC_LLAMA4_EXPERTS_DOWN "feed_forward.experts.*.down_proj.weight"

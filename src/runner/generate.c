@@ -59,7 +59,7 @@ kvc_status kvci_runner_fill_md(kvc_runner *r, int64_t n, bool prefill, const int
         k->block_table = r->table; /* the same static table for every key (standalone: nothing is released) */
         k->slot_mapping = r->slots;
     }
-    if (kvci_model_first_conv(c) >= 0) { /* the conv states: a block per row (state_table), no slots */
+    if (kvci_model_first_state(c) >= 0) { /* the states: a block per row (state_table), no slots */
         kvc_step_key *k = &md->keys[md->n_keys++];
         *k = (kvc_step_key){.key = kvc_attn_type_name(KVC_ATTN_MAMBA),
                             .attn_type = KVC_ATTN_MAMBA,

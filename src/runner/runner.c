@@ -6,6 +6,7 @@
 
 #include "base/internal.h"
 #include "model/cache_build.h"
+#include "model/model_internal.h"
 #include "runner/runner_internal.h"
 
 kvc_runner_params kvc_runner_default_params(void) {
@@ -65,26 +66,30 @@ static kvci_cache_knobs runner_knobs(const kvc_runner_params *p) {
     return k;
 }
 
-/* Bytes of one sequence's conv states: every conv layer's conv_kernel - 1 inputs of H channels, f32. */
+/* Bytes of one sequence's states: every state of every state layer (kvci_layer_states), f32. */
 static int64_t state_bytes_per_row(const kvc_model_config *c) {
     int64_t n = 0;
-    for (int64_t l = 0; l < c->num_layers; l++) n += c->layer_conv[l] ? (c->conv_kernel - 1) * c->hidden_size * 4 : 0;
+    kvci_state_shape s[KVCI_MAX_LAYER_STATES];
+    for (int64_t l = 0; l < c->num_layers; l++)
+        for (int32_t i = 0, k = kvci_layer_states(c, l, s); i < k; i++) n += kvci_layer_state_floats(&s[i]) * 4;
     return n;
 }
 
-/* The conv layers' states after the K/V caches in mem: each [batch, conv_kernel - 1, H] (paged: a block per
- * row, block b row b's, as state_table says). */
+/* The state layers' states after the K/V caches in mem: each [batch, shape] (paged: a block per row, block b row
+ * b's, as state_table says). */
 static void carve_states(kvc_runner *r, char *mem) {
     const kvc_model_config *c = kvc_model_config_of(r->m);
-    for (int64_t l = 0; l < c->num_layers; l++) {
-        if (!c->layer_conv[l]) continue;
-        r->caches.layers[l].state = (kvc_tensor){
-            .data = mem, .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {r->batch, c->conv_kernel - 1, c->hidden_size}};
-        mem += r->batch * (c->conv_kernel - 1) * c->hidden_size * 4;
-    }
+    kvci_state_shape s[KVCI_MAX_LAYER_STATES];
+    for (int64_t l = 0; l < c->num_layers; l++)
+        for (int32_t i = 0, k = kvci_layer_states(c, l, s); i < k; i++) {
+            kvc_tensor *t = kvci_layer_state_slot(&r->caches.layers[l], i);
+            *t = (kvc_tensor){.data = mem, .dtype = KVC_DTYPE_F32, .ndim = 1 + s[i].ndim, .shape = {r->batch}};
+            for (int32_t d = 0; d < s[i].ndim; d++) t->shape[1 + d] = s[i].shape[d];
+            mem += r->batch * kvci_layer_state_floats(&s[i]) * 4;
+        }
 }
 
-/* Every cache tensor in one zeroed buffer: paged total_blocks blocks, else batch rows of S positions; then the conv
+/* Every cache tensor in one zeroed buffer: paged total_blocks blocks, else batch rows of S positions; then the
  * states, a row each. */
 static kvc_status make_caches(kvc_runner *r) {
     const kvci_cache_knobs k = runner_knobs(&r->p);

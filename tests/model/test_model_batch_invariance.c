@@ -70,7 +70,14 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_
     const int64_t ns = kvc_model_kv_quantised(dt) ? (latent ? 1 : 2) : 0; /* per-slot scale tensors */
     const int64_t L = c->num_layers;
     const size_t es = kvc_dtype_size(dt);
-    const size_t state = c->conv_kernel > 0 ? (size_t)(NREQ * (c->conv_kernel - 1) * c->hidden_size) * 4 : 0; /* LFM2 */
+    size_t state = 0; /* the largest state layer's states, NREQ of each (LFM2, Mamba2) */
+    kvci_state_shape ss[KVCI_MAX_LAYER_STATES];
+    for (int64_t l = 0; l < c->num_layers; l++) {
+        size_t n = 0;
+        for (int32_t i = 0, k = kvci_layer_states(c, l, ss); i < k; i++)
+            n += (size_t)(NREQ * kvci_layer_state_floats(&ss[i])) * 4;
+        state = n > state ? n : state;
+    }
     const size_t per_layer =
         (size_t)(NREQ * SMAX * (d[0] * d[1] + d[2] * d[3])) * es + (size_t)(NREQ * SMAX * ns) * 4 + state;
     h->mem = calloc((size_t)L, per_layer);
@@ -103,9 +110,12 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_
         }
         snprintf(lc->key, sizeof lc->key, "%s",
                  kvc_attn_type_name(c->layer_sliding[l] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL));
-        if (c->layer_conv[l]) { /* a state per request: [NREQ, L - 1, H], a row or a block of the state key each */
-            lc->state = (kvc_tensor){.data = cur, .dtype = KVC_DTYPE_F32, .ndim = 3};
-            lc->state.shape[0] = NREQ, lc->state.shape[1] = c->conv_kernel - 1, lc->state.shape[2] = c->hidden_size;
+        char *st = cur; /* a state layer's states per request: [NREQ, shape], a row or a block of the state key each */
+        for (int32_t i = 0, k = kvci_layer_states(c, l, ss); i < k; i++) {
+            kvc_tensor *slot = kvci_layer_state_slot(lc, i);
+            *slot = (kvc_tensor){.data = st, .dtype = KVC_DTYPE_F32, .ndim = 1 + ss[i].ndim, .shape = {NREQ}};
+            for (int32_t j = 0; j < ss[i].ndim; j++) slot->shape[1 + j] = ss[i].shape[j];
+            st += (size_t)(NREQ * kvci_layer_state_floats(&ss[i])) * 4;
             snprintf(lc->key, sizeof lc->key, "%s", kvc_attn_type_name(KVC_ATTN_MAMBA));
         }
         cur += state;
@@ -148,7 +158,7 @@ static void run_step(harness *h, const int32_t *seqs, int64_t nrows, const int64
             k->key = kvc_attn_type_name(k->attn_type);
             k->block_size = BS, k->width = bps, k->block_table = h->table, k->slot_mapping = h->slots;
         }
-    if (h->caches.kind == KVC_MCACHE_PAGED && h->c->conv_kernel > 0) /* LFM2's conv states: a block each */
+    if (h->caches.kind == KVC_MCACHE_PAGED && kvci_model_first_state(h->c) >= 0) /* the states: a block each */
         h->md.keys[h->md.n_keys++] = (kvc_step_key){.key = kvc_attn_type_name(KVC_ATTN_MAMBA),
                                                     .attn_type = KVC_ATTN_MAMBA,
                                                     .block_size = BS,
@@ -384,6 +394,17 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"conv_L_cache\":3,"                  \
     "\"conv_bias\":true,\"layer_types\":[\"conv\",\"full_attention\",\"conv\"],\"max_position_embeddings\":512}"
 
+/* Qwen3-Next: Gated DeltaNet (2 key heads, 4 value heads, kernel 4) on layers 0 and 2 around a gated GQA layer, the
+ * MoE with a shared expert: chunked prefill continues from the stored conv and recurrent states, a preempted request
+ * restarts them from zeros, and rows never share one */
+#define QWEN3_NEXT                                                                                                     \
+    "{\"model_type\":\"qwen3_next\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                    \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
+    "\"linear_num_key_heads\":2,\"linear_num_value_heads\":4,\"linear_key_head_dim\":16,"                              \
+    "\"linear_value_head_dim\":12,\"num_experts\":4,\"num_experts_per_tok\":2,\"moe_intermediate_size\":32,"           \
+    "\"shared_expert_intermediate_size\":32,"                                                                          \
+    "\"layer_types\":[\"linear_attention\",\"full_attention\",\"linear_attention\"],\"max_position_embeddings\":512}"
+
 /* Wider than one k chunk of the AMX kernel (128) in every GEMM, so that steps of up to 35 tokens run
  * the M <= 16 path, the 16-row tiles and the k-blocked accumulation against the requests alone. */
 #define QWEN3_WIDE                                                                                                     \
@@ -469,6 +490,8 @@ static void test_qwen2_moe_paged(void **s) { (void)s, run_family(QWEN2_MOE, PAGE
 static void test_gemma3_paged(void **s) { (void)s, run_family(GEMMA3, PAGED, false, F32, 29); }
 static void test_lfm2_paged(void **s) { (void)s, run_family(LFM2, PAGED, false, F32, 71); }
 static void test_lfm2_contiguous(void **s) { (void)s, run_family(LFM2, CONTIG, false, F32, 72); }
+static void test_qwen3_next_paged(void **s) { (void)s, run_family(QWEN3_NEXT, PAGED, false, F32, 73); }
+static void test_qwen3_next_contiguous(void **s) { (void)s, run_family(QWEN3_NEXT, CONTIG, false, F32, 74); }
 static void test_gemma3_contiguous_int8(void **s) { (void)s, run_family(GEMMA3, CONTIG, false, KVC_DTYPE_I8, 30); }
 static void test_gemma2_paged(void **s) { (void)s, run_family(GEMMA2, PAGED, false, F32, 32); }
 static void test_gemma2_contiguous_bf16(void **s) { (void)s, run_family(GEMMA2, CONTIG, false, KVC_DTYPE_BF16, 33); }
@@ -539,6 +562,8 @@ int main(void) {
         cmocka_unit_test(test_gemma3_paged),
         cmocka_unit_test(test_lfm2_paged),
         cmocka_unit_test(test_lfm2_contiguous),
+        cmocka_unit_test(test_qwen3_next_paged),
+        cmocka_unit_test(test_qwen3_next_contiguous),
         cmocka_unit_test(test_gemma2_paged),
         cmocka_unit_test(test_gemma2_contiguous_bf16),
         cmocka_unit_test(test_llama4_paged),

@@ -1966,7 +1966,7 @@ static void test_lfm2_fields(void **state) {
     kvc_model_config c;
     assert_int_equal(kvc_model_config_parse(LFM2_BASE LFM2_KINDS "}", "lfm2-defaults", &c), KVC_OK);
     assert_true(c.family == KVC_FAMILY_LFM2 && c.head_dim == 8 && c.qk_norm && c.intermediate_size == 8192);
-    assert_true(c.layer_conv[0] && !c.layer_conv[1] && c.layer_conv[2] && kvci_model_first_conv(&c) == 0);
+    assert_true(c.layer_conv[0] && !c.layer_conv[1] && c.layer_conv[2] && kvci_model_first_state(&c) == 0);
     assert_true(c.conv_kernel == 3 && !c.conv_bias && c.tie_word_embeddings && c.rms_norm_eps == 1e-5);
     assert_true(c.rope.theta == 1e6 && c.sliding_window == 0);
     assert_int_equal(kvc_model_config_parse(LFM2_BASE LFM2_KINDS
@@ -1999,6 +1999,63 @@ static void test_lfm2_fields(void **state) {
     kvc_model_config shard;
     assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "short-convolution layers (layer 0)"));
+}
+
+#define QWEN3_NEXT_BASE                                                                                                \
+    "{\"model_type\":\"qwen3_next\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":4,"                      \
+    "\"num_attention_heads\":4"
+
+/* Qwen3-Next with Qwen3NextConfig's defaults (every 4th layer full, head_dim 256 of 2 KV heads, partial rotary 0.25,
+ * linear heads 16 / 32 of 128 with kernel 4, 512 experts of 512, top 10 renormalised, a shared expert of 512 on every
+ * layer, intermediate_size 5632, zero-centred norms, the attention's output gate, untied) and with its keys set
+ * (full_attention_interval, mlp_only_layers, decoder_sparse_step, num_experts 0: dense everywhere, attention_bias);
+ * refused by name: value heads not a multiple of the key heads, a kernel of 1, top-k above the experts. */
+static void test_qwen3_next_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(QWEN3_NEXT_BASE "}", "q3n-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_QWEN3_NEXT && c.head_dim == 256 && c.num_kv_heads == 2);
+    assert_true(c.layer_gdn[0] && c.layer_gdn[1] && c.layer_gdn[2] && !c.layer_gdn[3] &&
+                kvci_model_first_state(&c) == 0);
+    assert_true(c.gdn_k_heads == 16 && c.gdn_v_heads == 32 && c.gdn_k_dim == 128 && c.gdn_v_dim == 128);
+    assert_true(c.gdn_conv_kernel == 4 && c.attn_output_gate && c.gemma_norms && c.qk_norm && !c.qkv_bias);
+    assert_true(c.rope.partial_rotary_factor == 0.25 && kvci_model_rot_dim(&c) == 64 && c.rope.theta == 10000.0);
+    assert_true(c.n_routed_experts == 512 && c.experts_per_tok == 10 && c.norm_topk_prob);
+    assert_true(c.moe_intermediate_size == 512 && c.shared_expert_intermediate_size == 512);
+    assert_true(c.layer_moe[0] && c.layer_moe[3] && c.intermediate_size == 5632 && !c.tie_word_embeddings);
+    assert_true(c.rms_norm_eps == 1e-6 && c.conv_kernel == 0 && !c.layer_conv[0]);
+    assert_int_equal(kvc_model_config_parse(QWEN3_NEXT_BASE ",\"full_attention_interval\":2,\"mlp_only_layers\":[2],"
+                                                            "\"decoder_sparse_step\":1,\"num_experts\":4,"
+                                                            "\"num_experts_per_tok\":4,\"attention_bias\":true,"
+                                                            "\"linear_num_key_heads\":2,\"linear_num_value_heads\":6,"
+                                                            "\"linear_conv_kernel_dim\":2,\"head_dim\":8}",
+                                            "q3n-set", &c),
+                     KVC_OK);
+    assert_true(c.layer_gdn[0] && !c.layer_gdn[1] && c.layer_gdn[2] && !c.layer_gdn[3] && c.qkv_bias && c.o_bias);
+    assert_true(c.layer_moe[0] && !c.layer_moe[2] && c.n_routed_experts == 4 && c.experts_per_tok == 4);
+    assert_true(c.gdn_k_heads == 2 && c.gdn_v_heads == 6 && c.gdn_conv_kernel == 2 && kvci_model_rot_dim(&c) == 2);
+    assert_int_equal(kvc_model_config_parse(QWEN3_NEXT_BASE ",\"num_experts\":0}", "q3n-dense", &c), KVC_OK);
+    assert_true(!c.layer_moe[0] && !c.layer_moe[3]);
+    expect_refusal(QWEN3_NEXT_BASE ",\"linear_num_value_heads\":24}",
+                   "linear_num_value_heads 24 is not a multiple of linear_num_key_heads 16");
+    expect_refusal(QWEN3_NEXT_BASE ",\"linear_conv_kernel_dim\":1}", "linear_conv_kernel_dim");
+    expect_refusal(QWEN3_NEXT_BASE ",\"num_experts\":4,\"num_experts_per_tok\":5}", "num_experts_per_tok");
+}
+
+/* Qwen3.5's text model with Qwen3_5TextConfig's defaults: qwen3_next's layers, the projections apart, no experts
+ * (num_experts not read), intermediate_size 12288, 4 KV heads, partial rotary 0.25. */
+static void test_qwen3_5_text_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"qwen3_5_text\",\"vocab_size\":8,\"hidden_size\":32,"
+                                            "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_experts\":8}",
+                                            "q35-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_QWEN3_NEXT && c.gdn_split_proj && c.attn_output_gate && c.gemma_norms);
+    assert_true(c.head_dim == 256 && c.num_kv_heads == 4 && c.intermediate_size == 12288 &&
+                kvci_model_rot_dim(&c) == 64);
+    assert_true(c.layer_gdn[0] && !c.layer_gdn[3] && !c.layer_moe[0] && c.n_routed_experts == 0);
+    assert_true(c.gdn_k_heads == 16 && c.gdn_v_heads == 32 && c.gdn_conv_kernel == 4);
 }
 
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
@@ -2206,6 +2263,8 @@ int main(void) {
         cmocka_unit_test(test_nemotron_fields),
         cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_lfm2_fields),
+        cmocka_unit_test(test_qwen3_next_fields),
+        cmocka_unit_test(test_qwen3_5_text_fields),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_qwen2_vl_fields),
         cmocka_unit_test(test_qwen3_vl_fields),

@@ -683,6 +683,30 @@ static void test_internlm3(void **state) {
     run_dir("internlm3");
 }
 
+/* Qwen3-Next-like: Gated DeltaNet on layers 0-2 (2 key heads, 4 value heads, conv kernel 4) beside gated GQA
+ * attention with (1 + w) q/k norms and partial rotary (0.25) on layer 3, the softmax MoE with a gated shared expert on
+ * layers 0, 2, 3 and the dense MLP on layer 1 (mlp_only_layers); the conv and recurrent states in every mode's caches.
+ * transformers' prefill ran its chunked form of the recurrence, the runtime its sequential one. This toy is
+ * ill-conditioned in float32: transformers' own logits are up to 2.8e-5 from its float64 result (its sequential form
+ * up to 2.2e-5, and 1.5e-5 from its chunked one), so the absolute floor is 5e-5 here (the relative 1e-4 stays). */
+static void test_qwen3_next(void **state) {
+    (void)state;
+    kvc_test_oracle_abs_floor = 5e-5;
+    run_dir("qwen3_next");
+    kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
+}
+
+/* Qwen3.5's text model: qwen3_next's layers with the Gated DeltaNet's projections apart (in_proj_qkv, _z, _b, _a),
+ * three value heads per key head, conv kernel 3, gated attention on layer 1, a dense MLP, tied. As sensitive as
+ * qwen3_next's in float32 (transformers' logits up to 4.2e-5 from its float64 ones, its two forms 2.8e-5 apart):
+ * the same floor. */
+static void test_qwen3_5_text(void **state) {
+    (void)state;
+    kvc_test_oracle_abs_floor = 5e-5;
+    run_dir("qwen3_5_text");
+    kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -828,6 +852,8 @@ int main(void) {
         cmocka_unit_test(test_internlm3),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_lfm2),
+        cmocka_unit_test(test_qwen3_next),
+        cmocka_unit_test(test_qwen3_5_text),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),
         cmocka_unit_test(test_dbrx),

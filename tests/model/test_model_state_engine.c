@@ -257,7 +257,32 @@ static void test_lfm2_prefix_cache(void **state) {
     kvc_model_destroy(m);
 }
 
+/* Qwen3-Next's Gated DeltaNet layers keep two states each (conv and recurrent) in the state key's block: the
+ * engine's chunked prompts beside other requests' decode rows give the runner's tokens; self-managed caches are
+ * refused naming the layers. */
+static void test_qwen3_next_engine(void **state) {
+    (void)state;
+    char dir[1024];
+    kvc_test_oracle_dir("qwen3_next", dir, sizeof dir);
+    kvc_model *m = NULL;
+    check(kvc_model_load(dir, &m), "load");
+    int32_t want[N_REQ * NEW], got[N_REQ * NEW];
+    runner_run(m, NEW, want);
+    kvc_engine_params ep = engine_params(), used;
+    kvc_engine_stats st;
+    engine_run(m, &ep, NEW, got, &st, &used);
+    if (memcmp(want, got, sizeof want) != 0) fail_msg("qwen3_next engine: tokens differ from the runner's");
+    assert_int_equal(st.n_keys, 2); /* FullAttention and the states' Mamba key */
+    kvc_engine_adapter_params ap = kvc_engine_adapter_default_params();
+    ap.self_managed = true;
+    kvc_engine_adapter *a = NULL;
+    assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "Gated DeltaNet layers (layer 0)"));
+    kvc_model_destroy(m);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_lfm2_engine), cmocka_unit_test(test_lfm2_prefix_cache)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_lfm2_engine), cmocka_unit_test(test_lfm2_prefix_cache),
+                                       cmocka_unit_test(test_qwen3_next_engine)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

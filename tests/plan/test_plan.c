@@ -463,9 +463,10 @@ static void test_hybrid_state_layers(void **state) {
         assert_int_equal(L->attn_type, KVC_ATTN_MAMBA);
         assert_int_equal(L->sparse_prefill, KVC_PLAN_NO_MODE);
         assert_int_equal(L->n_caches, 2);
-        /* per rank (tp 2): conv channels 2 * 8 * 128 + 16 * 128 = 4096, kernel 4; state 16 x 128 x 128 */
+        /* per rank (tp 2): conv channels 2 * 8 * 128 + 16 * 128 = 4096, kernel 4 less the token's own input: 3
+         * columns (as the runtime stores it); state 16 x 128 x 128 */
         assert_int_equal(L->caches[0].shape[0], 4096);
-        assert_int_equal(L->caches[0].shape[1], 4);
+        assert_int_equal(L->caches[0].shape[1], 3);
         assert_int_equal(L->caches[1].shape[0], 16);
         assert_int_equal(L->caches[1].bytes_per_block, 16 * 128 * 128 * 2);
     }
@@ -482,7 +483,7 @@ static void test_hybrid_state_layers(void **state) {
     assert_true(is_null(L0, "sparse_mode"));
     assert_true(is_null(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(L0, "caches"), 0), "bytes_per_token"));
     /* the state key keeps its own pool; one pool with the attention would pad its
-     * 32 KiB conv and 512 KiB recurrent pages to 512 KiB (1024 tokens of 512 B) */
+     * 24 KiB conv and 512 KiB recurrent pages to 512 KiB (1024 tokens of 512 B) */
     const cJSON *managers = cJSON_GetObjectItemCaseSensitive(root, "managers");
     assert_int_equal((int64_t)num(cJSON_GetArrayItem(managers, 0), "pool_id"), 0);
     assert_int_equal((int64_t)num(cJSON_GetArrayItem(managers, 0), "page_bytes"), 0);
@@ -491,7 +492,7 @@ static void test_hybrid_state_layers(void **state) {
     assert_string_equal(str(pad, "paged_key"), "FullAttention");
     assert_int_equal((int64_t)num(pad, "page_bytes"), 524288);
     assert_int_equal((int64_t)num(pad, "block_size"), 1024);
-    assert_int_equal((int64_t)num(pad, "state_bytes"), 3 * (4096 * 4 * 2 + 524288));
+    assert_int_equal((int64_t)num(pad, "state_bytes"), 3 * (4096 * 3 * 2 + 524288));
     assert_int_equal((int64_t)num(pad, "padded_bytes"), 3 * 2 * 524288);
     cJSON_Delete(root);
     kvc_plan_json_free(doc);

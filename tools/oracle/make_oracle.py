@@ -8,7 +8,7 @@ ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
-internlm3, apertus, persimmon, xglm) this script
+internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -88,6 +88,10 @@ from transformers import (
     NemotronForCausalLM,
     Lfm2Config,
     Lfm2ForCausalLM,
+    Qwen3NextConfig,
+    Qwen3NextForCausalLM,
+    Qwen3_5ForCausalLM,
+    Qwen3_5TextConfig,
     OPTConfig,
     OPTForCausalLM,
     OlmoConfig,
@@ -1097,6 +1101,34 @@ def lfm2_config():
                       bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def qwen3_next_config():
+    # Qwen3-Next at toy size: 4 layers, Gated DeltaNet on layers 0-2 (full_attention_interval 4) with 2 key heads of
+    # 16 and 4 value heads of 12 (two value heads per key head), conv kernel 4, then gated full attention on layer 3
+    # (4 heads, 2 KV heads, head_dim 16, partial_rotary_factor 0.25: 4 rotated channels), zero-centred norms; the MoE
+    # (8 experts of 32, top 2, renormalised, a shared expert of 48 behind its sigmoid gate) on every layer but layer
+    # 1 (mlp_only_layers), which runs the dense MLP of 96; untied.
+    return Qwen3NextConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
+                           num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+                           linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16,
+                           linear_value_head_dim=12, linear_conv_kernel_dim=4, full_attention_interval=4,
+                           num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+                           shared_expert_intermediate_size=48, mlp_only_layers=[1],
+                           bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def qwen3_5_text_config():
+    # Qwen3.5's text model at toy size: qwen3_next's layers with the Gated DeltaNet's projections apart (in_proj_qkv,
+    # in_proj_z, in_proj_b, in_proj_a) and a dense MLP: 4 layers, Gated DeltaNet on layers 0, 2, 3 (layer_types), 2
+    # key heads of 12 and 6 value heads of 8 (three per key head), conv kernel 3, gated attention on layer 1 (4 heads
+    # of 16, 1 KV head, partial rotary 0.25 by default), the SwiGLU MLP of 80, tied.
+    return Qwen3_5TextConfig(vocab_size=VOCAB, hidden_size=48, intermediate_size=80, num_hidden_layers=4,
+                             num_attention_heads=4, num_key_value_heads=1, head_dim=16, max_position_embeddings=64,
+                             linear_num_key_heads=2, linear_num_value_heads=6, linear_key_head_dim=12,
+                             linear_value_head_dim=8, linear_conv_kernel_dim=3, tie_word_embeddings=True,
+                             layer_types=["linear_attention", "full_attention", "linear_attention", "linear_attention"],
+                             bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def opt_config():
     # OPT-125m's blocks at toy size: learned positions with OPT's offset of 2 (max_position_embeddings 64: 66 rows),
     # no RoPE, pre-norm LayerNorms with weight and bias (do_layer_norm_before, layer_norm_elementwise_affine),
@@ -1232,6 +1264,8 @@ FAMILIES = {
     "codegen": (codegen_config, CodeGenForCausalLM),
     "nemotron": (nemotron_config, NemotronForCausalLM),
     "lfm2": (lfm2_config, Lfm2ForCausalLM),
+    "qwen3_next": (qwen3_next_config, Qwen3NextForCausalLM),
+    "qwen3_5_text": (qwen3_5_text_config, Qwen3_5ForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
@@ -1265,8 +1299,11 @@ def param_std(name, shape, config):
     if name.startswith(("model.visual.", "model.vision_tower.", "model.multi_modal_projector.")) or \
             name == "model.image_newline":  # a vision tower, LLaVA's projector: never run on text-only prompts
         return 0.02
+    if name.endswith("linear_attn.norm.weight"):  # Qwen3-Next's gated norm, applied as w
+        return None
     if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma", "nemotron",
-                                                                             "vaultgemma"):
+                                                                             "vaultgemma", "qwen3_next",
+                                                                             "qwen3_5_text"):
         return 0.3  # Gemma and Nemotron apply 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith(("norm_1.weight", "norm_2.weight", "norm_f.weight")):  # DBRX's LayerNorms
         return None
@@ -1304,8 +1341,10 @@ def param_std(name, shape, config):
         if config.model_type in ("gpt_bigcode", "gptj", "gpt_neo", "codegen"):  # nn.Linear [out, in]; own lm_head
             return (2.0 if name == "lm_head.weight" else 1.0) / math.sqrt(shape[1])
         return 1.0 / math.sqrt(shape[0])  # GPT-2's Conv1D [in, out], used as x @ W: fan-in is the first dim
-    if name.endswith("conv.conv.weight"):  # LFM2's depthwise taps [H, 1, L]: fan-in L
+    if name.endswith(("conv.conv.weight", "linear_attn.conv1d.weight")):  # depthwise taps [C, 1, L]: fan-in L
         return 1.0 / math.sqrt(shape[2])
+    if name.endswith("linear_attn.A_log"):  # Qwen3-Next: A = exp(A_log), shifted by -2 in randomise (mild decay)
+        return 0.5
     if name.endswith("sinks"):
         return 1.0
     if name.endswith(("act_fn.alpha_p", "act_fn.alpha_n")):  # Apertus's xIELU: softplus'd scalars, one per layer
@@ -1322,7 +1361,7 @@ def param_std(name, shape, config):
     if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
             "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "ernie4_5_moe",
             "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2",
-            "phimoe"):
+            "phimoe", "qwen3_next"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("mlp.experts.gate_up_proj"):  # GptOss [E, H, 2I], used as x @ W
@@ -1348,6 +1387,8 @@ def randomise(model, seed):
                 p.copy_(1.0 + 0.1 * noise)
             else:
                 p.copy_(std * noise)
+            if name.endswith("linear_attn.A_log"):  # exp(g) near 0.9 per token: the state carries far
+                p.sub_(2.0)
         for name, b in model.named_buffers():  # saved buffers: the grouped routers' correction bias (HF: zeros)
             if name.endswith("e_score_correction_bias"):
                 b.copy_(1.0 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
@@ -1632,7 +1673,7 @@ def make_family(family, out_root, seed):
         summary["clamp"] = gptoss_clamp_stats(model, ps)
         summary["sensitivity_all_full_attention"] = sensitivity(
             model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
-    if family in ("qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "flex_olmo", "hunyuan_v1_moe"):
+    if family in ("qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "flex_olmo", "hunyuan_v1_moe", "qwen3_next"):
         summary["router_topk_margin"] = router_margin(model, ps)
     if family in ("granitemoe", "granitemoeshared"):
         summary["router_topk_margin"] = granite_router_margin(model, ps)
@@ -2065,7 +2106,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
-                               "nemotron", "lfm2", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
+                               "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",

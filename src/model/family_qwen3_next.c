@@ -1,0 +1,104 @@
+/* Qwen3-Next (Qwen3NextConfig, transformers 5) and Qwen3.5's text model (qwen3_5_text, Qwen3_5TextConfig: the same
+ * layers with the Gated DeltaNet's projections apart, a dense MLP; its multimodal rope reduces to the plain one on
+ * text positions): Gated DeltaNet layers (gated_delta.c) beside gated full-attention
+ * layers (every full_attention_interval-th, or layer_types), zero-centred (1 + w) RMSNorms, partial rotary, and a
+ * softmax-routed MoE with a sigmoid-gated shared expert (Qwen2-MoE's) on the sparse layers. Its kinds and state
+ * shapes are the planner's too. Defaults as Qwen3NextConfig's. */
+#include <string.h>
+
+#include "base/internal.h"
+#include "model/family.h"
+#include "model/forward_internal.h"
+
+static kvc_status qwen3_next_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    int64_t interval = 4;
+    bool have = false;
+    KVC_TRY(kvci_json_int(&ctx->hp->cfg, "full_attention_interval", 1, KVC_HP_MAX_LAYERS, &interval, &have));
+    if (!have) kvci_family_warn(ctx, "layer_types and full_attention_interval absent: every 4th layer full assumed");
+    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = (i + 1) % interval == 0 ? KVC_LK_FULL : KVC_LK_STATE;
+    return KVC_OK;
+}
+
+/* A Gated DeltaNet layer keeps the last linear_conv_kernel_dim - 1 inputs of its conv channels (q, k and v side by
+ * side: 2 x key heads x key dim + value heads x value dim), all the next token's convolution reads besides its own
+ * input, as vLLM keeps it and the runtime stores it (transformers' cache holds one column more, never read), and a
+ * key dim x value dim recurrent state per value head. */
+static kvc_status qwen3_next_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
+    (void)hidden_size;
+    int64_t nk = 0, nv = 0, dk = 0, dv = 0, k = 0, nk_r = 0, nv_r = 0;
+    const char *names[] = {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                           "linear_value_head_dim", "linear_conv_kernel_dim"};
+    int64_t *dst[] = {&nk, &nv, &dk, &dv, &k};
+    for (int i = 0; i < 5; i++)
+        KVC_TRY(kvci_json_int(&hp->cfg, names[i], i == 4 ? 2 : 1, KVC_HP_MAX_DIM, dst[i], NULL));
+    KVC_TRY(kvci_family_split_tp(hp, "linear_num_key_heads", nk, tp, &nk_r));
+    KVC_TRY(kvci_family_split_tp(hp, "linear_num_value_heads", nv, tp, &nv_r));
+    *s = (kvc_state_shapes){.n = 2,
+                            .names = {"conv_state", "recurrent_state"},
+                            .n_shape = {2, 3},
+                            .shape = {{2 * nk_r * dk + nv_r * dv, k - 1}, {nv_r, dk, dv}}};
+    return KVC_OK;
+}
+
+/* The routed block: num_experts (512; 0: every layer dense) of moe_intermediate_size (512), num_experts_per_tok (10),
+ * norm_topk_prob (true), the shared expert of shared_expert_intermediate_size (512) behind its sigmoid gate, on the
+ * layers of decoder_sparse_step not in mlp_only_layers. */
+static kvc_status parse_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
+    KVC_TRY(kvci_family_opt_int(c, "num_experts", 512, 0, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts));
+    if (cfg->n_routed_experts == 0) return KVC_OK; /* layer_moe stays false */
+    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", 10, 1, cfg->n_routed_experts, &cfg->experts_per_tok));
+    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", true, &cfg->norm_topk_prob));
+    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 512, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "shared_expert_intermediate_size", 512, 1, KVC_HP_MAX_WIDTH,
+                                &cfg->shared_expert_intermediate_size));
+    return kvci_family_qwen_moe_layers(c, cfg);
+}
+
+static kvc_status parse_qwen3_next(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    cfg->qk_norm = cfg->gemma_norms = cfg->attn_output_gate = true;
+    bool bias = false;
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias;
+    KVC_TRY(kvci_family_opt_int(c, "linear_num_key_heads", 16, 1, KVC_HP_MAX_DIM, &cfg->gdn_k_heads));
+    KVC_TRY(kvci_family_opt_int(c, "linear_num_value_heads", 32, 1, KVC_HP_MAX_DIM, &cfg->gdn_v_heads));
+    KVC_TRY(kvci_family_opt_int(c, "linear_key_head_dim", 128, 1, KVC_HP_MAX_DIM, &cfg->gdn_k_dim));
+    KVC_TRY(kvci_family_opt_int(c, "linear_value_head_dim", 128, 1, KVC_HP_MAX_DIM, &cfg->gdn_v_dim));
+    KVC_TRY(kvci_family_opt_int(c, "linear_conv_kernel_dim", 4, 2, KVC_HP_MAX_DIM, &cfg->gdn_conv_kernel));
+    cfg->gdn_split_proj = strcmp(cfg->model_type, "qwen3_5_text") == 0;
+    return cfg->gdn_split_proj ? KVC_OK : parse_moe(c, cfg); /* Qwen3.5's MLP is dense */
+}
+
+/* The value heads share the key heads in equal groups (transformers' repeat_interleave). */
+static kvc_status check_qwen3_next(const kvc_model_config *cfg, const char *doc) {
+    if (cfg->gdn_v_heads % cfg->gdn_k_heads == 0) return KVC_OK;
+    return kvci_fail(KVC_EINVAL, "%s: linear_num_value_heads %lld is not a multiple of linear_num_key_heads %lld", doc,
+                     (long long)cfg->gdn_v_heads, (long long)cfg->gdn_k_heads);
+}
+
+/* Gated DeltaNet on its layers, else the gated GQA attention. */
+static kvc_status qwen3_next_operator(const kvc_fwd_step *s, int64_t l) {
+    return s->m->cfg.layer_gdn[l] ? kvci_gated_delta(s, l) : kvci_attn_gqa(s, l);
+}
+
+/* The routed experts (with the gated shared expert) on the sparse layers, else the dense MLP. */
+static kvc_status qwen3_next_ffn(const kvc_fwd_step *s, int64_t l) {
+    return s->m->cfg.layer_moe[l] ? kvci_ffn_softmax_moe(s, l) : kvci_fwd_dense_mlp(s, l);
+}
+
+static const kvc_family_alias QWEN3_NEXT[] = {{"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next", true},
+                                              {"qwen3_5_text", "Qwen3_5ForCausalLM", "qwen3_5_text", true}};
+
+const kvc_family_desc kvc_family_qwen3_next = {
+    .id = KVC_FAMILY_QWEN3_NEXT,
+    .name = "qwen3_next",
+    .aliases = QWEN3_NEXT,
+    .n_aliases = 2,
+    .parse = parse_qwen3_next,
+    .check = check_qwen3_next,
+    .default_kinds = qwen3_next_kinds,
+    .attention = qwen3_next_operator,
+    .ffn = qwen3_next_ffn,
+    .state_shapes = qwen3_next_states,
+};
