@@ -20,10 +20,8 @@ static bool granite_moe(const char *mt) {
     return mt && (strcmp(mt, "granitemoe") == 0 || strcmp(mt, "granitemoeshared") == 0);
 }
 
-/* A routed block's expert count (e_keys, def_e when absent) and top-k (k_keys, def_k) into cfg; a top-k above the
- * count is refused, naming both by their first keys. */
-static kvc_status expert_counts(const kvc_json_obj *c, const char *const e_keys[KVC_HP_ALIASES], int64_t def_e,
-                                const char *const k_keys[KVC_HP_ALIASES], int64_t def_k, kvc_model_config *cfg) {
+kvc_status kvci_family_expert_counts(const kvc_json_obj *c, const char *const e_keys[KVC_HP_ALIASES], int64_t def_e,
+                                     const char *const k_keys[KVC_HP_ALIASES], int64_t def_k, kvc_model_config *cfg) {
     bool have = false;
     cfg->n_routed_experts = def_e, cfg->experts_per_tok = def_k;
     KVC_TRY(kvci_hparams_int(c, e_keys, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
@@ -50,18 +48,18 @@ static kvc_status parse_moe(const kvc_hparams *hp, const char *mt, kvc_model_con
     static const char *const mixtral_n[KVC_HP_ALIASES] = {"num_local_experts"};
     static const char *const top_k[KVC_HP_ALIASES] = {"num_experts_per_tok"};
     bool have = false;
-    KVC_TRY(expert_counts(c, mixtral || granite ? mixtral_n : qwen_n,
-                          mixtral || granite ? 8
-                          : qwen2            ? 60
-                          : flex             ? 7
-                          : olmoe            ? 64
-                                             : 128,
-                          top_k,
-                          mixtral || granite ? 2
-                          : qwen2            ? 4
-                          : flex             ? 5
-                                             : 8,
-                          cfg));
+    KVC_TRY(kvci_family_expert_counts(c, mixtral || granite ? mixtral_n : qwen_n,
+                                      mixtral || granite ? 8
+                                      : qwen2            ? 60
+                                      : flex             ? 7
+                                      : olmoe            ? 64
+                                                         : 128,
+                                      top_k,
+                                      mixtral || granite ? 2
+                                      : qwen2            ? 4
+                                      : flex             ? 5
+                                                         : 8,
+                                      cfg));
     cfg->norm_topk_prob = true, cfg->moe_intermediate_size = cfg->intermediate_size;
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
     if (granite) /* its shared MLP: GraniteMoeSharedConfig's shared_intermediate_size, 0 (none) when absent */
@@ -167,7 +165,7 @@ static kvc_status parse_minimax_m2(const kvc_hparams *hp, kvc_model_config *cfg)
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;
     cfg->qk_norm = cfg->qk_norm_whole = true;
     KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
-    KVC_TRY(expert_counts(c, experts_n, 256, top_k, 8, cfg));
+    KVC_TRY(kvci_family_expert_counts(c, experts_n, 256, top_k, 8, cfg));
     if (cfg->n_routed_experts < 2)
         return kvci_fail(
             KVC_EINVAL,
@@ -244,7 +242,7 @@ static kvc_status parse_hunyuan(const kvc_hparams *hp, kvc_model_config *cfg) {
     if (per_layer != NULL)
         return kvci_fail(KVC_EINVAL, "%s: hunyuan_v1_moe with %s per layer (a list) is not supported", c->doc,
                          per_layer);
-    KVC_TRY(expert_counts(c, experts_n, 1, top_k, 1, cfg));
+    KVC_TRY(kvci_family_expert_counts(c, experts_n, 1, top_k, 1, cfg));
     cfg->norm_topk_prob = true;
     cfg->moe_intermediate_size = cfg->shared_expert_intermediate_size = cfg->intermediate_size;
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
@@ -651,7 +649,7 @@ static kvc_status parse_ernie4_5_moe(const kvc_hparams *hp, kvc_model_config *cf
     int64_t start = 1, end = -1, step = 1;
     KVC_TRY(parse_ernie4_5(hp, cfg));
     cfg->head_bias = cfg->mlp_bias; /* its lm_head takes use_bias too (ERNIE 4.5 dense's never) */
-    KVC_TRY(expert_counts(c, experts_n, 64, k_n, 6, cfg));
+    KVC_TRY(kvci_family_expert_counts(c, experts_n, 64, k_n, 6, cfg));
     KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 1536, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
     KVC_TRY(kvci_family_opt_int(c, "moe_num_shared_experts", 2, 0, KVC_HP_MAX_EXPERTS, &cfg->n_shared_experts));
     KVC_TRY(kvci_family_opt_int(c, "moe_layer_start_index", 1, 0, KVC_HP_MAX_LAYERS, &start));

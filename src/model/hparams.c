@@ -88,6 +88,7 @@ static const type_defaults DEFAULTS[] = {
     {"phimoe", 0, 1000000.0, 0, false, 8, false, false},
     {"dbrx", 0, 10000.0, 0, false, 1, true, false}, /* DbrxAttentionConfig's kv_n_heads */
     {"lfm2", 0, 1000000.0, 0, false, 8, false, false},
+    {"lfm2_moe", 0, 1000000.0, 0, false, 8, false, false}, /* Lfm2MoeConfig's */
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

@@ -389,6 +389,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/llama4/config.json",
         "oracle/llama4/multimodal/config.json",
         "oracle/phi/config.json",
+        "oracle/phi_qk/config.json",
         "oracle/persimmon/config.json",
         "oracle/xglm/config.json",
         "oracle/gpt_neox/config.json",

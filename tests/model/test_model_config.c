@@ -1201,8 +1201,7 @@ static void test_llama4_fields(void **state) {
 /* Phi with PhiConfig's defaults (as many KV heads as heads, RoPE on half of each head, eps 1e-5, gelu_new, every
  * bias and the head's, a parallel block of LayerNorms with bias, untied) and with Phi-2's top-level
  * partial_rotary_factor 0.4 (6 of 16 channels, truncated as transformers), gelu_pytorch_tanh, tied, and gelu (erf);
- * refused by
- * name: qk_layernorm, another hidden_act. */
+ * with qk_layernorm (false when absent) the q/k LayerNorms with bias; refused by name: another hidden_act. */
 static void test_phi_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -1210,7 +1209,7 @@ static void test_phi_fields(void **state) {
     assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && kvci_model_rot_dim(&c) == 8);
     assert_true(c.layer_norm && c.norm_bias && c.parallel_block && c.mlp_plain && c.mlp_act == KVC_MLP_GELU_TANH);
     assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && c.head_bias && !c.tie_word_embeddings);
-    assert_true(c.rms_norm_eps == 1e-5 && c.rope_form == KVC_ROPE_HALF && c.rope.theta == 10000.0);
+    assert_true(c.rms_norm_eps == 1e-5 && c.rope_form == KVC_ROPE_HALF && c.rope.theta == 10000.0 && !c.qk_norm);
     assert_int_equal(kvc_model_config_parse(PHI_BASE
                                             ",\"partial_rotary_factor\":0.4,\"hidden_act\":\"gelu_pytorch_tanh\","
                                             "\"tie_word_embeddings\":true,\"layer_norm_eps\":1e-3,"
@@ -1221,7 +1220,8 @@ static void test_phi_fields(void **state) {
     assert_true(c.num_kv_heads == 2 && c.mlp_act == KVC_MLP_GELU_TANH);
     assert_int_equal(kvc_model_config_parse(PHI_BASE ",\"hidden_act\":\"gelu\"}", "phi-gelu", &c), KVC_OK);
     assert_true(c.mlp_act == KVC_MLP_GELU);
-    expect_refusal(PHI_BASE ",\"qk_layernorm\":true}", "phi with qk_layernorm true is not supported");
+    assert_int_equal(kvc_model_config_parse(PHI_BASE ",\"qk_layernorm\":true}", "phi-qk", &c), KVC_OK);
+    assert_true(c.qk_norm && !c.qk_norm_whole && c.layer_norm && c.parallel_block);
     expect_refusal(PHI_BASE ",\"hidden_act\":\"silu\"}", "hidden_act \"silu\" is not supported (phi: gelu, gelu_new");
 }
 
@@ -1959,8 +1959,8 @@ static void test_nemotron_fields(void **state) {
  * norm_eps 1e-5, theta 1e6, tied, per-head q/k norms) and with its keys set: block_ff_dim over intermediate_size, the
  * multiplier and block_multiple_of rounding (int(2 x 192 / 3) = 128, x 1.5 = 192, up to a multiple of 40: 200), no
  * adjustment, a null multiplier (no rounding), tie_embedding over tie_word_embeddings, full_attn_idxs for the kinds;
- * refused by name: a layer type transformers would run as attention, a kernel of 1, lfm2_moe, tensor parallelism
- * (the engine's refusals: test_model_state_engine). */
+ * refused by name: a layer type transformers would run as attention, a kernel of 1, tensor parallelism (the engine's
+ * refusals: test_model_state_engine). */
 static void test_lfm2_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -1991,11 +1991,49 @@ static void test_lfm2_fields(void **state) {
     expect_refusal(LFM2_BASE ",\"layer_types\":[\"conv\",\"mamba\",\"conv\"]}",
                    "layer_types[1] \"mamba\" in an lfm2 model");
     expect_refusal(LFM2_BASE LFM2_KINDS ",\"conv_L_cache\":1}", "conv_L_cache");
-    expect_refusal("{\"model_type\":\"lfm2_moe\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":1,"
-                   "\"num_attention_heads\":4,\"layer_types\":[\"conv\"]}",
-                   "model_type \"lfm2_moe\" is not supported");
     assert_int_equal(kvc_model_config_parse(LFM2_BASE LFM2_KINDS ",\"intermediate_size\":48}", "lfm2-small", &c),
                      KVC_OK);
+    kvc_model_config shard;
+    assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "short-convolution layers (layer 0)"));
+}
+
+#define LFM2_MOE_BASE                                                                                                  \
+    "{\"model_type\":\"lfm2_moe\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"                        \
+    "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":96,"                                    \
+    "\"max_position_embeddings\":64" LFM2_KINDS
+
+/* LFM2-MoE with Lfm2MoeConfig's defaults (the dense MLP of intermediate_size as given on the first 2 layers whatever
+ * block_* keys say, then 32 experts of 1792, top-4 by sigmoid score + expert_bias, renormalised, times 1; LFM2's conv
+ * and attention layers) and with its keys set; the planner plans LFM2's layers; refused by name: use_expert_bias
+ * false, a single expert, a top-k above the experts, tensor parallelism (the conv layers). */
+static void test_lfm2_moe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(LFM2_MOE_BASE ",\"block_ffn_dim_multiplier\":1.5}", "lfm2-moe", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_LFM2 && c.intermediate_size == 96 && c.moe_intermediate_size == 1792);
+    assert_true(c.n_routed_experts == 32 && c.experts_per_tok == 4 && c.n_group == 1 && c.topk_group == 1);
+    assert_true(c.norm_topk_prob && c.routed_scaling_factor == 1.0 && c.shared_expert_intermediate_size == 0);
+    assert_true(!c.layer_moe[0] && !c.layer_moe[1] && c.layer_moe[2] && c.layer_conv[0] && !c.layer_conv[1]);
+    assert_true(c.qk_norm && c.tie_word_embeddings && c.conv_kernel == 3 && c.rope.theta == 1e6);
+    assert_int_equal(kvc_model_config_parse(LFM2_MOE_BASE ",\"num_experts\":6,\"num_experts_per_tok\":3,"
+                                                          "\"moe_intermediate_size\":16,\"num_dense_layers\":0,"
+                                                          "\"norm_topk_prob\":false,\"routed_scaling_factor\":2.5,"
+                                                          "\"tie_embedding\":false}",
+                                            "lfm2-moe-set", &c),
+                     KVC_OK);
+    assert_true(c.n_routed_experts == 6 && c.experts_per_tok == 3 && c.moe_intermediate_size == 16);
+    assert_true(c.layer_moe[0] && c.layer_moe[1] && !c.norm_topk_prob && c.routed_scaling_factor == 2.5);
+    assert_true(!c.tie_word_embeddings);
+    kvc_model_plan *plan = plan_of(LFM2_MOE_BASE ",\"conv_L_cache\":3}", "lfm2_moe");
+    assert_true(plan->hybrid && plan->n_layers == 3 && plan->head_dim == 8 && plan->num_key_value_heads == 2);
+    kvc_model_plan_destroy(plan);
+    expect_refusal(LFM2_MOE_BASE ",\"use_expert_bias\":false}", "lfm2_moe with use_expert_bias false is not supported");
+    expect_refusal(LFM2_MOE_BASE ",\"num_experts\":1,\"num_experts_per_tok\":1}", "lfm2_moe with num_experts 1");
+    expect_refusal(LFM2_MOE_BASE ",\"num_experts\":4,\"num_experts_per_tok\":5}",
+                   "num_experts_per_tok 5 must be in [1, num_experts = 4]");
+    assert_int_equal(kvc_model_config_parse(LFM2_MOE_BASE "}", "lfm2-moe", &c), KVC_OK);
     kvc_model_config shard;
     assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "short-convolution layers (layer 0)"));
@@ -2206,6 +2244,7 @@ int main(void) {
         cmocka_unit_test(test_nemotron_fields),
         cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_lfm2_fields),
+        cmocka_unit_test(test_lfm2_moe_fields),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_qwen2_vl_fields),
         cmocka_unit_test(test_qwen3_vl_fields),

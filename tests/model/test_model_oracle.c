@@ -497,6 +497,12 @@ static void test_phi(void **state) {
     run_dir("phi");
 }
 
+/* Phi with qk_layernorm: Phi's blocks with Persimmon's q/k LayerNorms with bias shared by the heads, GQA, 2 layers */
+static void test_phi_qk(void **state) {
+    (void)state;
+    run_dir("phi_qk");
+}
+
 /* Persimmon-like: LayerNorms with bias, q/k/v fused per head, q/k LayerNorms with bias shared by the heads, RoPE on
  * half of each head, relu2 MLP, every bias but the head's, untied */
 static void test_persimmon(void **state) {
@@ -602,6 +608,13 @@ static void test_nemotron(void **state) {
 static void test_lfm2(void **state) {
     (void)state;
     run_dir("lfm2");
+}
+
+/* LFM2-8B-A1B-like: LFM2's conv layers (0, 2, 3) and attention layer (1); layer 0's feed-forward the dense SwiGLU,
+ * the others 8 SwiGLU experts of 32 chosen top-2 by sigmoid score + expert_bias, renormalised (sum + 1e-6), x 1.5 */
+static void test_lfm2_moe(void **state) {
+    (void)state;
+    run_dir("lfm2_moe");
 }
 
 /* GPT-Neo-125M-like: learned positions, pre-norm LayerNorms, no q/k/v biases, out_proj with one, q.k unscaled,
@@ -797,6 +810,7 @@ int main(void) {
         cmocka_unit_test(test_llama4),
         cmocka_unit_test(test_llama4_multimodal),
         cmocka_unit_test(test_phi),
+        cmocka_unit_test(test_phi_qk),
         cmocka_unit_test(test_persimmon),
         cmocka_unit_test(test_xglm),
         cmocka_unit_test(test_gpt_neox),
@@ -828,6 +842,7 @@ int main(void) {
         cmocka_unit_test(test_internlm3),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_lfm2),
+        cmocka_unit_test(test_lfm2_moe),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),
         cmocka_unit_test(test_dbrx),

@@ -288,6 +288,7 @@ static void test_glm_seed_oss(void **state) {
 static void test_classic(void **state) {
     (void)state;
     check_family("phi", KVC_WMAT_CHECKPOINT);
+    check_family("phi_qk", KVC_WMAT_CHECKPOINT);
     check_family("persimmon", KVC_WMAT_CHECKPOINT);
     check_family("xglm", KVC_WMAT_CHECKPOINT);
     check_family("gpt_neox", KVC_WMAT_CHECKPOINT);

@@ -8,7 +8,7 @@ ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
-internlm3, apertus, persimmon, xglm) this script
+internlm3, apertus, persimmon, xglm, phi_qk, lfm2_moe) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -64,6 +64,8 @@ from transformers import (
     StableLmForCausalLM,
     PhiConfig,
     PhiForCausalLM,
+    Lfm2MoeConfig,
+    Lfm2MoeForCausalLM,
     GPTNeoXConfig,
     GPTNeoXForCausalLM,
     GPT2Config,
@@ -948,6 +950,14 @@ def phi_config():
                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
 
 
+def phi_qk_config():
+    # Phi with qk_layernorm (no released Phi sets it; PhiConfig reads it): phi's blocks at a smaller size, a LayerNorm
+    # with bias over each q and k head before RoPE, one weight and bias [16] shared by the heads (randomised as every
+    # norm and bias), GQA 4/2, 2 layers, partial_rotary_factor 0.5, untied.
+    return PhiConfig(**DENSE_TOY_SHAPE, num_hidden_layers=2, hidden_act="gelu_new", qk_layernorm=True,
+                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
 def gpt_neox_config():
     # Pythia at toy size: parallel residual (use_parallel_residual, GPTNeoXConfig's default: x + attn(ln1(x)) +
     # mlp(ln2(x))), LayerNorms with bias, q/k/v fused per head in query_key_value [heads, 3, D], their and
@@ -1097,6 +1107,19 @@ def lfm2_config():
                       bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def lfm2_moe_config():
+    # LFM2-8B-A1B's blocks at toy size: 4 layers, short convolutions (kernel 3, no biases: the class's) on layers 0, 2
+    # and 3, GQA attention (2 KV heads of 4, head_dim 16) with per-head q/k RMSNorm on layer 1; layer 0's feed-forward
+    # the SwiGLU MLP of intermediate_size 96 (num_dense_layers 1; no block_* adjustment in this class), the others a
+    # sigmoid router over 8 experts of 32 (moe_intermediate_size), top-2 by score + expert_bias (randomised),
+    # renormalised (sum + 1e-6), times routed_scaling_factor 1.5; norm_eps 1e-5, theta 1e6, tied (the defaults).
+    return Lfm2MoeConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+                         num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                         num_dense_layers=1, num_experts=8, num_experts_per_tok=2, routed_scaling_factor=1.5,
+                         layer_types=["conv", "full_attention", "conv", "conv"],
+                         bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def opt_config():
     # OPT-125m's blocks at toy size: learned positions with OPT's offset of 2 (max_position_embeddings 64: 66 rows),
     # no RoPE, pre-norm LayerNorms with weight and bias (do_layer_norm_before, layer_norm_elementwise_affine),
@@ -1215,6 +1238,7 @@ FAMILIES = {
     "stablelm_parallel": (stablelm_parallel_config, StableLmForCausalLM),
     "stablelm2_qk": (stablelm2_qk_config, StableLmForCausalLM),
     "phi": (phi_config, PhiForCausalLM),
+    "phi_qk": (phi_qk_config, PhiForCausalLM),
     "gpt_neox": (gpt_neox_config, GPTNeoXForCausalLM),
     "gpt_neox_seq": (gpt_neox_seq_config, GPTNeoXForCausalLM),
     "gpt2": (gpt2_config, GPT2LMHeadModel),
@@ -1232,6 +1256,7 @@ FAMILIES = {
     "codegen": (codegen_config, CodeGenForCausalLM),
     "nemotron": (nemotron_config, NemotronForCausalLM),
     "lfm2": (lfm2_config, Lfm2ForCausalLM),
+    "lfm2_moe": (lfm2_moe_config, Lfm2MoeForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
@@ -1322,7 +1347,7 @@ def param_std(name, shape, config):
     if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
             "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "ernie4_5_moe",
             "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2",
-            "phimoe"):
+            "phimoe", "lfm2_moe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("mlp.experts.gate_up_proj"):  # GptOss [E, H, 2I], used as x @ W
@@ -1351,6 +1376,8 @@ def randomise(model, seed):
         for name, b in model.named_buffers():  # saved buffers: the grouped routers' correction bias (HF: zeros)
             if name.endswith("e_score_correction_bias"):
                 b.copy_(1.0 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
+            if name.endswith("feed_forward.expert_bias"):  # LFM2-MoE's (HF: zeros), added to sigmoid scores
+                b.copy_(0.2 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
             if name.endswith("act_fn.beta"):  # Apertus's xIELU beta (HF: 0.5 in every layer)
                 b.copy_(0.5 + 0.2 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
             if name.endswith("act_fn.eps"):  # and its eps (HF: -1e-6): large enough to matter near 0
@@ -1643,6 +1670,13 @@ def make_family(family, out_root, seed):
         summary["sensitivity_full_rotary"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
         summary["sensitivity_norm_topk_prob_false"] = sensitivity(model, ps[-1], norm_topk_prob=False)
+    if family == "lfm2_moe":
+        moes = [layer.feed_forward for layer in model.model.layers if hasattr(layer.feed_forward, "expert_bias")]
+        bias_of = {id(m.gate): m.expert_bias for m in moes}  # chosen by sigmoid score + bias
+        summary["router_topk_margin"] = min_hooked_gap(
+            model, ps, [m.gate for m in moes], lambda g, out: kth_gap(torch.sigmoid(out[0].float()) + bias_of[id(g)], 2))
+        summary["sensitivity_norm_topk_prob_false"] = sensitivity(model, ps[-1], norm_topk_prob=False)
+        summary["sensitivity_routed_scaling_factor_1"] = sensitivity(model, ps[-1], routed_scaling_factor=1.0)
     if family == "minimax_m2":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_full_rotary"] = sensitivity(
@@ -2019,7 +2053,7 @@ def sensitivity(model, ids, **overrides):
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "glm4_moe": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5,
-                    "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5}
+                    "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5}
 
 
 def verify(family, out):
@@ -2067,7 +2101,7 @@ def main():
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
                                "nemotron", "lfm2", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
-                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm",
+                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
