@@ -206,6 +206,25 @@ static kvc_status parse_internlm3(const kvc_hparams *hp, kvc_model_config *cfg) 
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* CWM (facebook/cwm; CwmForCausalLM): Llama's layer and names with no attention bias (CwmAttention's q/k/v/o have none;
+ * attention_bias is not read), mlp_bias (false), head_dim 128, 8 KV heads, rms_norm_eps 1e-5 and theta 1e6 when absent,
+ * untied; its layers from layer_types, else every fourth from layer 0 full and the others sliding over sliding_window
+ * (8192; CwmConfig's, dense_kinds). Refused by name: a config without rope_parameters / rope_scaling (CwmConfig's
+ * implicit llama3 rope is not assumed; transformers writes it out). */
+static kvc_status parse_cwm(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    if (hp->rope_source == NULL)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: cwm without rope_parameters (or rope_scaling) is not supported (give CwmConfig's llama3 "
+                         "rope explicitly)",
+                         c->doc);
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    cfg->qkv_bias = cfg->o_bias = false;
+    KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias));
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* The key of keys that config c gives as a list (NULL: none). */
 static const char *list_key(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES]) {
     const char *key = kvci_hparams_key(c, keys);
@@ -806,6 +825,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "dots1") == 0) return parse_dots1(hp, cfg);
     if (strcmp(mt, "minimax_m2") == 0) return parse_minimax_m2(hp, cfg);
     if (strcmp(mt, "internlm3") == 0) return parse_internlm3(hp, cfg);
+    if (strcmp(mt, "cwm") == 0) return parse_cwm(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
@@ -896,6 +916,11 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
         return KVC_OK;
     }
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0)) return cohere2_kinds(ctx, kinds);
+    if (mt && strcmp(mt, "cwm") == 0) { /* CwmConfig's layer_types: every fourth from layer 0 full, the others slide */
+        for (int64_t i = 0; i < ctx->n_layers; i++)
+            kinds[i] = i % 4 != 0 && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL;
+        return KVC_OK;
+    }
     if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
         return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
     const bool qwen2_moe = mt && strcmp(mt, "qwen2_moe") == 0;
@@ -920,7 +945,7 @@ static bool dense_reads_window(const kvc_hparams *hp) {
     static const char *const WINDOW_TYPES[] = {
         "mistral",    "mixtral",       "ministral",       "ministral3", "mistral3", "qwen2",   "qwen2_moe",  "qwen3",
         "qwen3_moe",  "phi3",          "olmo3",           "smollm3",    "cohere2",  "exaone4", "starcoder2", "qwen2_vl",
-        "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",     "gpt_neo",  "dots1"};
+        "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",     "gpt_neo",  "dots1",   "cwm"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -991,6 +1016,7 @@ static const kvc_family_alias ALIASES[] = {
     {"minimax_m2", "MiniMaxM2ForCausalLM", "minimax_m2", true},
     {"exaone", "ExaoneForCausalLM", "exaone", true},
     {"internlm3", "InternLM3ForCausalLM", "internlm3", true},
+    {"cwm", "CwmForCausalLM", "cwm", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

@@ -1743,6 +1743,38 @@ static void test_internlm3_fields(void **state) {
                    "internlm3 with qkv_bias (attention_bias) true and bias (mlp_bias) false is not supported");
 }
 
+/* CWM with CwmConfig's defaults (head_dim 128, 8 KV heads, eps 1e-5, theta 1e6 when the rope dict has none, window
+ * 8192 with every fourth layer from layer 0 full, no biases whatever attention_bias says, untied) and with
+ * layer_types, a window and mlp_bias set; the planner plans those layers (a window of 16: hybrid); refused by
+ * name: no rope dict. */
+static void test_cwm_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define CWM_BASE                                                                                                       \
+    "{\"model_type\":\"cwm\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                             \
+    "\"num_attention_heads\":8,\"num_hidden_layers\":5,\"max_position_embeddings\":64"
+#define CWM_ROPE ",\"rope_parameters\":{\"rope_type\":\"default\"}"
+    assert_int_equal(kvc_model_config_parse(CWM_BASE CWM_ROPE ",\"attention_bias\":true}", "cwm", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 && c.rms_norm_eps == 1e-5);
+    assert_true(c.rope.theta == 1e6 && !c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
+    assert_true(c.sliding_window == 8192 && !c.layer_sliding[0] && c.layer_sliding[1] && c.layer_sliding[2]);
+    assert_true(c.layer_sliding[3] && !c.layer_sliding[4]);
+    kvc_model_plan *plan = plan_of(CWM_BASE CWM_ROPE ",\"sliding_window\":16}", "cwm");
+    assert_true(plan->head_dim == 128 && plan->num_key_value_heads == 8 && plan->hybrid);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(CWM_BASE CWM_ROPE
+                                            ",\"sliding_window\":16,\"mlp_bias\":true,"
+                                            "\"layer_types\":[\"sliding_attention\",\"full_attention\","
+                                            "\"full_attention\",\"full_attention\",\"sliding_attention\"]}",
+                                            "cwm-set", &c),
+                     KVC_OK);
+    assert_true(c.sliding_window == 16 && c.layer_sliding[0] && !c.layer_sliding[1] && c.layer_sliding[4]);
+    assert_true(c.mlp_bias && !c.qkv_bias);
+    expect_refusal(CWM_BASE "}", "cwm without rope_parameters (or rope_scaling) is not supported");
+#undef CWM_ROPE
+#undef CWM_BASE
+}
+
 /* Persimmon with PersimmonConfig's defaults (as many KV heads as heads whatever num_key_value_heads says, head_dim
  * hidden / heads, RoPE on half of each head at theta 1e4, q/k LayerNorms, relu2, every bias but the head's, LayerNorms
  * with bias, sequential blocks, eps 1e-5, untied) and without qk_layernorm, gelu, partial 0.25; refused by name:
@@ -2233,6 +2265,7 @@ int main(void) {
         cmocka_unit_test(test_llama4_fields),
         cmocka_unit_test(test_phi_fields),
         cmocka_unit_test(test_persimmon_fields),
+        cmocka_unit_test(test_cwm_fields),
         cmocka_unit_test(test_gpt_neox_fields),
         cmocka_unit_test(test_gpt2_fields),
         cmocka_unit_test(test_gpt_bigcode_fields),

@@ -503,6 +503,12 @@ static void test_phi_qk(void **state) {
     run_dir("phi_qk");
 }
 
+/* CWM-like: Llama without attention biases, layers full, sliding x 3 (window 8), full, llama3 rope */
+static void test_cwm(void **state) {
+    (void)state;
+    run_dir("cwm");
+}
+
 /* Persimmon-like: LayerNorms with bias, q/k/v fused per head, q/k LayerNorms with bias shared by the heads, RoPE on
  * half of each head, relu2 MLP, every bias but the head's, untied */
 static void test_persimmon(void **state) {
@@ -812,6 +818,7 @@ int main(void) {
         cmocka_unit_test(test_phi),
         cmocka_unit_test(test_phi_qk),
         cmocka_unit_test(test_persimmon),
+        cmocka_unit_test(test_cwm),
         cmocka_unit_test(test_xglm),
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),

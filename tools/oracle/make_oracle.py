@@ -8,7 +8,7 @@ ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
-internlm3, apertus, persimmon, xglm, phi_qk, lfm2_moe) this script
+internlm3, apertus, persimmon, xglm, phi_qk, lfm2_moe, cwm) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -52,6 +52,8 @@ from transformers import (
     Ministral3Config,
     HeliumConfig,
     HeliumForCausalLM,
+    CwmConfig,
+    CwmForCausalLM,
     ApertusConfig,
     ApertusForCausalLM,
     ArceeConfig,
@@ -689,6 +691,17 @@ def apertus_config():
                                           "high_freq_factor": 4.0}, tie_word_embeddings=False)
 
 
+def cwm_config():
+    # CWM's layer at toy size: Llama without attention biases, GQA 4/2, head_dim 16, 5 layers whose kinds CwmConfig
+    # fills in (layer_types not given: layers 0 and 4 full, 1-3 sliding) over sliding_window 8, llama3 rope (factor 8
+    # over 64 positions, theta 1e6: both sides of the band), untied (the defaults); bos_token_id 1 (the class takes no
+    # null); eos_token_id becomes the class's three ids, beyond the vocabulary (never produced).
+    return CwmConfig(**{**DENSE_TOY_SHAPE, "bos_token_id": 1}, num_hidden_layers=5, head_dim=16, sliding_window=8,
+                     rope_parameters={"rope_type": "llama3", "rope_theta": 1000000.0, "factor": 8.0,
+                                      "original_max_position_embeddings": 64, "low_freq_factor": 1.0,
+                                      "high_freq_factor": 4.0})
+
+
 def persimmon_config():
     # Persimmon-8B's blocks at toy size: LayerNorms with bias, q/k/v fused per head in query_key_value, q/k LayerNorms
     # with bias (qk_layernorm, [16] shared by the heads, randomised as every norm and bias), RoPE on half of each head
@@ -1233,6 +1246,7 @@ FAMILIES = {
     "arcee": (arcee_config, ArceeForCausalLM),
     "apertus": (apertus_config, ApertusForCausalLM),
     "persimmon": (persimmon_config, PersimmonForCausalLM),
+    "cwm": (cwm_config, CwmForCausalLM),
     "xglm": (xglm_config, XGLMForCausalLM),
     "stablelm": (stablelm_config, StableLmForCausalLM),
     "stablelm_parallel": (stablelm_parallel_config, StableLmForCausalLM),
@@ -2101,7 +2115,7 @@ def main():
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
                                "nemotron", "lfm2", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
-                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe",
+                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
