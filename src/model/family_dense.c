@@ -575,13 +575,13 @@ static kvc_status parse_olmoe(const kvc_hparams *hp, kvc_model_config *cfg) {
 
 /* DeepSeek-V3's feed-forward on a grouped-query model (GLM-4.5, dots.llm1): dense MLPs on the first
  * first_k_dense_replace layers and on the others DeepSeek-V3's grouped sigmoid router (e_score_correction_bias;
- * kvci_ffn_deepseek) over n_routed_experts (num_local_experts) experts of moe_intermediate_size (1408), top
+ * kvci_ffn_deepseek) over n_routed_experts (num_local_experts) experts of moe_intermediate_size, top
  * num_experts_per_tok in topk_group (1) of n_group (1) groups, renormalised when norm_topk_prob, times
  * routed_scaling_factor (1), plus n_shared_experts shared experts as one MLP. d holds the class's defaults; a count
  * of 0 there is one the class leaves None, with which transformers cannot build the block: refused by name when absent
  * or null. */
 typedef struct grouped_moe_defaults {
-    int64_t first_dense, n_routed, n_shared, top_k;
+    int64_t first_dense, n_routed, n_shared, top_k, width; /* first_dense < 0: no dense layer, the key not read */
     bool norm_topk;
 } grouped_moe_defaults;
 
@@ -603,9 +603,12 @@ static kvc_status parse_grouped_moe(const kvc_hparams *hp, const grouped_moe_def
     static const char *const routed[KVC_HP_ALIASES] = {"n_routed_experts", "num_local_experts"};
     static const char *const shared[KVC_HP_ALIASES] = {"n_shared_experts"};
     static const char *const top_k[KVC_HP_ALIASES] = {"num_experts_per_tok"};
-    KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", d->first_dense, 0, KVC_HP_MAX_LAYERS,
-                                &cfg->first_k_dense_replace));
-    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 1408, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    cfg->first_k_dense_replace = 0;
+    if (d->first_dense >= 0)
+        KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", d->first_dense, 0, KVC_HP_MAX_LAYERS,
+                                    &cfg->first_k_dense_replace));
+    KVC_TRY(
+        kvci_family_opt_int(c, "moe_intermediate_size", d->width, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
     KVC_TRY(moe_count(c, routed, d->n_routed, 1, &cfg->n_routed_experts));
     KVC_TRY(moe_count(c, shared, d->n_shared, 0, &cfg->n_shared_experts));
     KVC_TRY(moe_count(c, top_k, d->top_k, 1, &cfg->experts_per_tok));
@@ -624,7 +627,7 @@ static kvc_status parse_grouped_moe(const kvc_hparams *hp, const grouped_moe_def
  * Glm4MoeConfig's defaults: the first 1 layer dense, 128 experts, top 8, 1 shared expert, renormalised;
  * rms_norm_eps 1e-5. Its MTP layers (num_nextn_predict_layers) are not read. */
 static kvc_status parse_glm4_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
-    static const grouped_moe_defaults glm = {1, 128, 1, 8, true};
+    static const grouped_moe_defaults glm = {1, 128, 1, 8, 1408, true};
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -635,13 +638,31 @@ static kvc_status parse_glm4_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
     return parse_grouped_moe(hp, &glm, cfg);
 }
 
+/* Solar Open (upstage/Solar-Open-100B; SolarOpenForCausalLM): Llama's attention with q/k/v biases by attention_bias
+ * and none on o_proj, whole heads rotated (partial_rotary_factor not read), and on every layer GLM-4.5's feed-forward
+ * (parse_grouped_moe; SolarOpenConfig has no first_k_dense_replace, not read) with its defaults: 128 experts of 1280,
+ * top 8, 1 shared expert, renormalised; head_dim 128, 8 KV heads, theta 1e6 and rms_norm_eps 1e-5 when absent, untied;
+ * intermediate_size is not read (SolarOpenConfig has none: no dense MLP). */
+static kvc_status parse_solar_open(const kvc_hparams *hp, kvc_model_config *cfg) {
+    static const grouped_moe_defaults solar = {-1, 128, 1, 8, 1280, true};
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
+    cfg->o_bias = cfg->mlp_bias = false;
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
+    KVC_TRY(parse_grouped_moe(hp, &solar, cfg));
+    cfg->intermediate_size = cfg->moe_intermediate_size; /* no dense MLP: intermediate_size is not read */
+    return KVC_OK;
+}
+
 /* dots.llm1 (rednote-hilab/dots.llm1.base, .inst; Dots1ForCausalLM): Qwen3's attention (per-head q/k RMSNorms before
  * RoPE, biases on q/k/v/o by attention_bias) with DeepSeek-V3's feed-forward (parse_grouped_moe) and Dots1Config's
  * defaults: no dense layer first, norm_topk_prob false, n_routed_experts, n_shared_experts and num_experts_per_tok
  * required (None in the class); rms_norm_eps 1e-6; layers from max_window_layers (62) on slide over sliding_window
  * (4096) keys when it is set, use_sliding_window not read (dense_kinds). */
 static kvc_status parse_dots1(const kvc_hparams *hp, kvc_model_config *cfg) {
-    static const grouped_moe_defaults dots = {0, 0, 0, 0, false};
+    static const grouped_moe_defaults dots = {0, 0, 0, 0, 1408, false};
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     bool bias = false;
@@ -826,6 +847,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "minimax_m2") == 0) return parse_minimax_m2(hp, cfg);
     if (strcmp(mt, "internlm3") == 0) return parse_internlm3(hp, cfg);
     if (strcmp(mt, "cwm") == 0) return parse_cwm(hp, cfg);
+    if (strcmp(mt, "solar_open") == 0) return parse_solar_open(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
@@ -1017,6 +1039,7 @@ static const kvc_family_alias ALIASES[] = {
     {"exaone", "ExaoneForCausalLM", "exaone", true},
     {"internlm3", "InternLM3ForCausalLM", "internlm3", true},
     {"cwm", "CwmForCausalLM", "cwm", true},
+    {"solar_open", "SolarOpenForCausalLM", "solar_open", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

@@ -419,6 +419,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/hunyuan_v1_dense/config.json",
         "oracle/biogpt/config.json",
         "oracle/dots1/config.json",
+        "oracle/solar_open/config.json",
         "oracle/hunyuan_v1_moe/config.json",
         "oracle/minimax_m2/config.json",
         "oracle/exaone/config.json",

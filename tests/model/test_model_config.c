@@ -1485,6 +1485,13 @@ static kvc_model_plan *plan_of(const char *json, const char *family) {
     return plan;
 }
 
+/* The planner plans json as family with head_dim D over kv KV heads. */
+static void expect_plan_heads(const char *json, const char *family, int64_t D, int64_t kv) {
+    kvc_model_plan *plan = plan_of(json, family);
+    assert_true(plan->head_dim == D && plan->num_key_value_heads == kv);
+    kvc_model_plan_destroy(plan);
+}
+
 /* VaultGemma with VaultGemmaConfig's defaults (Gemma 2's: head_dim 256, window 4096, even layers sliding, scale
  * 256^-1/2, soft-caps 50 and 30, tied) and Gemma 2's layer without its post norms; the planner plans it as Gemma 2's
  * family with those windows and that scale; refused by name: hidden_size not a multiple of the heads. */
@@ -1659,6 +1666,38 @@ static void test_dots1_fields(void **state) {
     expect_refusal(DOTS1_BASE "\"n_routed_experts\":4,\"n_shared_experts\":1,\"num_experts_per_tok\":null}",
                    "num_experts_per_tok is missing");
 #undef DOTS1_BASE
+}
+
+/* Solar Open with SolarOpenConfig's defaults (Llama's attention without biases, whole heads rotated whatever
+ * partial_rotary_factor says, head_dim 128, 8 KV heads, theta 1e6, eps 1e-5; on every layer, first_k_dense_replace not
+ * read, the grouped router over 128 experts of 1280, top 8, one shared expert, renormalised, x 1; untied) and with
+ * attention_bias and the counts set; refused by name: routing sizes the grouped router cannot take. */
+static void test_solar_open_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define SOLAR_BASE                                                                                                     \
+    "{\"model_type\":\"solar_open\",\"vocab_size\":8,\"hidden_size\":64,\"num_attention_heads\":8,"                    \
+    "\"num_hidden_layers\":2,\"max_position_embeddings\":64"
+    assert_int_equal(
+        kvc_model_config_parse(SOLAR_BASE ",\"first_k_dense_replace\":1,\"partial_rotary_factor\":0.5}", "solar", &c),
+        KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 && c.rms_norm_eps == 1e-5);
+    assert_true(c.rope.theta == 1e6 && kvci_model_rot_dim(&c) == 128 && !c.qkv_bias && !c.o_bias && !c.qk_norm);
+    assert_true(c.first_k_dense_replace == 0 && c.layer_moe[0] && c.layer_moe[1] && c.n_routed_experts == 128);
+    assert_true(c.experts_per_tok == 8 && c.n_group == 1 && c.topk_group == 1 && c.norm_topk_prob);
+    assert_true(c.moe_intermediate_size == 1280 && c.shared_expert_intermediate_size == 1280);
+    assert_true(c.routed_scaling_factor == 1.0 && !c.tie_word_embeddings && c.intermediate_size == 1280);
+    expect_plan_heads(SOLAR_BASE "}", "solar_open", 128, 8);
+    assert_int_equal(kvc_model_config_parse(SOLAR_BASE ",\"attention_bias\":true,\"num_local_experts\":6,"
+                                                       "\"num_experts_per_tok\":3,\"n_shared_experts\":2,"
+                                                       "\"moe_intermediate_size\":16,\"n_group\":3,\"topk_group\":2}",
+                                            "solar-set", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && !c.o_bias && c.n_routed_experts == 6 && c.experts_per_tok == 3 && c.n_group == 3);
+    assert_true(c.intermediate_size == 16); /* the experts' width: no dense MLP */
+    assert_true(c.topk_group == 2 && c.moe_intermediate_size == 16 && c.shared_expert_intermediate_size == 32);
+    expect_refusal(SOLAR_BASE ",\"n_routed_experts\":6,\"n_group\":4}", "MoE routing sizes are inconsistent");
+#undef SOLAR_BASE
 }
 
 /* MiniMax-M2 as its hub config states it (rotary_dim, no rope dict) and MiniMaxM2Config's defaults (head_dim 128, 8 KV
@@ -2058,6 +2097,11 @@ static void test_lfm2_moe_fields(void **state) {
     assert_true(c.n_routed_experts == 6 && c.experts_per_tok == 3 && c.moe_intermediate_size == 16);
     assert_true(c.layer_moe[0] && c.layer_moe[1] && !c.norm_topk_prob && c.routed_scaling_factor == 2.5);
     assert_true(!c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"lfm2_moe\",\"vocab_size\":8,\"hidden_size\":32,"
+                                            "\"num_hidden_layers\":3,\"num_attention_heads\":8" LFM2_KINDS "}",
+                                            "lfm2-moe-class", &c),
+                     KVC_OK);
+    assert_true(c.intermediate_size == 7168 && c.num_kv_heads == 8);
     kvc_model_plan *plan = plan_of(LFM2_MOE_BASE ",\"conv_L_cache\":3}", "lfm2_moe");
     assert_true(plan->hybrid && plan->n_layers == 3 && plan->head_dim == 8 && plan->num_key_value_heads == 2);
     kvc_model_plan_destroy(plan);
@@ -2231,6 +2275,7 @@ int main(void) {
         cmocka_unit_test(test_hunyuan_fields),
         cmocka_unit_test(test_biogpt_fields),
         cmocka_unit_test(test_dots1_fields),
+        cmocka_unit_test(test_solar_open_fields),
         cmocka_unit_test(test_minimax_m2_fields),
         cmocka_unit_test(test_exaone_fields),
         cmocka_unit_test(test_internlm3_fields),

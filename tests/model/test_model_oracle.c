@@ -667,6 +667,13 @@ static void test_biogpt(void **state) {
     run_dir("biogpt");
 }
 
+/* Solar-Open-like: Llama's attention with q/k/v biases and none on o_proj, GLM-4.5's grouped sigmoid router (8
+ * experts in 2 groups, top-2 renormalised, x 2.5, a shared expert) on every layer */
+static void test_solar_open(void **state) {
+    (void)state;
+    run_dir("solar_open");
+}
+
 /* dots.llm1-like: Qwen3's attention (per-head q/k norms, q/k/v/o biases) with DeepSeek-V3's grouped sigmoid router (8
  * experts in 2 groups, top-2 not renormalised, x 2.5, a shared expert) after one dense layer; layer 2 slides over 8
  * keys (max_window_layers 2) */
@@ -843,6 +850,7 @@ int main(void) {
         cmocka_unit_test(test_hunyuan_v1_dense),
         cmocka_unit_test(test_biogpt),
         cmocka_unit_test(test_dots1),
+        cmocka_unit_test(test_solar_open),
         cmocka_unit_test(test_hunyuan_v1_moe),
         cmocka_unit_test(test_minimax_m2),
         cmocka_unit_test(test_exaone),

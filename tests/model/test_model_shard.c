@@ -310,6 +310,7 @@ static void test_classic(void **state) {
     check_family("hunyuan_v1_dense", KVC_WMAT_CHECKPOINT);
     check_family("biogpt", KVC_WMAT_CHECKPOINT);
     check_family("dots1", KVC_WMAT_CHECKPOINT);
+    check_family("solar_open", KVC_WMAT_CHECKPOINT);
     check_family("hunyuan_v1_moe", KVC_WMAT_CHECKPOINT);
     check_family("minimax_m2", KVC_WMAT_CHECKPOINT);
     check_family("exaone", KVC_WMAT_CHECKPOINT);
