@@ -349,6 +349,22 @@ static kvc_status parse_arcee(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* Jais 2 (inceptionai/Jais-2-8B-Chat, Jais2ForCausalLM): Llama's attention and names with LayerNorms with bias
+ * (layer_norm_eps, 1e-5 when absent) in pre-norm blocks and as the final norm, an ungated MLP
+ * down_proj(relu2(up_proj(x))) (Nemotron's; hidden_act relu2 when absent, another refused by name), biases on q/k/v/o
+ * by attention_bias and on the MLP by mlp_bias (both true when absent), untied. */
+static kvc_status parse_jais2(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(only_act(c, "jais2", "relu2"));
+    cfg->mlp_act = KVC_MLP_RELU2, cfg->mlp_plain = true, cfg->layer_norm = cfg->norm_bias = true;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", true, &cfg->qkv_bias));
+    cfg->o_bias = cfg->qkv_bias;
+    KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", true, &cfg->mlp_bias));
+    return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* Apertus (swiss-ai/Apertus-*, ApertusForCausalLM): Llama with per-head RMS q/k norms before RoPE (Qwen3's), an
  * ungated MLP down_proj(xielu(up_proj(x))) whose xIELU holds learned scalars per layer (mlp.act_fn.alpha_p /
  * alpha_n / beta / eps; hidden_act xielu when absent, another is refused by name), biases on q/k/v/o by
@@ -848,6 +864,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "internlm3") == 0) return parse_internlm3(hp, cfg);
     if (strcmp(mt, "cwm") == 0) return parse_cwm(hp, cfg);
     if (strcmp(mt, "solar_open") == 0) return parse_solar_open(hp, cfg);
+    if (strcmp(mt, "jais2") == 0) return parse_jais2(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
@@ -1040,6 +1057,7 @@ static const kvc_family_alias ALIASES[] = {
     {"internlm3", "InternLM3ForCausalLM", "internlm3", true},
     {"cwm", "CwmForCausalLM", "cwm", true},
     {"solar_open", "SolarOpenForCausalLM", "solar_open", true},
+    {"jais2", "Jais2ForCausalLM", "jais2", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

@@ -392,6 +392,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/phi_qk/config.json",
         "oracle/persimmon/config.json",
         "oracle/cwm/config.json",
+        "oracle/jais2/config.json",
         "oracle/xglm/config.json",
         "oracle/gpt_neox/config.json",
         "oracle/gpt_neox_seq/config.json",

@@ -1782,6 +1782,30 @@ static void test_internlm3_fields(void **state) {
                    "internlm3 with qkv_bias (attention_bias) true and bias (mlp_bias) false is not supported");
 }
 
+/* Jais 2 with Jais2Config's defaults (LayerNorms with bias at eps 1e-5, an ungated relu2 MLP, biases on q/k/v/o and the
+ * MLP, as many KV heads as heads, head_dim hidden / heads, theta 1e4, untied) and with the biases off, GQA, another
+ * eps; refused by name: another hidden_act. */
+static void test_jais2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define JAIS2_BASE                                                                                                     \
+    "{\"model_type\":\"jais2\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                           \
+    "\"num_attention_heads\":4,\"num_hidden_layers\":2,\"max_position_embeddings\":64"
+    assert_int_equal(kvc_model_config_parse(JAIS2_BASE ",\"rms_norm_eps\":0.5}", "jais2", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.num_kv_heads == 4 && c.rms_norm_eps == 1e-5);
+    assert_true(c.layer_norm && c.norm_bias && c.mlp_plain && c.mlp_act == KVC_MLP_RELU2 && !c.parallel_block);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias && !c.tie_word_embeddings);
+    assert_true(c.rope.theta == 1e4 && kvci_model_rot_dim(&c) == 16 && !c.qk_norm);
+    expect_plan_heads(JAIS2_BASE "}", "jais2", 16, 4);
+    assert_int_equal(kvc_model_config_parse(JAIS2_BASE ",\"attention_bias\":false,\"mlp_bias\":false,"
+                                                       "\"num_key_value_heads\":2,\"layer_norm_eps\":1e-3}",
+                                            "jais2-set", &c),
+                     KVC_OK);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && c.num_kv_heads == 2 && c.rms_norm_eps == 1e-3);
+    expect_refusal(JAIS2_BASE ",\"hidden_act\":\"silu\"}", "hidden_act \"silu\" is not supported (jais2: relu2)");
+#undef JAIS2_BASE
+}
+
 /* CWM with CwmConfig's defaults (head_dim 128, 8 KV heads, eps 1e-5, theta 1e6 when the rope dict has none, window
  * 8192 with every fourth layer from layer 0 full, no biases whatever attention_bias says, untied) and with
  * layer_types, a window and mlp_bias set; the planner plans those layers (a window of 16: hybrid); refused by
@@ -2311,6 +2335,7 @@ int main(void) {
         cmocka_unit_test(test_phi_fields),
         cmocka_unit_test(test_persimmon_fields),
         cmocka_unit_test(test_cwm_fields),
+        cmocka_unit_test(test_jais2_fields),
         cmocka_unit_test(test_gpt_neox_fields),
         cmocka_unit_test(test_gpt2_fields),
         cmocka_unit_test(test_gpt_bigcode_fields),

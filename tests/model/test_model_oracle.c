@@ -503,6 +503,12 @@ static void test_phi_qk(void **state) {
     run_dir("phi_qk");
 }
 
+/* Jais-2-like: Llama's attention with LayerNorms with bias, an ungated relu2 MLP, every bias but the head's, GQA */
+static void test_jais2(void **state) {
+    (void)state;
+    run_dir("jais2");
+}
+
 /* CWM-like: Llama without attention biases, layers full, sliding x 3 (window 8), full, llama3 rope */
 static void test_cwm(void **state) {
     (void)state;
@@ -826,6 +832,7 @@ int main(void) {
         cmocka_unit_test(test_phi_qk),
         cmocka_unit_test(test_persimmon),
         cmocka_unit_test(test_cwm),
+        cmocka_unit_test(test_jais2),
         cmocka_unit_test(test_xglm),
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),

@@ -291,6 +291,7 @@ static void test_classic(void **state) {
     check_family("phi_qk", KVC_WMAT_CHECKPOINT);
     check_family("persimmon", KVC_WMAT_CHECKPOINT);
     check_family("cwm", KVC_WMAT_CHECKPOINT);
+    check_family("jais2", KVC_WMAT_CHECKPOINT);
     check_family("xglm", KVC_WMAT_CHECKPOINT);
     check_family("gpt_neox", KVC_WMAT_CHECKPOINT);
     check_family("gpt_neox_seq", KVC_WMAT_CHECKPOINT);
