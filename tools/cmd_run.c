@@ -52,7 +52,7 @@ static void run_usage(FILE *f) {
             "hunyuan_v1_moe,\n"
             "stablelm, olmo, ernie4_5, deepseek_v2, olmoe, flex_olmo, granitemoe, granitemoeshared, glm4_moe, dots1,\n"
             "solar_open,\n"
-            "minimax_m2, exaone, internlm3, cwm, jais2, apertus, persimmon, xglm,\n"
+            "minimax_m2, exaone, internlm3, iquestcoder, cwm, jais2, apertus, persimmon, xglm,\n"
             "llama4_text, llama4 (its text model), phi, gpt_neox, gpt2, opt, gpt_bigcode, falcon, gptj, nemotron,\n"
             "ernie4_5_moe, phimoe, dbrx, bloom, mpt, gpt_neo, codegen, biogpt, lfm2, lfm2_moe,\n"
             "qwen2_vl, qwen2_5_vl, qwen3_vl, llava, llava_next (their text models: text-only prompts,\n"

@@ -324,6 +324,13 @@ static kvc_status parse_helium(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-8, eps, &cfg->rms_norm_eps);
 }
 
+/* Llama's attention_bias (q/k/v and o) and mlp_bias, each def when absent. */
+static kvc_status llama_biases(const kvc_json_obj *c, bool def, kvc_model_config *cfg) {
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", def, &cfg->qkv_bias));
+    cfg->o_bias = cfg->qkv_bias;
+    return kvci_family_opt_bool(c, "mlp_bias", def, &cfg->mlp_bias);
+}
+
 /* The one activation `name` of type's ungated MLP: hidden_act `name` or absent, else refused by name. */
 static kvc_status only_act(const kvc_json_obj *c, const char *type, const char *name) {
     const char *act = name;
@@ -343,9 +350,25 @@ static kvc_status parse_arcee(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(only_act(c, "arcee", "relu2"));
     cfg->mlp_act = KVC_MLP_RELU2, cfg->mlp_plain = true;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
-    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
-    cfg->o_bias = cfg->qkv_bias;
-    KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias));
+    KVC_TRY(llama_biases(c, false, cfg));
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* IQuest-Coder-V1 (IQuestLab/IQuest-Coder-V1-*; model_type iquestcoder, which transformers 5.25 runs as
+ * LlamaForCausalLM with IQuestCoderConfig): Llama, biases on q/k/v/o by attention_bias and on the MLP by mlp_bias (both
+ * false when absent), head_dim 128, 8 KV heads and rms_norm_eps 1e-5 when absent, untied. Refused by name, as
+ * IQuestCoderConfig refuses them: clip_qkv set, use_sliding_window true. */
+static kvc_status parse_iquestcoder(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    const cJSON *clip = kvci_json_find(c, "clip_qkv");
+    bool window = false;
+    KVC_TRY(kvci_family_opt_bool(c, "use_sliding_window", false, &window));
+    if (window || (clip != NULL && !cJSON_IsNull(clip)))
+        return kvci_fail(KVC_EINVAL, "%s: iquestcoder with %s is not supported (IQuestCoderConfig refuses it)", c->doc,
+                         window ? "use_sliding_window true" : "clip_qkv");
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(llama_biases(c, false, cfg));
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
@@ -359,9 +382,7 @@ static kvc_status parse_jais2(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(only_act(c, "jais2", "relu2"));
     cfg->mlp_act = KVC_MLP_RELU2, cfg->mlp_plain = true, cfg->layer_norm = cfg->norm_bias = true;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
-    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", true, &cfg->qkv_bias));
-    cfg->o_bias = cfg->qkv_bias;
-    KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", true, &cfg->mlp_bias));
+    KVC_TRY(llama_biases(c, true, cfg));
     return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
@@ -865,6 +886,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "cwm") == 0) return parse_cwm(hp, cfg);
     if (strcmp(mt, "solar_open") == 0) return parse_solar_open(hp, cfg);
     if (strcmp(mt, "jais2") == 0) return parse_jais2(hp, cfg);
+    if (strcmp(mt, "iquestcoder") == 0) return parse_iquestcoder(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
@@ -1058,6 +1080,7 @@ static const kvc_family_alias ALIASES[] = {
     {"cwm", "CwmForCausalLM", "cwm", true},
     {"solar_open", "SolarOpenForCausalLM", "solar_open", true},
     {"jais2", "Jais2ForCausalLM", "jais2", true},
+    {"iquestcoder", "IQuestCoderForCausalLM", "iquestcoder", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

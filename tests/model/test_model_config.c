@@ -1782,6 +1782,28 @@ static void test_internlm3_fields(void **state) {
                    "internlm3 with qkv_bias (attention_bias) true and bias (mlp_bias) false is not supported");
 }
 
+/* IQuest-Coder-V1 with IQuestCoderConfig's defaults (head_dim 128, 8 KV heads, eps 1e-5, theta 1e4, no biases, untied)
+ * and with both biases; refused by name: clip_qkv, use_sliding_window true (IQuestCoderConfig refuses them). */
+static void test_iquestcoder_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define IQUEST_BASE                                                                                                    \
+    "{\"model_type\":\"iquestcoder\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                     \
+    "\"num_attention_heads\":8,\"num_hidden_layers\":2,\"max_position_embeddings\":64"
+    assert_int_equal(kvc_model_config_parse(IQUEST_BASE "}", "iquestcoder", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 && c.rms_norm_eps == 1e-5);
+    assert_true(c.rope.theta == 1e4 && !c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
+    expect_plan_heads(IQUEST_BASE "}", "iquestcoder", 128, 8);
+    assert_int_equal(kvc_model_config_parse(IQUEST_BASE ",\"attention_bias\":true,\"mlp_bias\":true,\"clip_qkv\":null,"
+                                                        "\"use_sliding_window\":false}",
+                                            "iquestcoder-bias", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias);
+    expect_refusal(IQUEST_BASE ",\"clip_qkv\":8}", "iquestcoder with clip_qkv is not supported");
+    expect_refusal(IQUEST_BASE ",\"use_sliding_window\":true}", "iquestcoder with use_sliding_window true");
+#undef IQUEST_BASE
+}
+
 /* Jais 2 with Jais2Config's defaults (LayerNorms with bias at eps 1e-5, an ungated relu2 MLP, biases on q/k/v/o and the
  * MLP, as many KV heads as heads, head_dim hidden / heads, theta 1e4, untied) and with the biases off, GQA, another
  * eps; refused by name: another hidden_act. */
@@ -2336,6 +2358,7 @@ int main(void) {
         cmocka_unit_test(test_persimmon_fields),
         cmocka_unit_test(test_cwm_fields),
         cmocka_unit_test(test_jais2_fields),
+        cmocka_unit_test(test_iquestcoder_fields),
         cmocka_unit_test(test_gpt_neox_fields),
         cmocka_unit_test(test_gpt2_fields),
         cmocka_unit_test(test_gpt_bigcode_fields),

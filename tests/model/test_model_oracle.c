@@ -503,6 +503,12 @@ static void test_phi_qk(void **state) {
     run_dir("phi_qk");
 }
 
+/* IQuest-Coder-like: LlamaForCausalLM with IQuestCoderConfig, q/k/v/o and MLP biases, head_dim 24, GQA */
+static void test_iquestcoder(void **state) {
+    (void)state;
+    run_dir("iquestcoder");
+}
+
 /* Jais-2-like: Llama's attention with LayerNorms with bias, an ungated relu2 MLP, every bias but the head's, GQA */
 static void test_jais2(void **state) {
     (void)state;
@@ -833,6 +839,7 @@ int main(void) {
         cmocka_unit_test(test_persimmon),
         cmocka_unit_test(test_cwm),
         cmocka_unit_test(test_jais2),
+        cmocka_unit_test(test_iquestcoder),
         cmocka_unit_test(test_xglm),
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),

@@ -8,7 +8,7 @@ ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
-internlm3, apertus, persimmon, xglm, phi_qk, lfm2_moe, cwm, solar_open, jais2) this script
+internlm3, apertus, persimmon, xglm, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -53,6 +53,7 @@ from transformers import (
     HeliumConfig,
     HeliumForCausalLM,
     CwmConfig,
+    IQuestCoderConfig,
     Jais2Config,
     Jais2ForCausalLM,
     SolarOpenConfig,
@@ -685,6 +686,14 @@ def arcee_config():
                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
 
 
+def iquestcoder_config():
+    # IQuest-Coder-V1 at toy size: LlamaForCausalLM with IQuestCoderConfig (transformers runs it so), q/k/v/o and MLP
+    # biases (attention_bias, mlp_bias), GQA 4/2, head_dim 24 (not hidden / heads), 2 layers, theta 5e5, untied.
+    return IQuestCoderConfig(**{**DENSE_TOY_SHAPE, "bos_token_id": 1, "eos_token_id": 2}, num_hidden_layers=2,
+                             head_dim=24, attention_bias=True, mlp_bias=True,
+                             rope_parameters={"rope_type": "default", "rope_theta": 500000.0})
+
+
 def jais2_config():
     # Jais 2 at toy size: Llama's attention with LayerNorms with bias (randomised as every norm and bias), an ungated
     # MLP down(relu2(up(x))) (Nemotron's), q/k/v/o and MLP biases (attention_bias, mlp_bias: the class's), 2 KV heads
@@ -1269,6 +1278,7 @@ FAMILIES = {
     "arcee": (arcee_config, ArceeForCausalLM),
     "apertus": (apertus_config, ApertusForCausalLM),
     "jais2": (jais2_config, Jais2ForCausalLM),
+    "iquestcoder": (iquestcoder_config, LlamaForCausalLM),
     "persimmon": (persimmon_config, PersimmonForCausalLM),
     "cwm": (cwm_config, CwmForCausalLM),
     "xglm": (xglm_config, XGLMForCausalLM),
@@ -2142,7 +2152,7 @@ def main():
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
                                "nemotron", "lfm2", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
-                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2",
+                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
