@@ -1790,10 +1790,6 @@ static void test_iquestcoder_fields(void **state) {
 #define IQUEST_BASE                                                                                                    \
     "{\"model_type\":\"iquestcoder\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                     \
     "\"num_attention_heads\":8,\"num_hidden_layers\":2,\"max_position_embeddings\":64"
-    assert_int_equal(kvc_model_config_parse(IQUEST_BASE "}", "iquestcoder", &c), KVC_OK);
-    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 && c.rms_norm_eps == 1e-5);
-    assert_true(c.rope.theta == 1e4 && !c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
-    expect_plan_heads(IQUEST_BASE "}", "iquestcoder", 128, 8);
     assert_int_equal(kvc_model_config_parse(IQUEST_BASE ",\"attention_bias\":true,\"mlp_bias\":true,\"clip_qkv\":null,"
                                                         "\"use_sliding_window\":false}",
                                             "iquestcoder-bias", &c),
@@ -1801,6 +1797,10 @@ static void test_iquestcoder_fields(void **state) {
     assert_true(c.qkv_bias && c.o_bias && c.mlp_bias);
     expect_refusal(IQUEST_BASE ",\"clip_qkv\":8}", "iquestcoder with clip_qkv is not supported");
     expect_refusal(IQUEST_BASE ",\"use_sliding_window\":true}", "iquestcoder with use_sliding_window true");
+    assert_int_equal(kvc_model_config_parse(IQUEST_BASE "}", "iquestcoder", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 && c.rms_norm_eps == 1e-5);
+    assert_true(c.rope.theta == 1e4 && !c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
+    expect_plan_heads(IQUEST_BASE "}", "iquestcoder", 128, 8);
 #undef IQUEST_BASE
 }
 
