@@ -268,6 +268,21 @@ static kvc_status parse_hunyuan(const kvc_hparams *hp, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
+/* Llama's attention_bias (q/k/v and o) and mlp_bias, each def when absent. */
+static kvc_status llama_biases(const kvc_json_obj *c, bool def, kvc_model_config *cfg) {
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", def, &cfg->qkv_bias));
+    cfg->o_bias = cfg->qkv_bias;
+    return kvci_family_opt_bool(c, "mlp_bias", def, &cfg->mlp_bias);
+}
+
+/* Llama's head_dim, its two bias keys (bias when absent) and the norms' eps under eps_key (1e-5 when absent). */
+static kvc_status llama_common(const kvc_hparams *hp, bool bias, const char *eps_key, kvc_model_config *cfg) {
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(llama_biases(&hp->cfg, bias, cfg));
+    return kvci_family_opt_num(&hp->cfg, eps_key, 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* Granite (ibm-granite/granite-3.x, GraniteForCausalLM): Llama with four multipliers, each 1 when absent
  * (GraniteConfig's): embedding_multiplier scales the embeddings, residual_multiplier each sub-layer's output
  * before its residual add, attention_multiplier is the softmax scale itself (1, not head_dim^-1/2, when
@@ -281,6 +296,25 @@ static kvc_status parse_granite(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_num(c, "residual_multiplier", 1.0, positive, &cfg->residual_multiplier));
     KVC_TRY(kvci_family_opt_num(c, "attention_multiplier", 1.0, positive, &cfg->attention_multiplier));
     return kvci_family_opt_num(c, "logits_scaling", 1.0, positive, &cfg->logits_scaling);
+}
+
+/* HyperCLOVA X SEED (naver-hyperclovax/HyperCLOVAX-SEED-*, HyperCLOVAXForCausalLM): Granite's layer and multipliers
+ * (embedding_multiplier, residual_multiplier, 1 when absent) with attention_multiplier head_dim^-1/2 when absent and
+ * the logits times logits_scaling (Granite divides; kept here as its reciprocal, a divisor), biases by attention_bias
+ * and mlp_bias (false), rms_norm_eps 1e-6, untied; with use_post_norm (true when absent) Peri-LN: an RMSNorm on each
+ * sub-layer's output before the residual multiplier (post_norm1 after the attention, post_norm2 after the MLP; Gemma
+ * 2's sandwich norms, weights.c's names). */
+static kvc_status parse_hyperclovax(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    const cJSON *am = kvci_json_find(c, "attention_multiplier");
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(llama_biases(c, false, cfg));
+    KVC_TRY(parse_granite(hp, cfg));
+    if (am == NULL || cJSON_IsNull(am)) cfg->attention_multiplier = 0.0; /* head_dim^-1/2 (kvc_model_attn_scale) */
+    cfg->logits_scaling = 1.0 / cfg->logits_scaling;
+    KVC_TRY(kvci_family_opt_bool(c, "use_post_norm", true, &cfg->sandwich_norms));
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps);
 }
 
 /* GLM-4 (THUDM/GLM-4-*-0414, Glm4ForCausalLM): Llama with sandwich norms (post_self_attn_layernorm on the
@@ -324,13 +358,6 @@ static kvc_status parse_helium(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-8, eps, &cfg->rms_norm_eps);
 }
 
-/* Llama's attention_bias (q/k/v and o) and mlp_bias, each def when absent. */
-static kvc_status llama_biases(const kvc_json_obj *c, bool def, kvc_model_config *cfg) {
-    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", def, &cfg->qkv_bias));
-    cfg->o_bias = cfg->qkv_bias;
-    return kvci_family_opt_bool(c, "mlp_bias", def, &cfg->mlp_bias);
-}
-
 /* The one activation `name` of type's ungated MLP: hidden_act `name` or absent, else refused by name. */
 static kvc_status only_act(const kvc_json_obj *c, const char *type, const char *name) {
     const char *act = name;
@@ -345,13 +372,9 @@ static kvc_status only_act(const kvc_json_obj *c, const char *type, const char *
  * relu2 when absent, ArceeConfig's; another is refused by name), biases on q/k/v/o by attention_bias and on the
  * MLP by mlp_bias (both false when absent), rms_norm_eps 1e-5 when absent. */
 static kvc_status parse_arcee(const kvc_hparams *hp, kvc_model_config *cfg) {
-    const kvc_json_obj *c = &hp->cfg;
-    const kvc_json_range eps = {0.0, 1.0, false};
-    KVC_TRY(only_act(c, "arcee", "relu2"));
+    KVC_TRY(only_act(&hp->cfg, "arcee", "relu2"));
     cfg->mlp_act = KVC_MLP_RELU2, cfg->mlp_plain = true;
-    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
-    KVC_TRY(llama_biases(c, false, cfg));
-    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+    return llama_common(hp, false, "rms_norm_eps", cfg);
 }
 
 /* IQuest-Coder-V1 (IQuestLab/IQuest-Coder-V1-*; model_type iquestcoder, which transformers 5.25 runs as
@@ -360,16 +383,13 @@ static kvc_status parse_arcee(const kvc_hparams *hp, kvc_model_config *cfg) {
  * IQuestCoderConfig refuses them: clip_qkv set, use_sliding_window true. */
 static kvc_status parse_iquestcoder(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
-    const kvc_json_range eps = {0.0, 1.0, false};
     const cJSON *clip = kvci_json_find(c, "clip_qkv");
     bool window = false;
     KVC_TRY(kvci_family_opt_bool(c, "use_sliding_window", false, &window));
     if (window || (clip != NULL && !cJSON_IsNull(clip)))
         return kvci_fail(KVC_EINVAL, "%s: iquestcoder with %s is not supported (IQuestCoderConfig refuses it)", c->doc,
                          window ? "use_sliding_window true" : "clip_qkv");
-    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
-    KVC_TRY(llama_biases(c, false, cfg));
-    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+    return llama_common(hp, false, "rms_norm_eps", cfg);
 }
 
 /* Jais 2 (inceptionai/Jais-2-8B-Chat, Jais2ForCausalLM): Llama's attention and names with LayerNorms with bias
@@ -377,13 +397,9 @@ static kvc_status parse_iquestcoder(const kvc_hparams *hp, kvc_model_config *cfg
  * down_proj(relu2(up_proj(x))) (Nemotron's; hidden_act relu2 when absent, another refused by name), biases on q/k/v/o
  * by attention_bias and on the MLP by mlp_bias (both true when absent), untied. */
 static kvc_status parse_jais2(const kvc_hparams *hp, kvc_model_config *cfg) {
-    const kvc_json_obj *c = &hp->cfg;
-    const kvc_json_range eps = {0.0, 1.0, false};
-    KVC_TRY(only_act(c, "jais2", "relu2"));
+    KVC_TRY(only_act(&hp->cfg, "jais2", "relu2"));
     cfg->mlp_act = KVC_MLP_RELU2, cfg->mlp_plain = true, cfg->layer_norm = cfg->norm_bias = true;
-    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
-    KVC_TRY(llama_biases(c, true, cfg));
-    return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+    return llama_common(hp, true, "layer_norm_eps", cfg);
 }
 
 /* Apertus (swiss-ai/Apertus-*, ApertusForCausalLM): Llama with per-head RMS q/k norms before RoPE (Qwen3's), an
@@ -887,6 +903,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "solar_open") == 0) return parse_solar_open(hp, cfg);
     if (strcmp(mt, "jais2") == 0) return parse_jais2(hp, cfg);
     if (strcmp(mt, "iquestcoder") == 0) return parse_iquestcoder(hp, cfg);
+    if (strcmp(mt, "hyperclovax") == 0) return parse_hyperclovax(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
@@ -1081,6 +1098,7 @@ static const kvc_family_alias ALIASES[] = {
     {"solar_open", "SolarOpenForCausalLM", "solar_open", true},
     {"jais2", "Jais2ForCausalLM", "jais2", true},
     {"iquestcoder", "IQuestCoderForCausalLM", "iquestcoder", true},
+    {"hyperclovax", "HyperCLOVAXForCausalLM", "hyperclovax", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

@@ -50,6 +50,7 @@ static const type_defaults DEFAULTS[] = {
     {"solar_open", 128, 1000000.0, 0, false, 8, false, false}, /* SolarOpenConfig's */
     {"jais2", 0, 10000.0, 0, false, 0, false, false},          /* Jais2Config's (LlamaConfig's) */
     {"iquestcoder", 128, 10000.0, 0, false, 8, false, false},  /* IQuestCoderConfig's */
+    {"hyperclovax", 0, 10000.0, 0, false, 0, false, false},    /* HyperCLOVAXConfig's (GraniteConfig's) */
     {"gemma", 256, 10000.0, 0, false, 16, false, false},
     {"smollm3", 0, 2000000.0, 0, true, 4, false, false},
     {"glm", 128, 10000.0, 0, false, 2, false, false},

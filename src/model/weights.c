@@ -372,6 +372,13 @@ static kvc_status visit_granite_moe(visitor *v, const kvc_model_config *c, kvc_l
 static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     const bool glm4 = strcmp(c->model_type, "glm4") == 0;
+    /* the sandwich's attention-output, MLP-input and MLP-output norms: Gemma's, GLM-4's, HyperCLOVA X's (Peri-LN) */
+    const bool hcx = strcmp(c->model_type, "hyperclovax") == 0;
+    const char *attn_out = glm4 ? "post_self_attn_layernorm" : hcx ? "post_norm1" : NULL;
+    const char *ffn_in = glm4 || hcx ? "post_attention_layernorm.weight" : "pre_feedforward_layernorm.weight";
+    const char *ffn_out = glm4  ? "post_mlp_layernorm.weight"
+                          : hcx ? "post_norm2.weight"
+                                : "post_feedforward_layernorm.weight";
     /* Falcon's new_decoder_architecture names its two parallel norms ln_attn and ln_mlp */
     const bool falcon2 = c->parallel_mlp_norm && strcmp(c->model_type, "falcon") == 0;
     const bool lfm2 = c->family == KVC_FAMILY_LFM2; /* operator_norm, ffn_norm */
@@ -384,16 +391,12 @@ static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, kvc_l
     snprintf(n, sizeof n, "%s.bias", in);
     if (c->norm_bias) TRY(v1(v, n, H, &w->in_norm_b, KVC_WINIT_BIAS, WHOLE));
     const bool mlp_norm = !c->parallel_block || c->parallel_mlp_norm; /* GPT-NeoX's parallel block has its own */
-    snprintf(n, sizeof n, "%s.weight", glm4 ? "post_self_attn_layernorm" : post);
+    snprintf(n, sizeof n, "%s.weight", c->sandwich_norms && attn_out ? attn_out : post);
     if (mlp_norm) TRY(v1(v, n, H, &w->post_norm, KVC_WINIT_NORM, WHOLE));
     snprintf(n, sizeof n, "%s.bias", post);
     if (c->norm_bias && mlp_norm) TRY(v1(v, n, H, &w->post_norm_b, KVC_WINIT_BIAS, WHOLE));
-    if (c->sandwich_norms)
-        TRY(v1(v, glm4 ? "post_attention_layernorm.weight" : "pre_feedforward_layernorm.weight", H, &w->pre_ff_norm,
-               KVC_WINIT_NORM, WHOLE));
-    if (c->sandwich_norms || c->post_norms)
-        TRY(v1(v, glm4 ? "post_mlp_layernorm.weight" : "post_feedforward_layernorm.weight", H, &w->post_ff_norm,
-               KVC_WINIT_NORM, WHOLE));
+    if (c->sandwich_norms) TRY(v1(v, ffn_in, H, &w->pre_ff_norm, KVC_WINIT_NORM, WHOLE));
+    if (c->sandwich_norms || c->post_norms) TRY(v1(v, ffn_out, H, &w->post_ff_norm, KVC_WINIT_NORM, WHOLE));
     return KVC_OK;
 }
 

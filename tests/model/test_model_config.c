@@ -1485,6 +1485,11 @@ static kvc_model_plan *plan_of(const char *json, const char *family) {
     return plan;
 }
 
+/* A config of model_type `type` without its closing brace: hidden 64 in 4 heads, 2 layers, 64 positions. */
+#define TOY64_BASE(type)                                                                                               \
+    "{\"model_type\":\"" type "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
+    "\"num_attention_heads\":4,\"num_hidden_layers\":2,\"max_position_embeddings\":64"
+
 /* The planner plans json as family with head_dim D over kv KV heads. */
 static void expect_plan_heads(const char *json, const char *family, int64_t D, int64_t kv) {
     kvc_model_plan *plan = plan_of(json, family);
@@ -1782,6 +1787,31 @@ static void test_internlm3_fields(void **state) {
                    "internlm3 with qkv_bias (attention_bias) true and bias (mlp_bias) false is not supported");
 }
 
+/* HyperCLOVA X with HyperCLOVAXConfig's defaults (Granite's multipliers at 1 with the softmax scale head_dim^-1/2,
+ * Peri-LN sandwich norms, eps 1e-6, as many KV heads as heads, no biases, untied) and with the multipliers set (the
+ * logits' scaling kept as its reciprocal, a divisor) and use_post_norm false; the planner's scale. */
+static void test_hyperclovax_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define HCX_BASE TOY64_BASE("hyperclovax")
+    assert_int_equal(kvc_model_config_parse(HCX_BASE "}", "hyperclovax", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.num_kv_heads == 4 && c.rms_norm_eps == 1e-6);
+    assert_true(c.sandwich_norms && !c.post_norms && kvc_model_attn_scale(&c) == 0.25 && c.embed_scale == 1.0f);
+    assert_true(c.residual_multiplier == 1.0 && c.logits_scaling == 1.0 && !c.qkv_bias && !c.mlp_bias);
+    assert_true(!c.tie_word_embeddings && c.rope.theta == 1e4);
+    kvc_model_plan *plan = plan_of(HCX_BASE "}", "hyperclovax");
+    assert_true(fabs(plan->scale - 0.25) < 1e-12 && plan->head_dim == 16);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(HCX_BASE ",\"attention_multiplier\":0.1,\"logits_scaling\":4,"
+                                                     "\"embedding_multiplier\":6,\"residual_multiplier\":0.5,"
+                                                     "\"use_post_norm\":false,\"attention_bias\":true}",
+                                            "hyperclovax-set", &c),
+                     KVC_OK);
+    assert_true(!c.sandwich_norms && kvc_model_attn_scale(&c) == 0.1 && c.logits_scaling == 0.25);
+    assert_true(c.embed_scale == 6.0f && c.residual_multiplier == 0.5 && c.qkv_bias && c.o_bias);
+#undef HCX_BASE
+}
+
 /* IQuest-Coder-V1 with IQuestCoderConfig's defaults (head_dim 128, 8 KV heads, eps 1e-5, theta 1e4, no biases, untied)
  * and with both biases; refused by name: clip_qkv, use_sliding_window true (IQuestCoderConfig refuses them). */
 static void test_iquestcoder_fields(void **state) {
@@ -1810,20 +1840,18 @@ static void test_iquestcoder_fields(void **state) {
 static void test_jais2_fields(void **state) {
     (void)state;
     kvc_model_config c;
-#define JAIS2_BASE                                                                                                     \
-    "{\"model_type\":\"jais2\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                           \
-    "\"num_attention_heads\":4,\"num_hidden_layers\":2,\"max_position_embeddings\":64"
+#define JAIS2_BASE TOY64_BASE("jais2")
+    assert_int_equal(kvc_model_config_parse(JAIS2_BASE ",\"attention_bias\":false,\"mlp_bias\":false,"
+                                                       "\"num_key_value_heads\":2,\"layer_norm_eps\":1e-3}",
+                                            "jais2-set", &c),
+                     KVC_OK);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && c.num_kv_heads == 2 && c.rms_norm_eps == 1e-3);
     assert_int_equal(kvc_model_config_parse(JAIS2_BASE ",\"rms_norm_eps\":0.5}", "jais2", &c), KVC_OK);
     assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.num_kv_heads == 4 && c.rms_norm_eps == 1e-5);
     assert_true(c.layer_norm && c.norm_bias && c.mlp_plain && c.mlp_act == KVC_MLP_RELU2 && !c.parallel_block);
     assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias && !c.tie_word_embeddings);
     assert_true(c.rope.theta == 1e4 && kvci_model_rot_dim(&c) == 16 && !c.qk_norm);
     expect_plan_heads(JAIS2_BASE "}", "jais2", 16, 4);
-    assert_int_equal(kvc_model_config_parse(JAIS2_BASE ",\"attention_bias\":false,\"mlp_bias\":false,"
-                                                       "\"num_key_value_heads\":2,\"layer_norm_eps\":1e-3}",
-                                            "jais2-set", &c),
-                     KVC_OK);
-    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && c.num_kv_heads == 2 && c.rms_norm_eps == 1e-3);
     expect_refusal(JAIS2_BASE ",\"hidden_act\":\"silu\"}", "hidden_act \"silu\" is not supported (jais2: relu2)");
 #undef JAIS2_BASE
 }
@@ -2359,6 +2387,7 @@ int main(void) {
         cmocka_unit_test(test_cwm_fields),
         cmocka_unit_test(test_jais2_fields),
         cmocka_unit_test(test_iquestcoder_fields),
+        cmocka_unit_test(test_hyperclovax_fields),
         cmocka_unit_test(test_gpt_neox_fields),
         cmocka_unit_test(test_gpt2_fields),
         cmocka_unit_test(test_gpt_bigcode_fields),

@@ -503,6 +503,13 @@ static void test_phi_qk(void **state) {
     run_dir("phi_qk");
 }
 
+/* HyperCLOVA-X-SEED-like: Granite's multipliers (logits times logits_scaling 3) with Peri-LN (post_norm1 / post_norm2
+ * on each sub-layer's output before the residual multiplier), GQA */
+static void test_hyperclovax(void **state) {
+    (void)state;
+    run_dir("hyperclovax");
+}
+
 /* IQuest-Coder-like: LlamaForCausalLM with IQuestCoderConfig, q/k/v/o and MLP biases, head_dim 24, GQA */
 static void test_iquestcoder(void **state) {
     (void)state;
@@ -840,6 +847,7 @@ int main(void) {
         cmocka_unit_test(test_cwm),
         cmocka_unit_test(test_jais2),
         cmocka_unit_test(test_iquestcoder),
+        cmocka_unit_test(test_hyperclovax),
         cmocka_unit_test(test_xglm),
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),

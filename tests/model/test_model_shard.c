@@ -293,6 +293,7 @@ static void test_classic(void **state) {
     check_family("cwm", KVC_WMAT_CHECKPOINT);
     check_family("jais2", KVC_WMAT_CHECKPOINT);
     check_family("iquestcoder", KVC_WMAT_CHECKPOINT);
+    check_family("hyperclovax", KVC_WMAT_CHECKPOINT);
     check_family("xglm", KVC_WMAT_CHECKPOINT);
     check_family("gpt_neox", KVC_WMAT_CHECKPOINT);
     check_family("gpt_neox_seq", KVC_WMAT_CHECKPOINT);

@@ -8,7 +8,7 @@ ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
-internlm3, apertus, persimmon, xglm, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder) this script
+internlm3, apertus, persimmon, xglm, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder, hyperclovax) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -53,6 +53,8 @@ from transformers import (
     HeliumConfig,
     HeliumForCausalLM,
     CwmConfig,
+    HyperCLOVAXConfig,
+    HyperCLOVAXForCausalLM,
     IQuestCoderConfig,
     Jais2Config,
     Jais2ForCausalLM,
@@ -504,6 +506,15 @@ def olmo3_config():
         tie_word_embeddings=False,
         attention_bias=False,
     )
+
+
+def hyperclovax_config():
+    # HyperCLOVA X SEED at toy size: Granite's layer with Peri-LN (use_post_norm, the class's: post_norm1 / post_norm2
+    # on each sub-layer's output, randomised as every norm), embedding_multiplier 6, residual_multiplier 0.22,
+    # attention_multiplier left at the class's head_dim^-1/2 and logits times logits_scaling 3 (multiplied, not
+    # divided as Granite's), GQA 4/2, 2 layers, untied (the default).
+    return HyperCLOVAXConfig(**DENSE_TOY_SHAPE, num_hidden_layers=2, embedding_multiplier=6.0, residual_multiplier=0.22,
+                             logits_scaling=3.0, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
 
 def granite_config():
@@ -1279,6 +1290,7 @@ FAMILIES = {
     "apertus": (apertus_config, ApertusForCausalLM),
     "jais2": (jais2_config, Jais2ForCausalLM),
     "iquestcoder": (iquestcoder_config, LlamaForCausalLM),
+    "hyperclovax": (hyperclovax_config, HyperCLOVAXForCausalLM),
     "persimmon": (persimmon_config, PersimmonForCausalLM),
     "cwm": (cwm_config, CwmForCausalLM),
     "xglm": (xglm_config, XGLMForCausalLM),
@@ -1346,6 +1358,8 @@ def param_std(name, shape, config):
         return None
     if name.endswith("ffn.experts.mlp.w2"):  # DBRX [E * I, H], used as x @ w2: fan-in is I
         return 1.0 / math.sqrt(config.ffn_config.ffn_hidden_size)
+    if name.endswith(("post_norm1.weight", "post_norm2.weight")):  # HyperCLOVA X's Peri-LN output norms
+        return None
     if name.endswith("norm.weight") or ".norms." in name:  # input/post_attention/final, q/k, MLA latent norms;
         return None  # StableLM 2's per-head q/k LayerNorm modules (q_layernorm.norms.{h}.weight)
     if config.model_type == "opt" and name.endswith("embed_tokens.weight"):  # tied (the default): the head too
@@ -2152,7 +2166,7 @@ def main():
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
                                "nemotron", "lfm2", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
-                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder",
+                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
