@@ -182,8 +182,13 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
     } else if (cfg->family == KVC_FAMILY_QWEN3_NEXT) { /* Qwen3NextConfig's 5632, Qwen3_5TextConfig's 12288 */
         const int64_t def = strcmp(cfg->model_type, "qwen3_5_text") == 0 ? 12288 : 5632;
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", def, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
-    } else if (cfg->family == KVC_FAMILY_LFM2) { /* Lfm2Config's 12288 when absent (block_ff_dim: the hook) */
-        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 12288, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (cfg->family == KVC_FAMILY_LFM2) { /* Lfm2Config's 12288, Lfm2MoeConfig's 7168 when absent (block_ff_dim:
+                                                  * the hook) */
+        const int64_t def = strcmp(cfg->model_type, "lfm2_moe") == 0 ? 7168 : 12288;
+        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", def, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (strcmp(cfg->model_type, "solar_open") ==
+               0) { /* no dense MLP, no key: the hook sets the experts' width */
+        cfg->intermediate_size = 1;
     } else {
         KVC_TRY(kvci_json_int(c, "intermediate_size", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, NULL));
     }

@@ -222,6 +222,13 @@ kvc_rope_config kvci_family_default_rope(double theta);
  * (kvci_conv_short) on a conv layer, else GQA attention. */
 kvc_status kvci_family_parse_lfm2(const kvc_hparams *hp, kvc_model_config *cfg);
 kvc_status kvci_lfm2_operator(const struct kvc_fwd_step *s, int64_t l);
+/* LFM2-MoE's feed-forward of layer l (family_lfm2.c): the routed experts on its MoE layers, else the dense MLP. */
+kvc_status kvci_lfm2_ffn(const struct kvc_fwd_step *s, int64_t l);
+
+/* A routed block's expert count (e_keys, def_e when absent) and top-k (k_keys, def_k) into cfg (family_dense.c); a
+ * top-k above the count is refused, naming both by their first keys. */
+kvc_status kvci_family_expert_counts(const kvc_json_obj *c, const char *const e_keys[KVC_HP_ALIASES], int64_t def_e,
+                                     const char *const k_keys[KVC_HP_ALIASES], int64_t def_k, kvc_model_config *cfg);
 
 /* Qwen2-MoE's and Qwen3-Next's sparse layers (family_dense.c): layer_moe of the layers l with (l + 1) %
  * decoder_sparse_step (1 when absent) == 0 not listed in mlp_only_layers; refused naming the key. */

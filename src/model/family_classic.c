@@ -37,16 +37,12 @@ static kvc_status gelu_act(const kvc_json_obj *c, const char *key, const char *t
  * absent) feeding the attention and the MLP side by side (a parallel block), q/k/v and dense (o_proj) with
  * biases, RoPE half-split on head_dim * partial_rotary_factor channels (0.5 when absent, PhiConfig's; hparams.c),
  * MLP fc2(act(fc1(x))) with biases (hidden_act, gelu_new when absent), a final LayerNorm with bias and the head with a
- * bias of its own; untied by default. Refused by name: qk_layernorm (a LayerNorm with bias on each q and k head:
- * Persimmon's, which runs, but Phi's has no oracle). */
+ * bias of its own; untied by default. With qk_layernorm (false when absent) a LayerNorm with bias over each q and k
+ * head before RoPE, one weight and bias [D] shared by the heads (self_attn.q_layernorm / k_layernorm: Persimmon's). */
 static kvc_status parse_phi(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
-    bool qk_ln = false;
-    KVC_TRY(kvci_family_opt_bool(c, "qk_layernorm", false, &qk_ln));
-    if (qk_ln)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: phi with qk_layernorm true is not supported (LayerNorms of the q and k heads)", c->doc);
+    KVC_TRY(kvci_family_opt_bool(c, "qk_layernorm", false, &cfg->qk_norm));
     KVC_TRY(gelu_act(c, "hidden_act", "phi", "gelu_new", cfg));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = cfg->head_bias = true;

@@ -20,10 +20,8 @@ static bool granite_moe(const char *mt) {
     return mt && (strcmp(mt, "granitemoe") == 0 || strcmp(mt, "granitemoeshared") == 0);
 }
 
-/* A routed block's expert count (e_keys, def_e when absent) and top-k (k_keys, def_k) into cfg; a top-k above the
- * count is refused, naming both by their first keys. */
-static kvc_status expert_counts(const kvc_json_obj *c, const char *const e_keys[KVC_HP_ALIASES], int64_t def_e,
-                                const char *const k_keys[KVC_HP_ALIASES], int64_t def_k, kvc_model_config *cfg) {
+kvc_status kvci_family_expert_counts(const kvc_json_obj *c, const char *const e_keys[KVC_HP_ALIASES], int64_t def_e,
+                                     const char *const k_keys[KVC_HP_ALIASES], int64_t def_k, kvc_model_config *cfg) {
     bool have = false;
     cfg->n_routed_experts = def_e, cfg->experts_per_tok = def_k;
     KVC_TRY(kvci_hparams_int(c, e_keys, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
@@ -49,18 +47,18 @@ static kvc_status parse_moe(const kvc_hparams *hp, const char *mt, kvc_model_con
     static const char *const qwen_n[KVC_HP_ALIASES] = {"num_experts", "num_local_experts"};
     static const char *const mixtral_n[KVC_HP_ALIASES] = {"num_local_experts"};
     static const char *const top_k[KVC_HP_ALIASES] = {"num_experts_per_tok"};
-    KVC_TRY(expert_counts(c, mixtral || granite ? mixtral_n : qwen_n,
-                          mixtral || granite ? 8
-                          : qwen2            ? 60
-                          : flex             ? 7
-                          : olmoe            ? 64
-                                             : 128,
-                          top_k,
-                          mixtral || granite ? 2
-                          : qwen2            ? 4
-                          : flex             ? 5
-                                             : 8,
-                          cfg));
+    KVC_TRY(kvci_family_expert_counts(c, mixtral || granite ? mixtral_n : qwen_n,
+                                      mixtral || granite ? 8
+                                      : qwen2            ? 60
+                                      : flex             ? 7
+                                      : olmoe            ? 64
+                                                         : 128,
+                                      top_k,
+                                      mixtral || granite ? 2
+                                      : qwen2            ? 4
+                                      : flex             ? 5
+                                                         : 8,
+                                      cfg));
     cfg->norm_topk_prob = true, cfg->moe_intermediate_size = cfg->intermediate_size;
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
     if (granite) /* its shared MLP: GraniteMoeSharedConfig's shared_intermediate_size, 0 (none) when absent */
@@ -171,7 +169,7 @@ static kvc_status parse_minimax_m2(const kvc_hparams *hp, kvc_model_config *cfg)
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;
     cfg->qk_norm = cfg->qk_norm_whole = true;
     KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
-    KVC_TRY(expert_counts(c, experts_n, 256, top_k, 8, cfg));
+    KVC_TRY(kvci_family_expert_counts(c, experts_n, 256, top_k, 8, cfg));
     if (cfg->n_routed_experts < 2)
         return kvci_fail(
             KVC_EINVAL,
@@ -212,6 +210,25 @@ static kvc_status parse_internlm3(const kvc_hparams *hp, kvc_model_config *cfg) 
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* CWM (facebook/cwm; CwmForCausalLM): Llama's layer and names with no attention bias (CwmAttention's q/k/v/o have none;
+ * attention_bias is not read), mlp_bias (false), head_dim 128, 8 KV heads, rms_norm_eps 1e-5 and theta 1e6 when absent,
+ * untied; its layers from layer_types, else every fourth from layer 0 full and the others sliding over sliding_window
+ * (8192; CwmConfig's, dense_kinds). Refused by name: a config without rope_parameters / rope_scaling (CwmConfig's
+ * implicit llama3 rope is not assumed; transformers writes it out). */
+static kvc_status parse_cwm(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    if (hp->rope_source == NULL)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: cwm without rope_parameters (or rope_scaling) is not supported (give CwmConfig's llama3 "
+                         "rope explicitly)",
+                         c->doc);
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    cfg->qkv_bias = cfg->o_bias = false;
+    KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias));
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* The key of keys that config c gives as a list (NULL: none). */
 static const char *list_key(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES]) {
     const char *key = kvci_hparams_key(c, keys);
@@ -248,11 +265,26 @@ static kvc_status parse_hunyuan(const kvc_hparams *hp, kvc_model_config *cfg) {
     if (per_layer != NULL)
         return kvci_fail(KVC_EINVAL, "%s: hunyuan_v1_moe with %s per layer (a list) is not supported", c->doc,
                          per_layer);
-    KVC_TRY(expert_counts(c, experts_n, 1, top_k, 1, cfg));
+    KVC_TRY(kvci_family_expert_counts(c, experts_n, 1, top_k, 1, cfg));
     cfg->norm_topk_prob = true;
     cfg->moe_intermediate_size = cfg->shared_expert_intermediate_size = cfg->intermediate_size;
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
     return KVC_OK;
+}
+
+/* Llama's attention_bias (q/k/v and o) and mlp_bias, each def when absent. */
+static kvc_status llama_biases(const kvc_json_obj *c, bool def, kvc_model_config *cfg) {
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", def, &cfg->qkv_bias));
+    cfg->o_bias = cfg->qkv_bias;
+    return kvci_family_opt_bool(c, "mlp_bias", def, &cfg->mlp_bias);
+}
+
+/* Llama's head_dim, its two bias keys (bias when absent) and the norms' eps under eps_key (1e-5 when absent). */
+static kvc_status llama_common(const kvc_hparams *hp, bool bias, const char *eps_key, kvc_model_config *cfg) {
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(llama_biases(&hp->cfg, bias, cfg));
+    return kvci_family_opt_num(&hp->cfg, eps_key, 1e-5, eps, &cfg->rms_norm_eps);
 }
 
 /* Granite (ibm-granite/granite-3.x, GraniteForCausalLM): Llama with four multipliers, each 1 when absent
@@ -268,6 +300,25 @@ static kvc_status parse_granite(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_num(c, "residual_multiplier", 1.0, positive, &cfg->residual_multiplier));
     KVC_TRY(kvci_family_opt_num(c, "attention_multiplier", 1.0, positive, &cfg->attention_multiplier));
     return kvci_family_opt_num(c, "logits_scaling", 1.0, positive, &cfg->logits_scaling);
+}
+
+/* HyperCLOVA X SEED (naver-hyperclovax/HyperCLOVAX-SEED-*, HyperCLOVAXForCausalLM): Granite's layer and multipliers
+ * (embedding_multiplier, residual_multiplier, 1 when absent) with attention_multiplier head_dim^-1/2 when absent and
+ * the logits times logits_scaling (Granite divides; kept here as its reciprocal, a divisor), biases by attention_bias
+ * and mlp_bias (false), rms_norm_eps 1e-6, untied; with use_post_norm (true when absent) Peri-LN: an RMSNorm on each
+ * sub-layer's output before the residual multiplier (post_norm1 after the attention, post_norm2 after the MLP; Gemma
+ * 2's sandwich norms, weights.c's names). */
+static kvc_status parse_hyperclovax(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    const cJSON *am = kvci_json_find(c, "attention_multiplier");
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(llama_biases(c, false, cfg));
+    KVC_TRY(parse_granite(hp, cfg));
+    if (am == NULL || cJSON_IsNull(am)) cfg->attention_multiplier = 0.0; /* head_dim^-1/2 (kvc_model_attn_scale) */
+    cfg->logits_scaling = 1.0 / cfg->logits_scaling;
+    KVC_TRY(kvci_family_opt_bool(c, "use_post_norm", true, &cfg->sandwich_norms));
+    return kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps);
 }
 
 /* GLM-4 (THUDM/GLM-4-*-0414, Glm4ForCausalLM): Llama with sandwich norms (post_self_attn_layernorm on the
@@ -325,15 +376,34 @@ static kvc_status only_act(const kvc_json_obj *c, const char *type, const char *
  * relu2 when absent, ArceeConfig's; another is refused by name), biases on q/k/v/o by attention_bias and on the
  * MLP by mlp_bias (both false when absent), rms_norm_eps 1e-5 when absent. */
 static kvc_status parse_arcee(const kvc_hparams *hp, kvc_model_config *cfg) {
-    const kvc_json_obj *c = &hp->cfg;
-    const kvc_json_range eps = {0.0, 1.0, false};
-    KVC_TRY(only_act(c, "arcee", "relu2"));
+    KVC_TRY(only_act(&hp->cfg, "arcee", "relu2"));
     cfg->mlp_act = KVC_MLP_RELU2, cfg->mlp_plain = true;
-    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
-    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
-    cfg->o_bias = cfg->qkv_bias;
-    KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias));
-    return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+    return llama_common(hp, false, "rms_norm_eps", cfg);
+}
+
+/* IQuest-Coder-V1 (IQuestLab/IQuest-Coder-V1-*; model_type iquestcoder, which transformers 5.25 runs as
+ * LlamaForCausalLM with IQuestCoderConfig): Llama, biases on q/k/v/o by attention_bias and on the MLP by mlp_bias (both
+ * false when absent), head_dim 128, 8 KV heads and rms_norm_eps 1e-5 when absent, untied. Refused by name, as
+ * IQuestCoderConfig refuses them: clip_qkv set, use_sliding_window true. */
+static kvc_status parse_iquestcoder(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const cJSON *clip = kvci_json_find(c, "clip_qkv");
+    bool window = false;
+    KVC_TRY(kvci_family_opt_bool(c, "use_sliding_window", false, &window));
+    if (window || (clip != NULL && !cJSON_IsNull(clip)))
+        return kvci_fail(KVC_EINVAL, "%s: iquestcoder with %s is not supported (IQuestCoderConfig refuses it)", c->doc,
+                         window ? "use_sliding_window true" : "clip_qkv");
+    return llama_common(hp, false, "rms_norm_eps", cfg);
+}
+
+/* Jais 2 (inceptionai/Jais-2-8B-Chat, Jais2ForCausalLM): Llama's attention and names with LayerNorms with bias
+ * (layer_norm_eps, 1e-5 when absent) in pre-norm blocks and as the final norm, an ungated MLP
+ * down_proj(relu2(up_proj(x))) (Nemotron's; hidden_act relu2 when absent, another refused by name), biases on q/k/v/o
+ * by attention_bias and on the MLP by mlp_bias (both true when absent), untied. */
+static kvc_status parse_jais2(const kvc_hparams *hp, kvc_model_config *cfg) {
+    KVC_TRY(only_act(&hp->cfg, "jais2", "relu2"));
+    cfg->mlp_act = KVC_MLP_RELU2, cfg->mlp_plain = true, cfg->layer_norm = cfg->norm_bias = true;
+    return llama_common(hp, true, "layer_norm_eps", cfg);
 }
 
 /* Apertus (swiss-ai/Apertus-*, ApertusForCausalLM): Llama with per-head RMS q/k norms before RoPE (Qwen3's), an
@@ -562,13 +632,13 @@ static kvc_status parse_olmoe(const kvc_hparams *hp, kvc_model_config *cfg) {
 
 /* DeepSeek-V3's feed-forward on a grouped-query model (GLM-4.5, dots.llm1): dense MLPs on the first
  * first_k_dense_replace layers and on the others DeepSeek-V3's grouped sigmoid router (e_score_correction_bias;
- * kvci_ffn_deepseek) over n_routed_experts (num_local_experts) experts of moe_intermediate_size (1408), top
+ * kvci_ffn_deepseek) over n_routed_experts (num_local_experts) experts of moe_intermediate_size, top
  * num_experts_per_tok in topk_group (1) of n_group (1) groups, renormalised when norm_topk_prob, times
  * routed_scaling_factor (1), plus n_shared_experts shared experts as one MLP. d holds the class's defaults; a count
  * of 0 there is one the class leaves None, with which transformers cannot build the block: refused by name when absent
  * or null. */
 typedef struct grouped_moe_defaults {
-    int64_t first_dense, n_routed, n_shared, top_k;
+    int64_t first_dense, n_routed, n_shared, top_k, width; /* first_dense < 0: no dense layer, the key not read */
     bool norm_topk;
 } grouped_moe_defaults;
 
@@ -590,9 +660,12 @@ static kvc_status parse_grouped_moe(const kvc_hparams *hp, const grouped_moe_def
     static const char *const routed[KVC_HP_ALIASES] = {"n_routed_experts", "num_local_experts"};
     static const char *const shared[KVC_HP_ALIASES] = {"n_shared_experts"};
     static const char *const top_k[KVC_HP_ALIASES] = {"num_experts_per_tok"};
-    KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", d->first_dense, 0, KVC_HP_MAX_LAYERS,
-                                &cfg->first_k_dense_replace));
-    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 1408, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    cfg->first_k_dense_replace = 0;
+    if (d->first_dense >= 0)
+        KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", d->first_dense, 0, KVC_HP_MAX_LAYERS,
+                                    &cfg->first_k_dense_replace));
+    KVC_TRY(
+        kvci_family_opt_int(c, "moe_intermediate_size", d->width, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
     KVC_TRY(moe_count(c, routed, d->n_routed, 1, &cfg->n_routed_experts));
     KVC_TRY(moe_count(c, shared, d->n_shared, 0, &cfg->n_shared_experts));
     KVC_TRY(moe_count(c, top_k, d->top_k, 1, &cfg->experts_per_tok));
@@ -611,7 +684,7 @@ static kvc_status parse_grouped_moe(const kvc_hparams *hp, const grouped_moe_def
  * Glm4MoeConfig's defaults: the first 1 layer dense, 128 experts, top 8, 1 shared expert, renormalised;
  * rms_norm_eps 1e-5. Its MTP layers (num_nextn_predict_layers) are not read. */
 static kvc_status parse_glm4_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
-    static const grouped_moe_defaults glm = {1, 128, 1, 8, true};
+    static const grouped_moe_defaults glm = {1, 128, 1, 8, 1408, true};
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -622,13 +695,31 @@ static kvc_status parse_glm4_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
     return parse_grouped_moe(hp, &glm, cfg);
 }
 
+/* Solar Open (upstage/Solar-Open-100B; SolarOpenForCausalLM): Llama's attention with q/k/v biases by attention_bias
+ * and none on o_proj, whole heads rotated (partial_rotary_factor not read), and on every layer GLM-4.5's feed-forward
+ * (parse_grouped_moe; SolarOpenConfig has no first_k_dense_replace, not read) with its defaults: 128 experts of 1280,
+ * top 8, 1 shared expert, renormalised; head_dim 128, 8 KV heads, theta 1e6 and rms_norm_eps 1e-5 when absent, untied;
+ * intermediate_size is not read (SolarOpenConfig has none: no dense MLP). */
+static kvc_status parse_solar_open(const kvc_hparams *hp, kvc_model_config *cfg) {
+    static const grouped_moe_defaults solar = {-1, 128, 1, 8, 1280, true};
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
+    cfg->o_bias = cfg->mlp_bias = false;
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
+    KVC_TRY(parse_grouped_moe(hp, &solar, cfg));
+    cfg->intermediate_size = cfg->moe_intermediate_size; /* no dense MLP: intermediate_size is not read */
+    return KVC_OK;
+}
+
 /* dots.llm1 (rednote-hilab/dots.llm1.base, .inst; Dots1ForCausalLM): Qwen3's attention (per-head q/k RMSNorms before
  * RoPE, biases on q/k/v/o by attention_bias) with DeepSeek-V3's feed-forward (parse_grouped_moe) and Dots1Config's
  * defaults: no dense layer first, norm_topk_prob false, n_routed_experts, n_shared_experts and num_experts_per_tok
  * required (None in the class); rms_norm_eps 1e-6; layers from max_window_layers (62) on slide over sliding_window
  * (4096) keys when it is set, use_sliding_window not read (dense_kinds). */
 static kvc_status parse_dots1(const kvc_hparams *hp, kvc_model_config *cfg) {
-    static const grouped_moe_defaults dots = {0, 0, 0, 0, false};
+    static const grouped_moe_defaults dots = {0, 0, 0, 0, 1408, false};
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     bool bias = false;
@@ -655,7 +746,7 @@ static kvc_status parse_ernie4_5_moe(const kvc_hparams *hp, kvc_model_config *cf
     int64_t start = 1, end = -1, step = 1;
     KVC_TRY(parse_ernie4_5(hp, cfg));
     cfg->head_bias = cfg->mlp_bias; /* its lm_head takes use_bias too (ERNIE 4.5 dense's never) */
-    KVC_TRY(expert_counts(c, experts_n, 64, k_n, 6, cfg));
+    KVC_TRY(kvci_family_expert_counts(c, experts_n, 64, k_n, 6, cfg));
     KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 1536, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
     KVC_TRY(kvci_family_opt_int(c, "moe_num_shared_experts", 2, 0, KVC_HP_MAX_EXPERTS, &cfg->n_shared_experts));
     KVC_TRY(kvci_family_opt_int(c, "moe_layer_start_index", 1, 0, KVC_HP_MAX_LAYERS, &start));
@@ -812,6 +903,11 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "dots1") == 0) return parse_dots1(hp, cfg);
     if (strcmp(mt, "minimax_m2") == 0) return parse_minimax_m2(hp, cfg);
     if (strcmp(mt, "internlm3") == 0) return parse_internlm3(hp, cfg);
+    if (strcmp(mt, "cwm") == 0) return parse_cwm(hp, cfg);
+    if (strcmp(mt, "solar_open") == 0) return parse_solar_open(hp, cfg);
+    if (strcmp(mt, "jais2") == 0) return parse_jais2(hp, cfg);
+    if (strcmp(mt, "iquestcoder") == 0) return parse_iquestcoder(hp, cfg);
+    if (strcmp(mt, "hyperclovax") == 0) return parse_hyperclovax(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
@@ -902,6 +998,11 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
         return KVC_OK;
     }
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0)) return cohere2_kinds(ctx, kinds);
+    if (mt && strcmp(mt, "cwm") == 0) { /* CwmConfig's layer_types: every fourth from layer 0 full, the others slide */
+        for (int64_t i = 0; i < ctx->n_layers; i++)
+            kinds[i] = i % 4 != 0 && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL;
+        return KVC_OK;
+    }
     if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
         return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
     const bool qwen2_moe = mt && strcmp(mt, "qwen2_moe") == 0;
@@ -926,7 +1027,7 @@ static bool dense_reads_window(const kvc_hparams *hp) {
     static const char *const WINDOW_TYPES[] = {
         "mistral",    "mixtral",       "ministral",       "ministral3", "mistral3", "qwen2",   "qwen2_moe",  "qwen3",
         "qwen3_moe",  "phi3",          "olmo3",           "smollm3",    "cohere2",  "exaone4", "starcoder2", "qwen2_vl",
-        "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",     "gpt_neo",  "dots1"};
+        "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",     "gpt_neo",  "dots1",   "cwm"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -997,6 +1098,11 @@ static const kvc_family_alias ALIASES[] = {
     {"minimax_m2", "MiniMaxM2ForCausalLM", "minimax_m2", true},
     {"exaone", "ExaoneForCausalLM", "exaone", true},
     {"internlm3", "InternLM3ForCausalLM", "internlm3", true},
+    {"cwm", "CwmForCausalLM", "cwm", true},
+    {"solar_open", "SolarOpenForCausalLM", "solar_open", true},
+    {"jais2", "Jais2ForCausalLM", "jais2", true},
+    {"iquestcoder", "IQuestCoderForCausalLM", "iquestcoder", true},
+    {"hyperclovax", "HyperCLOVAXForCausalLM", "hyperclovax", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

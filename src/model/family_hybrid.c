@@ -233,7 +233,7 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
 }
 
 static const kvc_family_alias LFM2[] = {{"lfm2", "Lfm2ForCausalLM", "lfm2", true},
-                                        {"lfm2_moe", "Lfm2MoeForCausalLM", "lfm2_moe", false}};
+                                        {"lfm2_moe", "Lfm2MoeForCausalLM", "lfm2_moe", true}};
 static const kvc_family_alias KIMI_LINEAR[] = {{"kimi_linear", "KimiLinearForCausalLM", "kimi_linear", false}};
 static const kvc_family_alias MINIMAX[] = {{"minimax_text_01", "MiniMaxText01ForCausalLM", "minimax_text_01", false},
                                            {"minimax_m1", "MiniMaxM1ForCausalLM", "minimax_m1", false},
@@ -254,6 +254,7 @@ const kvc_family_desc kvc_family_lfm2 = {
     .parse = kvci_family_parse_lfm2,
     .default_kinds = lfm2_kinds,
     .attention = kvci_lfm2_operator,
+    .ffn = kvci_lfm2_ffn,
     .state_shapes = lfm2_states,
     .reads_window = lfm2_reads_window,
 };

@@ -52,9 +52,40 @@ static kvc_status check_layer_types(const kvc_json_obj *c) {
     return KVC_OK;
 }
 
+/* LFM2-MoE (LiquidAI/LFM2-8B-A1B; Lfm2MoeForCausalLM): LFM2's layers whose feed-forward is, on the first
+ * num_dense_layers (2), the SwiGLU MLP of intermediate_size as given (Lfm2MoeMLP reads no block_* key), and on the
+ * others a router feed_forward.gate over num_experts (32) SwiGLU experts of moe_intermediate_size (1792): the top
+ * num_experts_per_tok (4) of sigmoid(logit) + feed_forward.expert_bias, weighted by their sigmoid scores over their
+ * sum + 1e-6 when norm_topk_prob (true), times routed_scaling_factor (1.0): DeepSeek-V3's router with one group
+ * (kvci_ffn_deepseek). Refused by name: use_expert_bias false (every released checkpoint sets it; the runtime's
+ * router reads the bias), a single expert (the grouped router scores a group by its two best). */
+static kvc_status parse_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
+    static const char *const experts_n[KVC_HP_ALIASES] = {"num_experts"};
+    static const char *const top_k[KVC_HP_ALIASES] = {"num_experts_per_tok"};
+    const kvc_json_range scale = {0.0, 3.4e38, true};
+    bool bias = true;
+    int64_t dense = 2;
+    KVC_TRY(kvci_family_opt_bool(c, "use_expert_bias", true, &bias));
+    if (!bias) return kvci_fail(KVC_EINVAL, "%s: lfm2_moe with use_expert_bias false is not supported", c->doc);
+    KVC_TRY(kvci_family_expert_counts(c, experts_n, 32, top_k, 4, cfg));
+    if (cfg->n_routed_experts < 2)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: lfm2_moe with num_experts 1 is not supported (the runtime's grouped router scores a "
+                         "group by its two best experts)",
+                         c->doc);
+    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 1792, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "num_dense_layers", 2, 0, KVC_HP_MAX_LAYERS, &dense));
+    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", true, &cfg->norm_topk_prob));
+    KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 1.0, scale, &cfg->routed_scaling_factor));
+    cfg->n_group = cfg->topk_group = 1, cfg->first_k_dense_replace = dense;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= dense;
+    return kvci_family_check_grouped_router(cfg, c->doc);
+}
+
 kvc_status kvci_family_parse_lfm2(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps_range = {0.0, 1.0, false};
+    const bool moe = strcmp(cfg->model_type, "lfm2_moe") == 0;
     KVC_TRY(check_layer_types(c));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     cfg->qk_norm = true; /* q_layernorm / k_layernorm: RMSNorm of each head */
@@ -62,13 +93,18 @@ kvc_status kvci_family_parse_lfm2(const kvc_hparams *hp, kvc_model_config *cfg) 
     /* tie_embedding, the hub's earlier key, wins over tie_word_embeddings (true when both are absent) */
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
     KVC_TRY(kvci_family_opt_bool(c, "tie_embedding", cfg->tie_word_embeddings, &cfg->tie_word_embeddings));
+    KVC_TRY(kvci_family_opt_int(c, "conv_L_cache", 3, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel));
+    KVC_TRY(kvci_family_opt_bool(c, "conv_bias", false, &cfg->conv_bias));
+    if (moe) return parse_moe(c, cfg);
     KVC_TRY(
         kvci_family_opt_int(c, "block_ff_dim", cfg->intermediate_size, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
-    KVC_TRY(mlp_width(c, &cfg->intermediate_size));
-    KVC_TRY(kvci_family_opt_int(c, "conv_L_cache", 3, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel));
-    return kvci_family_opt_bool(c, "conv_bias", false, &cfg->conv_bias);
+    return mlp_width(c, &cfg->intermediate_size);
 }
 
 kvc_status kvci_lfm2_operator(const kvc_fwd_step *s, int64_t l) {
     return s->m->cfg.layer_conv[l] ? kvci_conv_short(s, l) : kvci_attn_gqa(s, l);
+}
+
+kvc_status kvci_lfm2_ffn(const kvc_fwd_step *s, int64_t l) {
+    return s->m->cfg.layer_moe[l] ? kvci_ffn_deepseek(s, l, false) : kvci_fwd_dense_mlp(s, l);
 }

@@ -121,7 +121,7 @@ static void keep_top_groups(const kvc_model_config *c, const float *gscore, floa
 }
 
 /* MF 4.5 router: sigmoid scores, bias-corrected group selection (the other groups' experts out: -inf), weights from
- * the unbiased scores. */
+ * the unbiased scores, renormalised over their sum + 1e-20 (LFM2-MoE's: + 1e-6). */
 static void deepseek_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                            float *sw, float *tmp /* [E] */) {
     const int64_t E = c->n_routed_experts, G = c->n_group, per = E / G, K = c->experts_per_tok;
@@ -141,9 +141,10 @@ static void deepseek_route(const kvc_model_config *c, const kvc_layer_weights *w
     keep_top_groups(c, gscore, -INFINITY, tmp);
     top_k(tmp, E, K, sel);
     float sum = 0.0f;
+    const float tiny = c->family == KVC_FAMILY_LFM2 ? 1e-6f : 1e-20f;
     for (int64_t j = 0; j < K; j++) sum += (sw[j] = 1.0f / (1.0f + expf(-logits[sel[j]])));
     for (int64_t j = 0; j < K; j++) {
-        if (c->norm_topk_prob) sw[j] /= (sum + 1e-20f);
+        if (c->norm_topk_prob) sw[j] /= (sum + tiny);
         sw[j] *= (float)c->routed_scaling_factor;
     }
 }

@@ -46,6 +46,11 @@ static const type_defaults DEFAULTS[] = {
     {"exaone", 0, 500000.0, 0, false, 8, false, false},        /* ExaoneConfig's */
     {"internlm3", 128, 10000.0, 0, false, 2, false, false},    /* InternLM3Config's */
     {"apertus", 0, 12000000.0, 0, false, 0, false, false},     /* ApertusConfig's */
+    {"cwm", 128, 1000000.0, 8192, false, 8, false, false},     /* CwmConfig's */
+    {"solar_open", 128, 1000000.0, 0, false, 8, false, false}, /* SolarOpenConfig's */
+    {"jais2", 0, 10000.0, 0, false, 0, false, false},          /* Jais2Config's (LlamaConfig's) */
+    {"iquestcoder", 128, 10000.0, 0, false, 8, false, false},  /* IQuestCoderConfig's */
+    {"hyperclovax", 0, 10000.0, 0, false, 0, false, false},    /* HyperCLOVAXConfig's (GraniteConfig's) */
     {"gemma", 256, 10000.0, 0, false, 16, false, false},
     {"smollm3", 0, 2000000.0, 0, true, 4, false, false},
     {"glm", 128, 10000.0, 0, false, 2, false, false},
@@ -90,6 +95,7 @@ static const type_defaults DEFAULTS[] = {
     {"lfm2", 0, 1000000.0, 0, false, 8, false, false},
     {"qwen3_next", 256, 10000.0, 0, false, 2, false, false},
     {"qwen3_5_text", 256, 10000.0, 0, false, 4, false, false},
+    {"lfm2_moe", 0, 1000000.0, 0, false, 8, false, false}, /* Lfm2MoeConfig's */
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

@@ -178,8 +178,9 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
     if (lfm2) {
         TRY(v1(v, "self_attn.q_layernorm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(v, "self_attn.k_layernorm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
-    } else if (c->qk_norm && c->layer_norm && strcmp(c->model_type, "persimmon") == 0) { /* one LayerNorm with bias
-                                                                                          * [D] shared by the heads */
+    } else if (c->qk_norm && c->layer_norm &&
+               (strcmp(c->model_type, "persimmon") == 0 ||
+                strcmp(c->model_type, "phi") == 0)) { /* one LayerNorm with bias [D] shared by the heads */
         TRY(v1(v, "self_attn.q_layernorm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(v, "self_attn.q_layernorm.bias", D, &w->q_norm_b, KVC_WINIT_BIAS, WHOLE));
         TRY(v1(v, "self_attn.k_layernorm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
@@ -297,6 +298,17 @@ static kvc_status visit_dbrx_moe(visitor *v, const kvc_model_config *c, kvc_laye
     return m3(v, "ffn.experts.mlp.w2", E, H, Im, &w->ex_down, true, KVC_WINIT_WEIGHT, even(v, 1, Im));
 }
 
+/* LFM2-MoE's feed_forward: the router gate [E, H], its expert_bias [E] (the correction bias) and the experts' hub
+ * modules, each split by its intermediate columns. */
+static kvc_status visit_lfm2_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
+    TRY(m2(v, "feed_forward.gate.weight", E, H, &w->gate_w, WHOLE));
+    TRY(v1(v, "feed_forward.expert_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
+    TRY(m3(v, KVC_LFM2_EXPERTS_GATE, E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT, even(v, 1, Im)));
+    TRY(m3(v, KVC_LFM2_EXPERTS_UP, E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT, even(v, 1, Im)));
+    return m3(v, KVC_LFM2_EXPERTS_DOWN, E, H, Im, &w->ex_down, false, KVC_WINIT_WEIGHT, even(v, 2, Im));
+}
+
 /* A routed MoE block: the router [E, H] and E SwiGLU experts, each split by its intermediate columns. Virtual
  * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3's router
  * (DeepSeek-V3, GLM-4.5: n_group set; not DeepSeek-V2's) adds its correction bias and shared experts, ERNIE 4.5 MoE
@@ -312,6 +324,7 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
     w->moe = true;
     if (c->family == KVC_FAMILY_LLAMA4) return visit_llama4_moe(v, c, w);
     if (strcmp(c->model_type, "dbrx") == 0) return visit_dbrx_moe(v, c, w);
+    if (c->family == KVC_FAMILY_LFM2) return visit_lfm2_moe(v, c, w);
     TRY(m2(v, mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
     if (ds && !kvci_deepseek_v2(c))
         TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
@@ -361,6 +374,13 @@ static kvc_status visit_granite_moe(visitor *v, const kvc_model_config *c, kvc_l
 static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     const bool glm4 = strcmp(c->model_type, "glm4") == 0;
+    /* the sandwich's attention-output, MLP-input and MLP-output norms: Gemma's, GLM-4's, HyperCLOVA X's (Peri-LN) */
+    const bool hcx = strcmp(c->model_type, "hyperclovax") == 0;
+    const char *attn_out = glm4 ? "post_self_attn_layernorm" : hcx ? "post_norm1" : NULL;
+    const char *ffn_in = glm4 || hcx ? "post_attention_layernorm.weight" : "pre_feedforward_layernorm.weight";
+    const char *ffn_out = glm4  ? "post_mlp_layernorm.weight"
+                          : hcx ? "post_norm2.weight"
+                                : "post_feedforward_layernorm.weight";
     /* Falcon's new_decoder_architecture names its two parallel norms ln_attn and ln_mlp */
     const bool falcon2 = c->parallel_mlp_norm && strcmp(c->model_type, "falcon") == 0;
     const bool lfm2 = c->family == KVC_FAMILY_LFM2; /* operator_norm, ffn_norm */
@@ -373,16 +393,12 @@ static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, kvc_l
     snprintf(n, sizeof n, "%s.bias", in);
     if (c->norm_bias) TRY(v1(v, n, H, &w->in_norm_b, KVC_WINIT_BIAS, WHOLE));
     const bool mlp_norm = !c->parallel_block || c->parallel_mlp_norm; /* GPT-NeoX's parallel block has its own */
-    snprintf(n, sizeof n, "%s.weight", glm4 ? "post_self_attn_layernorm" : post);
+    snprintf(n, sizeof n, "%s.weight", c->sandwich_norms && attn_out ? attn_out : post);
     if (mlp_norm) TRY(v1(v, n, H, &w->post_norm, KVC_WINIT_NORM, WHOLE));
     snprintf(n, sizeof n, "%s.bias", post);
     if (c->norm_bias && mlp_norm) TRY(v1(v, n, H, &w->post_norm_b, KVC_WINIT_BIAS, WHOLE));
-    if (c->sandwich_norms)
-        TRY(v1(v, glm4 ? "post_attention_layernorm.weight" : "pre_feedforward_layernorm.weight", H, &w->pre_ff_norm,
-               KVC_WINIT_NORM, WHOLE));
-    if (c->sandwich_norms || c->post_norms)
-        TRY(v1(v, glm4 ? "post_mlp_layernorm.weight" : "post_feedforward_layernorm.weight", H, &w->post_ff_norm,
-               KVC_WINIT_NORM, WHOLE));
+    if (c->sandwich_norms) TRY(v1(v, ffn_in, H, &w->pre_ff_norm, KVC_WINIT_NORM, WHOLE));
+    if (c->sandwich_norms || c->post_norms) TRY(v1(v, ffn_out, H, &w->post_ff_norm, KVC_WINIT_NORM, WHOLE));
     return KVC_OK;
 }
 

@@ -13,6 +13,11 @@
 #define KVC_MIXTRAL_EXPERTS_UP   "block_sparse_moe.experts.*.w3.weight"
 #define KVC_MIXTRAL_EXPERTS_DOWN "block_sparse_moe.experts.*.w2.weight"
 
+/* LFM2-MoE's hub modules: feed_forward.experts.{e}.w1 = gate, w3 = up, w2 = down */
+#define KVC_LFM2_EXPERTS_GATE "feed_forward.experts.*.w1.weight"
+#define KVC_LFM2_EXPERTS_UP   "feed_forward.experts.*.w3.weight"
+#define KVC_LFM2_EXPERTS_DOWN "feed_forward.experts.*.w2.weight"
+
 /* Llama 4's: the fused form only, stored transposed (feed_forward.experts.gate_up_proj [E, H, 2I], gate columns
  * first / down_proj [E, I, H]) */
 /* Qwen3-Next's gated norm weight (a Gated DeltaNet layer's), applied as w: the one norm its 1 + w rule leaves out */

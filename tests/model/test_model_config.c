@@ -1201,8 +1201,7 @@ static void test_llama4_fields(void **state) {
 /* Phi with PhiConfig's defaults (as many KV heads as heads, RoPE on half of each head, eps 1e-5, gelu_new, every
  * bias and the head's, a parallel block of LayerNorms with bias, untied) and with Phi-2's top-level
  * partial_rotary_factor 0.4 (6 of 16 channels, truncated as transformers), gelu_pytorch_tanh, tied, and gelu (erf);
- * refused by
- * name: qk_layernorm, another hidden_act. */
+ * with qk_layernorm (false when absent) the q/k LayerNorms with bias; refused by name: another hidden_act. */
 static void test_phi_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -1210,7 +1209,7 @@ static void test_phi_fields(void **state) {
     assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && kvci_model_rot_dim(&c) == 8);
     assert_true(c.layer_norm && c.norm_bias && c.parallel_block && c.mlp_plain && c.mlp_act == KVC_MLP_GELU_TANH);
     assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && c.head_bias && !c.tie_word_embeddings);
-    assert_true(c.rms_norm_eps == 1e-5 && c.rope_form == KVC_ROPE_HALF && c.rope.theta == 10000.0);
+    assert_true(c.rms_norm_eps == 1e-5 && c.rope_form == KVC_ROPE_HALF && c.rope.theta == 10000.0 && !c.qk_norm);
     assert_int_equal(kvc_model_config_parse(PHI_BASE
                                             ",\"partial_rotary_factor\":0.4,\"hidden_act\":\"gelu_pytorch_tanh\","
                                             "\"tie_word_embeddings\":true,\"layer_norm_eps\":1e-3,"
@@ -1221,7 +1220,8 @@ static void test_phi_fields(void **state) {
     assert_true(c.num_kv_heads == 2 && c.mlp_act == KVC_MLP_GELU_TANH);
     assert_int_equal(kvc_model_config_parse(PHI_BASE ",\"hidden_act\":\"gelu\"}", "phi-gelu", &c), KVC_OK);
     assert_true(c.mlp_act == KVC_MLP_GELU);
-    expect_refusal(PHI_BASE ",\"qk_layernorm\":true}", "phi with qk_layernorm true is not supported");
+    assert_int_equal(kvc_model_config_parse(PHI_BASE ",\"qk_layernorm\":true}", "phi-qk", &c), KVC_OK);
+    assert_true(c.qk_norm && !c.qk_norm_whole && c.layer_norm && c.parallel_block);
     expect_refusal(PHI_BASE ",\"hidden_act\":\"silu\"}", "hidden_act \"silu\" is not supported (phi: gelu, gelu_new");
 }
 
@@ -1485,6 +1485,18 @@ static kvc_model_plan *plan_of(const char *json, const char *family) {
     return plan;
 }
 
+/* A config of model_type `type` without its closing brace: hidden 64 in 4 heads, 2 layers, 64 positions. */
+#define TOY64_BASE(type)                                                                                               \
+    "{\"model_type\":\"" type "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
+    "\"num_attention_heads\":4,\"num_hidden_layers\":2,\"max_position_embeddings\":64"
+
+/* The planner plans json as family with head_dim D over kv KV heads. */
+static void expect_plan_heads(const char *json, const char *family, int64_t D, int64_t kv) {
+    kvc_model_plan *plan = plan_of(json, family);
+    assert_true(plan->head_dim == D && plan->num_key_value_heads == kv);
+    kvc_model_plan_destroy(plan);
+}
+
 /* VaultGemma with VaultGemmaConfig's defaults (Gemma 2's: head_dim 256, window 4096, even layers sliding, scale
  * 256^-1/2, soft-caps 50 and 30, tied) and Gemma 2's layer without its post norms; the planner plans it as Gemma 2's
  * family with those windows and that scale; refused by name: hidden_size not a multiple of the heads. */
@@ -1661,6 +1673,38 @@ static void test_dots1_fields(void **state) {
 #undef DOTS1_BASE
 }
 
+/* Solar Open with SolarOpenConfig's defaults (Llama's attention without biases, whole heads rotated whatever
+ * partial_rotary_factor says, head_dim 128, 8 KV heads, theta 1e6, eps 1e-5; on every layer, first_k_dense_replace not
+ * read, the grouped router over 128 experts of 1280, top 8, one shared expert, renormalised, x 1; untied) and with
+ * attention_bias and the counts set; refused by name: routing sizes the grouped router cannot take. */
+static void test_solar_open_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define SOLAR_BASE                                                                                                     \
+    "{\"model_type\":\"solar_open\",\"vocab_size\":8,\"hidden_size\":64,\"num_attention_heads\":8,"                    \
+    "\"num_hidden_layers\":2,\"max_position_embeddings\":64"
+    assert_int_equal(
+        kvc_model_config_parse(SOLAR_BASE ",\"first_k_dense_replace\":1,\"partial_rotary_factor\":0.5}", "solar", &c),
+        KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 && c.rms_norm_eps == 1e-5);
+    assert_true(c.rope.theta == 1e6 && kvci_model_rot_dim(&c) == 128 && !c.qkv_bias && !c.o_bias && !c.qk_norm);
+    assert_true(c.first_k_dense_replace == 0 && c.layer_moe[0] && c.layer_moe[1] && c.n_routed_experts == 128);
+    assert_true(c.experts_per_tok == 8 && c.n_group == 1 && c.topk_group == 1 && c.norm_topk_prob);
+    assert_true(c.moe_intermediate_size == 1280 && c.shared_expert_intermediate_size == 1280);
+    assert_true(c.routed_scaling_factor == 1.0 && !c.tie_word_embeddings && c.intermediate_size == 1280);
+    expect_plan_heads(SOLAR_BASE "}", "solar_open", 128, 8);
+    assert_int_equal(kvc_model_config_parse(SOLAR_BASE ",\"attention_bias\":true,\"num_local_experts\":6,"
+                                                       "\"num_experts_per_tok\":3,\"n_shared_experts\":2,"
+                                                       "\"moe_intermediate_size\":16,\"n_group\":3,\"topk_group\":2}",
+                                            "solar-set", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && !c.o_bias && c.n_routed_experts == 6 && c.experts_per_tok == 3 && c.n_group == 3);
+    assert_true(c.intermediate_size == 16); /* the experts' width: no dense MLP */
+    assert_true(c.topk_group == 2 && c.moe_intermediate_size == 16 && c.shared_expert_intermediate_size == 32);
+    expect_refusal(SOLAR_BASE ",\"n_routed_experts\":6,\"n_group\":4}", "MoE routing sizes are inconsistent");
+#undef SOLAR_BASE
+}
+
 /* MiniMax-M2 as its hub config states it (rotary_dim, no rope dict) and MiniMaxM2Config's defaults (head_dim 128, 8 KV
  * heads, theta 5e6, eps 1e-6, 256 experts, top 8; whole-row q/k norms; DeepSeek-V3's router with one group, scale 1,
  * renormalised); a top-level partial_rotary_factor wins over rotary_dim; refused by name: a single expert. */
@@ -1741,6 +1785,107 @@ static void test_internlm3_fields(void **state) {
     assert_true(c.qkv_bias && c.o_bias && c.mlp_bias);
     expect_refusal("{\"model_type\":\"internlm3\"," MOE_BASE "\"num_hidden_layers\":2,\"qkv_bias\":true}",
                    "internlm3 with qkv_bias (attention_bias) true and bias (mlp_bias) false is not supported");
+}
+
+/* HyperCLOVA X with HyperCLOVAXConfig's defaults (Granite's multipliers at 1 with the softmax scale head_dim^-1/2,
+ * Peri-LN sandwich norms, eps 1e-6, as many KV heads as heads, no biases, untied) and with the multipliers set (the
+ * logits' scaling kept as its reciprocal, a divisor) and use_post_norm false; the planner's scale. */
+static void test_hyperclovax_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define HCX_BASE TOY64_BASE("hyperclovax")
+    assert_int_equal(kvc_model_config_parse(HCX_BASE "}", "hyperclovax", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.num_kv_heads == 4 && c.rms_norm_eps == 1e-6);
+    assert_true(c.sandwich_norms && !c.post_norms && kvc_model_attn_scale(&c) == 0.25 && c.embed_scale == 1.0f);
+    assert_true(c.residual_multiplier == 1.0 && c.logits_scaling == 1.0 && !c.qkv_bias && !c.mlp_bias);
+    assert_true(!c.tie_word_embeddings && c.rope.theta == 1e4);
+    kvc_model_plan *plan = plan_of(HCX_BASE "}", "hyperclovax");
+    assert_true(fabs(plan->scale - 0.25) < 1e-12 && plan->head_dim == 16);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(HCX_BASE ",\"attention_multiplier\":0.1,\"logits_scaling\":4,"
+                                                     "\"embedding_multiplier\":6,\"residual_multiplier\":0.5,"
+                                                     "\"use_post_norm\":false,\"attention_bias\":true}",
+                                            "hyperclovax-set", &c),
+                     KVC_OK);
+    assert_true(!c.sandwich_norms && kvc_model_attn_scale(&c) == 0.1 && c.logits_scaling == 0.25);
+    assert_true(c.embed_scale == 6.0f && c.residual_multiplier == 0.5 && c.qkv_bias && c.o_bias);
+#undef HCX_BASE
+}
+
+/* IQuest-Coder-V1 with IQuestCoderConfig's defaults (head_dim 128, 8 KV heads, eps 1e-5, theta 1e4, no biases, untied)
+ * and with both biases; refused by name: clip_qkv, use_sliding_window true (IQuestCoderConfig refuses them). */
+static void test_iquestcoder_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define IQUEST_BASE                                                                                                    \
+    "{\"model_type\":\"iquestcoder\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                     \
+    "\"num_attention_heads\":8,\"num_hidden_layers\":2,\"max_position_embeddings\":64"
+    assert_int_equal(kvc_model_config_parse(IQUEST_BASE ",\"attention_bias\":true,\"mlp_bias\":true,\"clip_qkv\":null,"
+                                                        "\"use_sliding_window\":false}",
+                                            "iquestcoder-bias", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias);
+    expect_refusal(IQUEST_BASE ",\"clip_qkv\":8}", "iquestcoder with clip_qkv is not supported");
+    expect_refusal(IQUEST_BASE ",\"use_sliding_window\":true}", "iquestcoder with use_sliding_window true");
+    assert_int_equal(kvc_model_config_parse(IQUEST_BASE "}", "iquestcoder", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 && c.rms_norm_eps == 1e-5);
+    assert_true(c.rope.theta == 1e4 && !c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
+    expect_plan_heads(IQUEST_BASE "}", "iquestcoder", 128, 8);
+#undef IQUEST_BASE
+}
+
+/* Jais 2 with Jais2Config's defaults (LayerNorms with bias at eps 1e-5, an ungated relu2 MLP, biases on q/k/v/o and the
+ * MLP, as many KV heads as heads, head_dim hidden / heads, theta 1e4, untied) and with the biases off, GQA, another
+ * eps; refused by name: another hidden_act. */
+static void test_jais2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define JAIS2_BASE TOY64_BASE("jais2")
+    assert_int_equal(kvc_model_config_parse(JAIS2_BASE ",\"attention_bias\":false,\"mlp_bias\":false,"
+                                                       "\"num_key_value_heads\":2,\"layer_norm_eps\":1e-3}",
+                                            "jais2-set", &c),
+                     KVC_OK);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && c.num_kv_heads == 2 && c.rms_norm_eps == 1e-3);
+    assert_int_equal(kvc_model_config_parse(JAIS2_BASE ",\"rms_norm_eps\":0.5}", "jais2", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.num_kv_heads == 4 && c.rms_norm_eps == 1e-5);
+    assert_true(c.layer_norm && c.norm_bias && c.mlp_plain && c.mlp_act == KVC_MLP_RELU2 && !c.parallel_block);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias && !c.tie_word_embeddings);
+    assert_true(c.rope.theta == 1e4 && kvci_model_rot_dim(&c) == 16 && !c.qk_norm);
+    expect_plan_heads(JAIS2_BASE "}", "jais2", 16, 4);
+    expect_refusal(JAIS2_BASE ",\"hidden_act\":\"silu\"}", "hidden_act \"silu\" is not supported (jais2: relu2)");
+#undef JAIS2_BASE
+}
+
+/* CWM with CwmConfig's defaults (head_dim 128, 8 KV heads, eps 1e-5, theta 1e6 when the rope dict has none, window
+ * 8192 with every fourth layer from layer 0 full, no biases whatever attention_bias says, untied) and with
+ * layer_types, a window and mlp_bias set; the planner plans those layers (a window of 16: hybrid); refused by
+ * name: no rope dict. */
+static void test_cwm_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define CWM_BASE                                                                                                       \
+    "{\"model_type\":\"cwm\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                             \
+    "\"num_attention_heads\":8,\"num_hidden_layers\":5,\"max_position_embeddings\":64"
+#define CWM_ROPE ",\"rope_parameters\":{\"rope_type\":\"default\"}"
+    assert_int_equal(kvc_model_config_parse(CWM_BASE CWM_ROPE ",\"attention_bias\":true}", "cwm", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 && c.rms_norm_eps == 1e-5);
+    assert_true(c.rope.theta == 1e6 && !c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
+    assert_true(c.sliding_window == 8192 && !c.layer_sliding[0] && c.layer_sliding[1] && c.layer_sliding[2]);
+    assert_true(c.layer_sliding[3] && !c.layer_sliding[4]);
+    kvc_model_plan *plan = plan_of(CWM_BASE CWM_ROPE ",\"sliding_window\":16}", "cwm");
+    assert_true(plan->head_dim == 128 && plan->num_key_value_heads == 8 && plan->hybrid);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(CWM_BASE CWM_ROPE
+                                            ",\"sliding_window\":16,\"mlp_bias\":true,"
+                                            "\"layer_types\":[\"sliding_attention\",\"full_attention\","
+                                            "\"full_attention\",\"full_attention\",\"sliding_attention\"]}",
+                                            "cwm-set", &c),
+                     KVC_OK);
+    assert_true(c.sliding_window == 16 && c.layer_sliding[0] && !c.layer_sliding[1] && c.layer_sliding[4]);
+    assert_true(c.mlp_bias && !c.qkv_bias);
+    expect_refusal(CWM_BASE "}", "cwm without rope_parameters (or rope_scaling) is not supported");
+#undef CWM_ROPE
+#undef CWM_BASE
 }
 
 /* Persimmon with PersimmonConfig's defaults (as many KV heads as heads whatever num_key_value_heads says, head_dim
@@ -1959,8 +2104,8 @@ static void test_nemotron_fields(void **state) {
  * norm_eps 1e-5, theta 1e6, tied, per-head q/k norms) and with its keys set: block_ff_dim over intermediate_size, the
  * multiplier and block_multiple_of rounding (int(2 x 192 / 3) = 128, x 1.5 = 192, up to a multiple of 40: 200), no
  * adjustment, a null multiplier (no rounding), tie_embedding over tie_word_embeddings, full_attn_idxs for the kinds;
- * refused by name: a layer type transformers would run as attention, a kernel of 1, lfm2_moe, tensor parallelism
- * (the engine's refusals: test_model_state_engine). */
+ * refused by name: a layer type transformers would run as attention, a kernel of 1, tensor parallelism (the engine's
+ * refusals: test_model_state_engine). */
 static void test_lfm2_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -1991,9 +2136,6 @@ static void test_lfm2_fields(void **state) {
     expect_refusal(LFM2_BASE ",\"layer_types\":[\"conv\",\"mamba\",\"conv\"]}",
                    "layer_types[1] \"mamba\" in an lfm2 model");
     expect_refusal(LFM2_BASE LFM2_KINDS ",\"conv_L_cache\":1}", "conv_L_cache");
-    expect_refusal("{\"model_type\":\"lfm2_moe\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":1,"
-                   "\"num_attention_heads\":4,\"layer_types\":[\"conv\"]}",
-                   "model_type \"lfm2_moe\" is not supported");
     assert_int_equal(kvc_model_config_parse(LFM2_BASE LFM2_KINDS ",\"intermediate_size\":48}", "lfm2-small", &c),
                      KVC_OK);
     kvc_model_config shard;
@@ -2056,6 +2198,52 @@ static void test_qwen3_5_text_fields(void **state) {
                 kvci_model_rot_dim(&c) == 64);
     assert_true(c.layer_gdn[0] && !c.layer_gdn[3] && !c.layer_moe[0] && c.n_routed_experts == 0);
     assert_true(c.gdn_k_heads == 16 && c.gdn_v_heads == 32 && c.gdn_conv_kernel == 4);
+}
+
+#define LFM2_MOE_BASE                                                                                                  \
+    "{\"model_type\":\"lfm2_moe\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"                        \
+    "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":96,"                                    \
+    "\"max_position_embeddings\":64" LFM2_KINDS
+
+/* LFM2-MoE with Lfm2MoeConfig's defaults (the dense MLP of intermediate_size as given on the first 2 layers whatever
+ * block_* keys say, then 32 experts of 1792, top-4 by sigmoid score + expert_bias, renormalised, times 1; LFM2's conv
+ * and attention layers) and with its keys set; the planner plans LFM2's layers; refused by name: use_expert_bias
+ * false, a single expert, a top-k above the experts, tensor parallelism (the conv layers). */
+static void test_lfm2_moe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(LFM2_MOE_BASE ",\"block_ffn_dim_multiplier\":1.5}", "lfm2-moe", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_LFM2 && c.intermediate_size == 96 && c.moe_intermediate_size == 1792);
+    assert_true(c.n_routed_experts == 32 && c.experts_per_tok == 4 && c.n_group == 1 && c.topk_group == 1);
+    assert_true(c.norm_topk_prob && c.routed_scaling_factor == 1.0 && c.shared_expert_intermediate_size == 0);
+    assert_true(!c.layer_moe[0] && !c.layer_moe[1] && c.layer_moe[2] && c.layer_conv[0] && !c.layer_conv[1]);
+    assert_true(c.qk_norm && c.tie_word_embeddings && c.conv_kernel == 3 && c.rope.theta == 1e6);
+    assert_int_equal(kvc_model_config_parse(LFM2_MOE_BASE ",\"num_experts\":6,\"num_experts_per_tok\":3,"
+                                                          "\"moe_intermediate_size\":16,\"num_dense_layers\":0,"
+                                                          "\"norm_topk_prob\":false,\"routed_scaling_factor\":2.5,"
+                                                          "\"tie_embedding\":false}",
+                                            "lfm2-moe-set", &c),
+                     KVC_OK);
+    assert_true(c.n_routed_experts == 6 && c.experts_per_tok == 3 && c.moe_intermediate_size == 16);
+    assert_true(c.layer_moe[0] && c.layer_moe[1] && !c.norm_topk_prob && c.routed_scaling_factor == 2.5);
+    assert_true(!c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"lfm2_moe\",\"vocab_size\":8,\"hidden_size\":32,"
+                                            "\"num_hidden_layers\":3,\"num_attention_heads\":8" LFM2_KINDS "}",
+                                            "lfm2-moe-class", &c),
+                     KVC_OK);
+    assert_true(c.intermediate_size == 7168 && c.num_kv_heads == 8);
+    kvc_model_plan *plan = plan_of(LFM2_MOE_BASE ",\"conv_L_cache\":3}", "lfm2_moe");
+    assert_true(plan->hybrid && plan->n_layers == 3 && plan->head_dim == 8 && plan->num_key_value_heads == 2);
+    kvc_model_plan_destroy(plan);
+    expect_refusal(LFM2_MOE_BASE ",\"use_expert_bias\":false}", "lfm2_moe with use_expert_bias false is not supported");
+    expect_refusal(LFM2_MOE_BASE ",\"num_experts\":1,\"num_experts_per_tok\":1}", "lfm2_moe with num_experts 1");
+    expect_refusal(LFM2_MOE_BASE ",\"num_experts\":4,\"num_experts_per_tok\":5}",
+                   "num_experts_per_tok 5 must be in [1, num_experts = 4]");
+    assert_int_equal(kvc_model_config_parse(LFM2_MOE_BASE "}", "lfm2-moe", &c), KVC_OK);
+    kvc_model_config shard;
+    assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "short-convolution layers (layer 0)"));
 }
 
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
@@ -2218,6 +2406,7 @@ int main(void) {
         cmocka_unit_test(test_hunyuan_fields),
         cmocka_unit_test(test_biogpt_fields),
         cmocka_unit_test(test_dots1_fields),
+        cmocka_unit_test(test_solar_open_fields),
         cmocka_unit_test(test_minimax_m2_fields),
         cmocka_unit_test(test_exaone_fields),
         cmocka_unit_test(test_internlm3_fields),
@@ -2252,6 +2441,10 @@ int main(void) {
         cmocka_unit_test(test_llama4_fields),
         cmocka_unit_test(test_phi_fields),
         cmocka_unit_test(test_persimmon_fields),
+        cmocka_unit_test(test_cwm_fields),
+        cmocka_unit_test(test_jais2_fields),
+        cmocka_unit_test(test_iquestcoder_fields),
+        cmocka_unit_test(test_hyperclovax_fields),
         cmocka_unit_test(test_gpt_neox_fields),
         cmocka_unit_test(test_gpt2_fields),
         cmocka_unit_test(test_gpt_bigcode_fields),
@@ -2265,6 +2458,7 @@ int main(void) {
         cmocka_unit_test(test_lfm2_fields),
         cmocka_unit_test(test_qwen3_next_fields),
         cmocka_unit_test(test_qwen3_5_text_fields),
+        cmocka_unit_test(test_lfm2_moe_fields),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_qwen2_vl_fields),
         cmocka_unit_test(test_qwen3_vl_fields),

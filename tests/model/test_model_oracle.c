@@ -497,6 +497,37 @@ static void test_phi(void **state) {
     run_dir("phi");
 }
 
+/* Phi with qk_layernorm: Phi's blocks with Persimmon's q/k LayerNorms with bias shared by the heads, GQA, 2 layers */
+static void test_phi_qk(void **state) {
+    (void)state;
+    run_dir("phi_qk");
+}
+
+/* HyperCLOVA-X-SEED-like: Granite's multipliers (logits times logits_scaling 3) with Peri-LN (post_norm1 / post_norm2
+ * on each sub-layer's output before the residual multiplier), GQA */
+static void test_hyperclovax(void **state) {
+    (void)state;
+    run_dir("hyperclovax");
+}
+
+/* IQuest-Coder-like: LlamaForCausalLM with IQuestCoderConfig, q/k/v/o and MLP biases, head_dim 24, GQA */
+static void test_iquestcoder(void **state) {
+    (void)state;
+    run_dir("iquestcoder");
+}
+
+/* Jais-2-like: Llama's attention with LayerNorms with bias, an ungated relu2 MLP, every bias but the head's, GQA */
+static void test_jais2(void **state) {
+    (void)state;
+    run_dir("jais2");
+}
+
+/* CWM-like: Llama without attention biases, layers full, sliding x 3 (window 8), full, llama3 rope */
+static void test_cwm(void **state) {
+    (void)state;
+    run_dir("cwm");
+}
+
 /* Persimmon-like: LayerNorms with bias, q/k/v fused per head, q/k LayerNorms with bias shared by the heads, RoPE on
  * half of each head, relu2 MLP, every bias but the head's, untied */
 static void test_persimmon(void **state) {
@@ -604,6 +635,13 @@ static void test_lfm2(void **state) {
     run_dir("lfm2");
 }
 
+/* LFM2-8B-A1B-like: LFM2's conv layers (0, 2, 3) and attention layer (1); layer 0's feed-forward the dense SwiGLU,
+ * the others 8 SwiGLU experts of 32 chosen top-2 by sigmoid score + expert_bias, renormalised (sum + 1e-6), x 1.5 */
+static void test_lfm2_moe(void **state) {
+    (void)state;
+    run_dir("lfm2_moe");
+}
+
 /* GPT-Neo-125M-like: learned positions, pre-norm LayerNorms, no q/k/v biases, out_proj with one, q.k unscaled,
  * layers global, local, local (attention_types in two groups) sliding over window_size 8, c_fc / c_proj with biases,
  * gelu_new, tied */
@@ -646,6 +684,13 @@ static void test_hunyuan_v1_dense(void **state) {
 static void test_biogpt(void **state) {
     (void)state;
     run_dir("biogpt");
+}
+
+/* Solar-Open-like: Llama's attention with q/k/v biases and none on o_proj, GLM-4.5's grouped sigmoid router (8
+ * experts in 2 groups, top-2 renormalised, x 2.5, a shared expert) on every layer */
+static void test_solar_open(void **state) {
+    (void)state;
+    run_dir("solar_open");
 }
 
 /* dots.llm1-like: Qwen3's attention (per-head q/k norms, q/k/v/o biases) with DeepSeek-V3's grouped sigmoid router (8
@@ -821,7 +866,12 @@ int main(void) {
         cmocka_unit_test(test_llama4),
         cmocka_unit_test(test_llama4_multimodal),
         cmocka_unit_test(test_phi),
+        cmocka_unit_test(test_phi_qk),
         cmocka_unit_test(test_persimmon),
+        cmocka_unit_test(test_cwm),
+        cmocka_unit_test(test_jais2),
+        cmocka_unit_test(test_iquestcoder),
+        cmocka_unit_test(test_hyperclovax),
         cmocka_unit_test(test_xglm),
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),
@@ -846,6 +896,7 @@ int main(void) {
         cmocka_unit_test(test_hunyuan_v1_dense),
         cmocka_unit_test(test_biogpt),
         cmocka_unit_test(test_dots1),
+        cmocka_unit_test(test_solar_open),
         cmocka_unit_test(test_hunyuan_v1_moe),
         cmocka_unit_test(test_minimax_m2),
         cmocka_unit_test(test_exaone),
@@ -854,6 +905,7 @@ int main(void) {
         cmocka_unit_test(test_lfm2),
         cmocka_unit_test(test_qwen3_next),
         cmocka_unit_test(test_qwen3_5_text),
+        cmocka_unit_test(test_lfm2_moe),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),
         cmocka_unit_test(test_dbrx),

@@ -288,7 +288,12 @@ static void test_glm_seed_oss(void **state) {
 static void test_classic(void **state) {
     (void)state;
     check_family("phi", KVC_WMAT_CHECKPOINT);
+    check_family("phi_qk", KVC_WMAT_CHECKPOINT);
     check_family("persimmon", KVC_WMAT_CHECKPOINT);
+    check_family("cwm", KVC_WMAT_CHECKPOINT);
+    check_family("jais2", KVC_WMAT_CHECKPOINT);
+    check_family("iquestcoder", KVC_WMAT_CHECKPOINT);
+    check_family("hyperclovax", KVC_WMAT_CHECKPOINT);
     check_family("xglm", KVC_WMAT_CHECKPOINT);
     check_family("gpt_neox", KVC_WMAT_CHECKPOINT);
     check_family("gpt_neox_seq", KVC_WMAT_CHECKPOINT);
@@ -308,6 +313,7 @@ static void test_classic(void **state) {
     check_family("hunyuan_v1_dense", KVC_WMAT_CHECKPOINT);
     check_family("biogpt", KVC_WMAT_CHECKPOINT);
     check_family("dots1", KVC_WMAT_CHECKPOINT);
+    check_family("solar_open", KVC_WMAT_CHECKPOINT);
     check_family("hunyuan_v1_moe", KVC_WMAT_CHECKPOINT);
     check_family("minimax_m2", KVC_WMAT_CHECKPOINT);
     check_family("exaone", KVC_WMAT_CHECKPOINT);

@@ -8,7 +8,8 @@ ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
-internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text) this script
+internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
+hyperclovax) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -52,6 +53,15 @@ from transformers import (
     Ministral3Config,
     HeliumConfig,
     HeliumForCausalLM,
+    CwmConfig,
+    HyperCLOVAXConfig,
+    HyperCLOVAXForCausalLM,
+    IQuestCoderConfig,
+    Jais2Config,
+    Jais2ForCausalLM,
+    SolarOpenConfig,
+    SolarOpenForCausalLM,
+    CwmForCausalLM,
     ApertusConfig,
     ApertusForCausalLM,
     ArceeConfig,
@@ -64,6 +74,8 @@ from transformers import (
     StableLmForCausalLM,
     PhiConfig,
     PhiForCausalLM,
+    Lfm2MoeConfig,
+    Lfm2MoeForCausalLM,
     GPTNeoXConfig,
     GPTNeoXForCausalLM,
     GPT2Config,
@@ -501,6 +513,15 @@ def olmo3_config():
     )
 
 
+def hyperclovax_config():
+    # HyperCLOVA X SEED at toy size: Granite's layer with Peri-LN (use_post_norm, the class's: post_norm1 / post_norm2
+    # on each sub-layer's output, randomised as every norm), embedding_multiplier 6, residual_multiplier 0.22,
+    # attention_multiplier left at the class's head_dim^-1/2 and logits times logits_scaling 3 (multiplied, not
+    # divided as Granite's), GQA 4/2, 2 layers, untied (the default).
+    return HyperCLOVAXConfig(**DENSE_TOY_SHAPE, num_hidden_layers=2, embedding_multiplier=6.0, residual_multiplier=0.22,
+                             logits_scaling=3.0, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
 def granite_config():
     # Granite 3 at toy size: Llama with embedding_multiplier 6 (not a power of two, so its rounding shows),
     # residual_multiplier 0.22, attention_multiplier 0.1 (not head_dim 16's 0.25) and logits_scaling 3 (a
@@ -681,6 +702,22 @@ def arcee_config():
                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
 
 
+def iquestcoder_config():
+    # IQuest-Coder-V1 at toy size: LlamaForCausalLM with IQuestCoderConfig (transformers runs it so), q/k/v/o and MLP
+    # biases (attention_bias, mlp_bias), GQA 4/2, head_dim 24 (not hidden / heads), 2 layers, theta 5e5, untied.
+    return IQuestCoderConfig(**{**DENSE_TOY_SHAPE, "bos_token_id": 1, "eos_token_id": 2}, num_hidden_layers=2,
+                             head_dim=24, attention_bias=True, mlp_bias=True,
+                             rope_parameters={"rope_type": "default", "rope_theta": 500000.0})
+
+
+def jais2_config():
+    # Jais 2 at toy size: Llama's attention with LayerNorms with bias (randomised as every norm and bias), an ungated
+    # MLP down(relu2(up(x))) (Nemotron's), q/k/v/o and MLP biases (attention_bias, mlp_bias: the class's), 2 KV heads
+    # of 16 for 4 heads, 2 layers, theta 1e4, untied (the default).
+    return Jais2Config(**{**DENSE_TOY_SHAPE, "bos_token_id": 0, "eos_token_id": 1}, num_hidden_layers=2,
+                       rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
 def apertus_config():
     # Apertus at toy size: Llama with per-head RMS q/k norms and an ungated MLP down(xielu(up(x))) whose xIELU
     # scalars (alpha_p, alpha_n, beta, eps) differ per layer (randomise), q/k/v/o biases (attention_bias), GQA 4/2,
@@ -689,6 +726,17 @@ def apertus_config():
                          rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0,
                                           "original_max_position_embeddings": 64, "low_freq_factor": 1.0,
                                           "high_freq_factor": 4.0}, tie_word_embeddings=False)
+
+
+def cwm_config():
+    # CWM's layer at toy size: Llama without attention biases, GQA 4/2, head_dim 16, 5 layers whose kinds CwmConfig
+    # fills in (layer_types not given: layers 0 and 4 full, 1-3 sliding) over sliding_window 8, llama3 rope (factor 8
+    # over 64 positions, theta 1e6: both sides of the band), untied (the defaults); bos_token_id 1 (the class takes no
+    # null); eos_token_id becomes the class's three ids, beyond the vocabulary (never produced).
+    return CwmConfig(**{**DENSE_TOY_SHAPE, "bos_token_id": 1}, num_hidden_layers=5, head_dim=16, sliding_window=8,
+                     rope_parameters={"rope_type": "llama3", "rope_theta": 1000000.0, "factor": 8.0,
+                                      "original_max_position_embeddings": 64, "low_freq_factor": 1.0,
+                                      "high_freq_factor": 4.0})
 
 
 def persimmon_config():
@@ -875,6 +923,17 @@ def glm4_moe_config():
                          attention_bias=True, num_mtp_layers=0, tie_word_embeddings=False,
                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
+def solar_open_config():
+    # Solar Open at toy size: Llama's attention with q/k/v biases (attention_bias) and none on o_proj, whole heads
+    # rotated, GQA 4/2, head_dim 16, 2 layers, each GLM-4.5's grouped sigmoid router over 8 experts of width 16 in 2
+    # groups (the best 1 kept), top-2, renormalised, times 2.5, plus one shared expert; the routers'
+    # e_score_correction_bias random; untied (the default).
+    return SolarOpenConfig(**DENSE_TOY_SHAPE, head_dim=16, num_hidden_layers=2, moe_intermediate_size=16,
+                           n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1, n_shared_experts=1,
+                           routed_scaling_factor=2.5, attention_bias=True,
+                           rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
 def dots1_config():
     # dots.llm1 at toy size: Qwen3's attention (per-head q/k norms before RoPE, q/k/v/o biases by attention_bias), GQA
     # 4/2, head_dim 16, 3 layers: layer 0 a dense MLP of 96 (first_k_dense_replace 1), layers 1-2 DeepSeek-V3's
@@ -949,6 +1008,14 @@ def phi_config():
     # fc2(gelu_new(fc1(x))) with biases, final LayerNorm with bias, lm_head with a bias, GQA 4/2, 3 layers,
     # untied (PhiConfig's default).
     return PhiConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3, hidden_act="gelu_new",
+                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
+def phi_qk_config():
+    # Phi with qk_layernorm (no released Phi sets it; PhiConfig reads it): phi's blocks at a smaller size, a LayerNorm
+    # with bias over each q and k head before RoPE, one weight and bias [16] shared by the heads (randomised as every
+    # norm and bias), GQA 4/2, 2 layers, partial_rotary_factor 0.5, untied.
+    return PhiConfig(**DENSE_TOY_SHAPE, num_hidden_layers=2, hidden_act="gelu_new", qk_layernorm=True,
                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
 
 
@@ -1129,6 +1196,19 @@ def qwen3_5_text_config():
                              bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def lfm2_moe_config():
+    # LFM2-8B-A1B's blocks at toy size: 4 layers, short convolutions (kernel 3, no biases: the class's) on layers 0, 2
+    # and 3, GQA attention (2 KV heads of 4, head_dim 16) with per-head q/k RMSNorm on layer 1; layer 0's feed-forward
+    # the SwiGLU MLP of intermediate_size 96 (num_dense_layers 1; no block_* adjustment in this class), the others a
+    # sigmoid router over 8 experts of 32 (moe_intermediate_size), top-2 by score + expert_bias (randomised),
+    # renormalised (sum + 1e-6), times routed_scaling_factor 1.5; norm_eps 1e-5, theta 1e6, tied (the defaults).
+    return Lfm2MoeConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+                         num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                         num_dense_layers=1, num_experts=8, num_experts_per_tok=2, routed_scaling_factor=1.5,
+                         layer_types=["conv", "full_attention", "conv", "conv"],
+                         bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def opt_config():
     # OPT-125m's blocks at toy size: learned positions with OPT's offset of 2 (max_position_embeddings 64: 66 rows),
     # no RoPE, pre-norm LayerNorms with weight and bias (do_layer_norm_before, layer_norm_elementwise_affine),
@@ -1241,12 +1321,17 @@ FAMILIES = {
     "helium": (helium_config, HeliumForCausalLM),
     "arcee": (arcee_config, ArceeForCausalLM),
     "apertus": (apertus_config, ApertusForCausalLM),
+    "jais2": (jais2_config, Jais2ForCausalLM),
+    "iquestcoder": (iquestcoder_config, LlamaForCausalLM),
+    "hyperclovax": (hyperclovax_config, HyperCLOVAXForCausalLM),
     "persimmon": (persimmon_config, PersimmonForCausalLM),
+    "cwm": (cwm_config, CwmForCausalLM),
     "xglm": (xglm_config, XGLMForCausalLM),
     "stablelm": (stablelm_config, StableLmForCausalLM),
     "stablelm_parallel": (stablelm_parallel_config, StableLmForCausalLM),
     "stablelm2_qk": (stablelm2_qk_config, StableLmForCausalLM),
     "phi": (phi_config, PhiForCausalLM),
+    "phi_qk": (phi_qk_config, PhiForCausalLM),
     "gpt_neox": (gpt_neox_config, GPTNeoXForCausalLM),
     "gpt_neox_seq": (gpt_neox_seq_config, GPTNeoXForCausalLM),
     "gpt2": (gpt2_config, GPT2LMHeadModel),
@@ -1266,6 +1351,7 @@ FAMILIES = {
     "lfm2": (lfm2_config, Lfm2ForCausalLM),
     "qwen3_next": (qwen3_next_config, Qwen3NextForCausalLM),
     "qwen3_5_text": (qwen3_5_text_config, Qwen3_5ForCausalLM),
+    "lfm2_moe": (lfm2_moe_config, Lfm2MoeForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
@@ -1273,6 +1359,7 @@ FAMILIES = {
     "granitemoeshared": (granitemoeshared_config, GraniteMoeSharedForCausalLM),
     "glm4_moe": (glm4_moe_config, Glm4MoeForCausalLM),
     "dots1": (dots1_config, Dots1ForCausalLM),
+    "solar_open": (solar_open_config, SolarOpenForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
     "cohere": (cohere_config, CohereForCausalLM),
     "cohere2": (cohere2_config, Cohere2ForCausalLM),
@@ -1309,6 +1396,8 @@ def param_std(name, shape, config):
         return None
     if name.endswith("ffn.experts.mlp.w2"):  # DBRX [E * I, H], used as x @ w2: fan-in is I
         return 1.0 / math.sqrt(config.ffn_config.ffn_hidden_size)
+    if name.endswith(("post_norm1.weight", "post_norm2.weight")):  # HyperCLOVA X's Peri-LN output norms
+        return None
     if name.endswith("norm.weight") or ".norms." in name:  # input/post_attention/final, q/k, MLA latent norms;
         return None  # StableLM 2's per-head q/k LayerNorm modules (q_layernorm.norms.{h}.weight)
     if config.model_type == "opt" and name.endswith("embed_tokens.weight"):  # tied (the default): the head too
@@ -1360,8 +1449,8 @@ def param_std(name, shape, config):
         return 2.0 / math.sqrt(shape[1])
     if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
             "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "ernie4_5_moe",
-            "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2",
-            "phimoe", "qwen3_next"):
+            "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2", "solar_open",
+            "phimoe", "qwen3_next", "lfm2_moe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("mlp.experts.gate_up_proj"):  # GptOss [E, H, 2I], used as x @ W
@@ -1392,6 +1481,8 @@ def randomise(model, seed):
         for name, b in model.named_buffers():  # saved buffers: the grouped routers' correction bias (HF: zeros)
             if name.endswith("e_score_correction_bias"):
                 b.copy_(1.0 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
+            if name.endswith("feed_forward.expert_bias"):  # LFM2-MoE's (HF: zeros), added to sigmoid scores
+                b.copy_(0.2 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
             if name.endswith("act_fn.beta"):  # Apertus's xIELU beta (HF: 0.5 in every layer)
                 b.copy_(0.5 + 0.2 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
             if name.endswith("act_fn.eps"):  # and its eps (HF: -1e-6): large enough to matter near 0
@@ -1684,10 +1775,19 @@ def make_family(family, out_root, seed):
         summary["sensitivity_full_rotary"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
         summary["sensitivity_norm_topk_prob_false"] = sensitivity(model, ps[-1], norm_topk_prob=False)
+    if family == "lfm2_moe":
+        moes = [layer.feed_forward for layer in model.model.layers if hasattr(layer.feed_forward, "expert_bias")]
+        bias_of = {id(m.gate): m.expert_bias for m in moes}  # chosen by sigmoid score + bias
+        summary["router_topk_margin"] = min_hooked_gap(
+            model, ps, [m.gate for m in moes], lambda g, out: kth_gap(torch.sigmoid(out[0].float()) + bias_of[id(g)], 2))
+        summary["sensitivity_norm_topk_prob_false"] = sensitivity(model, ps[-1], norm_topk_prob=False)
+        summary["sensitivity_routed_scaling_factor_1"] = sensitivity(model, ps[-1], routed_scaling_factor=1.0)
     if family == "minimax_m2":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_full_rotary"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
+    if family == "solar_open":
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
     if family == "dots1":
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
@@ -2059,8 +2159,8 @@ def sensitivity(model, ids, **overrides):
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "glm4_moe": 1e-5,
-                    "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5,
-                    "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5}
+                    "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
+                    "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5}
 
 
 def verify(family, out):
@@ -2108,7 +2208,7 @@ def main():
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
                                "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
-                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm",
+                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx"]:
         summaries.append(make_family(fam, args.out, args.seed))
