@@ -109,7 +109,7 @@ static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, con
 }
 
 /* The kind of every layer (family.c); the runtime runs attention layers, chunked ones for Llama 4 only, and of
- * the state layers LFM2's short convolutions only. */
+ * the state layers LFM2's short convolutions and the Mamba2 hybrids' mixers. */
 static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc *fam, kvc_model_config *cfg) {
     kvc_layer_kind kinds[KVC_MODEL_MAX_LAYERS];
     kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
@@ -117,7 +117,8 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
     bool any_sliding = false, any_chunked = false;
     for (int64_t i = 0; i < cfg->num_layers; i++) {
         const bool conv = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_LFM2;
-        if ((kinds[i] == KVC_LK_STATE && !conv) || kinds[i] == KVC_LK_NONE || kinds[i] == KVC_LK_PARALLEL)
+        const bool mamba = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_MAMBA2_HYBRID;
+        if ((kinds[i] == KVC_LK_STATE && !conv && !mamba) || kinds[i] == KVC_LK_NONE || kinds[i] == KVC_LK_PARALLEL)
             return kvci_fail(KVC_EINVAL, "%s: layer %lld is a %s layer, which the runtime does not run", hp->cfg.doc,
                              (long long)i,
                              kinds[i] == KVC_LK_NONE ? "cache-less (MLP/MoE)" : "state (linear_attention or mamba)");
@@ -127,6 +128,7 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
                              "(Llama 4's only)",
                              hp->cfg.doc, (long long)i, cfg->model_type);
         cfg->layer_conv[i] = conv;
+        cfg->layer_mamba[i] = mamba;
         cfg->layer_sliding[i] = kinds[i] == KVC_LK_SLIDING;
         cfg->layer_chunked[i] = kinds[i] == KVC_LK_CHUNKED;
         any_sliding |= cfg->layer_sliding[i];

@@ -223,6 +223,11 @@ kvc_rope_config kvci_family_default_rope(double theta);
 kvc_status kvci_family_parse_lfm2(const kvc_hparams *hp, kvc_model_config *cfg);
 kvc_status kvci_lfm2_operator(const struct kvc_fwd_step *s, int64_t l);
 
+/* The Mamba2 hybrids (family_mamba2.c): their keys over the shared reader's, and the operator of layer l, the
+ * Mamba2 mixer (kvci_mamba2_mixer) on a mamba layer, else GQA attention. */
+kvc_status kvci_family_parse_mamba2(const kvc_hparams *hp, kvc_model_config *cfg);
+kvc_status kvci_mamba2_operator(const struct kvc_fwd_step *s, int64_t l);
+
 /* Whether cfg is DeepSeek-V2's (family_deepseek_v3.c): the softmax router, no e_score_correction_bias. */
 bool kvci_deepseek_v2(const kvc_model_config *cfg);
 

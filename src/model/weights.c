@@ -397,12 +397,33 @@ static kvc_status visit_short_conv(visitor *v, const kvc_model_config *c, kvc_la
     return KVC_OK;
 }
 
+/* A Mamba2 mixer (mamba2.c): mamba.in_proj [I + C + nh, H], the depthwise mamba.conv1d [C, 1, L], dt_bias,
+ * A_log and D [nh], the gated norm mamba.norm [I], mamba.out_proj [H, I]; in_proj / out_proj biases under
+ * mamba_proj_bias, the conv's under mamba_conv_bias. */
+static kvc_status visit_mamba2(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, nh = c->mamba_heads, I = nh * c->mamba_head_dim;
+    const int64_t C = I + 2 * c->mamba_groups * c->mamba_d_state, taps[3] = {C, 1, c->conv_kernel};
+    TRY(m2(v, "mamba.in_proj.weight", I + C + nh, H, &w->conv_in, WHOLE));
+    if (c->mamba_proj_bias) TRY(v1(v, "mamba.in_proj.bias", I + C + nh, &w->conv_in_b, KVC_WINIT_BIAS, WHOLE));
+    TRY(visit(v, "mamba.conv1d.weight", 3, taps, &w->conv_w, NULL, false, KVC_WINIT_WEIGHT, WHOLE));
+    if (c->mamba_conv_bias) TRY(v1(v, "mamba.conv1d.bias", C, &w->conv_b, KVC_WINIT_BIAS, WHOLE));
+    TRY(v1(v, "mamba.dt_bias", nh, &w->ssm_dt_bias, KVC_WINIT_BIAS, WHOLE));
+    TRY(v1(v, "mamba.A_log", nh, &w->ssm_a_log, KVC_WINIT_BIAS, WHOLE));
+    TRY(v1(v, "mamba.D", nh, &w->ssm_d, KVC_WINIT_NORM, WHOLE));
+    TRY(v1(v, "mamba.norm.weight", I, &w->ssm_norm, KVC_WINIT_NORM, WHOLE));
+    TRY(m2(v, "mamba.out_proj.weight", H, I, &w->wo, WHOLE));
+    if (c->mamba_proj_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->bo, KVC_WINIT_BIAS, WHOLE));
+    return KVC_OK;
+}
+
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
     TRY(visit_layer_norms(v, c, w));
     if (c->layer_conv[l])
         TRY(visit_short_conv(v, c, w));
+    else if (c->layer_mamba[l])
+        TRY(visit_mamba2(v, c, w));
     else if (c->family == KVC_FAMILY_DEEPSEEK_V3)
         TRY(visit_mla_attn(v, c, w));
     else
@@ -441,6 +462,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
     v.conv1d = false, v.prefix[0] = '\0';
     const char *final = c->family == KVC_FAMILY_LFM2 ? "model.embedding_norm.weight" : "model.norm.weight";
+    if (strcmp(c->model_type, "bamba") == 0) final = "model.final_layernorm.weight";
     if (!c->norm_weightless) TRY(v1(&v, final, c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
     if (c->norm_bias) TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, WHOLE));

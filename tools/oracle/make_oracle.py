@@ -6,7 +6,7 @@ phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohe
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
-gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2,
+gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2, bamba,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
@@ -88,6 +88,8 @@ from transformers import (
     NemotronForCausalLM,
     Lfm2Config,
     Lfm2ForCausalLM,
+    BambaConfig,
+    BambaForCausalLM,
     OPTConfig,
     OPTForCausalLM,
     OlmoConfig,
@@ -1097,6 +1099,19 @@ def lfm2_config():
                       bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def bamba_config():
+    # Bamba at toy size, the first Mamba2 hybrid: 4 layers, Mamba2 mixers on layers 0, 2 and 3 (8 heads of 16 =
+    # mamba_expand 2 x 64, 2 groups of state 16, conv kernel 4 with its bias, in/out_proj biases), GQA attention
+    # (2 KV heads of 4, head_dim 16, RoPE on half of each head: Bamba's fixed partial_rotary_factor) on layer 1,
+    # SwiGLU MLP of 96, time_step_limit [0, 2] (written finite: JSON has no Infinity, and the clamp then bites),
+    # mamba_chunk_size 8 so that transformers' prefill runs several chunks of its SSD scan, untied (the default).
+    return BambaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
+                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                       attn_layer_indices=[1], mamba_n_heads=8, mamba_n_groups=2, mamba_d_state=16, mamba_d_conv=4,
+                       mamba_expand=2, mamba_chunk_size=8, mamba_proj_bias=True, time_step_limit=(0.0, 2.0),
+                       bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def opt_config():
     # OPT-125m's blocks at toy size: learned positions with OPT's offset of 2 (max_position_embeddings 64: 66 rows),
     # no RoPE, pre-norm LayerNorms with weight and bias (do_layer_norm_before, layer_norm_elementwise_affine),
@@ -1232,6 +1247,7 @@ FAMILIES = {
     "codegen": (codegen_config, CodeGenForCausalLM),
     "nemotron": (nemotron_config, NemotronForCausalLM),
     "lfm2": (lfm2_config, Lfm2ForCausalLM),
+    "bamba": (bamba_config, BambaForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
@@ -1306,6 +1322,12 @@ def param_std(name, shape, config):
         return 1.0 / math.sqrt(shape[0])  # GPT-2's Conv1D [in, out], used as x @ W: fan-in is the first dim
     if name.endswith("conv.conv.weight"):  # LFM2's depthwise taps [H, 1, L]: fan-in L
         return 1.0 / math.sqrt(shape[2])
+    if name.endswith("mamba.conv1d.weight"):  # Mamba2's depthwise taps [C, 1, L]: fan-in L
+        return 1.0 / math.sqrt(shape[2])
+    if name.endswith(("mamba.A_log", "mamba.D", "mamba.dt_bias")):
+        # Mamba2: A = -exp(A_log) spread around -1, dt = softplus(dt + dt_bias) spread over (0, 3) (some clamped),
+        # D skips large enough to matter
+        return 1.0
     if name.endswith("sinks"):
         return 1.0
     if name.endswith(("act_fn.alpha_p", "act_fn.alpha_n")):  # Apertus's xIELU: softplus'd scalars, one per layer
@@ -2065,7 +2087,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
-                               "nemotron", "lfm2", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
+                               "nemotron", "lfm2", "bamba", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
