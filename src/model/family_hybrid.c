@@ -267,11 +267,10 @@ static const kvc_family_alias MINIMAX[] = {{"minimax_text_01", "MiniMaxText01For
                                            {"minimax_m1", "MiniMaxM1ForCausalLM", "minimax_m1", false},
                                            {"minimax", "MiniMaxForCausalLM", "minimax", false}};
 static const kvc_family_alias JAMBA[] = {{"jamba", "JambaForCausalLM", "jamba", false}};
-static const kvc_family_alias MAMBA2[] = {
-    {"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", false},
-    {"bamba", "BambaForCausalLM", "bamba", true},
-    {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", false},
-    {"falcon_h1", "FalconH1ForCausalLM", "falcon_h1", false}};
+static const kvc_family_alias MAMBA2[] = {{"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", true},
+                                          {"bamba", "BambaForCausalLM", "bamba", true},
+                                          {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", false},
+                                          {"falcon_h1", "FalconH1ForCausalLM", "falcon_h1", false}};
 
 const kvc_family_desc kvc_family_qwen3_next = {
     .id = KVC_FAMILY_QWEN3_NEXT,
@@ -332,6 +331,8 @@ const kvc_family_desc kvc_family_mamba2_hybrid = {
     .rms_norm_eps = 1e-5,
     .parse = kvci_family_parse_mamba2,
     .default_kinds = mamba2_kinds,
+    .softmax_scale = kvci_mamba2_softmax_scale,
     .attention = kvci_mamba2_operator,
+    .ffn = kvci_mamba2_ffn,
     .state_shapes = mamba2_states,
 };

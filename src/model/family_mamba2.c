@@ -1,6 +1,8 @@
 /* The Mamba2 hybrids' runtime keys (transformers 5): Bamba (BambaConfig: mamba_* keys, attn_layer_indices, RoPE
- * over half of each attention head, a SwiGLU MLP after every mixer). The layer kinds and the planner's state
- * shapes are family_hybrid.c's; the mixer is mamba2.c. */
+ * over half of each attention head, a SwiGLU MLP after every mixer) and Granite 4.0-H (GraniteMoeHybridConfig: the
+ * same mamba_* keys, layer_types, Granite's multipliers, RoPE only with position_embedding_type "rope", routed
+ * experts beside a shared MLP after every mixer). The layer kinds and the planner's state shapes are
+ * family_hybrid.c's; the mixer is mamba2.c. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,6 +37,42 @@ static kvc_status read_head_dim(const kvc_json_obj *c, int64_t inner, kvc_model_
     return kvci_json_int_value(v, "mamba_d_head", 1, KVC_HP_MAX_DIM, &cfg->mamba_head_dim);
 }
 
+static bool granite_hybrid(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "granitemoehybrid") == 0; }
+
+/* Granite 4.0-H beyond the mixer's keys: Granite's multipliers; RoPE on every attention layer only when
+ * position_embedding_type is "rope" (absent, null or "nope": no positions at all, as GraniteMoeHybridModel builds
+ * no rotary embedding then); num_local_experts routed experts (8 when absent, top num_experts_per_tok, 2) of
+ * intermediate_size on every layer, each beside the shared MLP of shared_intermediate_size (1024); no biases but
+ * attention_bias's on q/k/v/o; rms_norm_eps 1e-6 when absent. A model without experts (num_local_experts 0, its
+ * shared MLP alone) is refused by name. */
+static kvc_status parse_granite_hybrid(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    const char *pos = NULL;
+    bool have = false, bias = false;
+    KVC_TRY(kvci_family_parse_granite_scales(hp, cfg));
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
+    KVC_TRY(kvci_json_str(c, "position_embedding_type", KVC_HP_NAME_MAX, &pos, &have));
+    if (have && pos != NULL && strcmp(pos, "rope") != 0 && strcmp(pos, "nope") != 0)
+        return kvci_fail(KVC_EINVAL, "%s: position_embedding_type \"%s\" is not \"rope\" or \"nope\"", c->doc, pos);
+    const bool rope = have && pos != NULL && strcmp(pos, "rope") == 0;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = !rope;
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
+    KVC_TRY(kvci_family_opt_int(c, "num_local_experts", 8, 0, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts));
+    if (cfg->n_routed_experts == 0)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: num_local_experts 0 (the shared MLP alone) in a granitemoehybrid model is not run by the "
+                         "runtime (routed experts only)",
+                         c->doc);
+    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", 2, 1, cfg->n_routed_experts, &cfg->experts_per_tok));
+    KVC_TRY(kvci_family_opt_int(c, "shared_intermediate_size", 1024, 1, KVC_HP_MAX_WIDTH,
+                                &cfg->shared_expert_intermediate_size));
+    cfg->moe_intermediate_size = cfg->intermediate_size;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    return KVC_OK;
+}
+
 kvc_status kvci_family_parse_mamba2(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     int64_t expand = 2;
@@ -60,7 +98,18 @@ kvc_status kvci_family_parse_mamba2(const kvc_hparams *hp, kvc_model_config *cfg
         return kvci_fail(KVC_EINVAL, "%s: mamba_n_groups %lld does not divide mamba_n_heads %lld", c->doc,
                          (long long)cfg->mamba_groups, (long long)cfg->mamba_heads);
     KVC_TRY(read_dt_limit(c, cfg));
+    if (granite_hybrid(cfg)) return parse_granite_hybrid(hp, cfg);
     cfg->rope.partial_rotary_factor = 0.5; /* BambaConfig sets it whatever the file says */
+    return KVC_OK;
+}
+
+kvc_status kvci_mamba2_ffn(const kvc_fwd_step *s, int64_t l) {
+    return s->m->cfg.layer_moe[l] ? kvci_ffn_granite_moe(s, l) : kvci_fwd_dense_mlp(s, l);
+}
+
+kvc_status kvci_mamba2_softmax_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
+    const char *mt = ctx->hp->model_type;
+    *scale = mt && strcmp(mt, "granitemoehybrid") == 0 ? 1.0 : 1.0 / sqrt((double)head_dim);
     return KVC_OK;
 }
 

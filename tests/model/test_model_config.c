@@ -2053,6 +2053,40 @@ static void test_bamba_fields(void **state) {
     assert_non_null(strstr(kvc_last_error(), "state layers (layer 0: short convolution or Mamba2)"));
 }
 
+#define GRANITE_H_BASE                                                                                                 \
+    "{\"model_type\":\"granitemoehybrid\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"                \
+    "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":48,\"mamba_n_heads\":4,"                \
+    "\"layer_types\":[\"mamba\",\"attention\",\"mamba\"]"
+
+/* Granite 4.0-H with GraniteMoeHybridConfig's defaults (no positions: position_embedding_type absent, 8 experts of
+ * intermediate_size, top-2, a shared MLP of 1024, Granite's multipliers 1 with the softmax scale 1, rms_norm_eps
+ * 1e-6, the mixer's keys as Bamba's) and with them set (RoPE, other multipliers, experts); refused by name: no routed
+ * experts, another position_embedding_type, a top-k above the experts. */
+static void test_granitemoehybrid_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GRANITE_H_BASE "}", "granite-h-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_MAMBA2_HYBRID && c.layer_mamba[0] && !c.layer_mamba[1] && c.layer_mamba[2]);
+    assert_true(c.layer_nope[1] && c.n_routed_experts == 8 && c.experts_per_tok == 2 && c.layer_moe[0]);
+    assert_true(c.moe_intermediate_size == 48 && c.shared_expert_intermediate_size == 1024 && c.embed_scale == 1.0f);
+    assert_true(c.residual_multiplier == 1.0 && kvc_model_attn_scale(&c) == 1.0 && c.logits_scaling == 1.0);
+    assert_true(c.rms_norm_eps == 1e-6 && c.mamba_head_dim == 16 && c.mamba_d_state == 256 && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(GRANITE_H_BASE
+                                            ",\"position_embedding_type\":\"rope\","
+                                            "\"num_local_experts\":3,\"num_experts_per_tok\":3,"
+                                            "\"shared_intermediate_size\":20,\"embedding_multiplier\":12,"
+                                            "\"residual_multiplier\":0.22,\"attention_multiplier\":0.0078125,"
+                                            "\"logits_scaling\":8,\"rms_norm_eps\":1e-5}",
+                                            "granite-h-set", &c),
+                     KVC_OK);
+    assert_true(!c.layer_nope[1] && c.n_routed_experts == 3 && c.experts_per_tok == 3);
+    assert_true(c.shared_expert_intermediate_size == 20 && c.embed_scale == 12.0f && c.residual_multiplier == 0.22);
+    assert_true(kvc_model_attn_scale(&c) == 0.0078125 && c.logits_scaling == 8.0 && c.rms_norm_eps == 1e-5);
+    expect_refusal(GRANITE_H_BASE ",\"num_local_experts\":0}", "num_local_experts 0");
+    expect_refusal(GRANITE_H_BASE ",\"position_embedding_type\":\"alibi\"}", "position_embedding_type \"alibi\"");
+    expect_refusal(GRANITE_H_BASE ",\"num_local_experts\":2,\"num_experts_per_tok\":3}", "num_experts_per_tok");
+}
+
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
  * bias at eps 1e-5, every bias, no RoPE, tied) and with weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4
  * positions (a fifth refused by the forward, whatever the offset); refused by name: post-norm blocks,
@@ -2259,6 +2293,7 @@ int main(void) {
         cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_lfm2_fields),
         cmocka_unit_test(test_bamba_fields),
+        cmocka_unit_test(test_granitemoehybrid_fields),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_qwen2_vl_fields),
         cmocka_unit_test(test_qwen3_vl_fields),

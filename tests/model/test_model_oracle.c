@@ -613,6 +613,14 @@ static void test_bamba(void **state) {
     run_dir("bamba");
 }
 
+/* Granite 4.0-H-like: Mamba2 mixers (8 heads of 16, 2 groups of state 16, kernel 4, time_step_limit [0, 2.5]) on
+ * layers 0, 2, 3 by layer_types beside GQA attention with RoPE on layer 1; Granite's multipliers; on every layer 4
+ * routed experts (top-2) beside the shared MLP; the states as Bamba's */
+static void test_granitemoehybrid(void **state) {
+    (void)state;
+    run_dir("granitemoehybrid");
+}
+
 /* GPT-Neo-125M-like: learned positions, pre-norm LayerNorms, no q/k/v biases, out_proj with one, q.k unscaled,
  * layers global, local, local (attention_types in two groups) sliding over window_size 8, c_fc / c_proj with biases,
  * gelu_new, tied */
@@ -838,6 +846,7 @@ int main(void) {
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_lfm2),
         cmocka_unit_test(test_bamba),
+        cmocka_unit_test(test_granitemoehybrid),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),
         cmocka_unit_test(test_dbrx),
