@@ -42,9 +42,9 @@ static bool granite_hybrid(const kvc_model_config *cfg) { return strcmp(cfg->mod
 /* Granite 4.0-H beyond the mixer's keys: Granite's multipliers; RoPE on every attention layer only when
  * position_embedding_type is "rope" (absent, null or "nope": no positions at all, as GraniteMoeHybridModel builds
  * no rotary embedding then); num_local_experts routed experts (8 when absent, top num_experts_per_tok, 2) of
- * intermediate_size on every layer, each beside the shared MLP of shared_intermediate_size (1024); no biases but
- * attention_bias's on q/k/v/o; rms_norm_eps 1e-6 when absent. A model without experts (num_local_experts 0, its
- * shared MLP alone) is refused by name. */
+ * intermediate_size on every layer, each beside the shared MLP of shared_intermediate_size (1024), or with
+ * num_local_experts 0 the shared MLP alone (the dense MLP of that width); no biases but attention_bias's on q/k/v/o;
+ * rms_norm_eps 1e-6 when absent. */
 static kvc_status parse_granite_hybrid(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
@@ -60,15 +60,14 @@ static kvc_status parse_granite_hybrid(const kvc_hparams *hp, kvc_model_config *
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
     cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
     KVC_TRY(kvci_family_opt_int(c, "num_local_experts", 8, 0, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts));
-    if (cfg->n_routed_experts == 0)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: num_local_experts 0 (the shared MLP alone) in a granitemoehybrid model is not run by the "
-                         "runtime (routed experts only)",
-                         c->doc);
+    int64_t shared = 1024;
+    KVC_TRY(kvci_family_opt_int(c, "shared_intermediate_size", 1024, 1, KVC_HP_MAX_WIDTH, &shared));
+    if (cfg->n_routed_experts == 0) { /* the shared MLP alone: the dense MLP of its width (Granite 4.0-H-Micro) */
+        cfg->intermediate_size = shared;
+        return KVC_OK;
+    }
     KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", 2, 1, cfg->n_routed_experts, &cfg->experts_per_tok));
-    KVC_TRY(kvci_family_opt_int(c, "shared_intermediate_size", 1024, 1, KVC_HP_MAX_WIDTH,
-                                &cfg->shared_expert_intermediate_size));
-    cfg->moe_intermediate_size = cfg->intermediate_size;
+    cfg->shared_expert_intermediate_size = shared, cfg->moe_intermediate_size = cfg->intermediate_size;
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
     return KVC_OK;
 }

@@ -2060,8 +2060,9 @@ static void test_bamba_fields(void **state) {
 
 /* Granite 4.0-H with GraniteMoeHybridConfig's defaults (no positions: position_embedding_type absent, 8 experts of
  * intermediate_size, top-2, a shared MLP of 1024, Granite's multipliers 1 with the softmax scale 1, rms_norm_eps
- * 1e-6, the mixer's keys as Bamba's) and with them set (RoPE, other multipliers, experts); refused by name: no routed
- * experts, another position_embedding_type, a top-k above the experts. */
+ * 1e-6, the mixer's keys as Bamba's), with them set (RoPE, other multipliers, experts), and without experts (the
+ * shared MLP alone, a dense MLP of its width); refused by name: another position_embedding_type, a top-k above the
+ * experts. */
 static void test_granitemoehybrid_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -2082,7 +2083,10 @@ static void test_granitemoehybrid_fields(void **state) {
     assert_true(!c.layer_nope[1] && c.n_routed_experts == 3 && c.experts_per_tok == 3);
     assert_true(c.shared_expert_intermediate_size == 20 && c.embed_scale == 12.0f && c.residual_multiplier == 0.22);
     assert_true(kvc_model_attn_scale(&c) == 0.0078125 && c.logits_scaling == 8.0 && c.rms_norm_eps == 1e-5);
-    expect_refusal(GRANITE_H_BASE ",\"num_local_experts\":0}", "num_local_experts 0");
+    assert_int_equal(kvc_model_config_parse(GRANITE_H_BASE ",\"num_local_experts\":0,\"shared_intermediate_size\":40}",
+                                            "granite-h-dense", &c),
+                     KVC_OK);
+    assert_true(!c.layer_moe[0] && !c.layer_moe[1] && c.intermediate_size == 40 && c.n_routed_experts == 0);
     expect_refusal(GRANITE_H_BASE ",\"position_embedding_type\":\"alibi\"}", "position_embedding_type \"alibi\"");
     expect_refusal(GRANITE_H_BASE ",\"num_local_experts\":2,\"num_experts_per_tok\":3}", "num_experts_per_tok");
 }
