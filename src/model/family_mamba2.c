@@ -11,6 +11,20 @@
 #include "model/family.h"
 #include "model/forward_internal.h"
 
+/* One bound of time_step_limit: a number, or an infinity as transformers 5 saves it ({"__float__": "Infinity"} or
+ * "-Infinity"; transformers 4 wrote a bare Infinity, which the reader takes as a number). */
+static bool limit_value(const cJSON *v, double *out) {
+    if (cJSON_IsNumber(v)) {
+        *out = v->valuedouble;
+        return !isnan(*out);
+    }
+    const cJSON *f = cJSON_IsObject(v) && v->child && !v->child->next ? v->child : NULL;
+    if (!f || strcmp(f->string, "__float__") != 0 || !cJSON_IsString(f)) return false;
+    const bool neg = strcmp(f->valuestring, "-Infinity") == 0;
+    *out = neg ? -INFINITY : INFINITY;
+    return neg || strcmp(f->valuestring, "Infinity") == 0;
+}
+
 /* time_step_limit: [min, max] dt is clamped to, (0, inf) when absent; null (transformers' None) is refused, as
  * its scan cannot run without one. */
 static kvc_status read_dt_limit(const kvc_json_obj *c, kvc_model_config *cfg) {
@@ -20,10 +34,10 @@ static kvc_status read_dt_limit(const kvc_json_obj *c, kvc_model_config *cfg) {
         return kvci_fail(KVC_EINVAL, "%s: time_step_limit null: transformers' scan needs [min, max]", c->doc);
     if (lim == NULL) return KVC_OK;
     const cJSON *a = cJSON_IsArray(lim) ? lim->child : NULL, *b = a ? a->next : NULL;
-    if (!a || !b || b->next || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) || isnan(a->valuedouble) ||
-        isnan(b->valuedouble) || a->valuedouble > b->valuedouble)
+    double lo = 0.0, hi = 0.0;
+    if (!a || !b || b->next || !limit_value(a, &lo) || !limit_value(b, &hi) || lo > hi)
         return kvci_fail(KVC_EINVAL, "%s: time_step_limit must be [min, max], two numbers with min <= max", c->doc);
-    cfg->mamba_dt_min = a->valuedouble, cfg->mamba_dt_max = b->valuedouble;
+    cfg->mamba_dt_min = lo, cfg->mamba_dt_max = hi;
     return KVC_OK;
 }
 

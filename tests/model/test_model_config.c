@@ -2047,6 +2047,23 @@ static void test_bamba_fields(void **state) {
     expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"time_step_limit\":[2,1]}", "time_step_limit");
     expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"time_step_limit\":null}", "time_step_limit");
     expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"mamba_d_conv\":1}", "mamba_d_conv");
+    /* Python's Infinity as transformers saves the default limit: read as the number; elsewhere a finite number is
+     * still required, and the word inside a string stays a string */
+    assert_int_equal(
+        kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":4,\"time_step_limit\":[0.0, Infinity]}", "bamba-inf", &c),
+        KVC_OK);
+    assert_true(isinf(c.mamba_dt_max) && c.mamba_dt_max > 0 && c.mamba_dt_min == 0.0);
+    assert_int_equal(kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":4,\"time_step_limit\":[0.5,"
+                                                       "{\"__float__\":\"Infinity\"}]}",
+                                            "bamba-inf5", &c),
+                     KVC_OK); /* transformers 5's form */
+    assert_true(isinf(c.mamba_dt_max) && c.mamba_dt_max > 0 && c.mamba_dt_min == 0.5);
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"time_step_limit\":[0,{\"__float__\":\"NaN\"}]}",
+                   "time_step_limit");
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"time_step_limit\":[0.0,-Infinity]}", "time_step_limit");
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"rms_norm_eps\":Infinity}", "rms_norm_eps");
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"hidden_act\":\"Infinity\"}", "\"Infinity\"");
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"time_step_limit\":[0.0,Infinityx]}", "invalid JSON");
     assert_int_equal(kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":4}", "bamba-tp", &c), KVC_OK);
     kvc_model_config shard;
     assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_EINVAL);
