@@ -13,6 +13,7 @@
 #include "base/internal.h"
 #include "cmd_run.h"
 #include "kvcache/plan.h"
+#include "model/model_internal.h"
 #include "kvcache/runner.h"
 #include "model/model_internal.h"
 #include "run_compare.h"
@@ -54,7 +55,8 @@ static void run_usage(FILE *f) {
             "solar_open,\n"
             "minimax_m2, exaone, internlm3, iquestcoder, cwm, jais2, apertus, persimmon, xglm,\n"
             "llama4_text, llama4 (its text model), phi, gpt_neox, gpt2, opt, gpt_bigcode, falcon, gptj, nemotron,\n"
-            "ernie4_5_moe, phimoe, dbrx, bloom, mpt, gpt_neo, codegen, biogpt, lfm2, lfm2_moe,\n"
+            "ernie4_5_moe, phimoe, dbrx, bloom, mpt, gpt_neo, codegen, biogpt, lfm2, lfm2_moe, bamba,\n"
+            "granitemoehybrid,\n"
             "qwen2_vl, qwen2_5_vl, qwen3_vl, llava, llava_next (their text models: text-only prompts,\n"
             "images are not run))\n"
             "and runs the prompts as one static batch through the standalone runner, greedy, to completion\n"
@@ -414,14 +416,18 @@ static void runner_first_line(const kvc_model *m, const kvc_runner_params *p, co
     kvc_runner_destroy(r);
 }
 
-/* The line after the K/V bytes for a model with short-convolution layers (LFM2): their f32 states, (conv_kernel -
- * 1) x hidden_size per layer and sequence (docs/runtime.md, "State layers"); nothing for other models. */
-static void print_conv_states(const kvc_model_config *c) {
-    int64_t layers = 0;
-    for (int64_t l = 0; l < c->num_layers; l++) layers += c->layer_conv[l];
+/* The line after the K/V bytes for a model with state layers (LFM2's short convolutions, Mamba2 mixers): their f32
+ * states per sequence, every state of every such layer (docs/runtime.md, "State layers"); nothing for other models. */
+static void print_states(const kvc_model_config *c) {
+    int64_t layers = 0, bytes = 0;
+    kvci_state_shape s[KVCI_MAX_LAYER_STATES];
+    for (int64_t l = 0; l < c->num_layers; l++) {
+        const int32_t n = kvci_layer_states(c, l, s);
+        layers += n > 0;
+        for (int32_t i = 0; i < n; i++) bytes += kvci_layer_state_floats(&s[i]) * 4;
+    }
     if (layers > 0)
-        printf("conv states f32: %lld bytes per sequence (%lld conv layers)\n",
-               (long long)(layers * (c->conv_kernel - 1) * c->hidden_size * 4), (long long)layers);
+        printf("states f32: %lld bytes per sequence (%lld state layers)\n", (long long)bytes, (long long)layers);
 }
 
 /* --save-weights: loads dir with `weights` (q8_0 or q4_0) and writes it to out; `other`: a flag
@@ -686,7 +692,7 @@ static int run(int argc, char **argv) {
         if (p.mode != KVC_RUNNER_RECOMPUTE) {
             printf("kv cache %s: %lld bytes per token (all layers)\n", kvc_dtype_name(p.cache.kv_dtype),
                    (long long)kvc_runner_kv_bytes_per_token(r));
-            print_conv_states(kvc_model_config_of(m));
+            print_states(kvc_model_config_of(m));
         }
         for (int64_t b = 0; b < n; b++) { /* up to and including the model's end-of-sequence id */
             for (int64_t i = 0; i < NT && (i == 0 || tok[b * NT + i - 1] != eng.eos_id); i++)

@@ -230,6 +230,19 @@ typedef struct kvc_model_config {
     int64_t gdn_k_heads, gdn_v_heads, gdn_k_dim, gdn_v_dim, gdn_conv_kernel;
     bool attn_output_gate, gdn_split_proj;
     bool layer_gdn[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    /* Mamba2 hybrids (model_type bamba): the layers layer_mamba marks are Mamba2 mixers instead of attention
+     * (kvci_mamba2_mixer, src/model/mamba2.c): in_proj [2 I + 2 G N + nh, H] into the gate z, xBC and dt (I =
+     * mamba_heads x mamba_head_dim, G = mamba_groups, N = mamba_d_state, nh = mamba_heads); a causal depthwise
+     * convolution of conv_kernel taps over the I + 2 G N channels of xBC (mamba_conv_bias: with its bias), SiLU;
+     * per head dt = softplus(dt + dt_bias) clamped to [mamba_dt_min, mamba_dt_max], state = state exp(dt A) + dt B
+     * x (A = -exp(A_log)), y = C . state + D x; y silu(z) RMS-normed in G groups; out_proj [H, I]
+     * (mamba_proj_bias: in_proj and out_proj biases). Such a layer keeps no K/V but a conv state
+     * (kvc_layer_cache.state [conv_kernel - 1, I + 2 G N]) and an ssm state (.recurrent [nh, P, N]) per
+     * sequence. Last, as above. */
+    bool layer_mamba[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    int64_t mamba_heads, mamba_head_dim, mamba_d_state, mamba_groups;
+    bool mamba_conv_bias, mamba_proj_bias;
+    double mamba_dt_min, mamba_dt_max;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -65,6 +65,13 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
             token += 4.0 * H * H + H * (double)c->conv_kernel + mlp;
             continue;
         }
+        if (c->layer_mamba[l]) { /* Mamba2: in_proj and out_proj, the conv taps, the scan's nh P N per token */
+            const double I = (double)(c->mamba_heads * c->mamba_head_dim);
+            const double C = I + 2.0 * (double)(c->mamba_groups * c->mamba_d_state);
+            token += H * (I + C + (double)c->mamba_heads) + H * I + C * (double)c->conv_kernel +
+                     3.0 * I * (double)c->mamba_d_state + mlp;
+            continue;
+        }
         token += proj + mlp;
         if (c->layer_sliding[l])
             token += pair * (double)c->sliding_window;
@@ -124,9 +131,10 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
     const int64_t first = kvci_model_first_state(c);
     if (first >= 0 && p->self_managed) /* docs/runtime.md, "State layers" */
         return kvci_fail(KVC_EINVAL,
-                         "engine adapter: %s has %s layers (layer %lld) whose per-sequence states self-managed caches "
-                         "do not keep: use managed caches (a block of the manager's state group per request)",
-                         c->model_type, c->layer_gdn[first] ? "Gated DeltaNet" : "short-convolution", (long long)first);
+                         "engine adapter: %s has state layers (layer %lld: short convolution, Mamba2 or Gated "
+                         "DeltaNet) whose per-sequence states self-managed caches do not keep: use managed caches (a "
+                         "block of the manager's state group per request)",
+                         c->model_type, (long long)kvci_model_first_state(c));
     kvc_engine_adapter *a = kvci_calloc(1, sizeof *a);
     if (a == NULL) return kvci_fail(KVC_ENOMEM, "kvc_engine_adapter_create: out of host memory");
     a->m = m;

@@ -168,6 +168,9 @@ static const rename_rule RULES[] = {
     {"dbrx", "self_attn.qkv_proj.", "norm_attn_norm.attn.Wqkv."},
     {"dbrx", "self_attn.o_proj.", "norm_attn_norm.attn.out_proj."},
     {"dbrx", "model.norm.", "transformer.norm_f."},
+    /* Bamba (BambaForCausalLM): the MLP's input norm is pre_ff_layernorm, the MLP feed_forward */
+    {"bamba", "post_attention_layernorm.", "pre_ff_layernorm."},
+    {"bamba", "mlp.", "feed_forward."},
 };
 
 /* The base model's prefix that a type's hub checkpoints may leave out (openai-community/gpt2 holds wte.weight,

@@ -109,7 +109,7 @@ static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, con
 }
 
 /* The kind of every layer (family.c); the runtime runs attention layers, chunked ones for Llama 4 only, and of
- * the state layers LFM2's short convolutions and Qwen3-Next's Gated DeltaNet only. */
+ * the state layers LFM2's short convolutions, the Mamba2 hybrids' mixers and Qwen3-Next's Gated DeltaNet only. */
 static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc *fam, kvc_model_config *cfg) {
     kvc_layer_kind kinds[KVC_MODEL_MAX_LAYERS];
     kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
@@ -118,7 +118,9 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
     for (int64_t i = 0; i < cfg->num_layers; i++) {
         const bool conv = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_LFM2;
         const bool gdn = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_QWEN3_NEXT;
-        if ((kinds[i] == KVC_LK_STATE && !conv && !gdn) || kinds[i] == KVC_LK_NONE || kinds[i] == KVC_LK_PARALLEL)
+        const bool mamba = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_MAMBA2_HYBRID;
+        if ((kinds[i] == KVC_LK_STATE && !conv && !gdn && !mamba) || kinds[i] == KVC_LK_NONE ||
+            kinds[i] == KVC_LK_PARALLEL)
             return kvci_fail(KVC_EINVAL, "%s: layer %lld is a %s layer, which the runtime does not run", hp->cfg.doc,
                              (long long)i,
                              kinds[i] == KVC_LK_NONE ? "cache-less (MLP/MoE)" : "state (linear_attention or mamba)");
@@ -129,6 +131,7 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
                              hp->cfg.doc, (long long)i, cfg->model_type);
         cfg->layer_conv[i] = conv;
         cfg->layer_gdn[i] = gdn;
+        cfg->layer_mamba[i] = mamba;
         cfg->layer_sliding[i] = kinds[i] == KVC_LK_SLIDING;
         cfg->layer_chunked[i] = kinds[i] == KVC_LK_CHUNKED;
         any_sliding |= cfg->layer_sliding[i];

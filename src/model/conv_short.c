@@ -12,33 +12,37 @@
 #include "model/forward_internal.h"
 #include "model/step_profile.h"
 
+void kvci_causal_conv(const float *in, int64_t stride, int64_t n, int64_t C, const float *taps, int64_t L,
+                      const float *bias, float *st, bool fresh, float *out) {
+    const int64_t S = L - 1;
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t ch = 0; ch < C; ch++) {
+            const float *w = taps + ch * L;
+            float acc = 0.0f;
+            for (int64_t j = 0; j < L; j++) {
+                const int64_t src = t - S + j; /* < 0: the state's column S + src */
+                const float x = src >= 0 ? in[src * stride + ch] : st && !fresh ? st[(S + src) * C + ch] : 0.0f;
+                acc += w[j] * x;
+            }
+            if (bias) acc += bias[ch];
+            out[t * C + ch] = acc;
+        }
+    if (!st) return;
+    if (fresh) memset(st, 0, (size_t)(S * C) * sizeof(float)); /* a new sequence: zeros before its first input */
+    const int64_t keep = n < S ? S - n : 0;                    /* old columns that stay, moved to the front */
+    memmove(st, st + (S - keep) * C, (size_t)(keep * C) * sizeof(float));
+    for (int64_t i = keep; i < S; i++) /* src = n - S + i >= 0: keep > 0 only when n < S */
+        memcpy(st + i * C, in + (n - S + i) * stride, (size_t)C * sizeof(float));
+}
+
 /* The conv of one row: bcx [n, 3H] (Bx in place of x), its state st [L - 1, H] (NULL: zeros), outputs y [n, H]
  * = C * conv; then st holds the row's last L - 1 inputs (when the row has a state). */
 static void conv_row(const kvc_model_config *c, const kvc_layer_weights *w, float *bcx, int64_t n, float *st,
                      bool fresh, float *y) {
-    const int64_t H = c->hidden_size, L = c->conv_kernel, S = L - 1;
+    const int64_t H = c->hidden_size;
+    kvci_causal_conv(bcx + 2 * H, 3 * H, n, H, w->conv_w, c->conv_kernel, w->conv_b, st, fresh, y);
     for (int64_t t = 0; t < n; t++)
-        for (int64_t ch = 0; ch < H; ch++) {
-            const float *taps = w->conv_w + ch * L;
-            float acc = 0.0f;
-            for (int64_t j = 0; j < L; j++) {
-                const int64_t src = t - S + j; /* < 0: the state's column S + src */
-                const float in = src >= 0       ? bcx[src * 3 * H + 2 * H + ch]
-                                 : st && !fresh ? st[(S + src) * H + ch]
-                                                : 0.0f;
-                acc += taps[j] * in;
-            }
-            if (w->conv_b) acc += w->conv_b[ch];
-            y[t * H + ch] = bcx[t * 3 * H + H + ch] * acc;
-        }
-    if (!st) return;
-    if (fresh) memset(st, 0, (size_t)(S * H) * sizeof(float)); /* a new sequence: zeros before its first input */
-    const int64_t keep = n < S ? S - n : 0;                    /* old columns that stay, moved to the front */
-    memmove(st, st + (S - keep) * H, (size_t)(keep * H) * sizeof(float));
-    for (int64_t i = keep; i < S; i++) {
-        const int64_t src = n - S + i; /* >= 0: keep > 0 only when n < S */
-        for (int64_t ch = 0; ch < H; ch++) st[i * H + ch] = bcx[src * 3 * H + 2 * H + ch];
-    }
+        for (int64_t ch = 0; ch < H; ch++) y[t * H + ch] *= bcx[t * 3 * H + H + ch];
 }
 
 kvc_status kvci_conv_short(const kvc_fwd_step *s, int64_t l) {

@@ -234,6 +234,20 @@ kvc_status kvci_family_expert_counts(const kvc_json_obj *c, const char *const e_
  * decoder_sparse_step (1 when absent) == 0 not listed in mlp_only_layers; refused naming the key. */
 kvc_status kvci_family_qwen_moe_layers(const kvc_json_obj *c, kvc_model_config *cfg);
 
+/* Granite's multipliers (family_dense.c; GraniteConfig's, also Granite MoE's and Granite 4.0-H's):
+ * embedding_multiplier, residual_multiplier, attention_multiplier (the softmax scale itself, 1 when absent) and
+ * logits_scaling, each a positive number, 1 when absent. */
+kvc_status kvci_family_parse_granite_scales(const kvc_hparams *hp, kvc_model_config *cfg);
+
+/* The Mamba2 hybrids (family_mamba2.c): their keys over the shared reader's, and the operator of layer l, the
+ * Mamba2 mixer (kvci_mamba2_mixer) on a mamba layer, else GQA attention. */
+kvc_status kvci_family_parse_mamba2(const kvc_hparams *hp, kvc_model_config *cfg);
+kvc_status kvci_mamba2_operator(const struct kvc_fwd_step *s, int64_t l);
+/* Their feed-forward (Granite 4.0-H's routed experts with the shared MLP on its MoE layers, else the dense MLP) and
+ * the planner's softmax scale without attention_multiplier (Granite 4.0-H's 1, else head_dim^-1/2). */
+kvc_status kvci_mamba2_ffn(const struct kvc_fwd_step *s, int64_t l);
+kvc_status kvci_mamba2_softmax_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale);
+
 /* Whether cfg is DeepSeek-V2's (family_deepseek_v3.c): the softmax router, no e_score_correction_bias. */
 bool kvci_deepseek_v2(const kvc_model_config *cfg);
 

@@ -291,7 +291,7 @@ static kvc_status llama_common(const kvc_hparams *hp, bool bias, const char *eps
  * (GraniteConfig's): embedding_multiplier scales the embeddings, residual_multiplier each sub-layer's output
  * before its residual add, attention_multiplier is the softmax scale itself (1, not head_dim^-1/2, when
  * absent) and the logits are divided by logits_scaling. */
-static kvc_status parse_granite(const kvc_hparams *hp, kvc_model_config *cfg) {
+kvc_status kvci_family_parse_granite_scales(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true};
     double embed = 1.0;
@@ -314,7 +314,7 @@ static kvc_status parse_hyperclovax(const kvc_hparams *hp, kvc_model_config *cfg
     const cJSON *am = kvci_json_find(c, "attention_multiplier");
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(llama_biases(c, false, cfg));
-    KVC_TRY(parse_granite(hp, cfg));
+    KVC_TRY(kvci_family_parse_granite_scales(hp, cfg));
     if (am == NULL || cJSON_IsNull(am)) cfg->attention_multiplier = 0.0; /* head_dim^-1/2 (kvc_model_attn_scale) */
     cfg->logits_scaling = 1.0 / cfg->logits_scaling;
     KVC_TRY(kvci_family_opt_bool(c, "use_post_norm", true, &cfg->sandwich_norms));
@@ -928,10 +928,10 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     cfg->o_bias = (qwen2 || qwen2_moe) ? false : attn_bias;
     cfg->mlp_bias = mlp_bias;
     cfg->qk_norm = qwen3;
-    if (strcmp(mt, "granite") == 0) return parse_granite(hp, cfg);
+    if (strcmp(mt, "granite") == 0) return kvci_family_parse_granite_scales(hp, cfg);
     if (granite_moe(mt)) {
         cfg->mlp_bias = false; /* no dense MLP */
-        KVC_TRY(parse_granite(hp, cfg));
+        KVC_TRY(kvci_family_parse_granite_scales(hp, cfg));
         return parse_moe(hp, mt, cfg);
     }
     if (strcmp(mt, "smollm3") == 0) return parse_smollm3(hp, cfg);

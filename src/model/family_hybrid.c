@@ -202,7 +202,9 @@ static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
 }
 
 /* Mamba2-style fields (Granite 4, Nemotron-H, ...): also the state shapes of
- * a family without its own rule whose layer_types lists state layers. */
+ * a family without its own rule whose layer_types lists state layers. The conv state keeps the last
+ * mamba_d_conv - 1 inputs of every conv channel, as vLLM and the runtime (mamba2.c) keep it (transformers' cache
+ * holds one column more, never read). */
 static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
     (void)hidden_size;
     const kvc_json_obj *cfg = &hp->cfg;
@@ -216,7 +218,7 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
     KVC_TRY(kvci_hparams_int(cfg, heads_n, 1, KVC_HP_MAX_DIM, &heads, &h1));
     KVC_TRY(kvci_hparams_int(cfg, hdim_n, 1, KVC_HP_MAX_DIM, &hdim, &h2));
     KVC_TRY(kvci_hparams_int(cfg, state_n, 1, KVC_HP_MAX_DIM, &state, &h3));
-    KVC_TRY(kvci_hparams_int(cfg, conv_n, 1, KVC_HP_MAX_DIM, &conv, &h4));
+    KVC_TRY(kvci_hparams_int(cfg, conv_n, 2, KVC_HP_MAX_DIM, &conv, &h4));
     KVC_TRY(kvci_hparams_int(cfg, groups_n, 1, KVC_HP_MAX_DIM, &groups, &h5));
     if (!h1 || !h2 || !h3 || !h4)
         return kvci_fail(KVC_EINVAL, "%s: the state layers need %s%s%s%s to size their state", cfg->doc,
@@ -228,7 +230,7 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
     *s = (kvc_state_shapes){.n = 2,
                             .names = {"conv_state", "ssm_state"},
                             .n_shape = {2, 3},
-                            .shape = {{conv_r, conv, 0}, {heads_r, hdim, state}}};
+                            .shape = {{conv_r, conv - 1, 0}, {heads_r, hdim, state}}};
     return KVC_OK;
 }
 
@@ -239,11 +241,10 @@ static const kvc_family_alias MINIMAX[] = {{"minimax_text_01", "MiniMaxText01For
                                            {"minimax_m1", "MiniMaxM1ForCausalLM", "minimax_m1", false},
                                            {"minimax", "MiniMaxForCausalLM", "minimax", false}};
 static const kvc_family_alias JAMBA[] = {{"jamba", "JambaForCausalLM", "jamba", false}};
-static const kvc_family_alias MAMBA2[] = {
-    {"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", false},
-    {"bamba", "BambaForCausalLM", "bamba", false},
-    {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", false},
-    {"falcon_h1", "FalconH1ForCausalLM", "falcon_h1", false}};
+static const kvc_family_alias MAMBA2[] = {{"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", true},
+                                          {"bamba", "BambaForCausalLM", "bamba", true},
+                                          {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", false},
+                                          {"falcon_h1", "FalconH1ForCausalLM", "falcon_h1", false}};
 
 const kvc_family_desc kvc_family_lfm2 = {
     .id = KVC_FAMILY_LFM2,
@@ -293,6 +294,11 @@ const kvc_family_desc kvc_family_mamba2_hybrid = {
     .name = "mamba2_hybrid",
     .aliases = MAMBA2,
     .n_aliases = 4,
+    .rms_norm_eps = 1e-5,
+    .parse = kvci_family_parse_mamba2,
     .default_kinds = mamba2_kinds,
+    .softmax_scale = kvci_mamba2_softmax_scale,
+    .attention = kvci_mamba2_operator,
+    .ffn = kvci_mamba2_ffn,
     .state_shapes = mamba2_states,
 };

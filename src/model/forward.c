@@ -21,7 +21,7 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
                    &ws->proj,        &ws->ff_a,      &ws->ff_b, &ws->acc,      &ws->xg,    &ws->yg,
                    &ws->router,      &ws->route_tmp, &ws->selw, &ws->tokw,     &ws->mla_a, &ws->mla_b,
                    &ws->q_rope,      &ws->cos,       &ws->sin,  &ws->rope_tmp, &ws->fused, &ws->cos_sliding,
-                   &ws->sin_sliding, &ws->qk_ss,     &ws->gate, &ws->gdn};
+                   &ws->sin_sliding, &ws->qk_ss,     &ws->gate, &ws->gdn,      &ws->mamba};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->tok);
@@ -79,9 +79,13 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(ff_b, Tm * ws->ffw);
     const int64_t conv_w = c->conv_kernel > 0 ? 3 * H : 0; /* LFM2's in_proj rows B | C | x */
     const int64_t gq = c->attn_output_gate ? 2 : 1;        /* Qwen3-Next's q_proj: a query and a gate per head */
-    A(fused, Tm * max3(gq * ws->qw + ws->kw + ws->vw, 2 * c->intermediate_size, conv_w));
+    bool mamba = false; /* Mamba2 mixers: their in_proj rows in fused, their scratch */
+    for (int64_t l = 0; l < c->num_layers; l++) mamba |= c->layer_mamba[l];
+    A(fused, Tm * max3(gq * ws->qw + ws->kw + ws->vw, 2 * c->intermediate_size,
+                       kvci_max64(conv_w, mamba ? kvci_mamba2_in_width(c) : 0)));
     A(gate, c->attn_output_gate ? Tm * ws->qw : 1);
     A(gdn, kvci_gated_delta_floats(c, Tm));
+    A(mamba, mamba ? kvci_mamba2_scratch(c, Tm) : 1);
     A(acc, Tm * H);
     A(xg, Tm * H);
     A(yg, Tm * H);

@@ -37,6 +37,7 @@ struct kvc_model_workspace {
     float *ff_b;            /* [Tm, ffw] */
     float *fused;           /* [Tm, fw] output of a fused GEMM (q|k|v or gate|up; LFM2's B|C|x), fw = max(qw + kw +
                              * vw, 2 I, 3 H with conv layers; Qwen3-Next's q|gate|k|v: 2 qw + kw + vw) */
+    float *mamba;           /* [kvci_mamba2_scratch(Tm)] Mamba2 mixers: conv out, y, states of a step without caches */
     float *acc;             /* [Tm, H] MoE accumulator */
     float *xg;              /* [Tm, H] MoE gathered rows */
     float *yg;              /* [Tm, H] MoE expert outputs of the gathered rows */
@@ -99,6 +100,19 @@ kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l);
  * the layer and row when the block table is missing or the row or block is out of range. */
 kvc_status kvci_row_state(const kvc_fwd_step *s, const kvc_layer_cache *lc, const kvc_tensor *t, int64_t l, int64_t r,
                           float **out);
+/* The Mamba2 mixer in place of attention (mamba2.c): reads ws->xn, writes ws->proj, uses ws->fused [T,
+ * kvci_mamba2_in_width] and ws->mamba, reads and rewrites each row's conv and ssm states when the step has caches. */
+kvc_status kvci_mamba2_mixer(const kvc_fwd_step *s, int64_t l);
+/* The in_proj rows of c's mixer (I + C + nh) and the floats of ws->mamba for `tokens` tokens. */
+int64_t kvci_mamba2_in_width(const kvc_model_config *c);
+int64_t kvci_mamba2_scratch(const kvc_model_config *c, int64_t tokens);
+/* The causal depthwise convolution of one row's n tokens (conv_short.c; LFM2's and Mamba2's): out [n, C], channel
+ * ch of token t = bias[ch] (NULL: none) + sum over j < L of taps[ch L + j] x the input L - 1 - j steps back, the
+ * inputs n rows `stride` floats apart (channels from in's column 0) and, before the row's first token, st [L - 1,
+ * C]'s columns (oldest first; zeros when fresh or st NULL); then st (when given) holds the row's last L - 1 inputs.
+ * One fixed-order sum per output. */
+void kvci_causal_conv(const float *in, int64_t stride, int64_t n, int64_t C, const float *taps, int64_t L,
+                      const float *bias, float *st, bool fresh, float *out);
 /* LFM2's short convolution in place of attention (conv_short.c): reads ws->xn, writes ws->proj, uses ws->fused
  * [T, 3H], reads and rewrites each row's conv state (kvc_layer_cache.state) when the step has caches. */
 kvc_status kvci_conv_short(const kvc_fwd_step *s, int64_t l);

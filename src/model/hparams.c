@@ -123,7 +123,11 @@ kvc_status kvci_hparams_open(const char *text, size_t len, const char *doc, kvc_
     if (hp == NULL) return kvci_fail(KVC_EINVAL, "config reader: hp must not be NULL");
     memset(hp, 0, sizeof *hp);
     if (doc == NULL) doc = "config.json";
-    KVC_TRY(kvci_json_parse_object(text, len, doc, &hp->doc));
+    char *inf = NULL; /* transformers' configs may hold Python's Infinity */
+    KVC_TRY(kvci_json_python_infinity(text, len, &inf));
+    const kvc_status parsed = kvci_json_parse_object(inf != NULL ? inf : text, len, doc, &hp->doc);
+    kvci_free(inf);
+    KVC_TRY(parsed);
     const kvc_json_obj root = {.obj = hp->doc, .doc = doc, .path = ""};
     char path[32];
     bool have_text = false;

@@ -48,6 +48,10 @@ typedef struct kvc_json_range {
  * *out with cJSON_Delete. */
 kvc_status kvci_json_parse(const char *text, size_t len, const char *what, cJSON **out);
 
+/* Python's bare Infinity / -Infinity outside strings (json_inf.c): *out a copy of text[0..len) with each written
+ * 1e999 and spaces (same length, every offset kept), NULL when the text has none (free it with kvci_free). */
+kvc_status kvci_json_python_infinity(const char *text, size_t len, char **out);
+
 /* Parses text[0..len) as one JSON object (whitespace may follow it; out of
  * memory told apart as in kvci_json_parse) and refuses any member name or
  * string value that is not valid UTF-8 and a member name given twice, naming

@@ -125,6 +125,9 @@ typedef struct kvc_layer_weights {
      * gdn_a in_proj_a [nv, H] */
     kvc_wmat gdn_qkvz, gdn_ba, gdn_z, gdn_a;
     float *gdn_conv, *gdn_dt_bias, *gdn_a_log, *gdn_norm;
+    /* A Mamba2 mixer (layer_mamba) also reads conv_in (in_proj [I + C + nh, H], bias conv_in_b), conv_w / conv_b
+     * (conv1d [C, L], [C]) and wo / bo (out_proj), and these: [nh] each, then the gated norm's [I] */
+    float *ssm_dt_bias, *ssm_a_log, *ssm_d, *ssm_norm;
 } kvc_layer_weights;
 
 /* Tensor parallelism (docs/distributed.md): rank `rank` of `size` holds a shard of every split

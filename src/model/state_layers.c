@@ -18,6 +18,13 @@ int32_t kvci_layer_states(const kvc_model_config *c, int64_t l, kvci_state_shape
             .name = "recurrent_state", .ndim = 3, .shape = {c->gdn_v_heads, c->gdn_k_dim, c->gdn_v_dim}};
         return 2;
     }
+    if (c->layer_mamba[l]) { /* Mamba2: the last conv_kernel - 1 xBC inputs, and the [nh, P, N] ssm state */
+        const int64_t I = c->mamba_heads * c->mamba_head_dim, C = I + 2 * c->mamba_groups * c->mamba_d_state;
+        out[0] = (kvci_state_shape){.name = "conv_state", .ndim = 2, .shape = {c->conv_kernel - 1, C}};
+        out[1] = (kvci_state_shape){
+            .name = "ssm_state", .ndim = 3, .shape = {c->mamba_heads, c->mamba_head_dim, c->mamba_d_state}};
+        return 2;
+    }
     return 0;
 }
 

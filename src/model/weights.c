@@ -348,11 +348,22 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
  * [E, 2 Im, H] (gate first) and down in output_linear [E, H, Im]; Granite MoE Shared's shared_mlp the same as one
  * matrix each (input_linear [2 Ish, H], output_linear [H, Ish]). The gate / up names are the runtime's (a saved
  * copy holds them apart); the loader reads them from the fused tensors. */
+/* Granite's shared MLP of width I (fI in the checkpoint): shared_mlp.input_linear [2 fI, H] (gate rows, then up
+ * rows) and shared_mlp.output_linear [H, fI], into g, u, d. */
+static kvc_status visit_granite_shared(visitor *v, const kvc_model_config *c, int64_t I, int64_t fI, kvc_wmat *g,
+                                       kvc_wmat *u, kvc_wmat *d) {
+    const int64_t H = c->hidden_size;
+    const char *in = "shared_mlp.input_linear.weight";
+    TRY(m2_in(v, "shared_mlp.gate_proj.weight", I, H, g, even(v, 0, I), (kvc_wfused){in, 2 * fI, 0, 0, 0}));
+    TRY(m2_in(v, "shared_mlp.up_proj.weight", I, H, u, even(v, 0, I), (kvc_wfused){in, 2 * fI, fI, 0, 0}));
+    return m2(v, "shared_mlp.output_linear.weight", H, I, d, even(v, 1, I));
+}
+
 static kvc_status visit_granite_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
     const int64_t fIm = v->m->full.moe_intermediate_size, Ish = c->shared_expert_intermediate_size;
     const int64_t fIsh = v->m->full.shared_expert_intermediate_size;
-    const char *in = "block_sparse_moe.input_linear.weight", *sh_in = "shared_mlp.input_linear.weight";
+    const char *in = "block_sparse_moe.input_linear.weight";
     w->moe = true;
     TRY(m2(v, "block_sparse_moe.router.layer.weight", E, H, &w->gate_w, WHOLE));
     TRY(m3_in(v, "block_sparse_moe.gate_proj.weight", E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT, even(v, 1, Im),
@@ -360,12 +371,7 @@ static kvc_status visit_granite_moe(visitor *v, const kvc_model_config *c, kvc_l
     TRY(m3_in(v, "block_sparse_moe.up_proj.weight", E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT, even(v, 1, Im),
               (kvc_wfused){in, 2 * fIm, fIm, 0, 0}));
     TRY(m3(v, "block_sparse_moe.output_linear.weight", E, H, Im, &w->ex_down, false, KVC_WINIT_WEIGHT, even(v, 2, Im)));
-    if (Ish == 0) return KVC_OK;
-    TRY(m2_in(v, "shared_mlp.gate_proj.weight", Ish, H, &w->sh_gate, even(v, 0, Ish),
-              (kvc_wfused){sh_in, 2 * fIsh, 0, 0, 0}));
-    TRY(m2_in(v, "shared_mlp.up_proj.weight", Ish, H, &w->sh_up, even(v, 0, Ish),
-              (kvc_wfused){sh_in, 2 * fIsh, fIsh, 0, 0}));
-    return m2(v, "shared_mlp.output_linear.weight", H, Ish, &w->sh_down, even(v, 1, Ish));
+    return Ish == 0 ? KVC_OK : visit_granite_shared(v, c, Ish, fIsh, &w->sh_gate, &w->sh_up, &w->sh_down);
 }
 
 /* A layer's norms (none for OLMo's weightless LayerNorms). GLM-4 names the sandwich norms after their places:
@@ -436,6 +442,25 @@ static kvc_status visit_gated_delta(visitor *v, const kvc_model_config *c, kvc_l
     return m2(v, "linear_attn.out_proj.weight", H, nv * dv, &w->wo, WHOLE);
 }
 
+/* A Mamba2 mixer (mamba2.c): mamba.in_proj [I + C + nh, H], the depthwise mamba.conv1d [C, 1, L], dt_bias,
+ * A_log and D [nh], the gated norm mamba.norm [I], mamba.out_proj [H, I]; in_proj / out_proj biases under
+ * mamba_proj_bias, the conv's under mamba_conv_bias. */
+static kvc_status visit_mamba2(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, nh = c->mamba_heads, I = nh * c->mamba_head_dim;
+    const int64_t C = I + 2 * c->mamba_groups * c->mamba_d_state, taps[3] = {C, 1, c->conv_kernel};
+    TRY(m2(v, "mamba.in_proj.weight", I + C + nh, H, &w->conv_in, WHOLE));
+    if (c->mamba_proj_bias) TRY(v1(v, "mamba.in_proj.bias", I + C + nh, &w->conv_in_b, KVC_WINIT_BIAS, WHOLE));
+    TRY(visit(v, "mamba.conv1d.weight", 3, taps, &w->conv_w, NULL, false, KVC_WINIT_WEIGHT, WHOLE));
+    if (c->mamba_conv_bias) TRY(v1(v, "mamba.conv1d.bias", C, &w->conv_b, KVC_WINIT_BIAS, WHOLE));
+    TRY(v1(v, "mamba.dt_bias", nh, &w->ssm_dt_bias, KVC_WINIT_BIAS, WHOLE));
+    TRY(v1(v, "mamba.A_log", nh, &w->ssm_a_log, KVC_WINIT_BIAS, WHOLE));
+    TRY(v1(v, "mamba.D", nh, &w->ssm_d, KVC_WINIT_NORM, WHOLE));
+    TRY(v1(v, "mamba.norm.weight", I, &w->ssm_norm, KVC_WINIT_NORM, WHOLE));
+    TRY(m2(v, "mamba.out_proj.weight", H, I, &w->wo, WHOLE));
+    if (c->mamba_proj_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->bo, KVC_WINIT_BIAS, WHOLE));
+    return KVC_OK;
+}
+
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
@@ -444,6 +469,8 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(visit_short_conv(v, c, w));
     else if (c->layer_gdn[l])
         TRY(visit_gated_delta(v, c, w));
+    else if (c->layer_mamba[l])
+        TRY(visit_mamba2(v, c, w));
     else if (c->family == KVC_FAMILY_DEEPSEEK_V3)
         TRY(visit_mla_attn(v, c, w));
     else
@@ -461,6 +488,9 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(visit_granite_moe(v, c, w));
     } else if (c->layer_moe[l]) {
         TRY(visit_routed_moe(v, c, w));
+    } else if (strcmp(c->model_type, "granitemoehybrid") == 0) { /* Granite 4.0-H without experts: its shared MLP */
+        TRY(visit_granite_shared(v, c, c->intermediate_size, v->m->full.intermediate_size, &w->w_gate, &w->w_up,
+                                 &w->w_down));
     } else {
         TRY(visit_dense_mlp(v, c, w, "", c->intermediate_size, &w->w_gate, &w->w_up, &w->w_down));
     }
@@ -482,6 +512,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
     v.conv1d = false, v.prefix[0] = '\0';
     const char *final = c->family == KVC_FAMILY_LFM2 ? "model.embedding_norm.weight" : "model.norm.weight";
+    if (strcmp(c->model_type, "bamba") == 0) final = "model.final_layernorm.weight";
     if (!c->norm_weightless) TRY(v1(&v, final, c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
     if (c->norm_bias) TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, WHOLE));

@@ -405,6 +405,15 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"shared_expert_intermediate_size\":32,"                                                                          \
     "\"layer_types\":[\"linear_attention\",\"full_attention\",\"linear_attention\"],\"max_position_embeddings\":512}"
 
+/* Bamba: Mamba2 mixers (4 heads of 32, 2 groups of state 8, kernel 3 with biases) on layers 0 and 2 around a GQA
+ * layer: chunked prefill continues from the stored conv and ssm states, a preempted request restarts them from
+ * zeros, and rows never share one */
+#define BAMBA                                                                                                          \
+    "{\"model_type\":\"bamba\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                         \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"attn_layer_indices\":[1],"          \
+    "\"mamba_n_heads\":4,\"mamba_n_groups\":2,\"mamba_d_state\":8,\"mamba_d_conv\":3,\"mamba_proj_bias\":true,"        \
+    "\"max_position_embeddings\":512}"
+
 /* Wider than one k chunk of the AMX kernel (128) in every GEMM, so that steps of up to 35 tokens run
  * the M <= 16 path, the 16-row tiles and the k-blocked accumulation against the requests alone. */
 #define QWEN3_WIDE                                                                                                     \
@@ -492,6 +501,7 @@ static void test_lfm2_paged(void **s) { (void)s, run_family(LFM2, PAGED, false, 
 static void test_lfm2_contiguous(void **s) { (void)s, run_family(LFM2, CONTIG, false, F32, 72); }
 static void test_qwen3_next_paged(void **s) { (void)s, run_family(QWEN3_NEXT, PAGED, false, F32, 73); }
 static void test_qwen3_next_contiguous(void **s) { (void)s, run_family(QWEN3_NEXT, CONTIG, false, F32, 74); }
+static void test_bamba_paged(void **s) { (void)s, run_family(BAMBA, PAGED, false, F32, 73); }
 static void test_gemma3_contiguous_int8(void **s) { (void)s, run_family(GEMMA3, CONTIG, false, KVC_DTYPE_I8, 30); }
 static void test_gemma2_paged(void **s) { (void)s, run_family(GEMMA2, PAGED, false, F32, 32); }
 static void test_gemma2_contiguous_bf16(void **s) { (void)s, run_family(GEMMA2, CONTIG, false, KVC_DTYPE_BF16, 33); }
@@ -564,6 +574,7 @@ int main(void) {
         cmocka_unit_test(test_lfm2_contiguous),
         cmocka_unit_test(test_qwen3_next_paged),
         cmocka_unit_test(test_qwen3_next_contiguous),
+        cmocka_unit_test(test_bamba_paged),
         cmocka_unit_test(test_gemma2_paged),
         cmocka_unit_test(test_gemma2_contiguous_bf16),
         cmocka_unit_test(test_llama4_paged),

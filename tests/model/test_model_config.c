@@ -2140,7 +2140,114 @@ static void test_lfm2_fields(void **state) {
                      KVC_OK);
     kvc_model_config shard;
     assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_EINVAL);
-    assert_non_null(strstr(kvc_last_error(), "short-convolution layers (layer 0)"));
+    assert_non_null(strstr(kvc_last_error(), "state layers (layer 0: short convolution, Mamba2 or Gated DeltaNet)"));
+}
+
+#define BAMBA_BASE                                                                                                     \
+    "{\"model_type\":\"bamba\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"                           \
+    "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":48,\"attn_layer_indices\":[1]"
+
+/* Bamba with BambaConfig's defaults (mamba_n_heads 128 over mamba_expand 2 x hidden_size 64: heads of 1, 1 group of
+ * state 256, conv kernel 4 with its bias, no projection biases, time_step_limit (0, inf), rms_norm_eps 1e-5,
+ * untied, RoPE over half of each head) and with its keys set; the states each mamba layer keeps (conv: kernel - 1
+ * columns of I + 2 G N channels; ssm: [heads, head_dim, state]); refused by name: heads that do not divide the
+ * inner width, a head width that does not match it, groups that do not divide the heads, a bad time_step_limit,
+ * a kernel of 1, tensor parallelism (the engine's refusals: test_model_state_engine). */
+static void test_bamba_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"bamba\",\"vocab_size\":8,\"hidden_size\":64,"
+                                            "\"num_hidden_layers\":2,\"num_attention_heads\":4,"
+                                            "\"intermediate_size\":48,\"attn_layer_indices\":[0]}",
+                                            "bamba-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_MAMBA2_HYBRID && !c.layer_mamba[0] && c.layer_mamba[1]);
+    assert_true(c.mamba_heads == 128 && c.mamba_head_dim == 1 && c.mamba_groups == 1 && c.mamba_d_state == 256);
+    assert_true(c.conv_kernel == 4 && c.mamba_conv_bias && !c.mamba_proj_bias && c.mamba_dt_min == 0.0);
+    assert_true(isinf(c.mamba_dt_max) && c.rms_norm_eps == 1e-5 && !c.tie_word_embeddings);
+    assert_true(c.rope.partial_rotary_factor == 0.5 && kvci_model_rot_dim(&c) == 8 && kvci_model_first_state(&c) == 1);
+    assert_int_equal(kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":4,\"mamba_d_head\":16,"
+                                                       "\"mamba_n_groups\":2,\"mamba_d_state\":8,\"mamba_d_conv\":3,"
+                                                       "\"mamba_conv_bias\":false,\"mamba_proj_bias\":true,"
+                                                       "\"time_step_limit\":[0.01,2.5],\"tie_word_embeddings\":true}",
+                                            "bamba-set", &c),
+                     KVC_OK);
+    assert_true(c.layer_mamba[0] && !c.layer_mamba[1] && c.layer_mamba[2] && c.mamba_heads == 4);
+    assert_true(c.mamba_head_dim == 16 && c.mamba_groups == 2 && c.mamba_d_state == 8 && c.conv_kernel == 3);
+    assert_true(!c.mamba_conv_bias && c.mamba_proj_bias && c.mamba_dt_min == 0.01 && c.mamba_dt_max == 2.5);
+    assert_true(c.tie_word_embeddings);
+    kvci_state_shape s[KVCI_MAX_LAYER_STATES];
+    assert_int_equal(kvci_layer_states(&c, 0, s), 2);
+    assert_int_equal(kvci_layer_states(&c, 1, s), 0);
+    assert_int_equal(kvci_layer_states(&c, 2, s), 2);
+    assert_true(strcmp(s[0].name, "conv_state") == 0 && s[0].ndim == 2 && s[0].shape[0] == 2 && s[0].shape[1] == 96);
+    assert_true(strcmp(s[1].name, "ssm_state") == 0 && s[1].ndim == 3 && s[1].shape[0] == 4 && s[1].shape[1] == 16 &&
+                s[1].shape[2] == 8);
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":5}", "mamba_n_heads 5 does not divide");
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"mamba_d_head\":8}", "mamba_d_head 8 x mamba_n_heads 4");
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"mamba_n_groups\":3}", "mamba_n_groups 3 does not divide");
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"time_step_limit\":[2,1]}", "time_step_limit");
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"time_step_limit\":null}", "time_step_limit");
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"mamba_d_conv\":1}", "mamba_d_conv");
+    /* Python's Infinity as transformers saves the default limit: read as the number; elsewhere a finite number is
+     * still required, and the word inside a string stays a string */
+    assert_int_equal(
+        kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":4,\"time_step_limit\":[0.0, Infinity]}", "bamba-inf", &c),
+        KVC_OK);
+    assert_true(isinf(c.mamba_dt_max) && c.mamba_dt_max > 0 && c.mamba_dt_min == 0.0);
+    assert_int_equal(kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":4,\"time_step_limit\":[0.5,"
+                                                       "{\"__float__\":\"Infinity\"}]}",
+                                            "bamba-inf5", &c),
+                     KVC_OK); /* transformers 5's form */
+    assert_true(isinf(c.mamba_dt_max) && c.mamba_dt_max > 0 && c.mamba_dt_min == 0.5);
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"time_step_limit\":[0,{\"__float__\":\"NaN\"}]}",
+                   "time_step_limit");
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"time_step_limit\":[0.0,-Infinity]}", "time_step_limit");
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"rms_norm_eps\":Infinity}", "rms_norm_eps");
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"hidden_act\":\"Infinity\"}", "\"Infinity\"");
+    expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"time_step_limit\":[0.0,Infinityx]}", "invalid JSON");
+    assert_int_equal(kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":4}", "bamba-tp", &c), KVC_OK);
+    kvc_model_config shard;
+    assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "state layers (layer 0: short convolution, Mamba2 or Gated DeltaNet)"));
+}
+
+#define GRANITE_H_BASE                                                                                                 \
+    "{\"model_type\":\"granitemoehybrid\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"                \
+    "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":48,\"mamba_n_heads\":4,"                \
+    "\"layer_types\":[\"mamba\",\"attention\",\"mamba\"]"
+
+/* Granite 4.0-H with GraniteMoeHybridConfig's defaults (no positions: position_embedding_type absent, 8 experts of
+ * intermediate_size, top-2, a shared MLP of 1024, Granite's multipliers 1 with the softmax scale 1, rms_norm_eps
+ * 1e-6, the mixer's keys as Bamba's), with them set (RoPE, other multipliers, experts), and without experts (the
+ * shared MLP alone, a dense MLP of its width); refused by name: another position_embedding_type, a top-k above the
+ * experts. */
+static void test_granitemoehybrid_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GRANITE_H_BASE "}", "granite-h-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_MAMBA2_HYBRID && c.layer_mamba[0] && !c.layer_mamba[1] && c.layer_mamba[2]);
+    assert_true(c.layer_nope[1] && c.n_routed_experts == 8 && c.experts_per_tok == 2 && c.layer_moe[0]);
+    assert_true(c.moe_intermediate_size == 48 && c.shared_expert_intermediate_size == 1024 && c.embed_scale == 1.0f);
+    assert_true(c.residual_multiplier == 1.0 && kvc_model_attn_scale(&c) == 1.0 && c.logits_scaling == 1.0);
+    assert_true(c.rms_norm_eps == 1e-6 && c.mamba_head_dim == 16 && c.mamba_d_state == 256 && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(GRANITE_H_BASE
+                                            ",\"position_embedding_type\":\"rope\","
+                                            "\"num_local_experts\":3,\"num_experts_per_tok\":3,"
+                                            "\"shared_intermediate_size\":20,\"embedding_multiplier\":12,"
+                                            "\"residual_multiplier\":0.22,\"attention_multiplier\":0.0078125,"
+                                            "\"logits_scaling\":8,\"rms_norm_eps\":1e-5}",
+                                            "granite-h-set", &c),
+                     KVC_OK);
+    assert_true(!c.layer_nope[1] && c.n_routed_experts == 3 && c.experts_per_tok == 3);
+    assert_true(c.shared_expert_intermediate_size == 20 && c.embed_scale == 12.0f && c.residual_multiplier == 0.22);
+    assert_true(kvc_model_attn_scale(&c) == 0.0078125 && c.logits_scaling == 8.0 && c.rms_norm_eps == 1e-5);
+    assert_int_equal(kvc_model_config_parse(GRANITE_H_BASE ",\"num_local_experts\":0,\"shared_intermediate_size\":40}",
+                                            "granite-h-dense", &c),
+                     KVC_OK);
+    assert_true(!c.layer_moe[0] && !c.layer_moe[1] && c.intermediate_size == 40 && c.n_routed_experts == 0);
+    expect_refusal(GRANITE_H_BASE ",\"position_embedding_type\":\"alibi\"}", "position_embedding_type \"alibi\"");
+    expect_refusal(GRANITE_H_BASE ",\"num_local_experts\":2,\"num_experts_per_tok\":3}", "num_experts_per_tok");
 }
 
 #define QWEN3_NEXT_BASE                                                                                                \
@@ -2243,7 +2350,7 @@ static void test_lfm2_moe_fields(void **state) {
     assert_int_equal(kvc_model_config_parse(LFM2_MOE_BASE "}", "lfm2-moe", &c), KVC_OK);
     kvc_model_config shard;
     assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_EINVAL);
-    assert_non_null(strstr(kvc_last_error(), "short-convolution layers (layer 0)"));
+    assert_non_null(strstr(kvc_last_error(), "its state layers (layer 0"));
 }
 
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
@@ -2459,6 +2566,8 @@ int main(void) {
         cmocka_unit_test(test_qwen3_next_fields),
         cmocka_unit_test(test_qwen3_5_text_fields),
         cmocka_unit_test(test_lfm2_moe_fields),
+        cmocka_unit_test(test_bamba_fields),
+        cmocka_unit_test(test_granitemoehybrid_fields),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_qwen2_vl_fields),
         cmocka_unit_test(test_qwen3_vl_fields),

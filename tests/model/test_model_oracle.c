@@ -642,6 +642,23 @@ static void test_lfm2_moe(void **state) {
     run_dir("lfm2_moe");
 }
 
+/* Bamba-like, the first Mamba2 hybrid: Mamba2 mixers (8 heads of 16, 2 groups of state 16, conv kernel 4, all
+ * biases, time_step_limit [0, 2]) on layers 0, 2, 3 beside GQA attention with RoPE on half of each head on layer 1;
+ * transformers' prefill runs its chunked SSD scan (chunks of 8), the runtime the recurrence; the conv and ssm states
+ * in every mode's caches (mode 0: none; 1: a row each; 2: a block each of the state key) */
+static void test_bamba(void **state) {
+    (void)state;
+    run_dir("bamba");
+}
+
+/* Granite 4.0-H-like: Mamba2 mixers (8 heads of 16, 2 groups of state 16, kernel 4, time_step_limit [0, 2.5]) on
+ * layers 0, 2, 3 by layer_types beside GQA attention with RoPE on layer 1; Granite's multipliers; on every layer 4
+ * routed experts (top-2) beside the shared MLP; the states as Bamba's */
+static void test_granitemoehybrid(void **state) {
+    (void)state;
+    run_dir("granitemoehybrid");
+}
+
 /* GPT-Neo-125M-like: learned positions, pre-norm LayerNorms, no q/k/v biases, out_proj with one, q.k unscaled,
  * layers global, local, local (attention_types in two groups) sliding over window_size 8, c_fc / c_proj with biases,
  * gelu_new, tied */
@@ -906,6 +923,8 @@ int main(void) {
         cmocka_unit_test(test_qwen3_next),
         cmocka_unit_test(test_qwen3_5_text),
         cmocka_unit_test(test_lfm2_moe),
+        cmocka_unit_test(test_bamba),
+        cmocka_unit_test(test_granitemoehybrid),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),
         cmocka_unit_test(test_dbrx),

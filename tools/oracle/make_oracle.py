@@ -6,7 +6,7 @@ phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohe
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
-gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2,
+gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2, bamba, granitemoehybrid,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax) this script
@@ -104,6 +104,10 @@ from transformers import (
     Qwen3NextForCausalLM,
     Qwen3_5ForCausalLM,
     Qwen3_5TextConfig,
+    BambaConfig,
+    BambaForCausalLM,
+    GraniteMoeHybridConfig,
+    GraniteMoeHybridForCausalLM,
     OPTConfig,
     OPTForCausalLM,
     OlmoConfig,
@@ -1209,6 +1213,36 @@ def lfm2_moe_config():
                          bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def bamba_config():
+    # Bamba at toy size, the first Mamba2 hybrid: 4 layers, Mamba2 mixers on layers 0, 2 and 3 (8 heads of 16 =
+    # mamba_expand 2 x 64, 2 groups of state 16, conv kernel 4 with its bias, in/out_proj biases), GQA attention
+    # (2 KV heads of 4, head_dim 16, RoPE on half of each head: Bamba's fixed partial_rotary_factor) on layer 1,
+    # SwiGLU MLP of 96, time_step_limit [0, 2] (written finite: JSON has no Infinity, and the clamp then bites),
+    # mamba_chunk_size 8 so that transformers' prefill runs several chunks of its SSD scan, untied (the default).
+    return BambaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
+                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                       attn_layer_indices=[1], mamba_n_heads=8, mamba_n_groups=2, mamba_d_state=16, mamba_d_conv=4,
+                       mamba_expand=2, mamba_chunk_size=8, mamba_proj_bias=True, time_step_limit=(0.0, 2.0),
+                       bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def granitemoehybrid_config():
+    # Granite 4.0-H at toy size: 4 layers by layer_types, Mamba2 mixers on 0, 2, 3 (8 heads of 16, 2 groups of state
+    # 16, conv kernel 4 with its bias, no projection biases, time_step_limit [0, 2.5]: finite, JSON has no
+    # Infinity), GQA attention on layer 1 with RoPE (position_embedding_type "rope"), Granite's multipliers
+    # (embedding 3, residual 0.4, attention 0.15, logits scaling 2), 4 routed experts of width 32, top-2, beside the
+    # shared MLP of 48 on every layer, mamba_chunk_size 8, untied.
+    return GraniteMoeHybridConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=32, num_hidden_layers=4,
+                                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                  layer_types=["mamba", "attention", "mamba", "mamba"], position_embedding_type="rope",
+                                  mamba_n_heads=8, mamba_n_groups=2, mamba_d_state=16, mamba_d_conv=4,
+                                  mamba_expand=2, mamba_chunk_size=8, time_step_limit=(0.0, 2.5),
+                                  num_local_experts=4, num_experts_per_tok=2, shared_intermediate_size=48,
+                                  embedding_multiplier=3.0, residual_multiplier=0.4, attention_multiplier=0.15,
+                                  logits_scaling=2.0, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                                  bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def opt_config():
     # OPT-125m's blocks at toy size: learned positions with OPT's offset of 2 (max_position_embeddings 64: 66 rows),
     # no RoPE, pre-norm LayerNorms with weight and bias (do_layer_norm_before, layer_norm_elementwise_affine),
@@ -1352,6 +1386,8 @@ FAMILIES = {
     "qwen3_next": (qwen3_next_config, Qwen3NextForCausalLM),
     "qwen3_5_text": (qwen3_5_text_config, Qwen3_5ForCausalLM),
     "lfm2_moe": (lfm2_moe_config, Lfm2MoeForCausalLM),
+    "bamba": (bamba_config, BambaForCausalLM),
+    "granitemoehybrid": (granitemoehybrid_config, GraniteMoeHybridForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
@@ -1434,6 +1470,12 @@ def param_std(name, shape, config):
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("linear_attn.A_log"):  # Qwen3-Next: A = exp(A_log), shifted by -2 in randomise (mild decay)
         return 0.5
+    if name.endswith("mamba.conv1d.weight"):  # Mamba2's depthwise taps [C, 1, L]: fan-in L
+        return 1.0 / math.sqrt(shape[2])
+    if name.endswith(("mamba.A_log", "mamba.D", "mamba.dt_bias")):
+        # Mamba2: A = -exp(A_log) spread around -1, dt = softplus(dt + dt_bias) spread over (0, 3) (some clamped),
+        # D skips large enough to matter
+        return 1.0
     if name.endswith("sinks"):
         return 1.0
     if name.endswith(("act_fn.alpha_p", "act_fn.alpha_n")):  # Apertus's xIELU: softplus'd scalars, one per layer
@@ -1448,7 +1490,8 @@ def param_std(name, shape, config):
     if name == "lm_head.weight":
         return 2.0 / math.sqrt(shape[1])
     if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
-            "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "ernie4_5_moe",
+            "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "granitemoehybrid",
+            "glm4_moe", "ernie4_5_moe",
             "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2", "solar_open",
             "phimoe", "qwen3_next", "lfm2_moe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
@@ -2158,7 +2201,7 @@ def sensitivity(model, ids, **overrides):
 # Families whose reload may differ in the last bits: from_pretrained fuses the per-expert tensors
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
-                    "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "glm4_moe": 1e-5,
+                    "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5}
 
@@ -2206,7 +2249,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
-                               "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
+                               "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "bamba", "granitemoehybrid", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",

@@ -1,0 +1,131 @@
+/* The Mamba2 hybrids' runtime keys (transformers 5): Bamba (BambaConfig: mamba_* keys, attn_layer_indices, RoPE
+ * over half of each attention head, a SwiGLU MLP after every mixer) and Granite 4.0-H (GraniteMoeHybridConfig: the
+ * same mamba_* keys, layer_types, Granite's multipliers, RoPE only with position_embedding_type "rope", routed
+ * experts beside a shared MLP after every mixer). The layer kinds and the planner's state shapes are
+ * family_hybrid.c's; the mixer is mamba2.c. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "model/family.h"
+#include "model/forward_internal.h"
+
+/* One bound of time_step_limit: a number, or an infinity as transformers 5 saves it ({"__float__": "Infinity"} or
+ * "-Infinity"; transformers 4 wrote a bare Infinity, which the reader takes as a number). */
+static bool limit_value(const cJSON *v, double *out) {
+    if (cJSON_IsNumber(v)) {
+        *out = v->valuedouble;
+        return !isnan(*out);
+    }
+    const cJSON *f = cJSON_IsObject(v) && v->child && !v->child->next ? v->child : NULL;
+    if (!f || strcmp(f->string, "__float__") != 0 || !cJSON_IsString(f)) return false;
+    const bool neg = strcmp(f->valuestring, "-Infinity") == 0;
+    *out = neg ? -INFINITY : INFINITY;
+    return neg || strcmp(f->valuestring, "Infinity") == 0;
+}
+
+/* time_step_limit: [min, max] dt is clamped to, (0, inf) when absent; null (transformers' None) is refused, as
+ * its scan cannot run without one. */
+static kvc_status read_dt_limit(const kvc_json_obj *c, kvc_model_config *cfg) {
+    cfg->mamba_dt_min = 0.0, cfg->mamba_dt_max = INFINITY;
+    const cJSON *lim = kvci_json_find(c, "time_step_limit");
+    if (lim == NULL && !kvci_json_missing(c, "time_step_limit"))
+        return kvci_fail(KVC_EINVAL, "%s: time_step_limit null: transformers' scan needs [min, max]", c->doc);
+    if (lim == NULL) return KVC_OK;
+    const cJSON *a = cJSON_IsArray(lim) ? lim->child : NULL, *b = a ? a->next : NULL;
+    double lo = 0.0, hi = 0.0;
+    if (!a || !b || b->next || !limit_value(a, &lo) || !limit_value(b, &hi) || lo > hi)
+        return kvci_fail(KVC_EINVAL, "%s: time_step_limit must be [min, max], two numbers with min <= max", c->doc);
+    cfg->mamba_dt_min = lo, cfg->mamba_dt_max = hi;
+    return KVC_OK;
+}
+
+/* mamba_d_head: a head width, or "auto" (the default): mamba_expand * hidden_size / mamba_n_heads. */
+static kvc_status read_head_dim(const kvc_json_obj *c, int64_t inner, kvc_model_config *cfg) {
+    const cJSON *v = kvci_json_find(c, "mamba_d_head");
+    if (v == NULL || (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0)) {
+        cfg->mamba_head_dim = inner / cfg->mamba_heads;
+        return KVC_OK;
+    }
+    return kvci_json_int_value(v, "mamba_d_head", 1, KVC_HP_MAX_DIM, &cfg->mamba_head_dim);
+}
+
+static bool granite_hybrid(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "granitemoehybrid") == 0; }
+
+/* Granite 4.0-H beyond the mixer's keys: Granite's multipliers; RoPE on every attention layer only when
+ * position_embedding_type is "rope" (absent, null or "nope": no positions at all, as GraniteMoeHybridModel builds
+ * no rotary embedding then); num_local_experts routed experts (8 when absent, top num_experts_per_tok, 2) of
+ * intermediate_size on every layer, each beside the shared MLP of shared_intermediate_size (1024), or with
+ * num_local_experts 0 the shared MLP alone (the dense MLP of that width); no biases but attention_bias's on q/k/v/o;
+ * rms_norm_eps 1e-6 when absent. */
+static kvc_status parse_granite_hybrid(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    const char *pos = NULL;
+    bool have = false, bias = false;
+    KVC_TRY(kvci_family_parse_granite_scales(hp, cfg));
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
+    KVC_TRY(kvci_json_str(c, "position_embedding_type", KVC_HP_NAME_MAX, &pos, &have));
+    if (have && pos != NULL && strcmp(pos, "rope") != 0 && strcmp(pos, "nope") != 0)
+        return kvci_fail(KVC_EINVAL, "%s: position_embedding_type \"%s\" is not \"rope\" or \"nope\"", c->doc, pos);
+    const bool rope = have && pos != NULL && strcmp(pos, "rope") == 0;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = !rope;
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
+    KVC_TRY(kvci_family_opt_int(c, "num_local_experts", 8, 0, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts));
+    int64_t shared = 1024;
+    KVC_TRY(kvci_family_opt_int(c, "shared_intermediate_size", 1024, 1, KVC_HP_MAX_WIDTH, &shared));
+    if (cfg->n_routed_experts == 0) { /* the shared MLP alone: the dense MLP of its width (Granite 4.0-H-Micro) */
+        cfg->intermediate_size = shared;
+        return KVC_OK;
+    }
+    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", 2, 1, cfg->n_routed_experts, &cfg->experts_per_tok));
+    cfg->shared_expert_intermediate_size = shared, cfg->moe_intermediate_size = cfg->intermediate_size;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    return KVC_OK;
+}
+
+kvc_status kvci_family_parse_mamba2(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    int64_t expand = 2;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* the attention layers': head_dim or hidden / heads */
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_n_heads", 128, 1, KVC_HP_MAX_DIM, &cfg->mamba_heads));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_n_groups", 1, 1, KVC_HP_MAX_DIM, &cfg->mamba_groups));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_d_state", 256, 1, KVC_HP_MAX_DIM, &cfg->mamba_d_state));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_d_conv", 4, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_expand", 2, 1, KVC_HP_MAX_DIM, &expand));
+    KVC_TRY(kvci_family_opt_bool(c, "mamba_conv_bias", true, &cfg->mamba_conv_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "mamba_proj_bias", false, &cfg->mamba_proj_bias));
+    const int64_t inner = expand * cfg->hidden_size; /* each below 2^20: no overflow */
+    if (inner % cfg->mamba_heads != 0)
+        return kvci_fail(KVC_EINVAL, "%s: mamba_n_heads %lld does not divide mamba_expand * hidden_size %lld", c->doc,
+                         (long long)cfg->mamba_heads, (long long)inner);
+    KVC_TRY(read_head_dim(c, inner, cfg));
+    if (cfg->mamba_head_dim * cfg->mamba_heads != inner)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: mamba_d_head %lld x mamba_n_heads %lld is not mamba_expand * hidden_size %lld", c->doc,
+                         (long long)cfg->mamba_head_dim, (long long)cfg->mamba_heads, (long long)inner);
+    if (cfg->mamba_heads % cfg->mamba_groups != 0)
+        return kvci_fail(KVC_EINVAL, "%s: mamba_n_groups %lld does not divide mamba_n_heads %lld", c->doc,
+                         (long long)cfg->mamba_groups, (long long)cfg->mamba_heads);
+    KVC_TRY(read_dt_limit(c, cfg));
+    if (granite_hybrid(cfg)) return parse_granite_hybrid(hp, cfg);
+    cfg->rope.partial_rotary_factor = 0.5; /* BambaConfig sets it whatever the file says */
+    return KVC_OK;
+}
+
+kvc_status kvci_mamba2_ffn(const kvc_fwd_step *s, int64_t l) {
+    return s->m->cfg.layer_moe[l] ? kvci_ffn_granite_moe(s, l) : kvci_fwd_dense_mlp(s, l);
+}
+
+kvc_status kvci_mamba2_softmax_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
+    const char *mt = ctx->hp->model_type;
+    *scale = mt && strcmp(mt, "granitemoehybrid") == 0 ? 1.0 : 1.0 / sqrt((double)head_dim);
+    return KVC_OK;
+}
+
+kvc_status kvci_mamba2_operator(const kvc_fwd_step *s, int64_t l) {
+    return s->m->cfg.layer_mamba[l] ? kvci_mamba2_mixer(s, l) : kvci_attn_gqa(s, l);
+}
