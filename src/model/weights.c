@@ -494,7 +494,7 @@ void kvc_model_destroy(kvc_model *m) {
     kvci_free(m->inv_freq_sliding);
     kvci_free(m->inv_freq_long);
     kvci_free(m->alibi);
-    if (m->cfg.pos_sinusoidal) kvci_free(m->pos_embed); /* computed, not in the arena */
+    kvci_free(m->pos_freq);
     kvci_free(m);
 }
 
@@ -730,12 +730,11 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
         kvci_free(all);
     }
     if (st == KVC_OK && cfg->pos_sinusoidal) {
-        const int64_t rows = cfg->max_position_embeddings + cfg->pos_offset;
-        m->pos_embed = kvci_calloc((size_t)(rows * cfg->hidden_size), sizeof(float));
-        if (m->pos_embed)
-            kvci_model_sinusoid_table(rows, cfg->hidden_size, cfg->pos_zero_row, m->pos_embed);
+        m->pos_freq = kvci_calloc((size_t)(cfg->hidden_size / 2), sizeof(float));
+        if (m->pos_freq)
+            kvci_model_sinusoid_freqs(cfg->hidden_size, m->pos_freq);
         else
-            st = kvci_fail(KVC_ENOMEM, "model: out of memory for the %lld-row position table", (long long)rows);
+            st = kvci_fail(KVC_ENOMEM, "model: out of memory");
     }
     if (st != KVC_OK) {
         kvc_model_destroy(m);

@@ -1775,7 +1775,7 @@ static void test_persimmon_fields(void **state) {
 /* XGLM with XGLMConfig's defaults (its key names d_model / num_layers / attention_heads / ffn_dim 4096, gelu, scaled
  * embeddings, every bias, LayerNorms with bias at 1e-5, tied, no RoPE, the computed table offset 2 with row 1 zeros,
  * 2048 positions) and with scale_embedding false, pad_token_id null, relu, untied; refused by name: d_model 2, another
- * activation_function. */
+ * activation_function; 2^31 - 1 positions made at once. */
 static void test_xglm_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -1800,6 +1800,13 @@ static void test_xglm_fields(void **state) {
                    "xglm with d_model 2 is not supported");
     expect_refusal(XGLM_BASE ",\"activation_function\":\"silu\"}",
                    "activation_function \"silu\" is not supported (xglm");
+    /* the most positions a config may give: no table of them is built (2^31 rows x 64 were 550 GB to allocate) */
+    assert_int_equal(
+        kvc_model_config_parse(XGLM_BASE ",\"ffn_dim\":24,\"max_position_embeddings\":2147483647}", "xglm-long", &c),
+        KVC_OK);
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_OK);
+    kvc_model_destroy(m);
 #undef XGLM_BASE
 }
 
