@@ -22,7 +22,7 @@ from ._lib import c_path, check, dtype_code, dtype_name, ffi, flag, int32, int64
 from ._locking import serialised
 from .errors import Error, QueueFull
 from .plan import parse_bytes, plan
-from .structured import set_bits
+from .structured import Grammar, set_bits
 
 WEIGHT_DTYPES = ("checkpoint", "f32", "bf16", "q8_0", "q4_0")  # Engine(weights=...): kvc_model_load_weights
 ACTIVATIONS = ("f32", "bf16")  # Engine(activations=...): kvc_model_set_activations
@@ -146,6 +146,12 @@ def _sampling(params, vocab, what):
             raise invalid(f"{what}: stop token {t} is outside the vocabulary [0, {vocab})")
     if params.logprobs is not None and not 0 <= int64(params.logprobs, "logprobs") <= _MAX_LOGPROBS:
         raise invalid(f"{what}: logprobs {params.logprobs} is outside [0, {_MAX_LOGPROBS}]")
+    g = params.structured  # another object was an AttributeError; another vocabulary's grammar a ValueError once queued
+    if g is not None and not callable(getattr(g, "matcher", None)):
+        raise invalid(f"{what}: structured must be a kvcache.structured.Grammar, not {type(g).__name__}")
+    if isinstance(g, Grammar) and g.vocabulary.vocab_size != vocab:
+        raise invalid(f"{what}: structured: the grammar is of a {g.vocabulary.vocab_size}-token vocabulary, the "
+                      f"model's has {vocab}")
     s = ffi.new("kvc_sampling_params *", lib.kvc_sampling_default_params())
     s.temperature = real(params.temperature, "temperature")
     s.top_p = real(params.top_p, "top_p")
@@ -330,6 +336,7 @@ class Engine:
             live.matcher = params.structured.matcher()
             live.mask = np.zeros((self.vocab_size + 31) // 32, dtype=np.uint32)
             live.stops = np.asarray(params.stop_token_ids, dtype=np.int64)
+            self._fill(live)  # the first mask too: a matcher that fails leaves no request queued
         salt = cache_salt.encode() if isinstance(cache_salt, str) else cache_salt
         if salt is not None:
             if not isinstance(salt, bytes) or not 1 <= len(salt) <= lib.KVC_ENGINE_SALT_MAX:
@@ -342,15 +349,23 @@ class Engine:
             raise QueueFull(st, "KVC_NO_SPACE", ffi.string(lib.kvc_last_error()).decode(errors="replace"))
         self._live[rid] = live
         if live.matcher is not None:
-            self._constrain(e, rid, live)
+            self._set_mask(e, rid, live)
         return rid
 
-    def _constrain(self, e, rid, live):
-        """Sets the allowed tokens of a structured request's next sampled token: its grammar's, with its stop
-        tokens only where the grammar accepts the output as complete."""
+    @staticmethod
+    def _fill(live):
+        """The allowed tokens of a structured request's next sampled token into live.mask: its grammar's, with its
+        stop tokens only where the grammar accepts the output as complete."""
         live.matcher.fill(live.mask)
         set_bits(live.mask, live.stops, live.matcher.accepting)
+
+    @staticmethod
+    def _set_mask(e, rid, live):
         check(lib.kvc_engine_set_allowed_tokens(e, rid, ffi.from_buffer("uint32_t[]", live.mask), live.mask.size))
+
+    def _constrain(self, e, rid, live):
+        self._fill(live)
+        self._set_mask(e, rid, live)
 
     def _prompt_ids(self, prompt_token_ids):
         try:
