@@ -113,8 +113,8 @@ class Matcher:
 
     def __init__(self, m, eos):
         self._m, self._eos = m, eos
-        if m.is_error():
-            raise invalid(f"structured outputs: {m.get_error()}")
+        if m.is_error():  # its first line: a panic's message goes on with a backtrace
+            raise invalid(f"structured outputs: {m.get_error().splitlines()[0]}")
 
     def fill(self, words):
         """Writes the tokens the grammar allows next into words (uint32 [cdiv(vocab, 32)], bit t % 32 of word

@@ -12,6 +12,8 @@ for module in ("tokenizers", "jinja2", "starlette", "uvicorn", "prometheus_clien
 
 import httpx  # noqa: E402
 
+import kvcache  # noqa: E402
+import kvcache.structured  # noqa: E402
 from serve_fixture import running, sse_events  # noqa: E402
 from text_model import make_model_dir  # noqa: E402
 
@@ -182,8 +184,12 @@ def test_refusals_name_the_field(server):
         assert r.json()["error"]["param"] == "response_format", r.text
     r = httpx.post(url, json={**ok, "response_format": {"type": "json_object"}, "guided_json": SCHEMA}, timeout=60)
     assert r.status_code == 400 and r.json()["error"]["param"] == "guided_json"
+    # JSON text nested past the parser's depth was a 500 (RecursionError); json_object "yes" or 1 was taken as true
+    r = httpx.post(url, json={**ok, "guided_json": "[" * 5000}, timeout=60)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "guided_json", r.text
     for outputs in ({"grammar": "start: \"a\""}, {"json": "{not json"}, {"json": {"type": 5}}, {"regex": "a("},
-                    {"choice": []}, {"regex": "a", "choice": ["a"]}):
+                    {"choice": []}, {"regex": "a", "choice": ["a"]}, {"json": "[" * 5000}, {"json_object": "yes"},
+                    {"json_object": 1}):
         r = httpx.post(url, json={**ok, "structured_outputs": outputs}, timeout=60)
         assert r.status_code == 400 and r.json()["error"]["param"] == "structured_outputs", r.text
     for field, value, words in (("guided_regex", "a(", "unclosed group"), ("guided_regex", 5, "must be a string"),
@@ -231,3 +237,18 @@ def test_guided_choice_and_regex(server):
         assert r.status_code == 200 and check(r.json()["choices"][0]["text"]), r.text
     for field in ("guided_choice", "guided_regex"):  # the choices differ: each samples on its own grammar
         assert len({t for f, t in seen if f == field}) > 1
+
+
+def test_a_matcher_error_is_told_by_its_first_line():
+    """llguidance's panics (a grammar of too many symbols: 100,000 choices) carry a backtrace, which the client's
+    400 showed whole."""
+    class Failed:
+        def is_error(self):
+            return True
+
+        def get_error(self):
+            return "panic: assertion failed: grammar.symbols.len() < u16::MAX\n<backtrace>\n   0: <unknown>"
+
+    with pytest.raises(kvcache.InvalidArgument) as info:
+        kvcache.structured.Matcher(Failed(), None)
+    assert info.value.message == "structured outputs: panic: assertion failed: grammar.symbols.len() < u16::MAX"

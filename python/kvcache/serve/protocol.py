@@ -208,7 +208,7 @@ def _schema_text(schema, field):
         return schema
     try:
         return json.loads(schema)
-    except ValueError:
+    except (ValueError, RecursionError):  # text nested past the parser's depth was a 500
         raise bad(f"{field} must be a JSON schema (an object or its JSON text)", field) from None
 
 
@@ -251,6 +251,8 @@ def _asked(body):
         if outputs.get("json") is not None:
             asked.append((structured.json_grammar, _schema_text(outputs["json"], "structured_outputs"),
                           "structured_outputs"))
+        if not isinstance(outputs.get("json_object"), (bool, type(None))):  # "yes" or 1 was taken as true
+            raise bad("structured_outputs: json_object must be true or false", "structured_outputs")
         if outputs.get("json_object"):
             asked.append((structured.json_grammar, {"type": "object"}, "structured_outputs"))
         for key, make in (("regex", structured.regex_grammar), ("choice", structured.choice_grammar)):
