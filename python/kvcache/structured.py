@@ -107,6 +107,13 @@ class Grammar:
     def matcher(self):
         return Matcher(_llguidance().LLMatcher(self.vocabulary.ll, self.grammar, log_level=0), self.vocabulary.eos)
 
+    def check(self):
+        """Makes a matcher and its first mask; InvalidArgument with the reason when either fails."""
+        m = self.matcher()
+        m.fill(np.zeros((self.vocabulary.vocab_size + 31) // 32, dtype=np.uint32))
+        if m.error:
+            raise invalid(f"structured outputs: {m.error.splitlines()[0]}")
+
 
 class Matcher:
     """One request's place in its grammar."""

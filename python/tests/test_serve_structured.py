@@ -201,6 +201,12 @@ def test_refusals_name_the_field(server):
         assert err["param"] == field and words in err["message"], (field, value, err)
     r = httpx.post(url, json={**ok, "guided_choice": ["a"], "guided_regex": "a"}, timeout=60)
     assert r.status_code == 400 and r.json()["error"]["param"] == "guided_choice", r.text
+    # a grammar llguidance takes but cannot make a matcher of (more symbols than it counts): refused before the
+    # engine's thread built it for seconds, by its first line (a panic's backtrace followed)
+    r = httpx.post(url, json={**ok, "guided_choice": ["x"] * 70000}, timeout=60)
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == "guided_choice" and "symbols" in err["message"] and "\n" not in err["message"], err
 
 
 CHOICES = ["red", "say \"hi\"", "back\\slash", "two\nlines", "café 🙂", "r"]

@@ -107,6 +107,7 @@ class Generation:
     required_calls: bool = False  # chat: tool_choice "required", the reply is a list of calls (forced_calls)
     named_call: str = None  # chat: tool_choice names this function, the reply is its arguments (forced_calls)
     grammar: str = None  # structured outputs: the llguidance grammar every choice follows (None: free text)
+    grammar_field: str = None  # the field that asked for it
 
 
 def _is_int(v):
@@ -265,10 +266,10 @@ def _asked(body):
 
 
 def _grammar(body):
-    """The llguidance grammar of the structured output a body asks for (None: free text); 400 naming the field
-    for one that does not compile."""
+    """(the llguidance grammar of the structured output a body asks for (None: free text), the field that asked);
+    400 naming the field for one that does not compile."""
     asked = _asked(body)
-    return None if asked is None else _compiled(*asked)
+    return (None, None) if asked is None else (_compiled(*asked), asked[2])
 
 
 def _compiled(make, value, field):
@@ -319,7 +320,8 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
                       presence_penalty=_number(body, "presence_penalty", 0.0, -2.0, 2.0),
                       frequency_penalty=_number(body, "frequency_penalty", 0.0, -2.0, 2.0),
                       repetition_penalty=_repetition_penalty(body), min_tokens=_int(body, "min_tokens", 0, 0, 2**31 - 1),
-                      logit_bias=_logit_bias(body, vocab_size), grammar=_grammar(body))
+                      logit_bias=_logit_bias(body, vocab_size), grammar=(asked := _grammar(body))[0],
+                      grammar_field=asked[1])
 
 
 def _one_prompt(prompt, vocab_size, what):
@@ -483,7 +485,7 @@ def _forced_calls(body, tools, gen):
         gen.required_calls, schema = True, forced_calls.required_schema(tools)
     else:
         gen.named_call, schema = name, forced_calls.parameters(tools[0])
-    gen.grammar = _compiled(structured.json_grammar, schema, "tool_choice")
+    gen.grammar, gen.grammar_field = _compiled(structured.json_grammar, schema, "tool_choice"), "tool_choice"
 
 
 def chat_request(body, vocab_size, auto_tools=False):
