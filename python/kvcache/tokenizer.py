@@ -2,36 +2,19 @@
 `tokenizers`, tokenizer_config.json's special tokens and chat template, and
 the end-of-sequence ids of generation_config.json / config.json."""
 import json
-import os
 import pathlib
 import re
-import stat
 
 from . import chat_template
-from ._lib import invalid
+from ._lib import invalid, read_regular
 
 _SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token")
-
-
-MAX_FILE_BYTES = 64 << 20  # the C reader's KVC_MAX_INPUT_BYTES (docs/limits.md)
-
-
-def _read_text(path):
-    """A model directory's text file, refused by name unless it is a regular file of at most MAX_FILE_BYTES (a
-    FIFO or /dev/zero under a file's name blocked the server's start for ever, or read without end)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
-        os.close(fd)
-        raise invalid(f"{path}: a regular file of at most {MAX_FILE_BYTES} bytes is expected")
-    with os.fdopen(fd, "rb") as f:
-        return f.read(MAX_FILE_BYTES + 1).decode("utf-8")
 
 
 def _read_json(path):
     """A model directory's JSON file: an object ({} when there is none)."""
     try:
-        value = json.loads(_read_text(path))
+        value = json.loads(read_regular(path).decode("utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
@@ -94,7 +77,7 @@ def _template_of(model_dir, config):
     if not path.exists():
         return None
     try:
-        return _read_text(path)
+        return read_regular(path).decode("utf-8")
     except (OSError, ValueError) as exc:  # a directory, unreadable, not UTF-8
         raise invalid(f"{path}: {exc}") from None
 
