@@ -49,10 +49,10 @@ static void runner_run(const kvc_model *m, int64_t nt, int32_t *out) {
     kvc_runner_destroy(r);
 }
 
-/* The LFM2 test model. */
-static kvc_model *load_lfm2(void) {
+/* The oracle model of tests/data/oracle/<name>. */
+static kvc_model *load_oracle(const char *name) {
     char dir[1024];
-    kvc_test_oracle_dir("lfm2", dir, sizeof dir);
+    kvc_test_oracle_dir(name, dir, sizeof dir);
     kvc_model *m = NULL;
     check(kvc_model_load(dir, &m), "load");
     return m;
@@ -89,10 +89,7 @@ static void engine_run(const kvc_model *m, const kvc_engine_params *ep, int64_t 
  * preempting run under `budget` bytes: ample blocks with prefix caching on, then a budget that preempts; the state
  * pool's blocks and bytes; the refusals. */
 static void state_engine(const char *name, int64_t layer_bytes, int64_t budget) {
-    char dir[1024];
-    kvc_test_oracle_dir(name, dir, sizeof dir);
-    kvc_model *m = NULL;
-    check(kvc_model_load(dir, &m), "load");
+    kvc_model *m = load_oracle(name);
     int32_t want[N_REQ * LONG], got[N_REQ * LONG];
     runner_run(m, NEW, want);
 
@@ -211,7 +208,7 @@ static void pc_serve(const kvc_model *m, const kvc_engine_params *ep, unsigned w
  * and under preemption; storage poisoning on (a state read before it was written is NaN and refused). */
 static void test_lfm2_prefix_cache(void **state) {
     (void)state;
-    kvc_model *m = load_lfm2();
+    kvc_model *m = load_oracle("lfm2");
     int32_t want[N_PC * PC_LONG], got[N_PC * PC_LONG];
     int64_t hits[N_PC];
     kvc_engine_stats st;
@@ -266,10 +263,7 @@ static void test_lfm2_prefix_cache(void **state) {
  * refused naming the layers. */
 static void test_qwen3_next_engine(void **state) {
     (void)state;
-    char dir[1024];
-    kvc_test_oracle_dir("qwen3_next", dir, sizeof dir);
-    kvc_model *m = NULL;
-    check(kvc_model_load(dir, &m), "load");
+    kvc_model *m = load_oracle("qwen3_next");
     int32_t want[N_REQ * NEW], got[N_REQ * NEW];
     runner_run(m, NEW, want);
     kvc_engine_params ep = engine_params(), used;
@@ -290,10 +284,7 @@ static void test_qwen3_next_engine(void **state) {
  * request takes both from the snapshot (state_cache.c copies every entry of the state key), so requests over the
  * shared prefix in chunks of at most 5 tokens hit and give each request's tokens alone without caching. */
 static void two_state_prefix_cache(const char *name) {
-    char dir[1024];
-    kvc_test_oracle_dir(name, dir, sizeof dir);
-    kvc_model *m = NULL;
-    check(kvc_model_load(dir, &m), "load");
+    kvc_model *m = load_oracle(name);
     int32_t want[N_PC * NEW], got[N_PC * NEW];
     int64_t hits[N_PC];
     kvc_engine_stats st;
