@@ -200,6 +200,9 @@ bool kvci_family_is_qwen2_vl(const char *mt);
 kvc_status kvci_family_parse_qwen2_vl(const kvc_hparams *hp, kvc_model_config *cfg);
 /* Qwen3-VL's text model (family_qwen_vl.c): whether mt is qwen3_vl or qwen3_vl_text, and its keys over Qwen3's. */
 bool kvci_family_is_qwen3_vl(const char *mt);
+/* KVC_OK when hp's config nests its text model under text_config, else a refusal naming model_type (a wrapper whose
+ * class then builds its default text model: Qwen3-VL's, Qwen3.5's; family_qwen_vl.c). */
+kvc_status kvci_family_need_text_config(const kvc_hparams *hp, const char *model_type);
 kvc_status kvci_family_parse_qwen3_vl(const kvc_hparams *hp, kvc_model_config *cfg);
 
 /* LLaVA and LLaVA-NeXT's text models (family_llava.c; run by the dense family under text_config's type): whether

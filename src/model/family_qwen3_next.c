@@ -1,9 +1,10 @@
 /* Qwen3-Next (Qwen3NextConfig, transformers 5) and Qwen3.5's text model (qwen3_5_text, Qwen3_5TextConfig: the same
  * layers with the Gated DeltaNet's projections apart, a dense MLP; its multimodal rope reduces to the plain one on
- * text positions): Gated DeltaNet layers (gated_delta.c) beside gated full-attention
- * layers (every full_attention_interval-th, or layer_types), zero-centred (1 + w) RMSNorms, partial rotary, and a
- * softmax-routed MoE with a sigmoid-gated shared expert (Qwen2-MoE's) on the sparse layers. Its kinds and state
- * shapes are the planner's too. Defaults as Qwen3NextConfig's. */
+ * text positions; Qwen3.5-MoE's, qwen3_5_moe_text, with routed experts on every layer; both also as the text models of
+ * their multimodal wrappers, qwen3_5 and qwen3_5_moe): Gated DeltaNet layers (gated_delta.c) beside gated
+ * full-attention layers (every full_attention_interval-th, or layer_types), zero-centred (1 + w) RMSNorms, partial
+ * rotary, and a softmax-routed MoE with a sigmoid-gated shared expert (Qwen2-MoE's) on the sparse layers. Its kinds and
+ * state shapes are the planner's too. Defaults as Qwen3NextConfig's. */
 #include <string.h>
 
 #include "base/internal.h"
@@ -22,15 +23,16 @@ static kvc_status qwen3_next_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *ki
 /* A Gated DeltaNet layer keeps the last linear_conv_kernel_dim - 1 inputs of its conv channels (q, k and v side by
  * side: 2 x key heads x key dim + value heads x value dim), all the next token's convolution reads besides its own
  * input, as vLLM keeps it and the runtime stores it (transformers' cache holds one column more, never read), and a
- * key dim x value dim recurrent state per value head. */
+ * key dim x value dim recurrent state per value head. Absent sizes take the defaults the runtime's parse takes. */
 static kvc_status qwen3_next_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
     (void)hidden_size;
     int64_t nk = 0, nv = 0, dk = 0, dv = 0, k = 0, nk_r = 0, nv_r = 0;
     const char *names[] = {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
                            "linear_value_head_dim", "linear_conv_kernel_dim"};
     int64_t *dst[] = {&nk, &nv, &dk, &dv, &k};
+    const int64_t def[] = {16, 32, 128, 128, 4}; /* the config classes' (Qwen3-Next's and Qwen3.5's alike) */
     for (int i = 0; i < 5; i++)
-        KVC_TRY(kvci_json_int(&hp->cfg, names[i], i == 4 ? 2 : 1, KVC_HP_MAX_DIM, dst[i], NULL));
+        KVC_TRY(kvci_family_opt_int(&hp->cfg, names[i], def[i], i == 4 ? 2 : 1, KVC_HP_MAX_DIM, dst[i]));
     KVC_TRY(kvci_family_split_tp(hp, "linear_num_key_heads", nk, tp, &nk_r));
     KVC_TRY(kvci_family_split_tp(hp, "linear_num_value_heads", nv, tp, &nv_r));
     *s = (kvc_state_shapes){.n = 2,
@@ -40,18 +42,42 @@ static kvc_status qwen3_next_states(const kvc_hparams *hp, int64_t hidden_size, 
     return KVC_OK;
 }
 
-/* The routed block: num_experts (512; 0: every layer dense) of moe_intermediate_size (512), num_experts_per_tok (10),
- * norm_topk_prob (true), the shared expert of shared_expert_intermediate_size (512) behind its sigmoid gate, on the
- * layers of decoder_sparse_step not in mlp_only_layers. */
-static kvc_status parse_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
-    KVC_TRY(kvci_family_opt_int(c, "num_experts", 512, 0, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts));
+/* Qwen3.5's types: the text models and their multimodal wrappers (read as their text model when text_config names
+ * no model_type); the MoE ones (*_moe*) route every layer. */
+static bool is_qwen3_5(const char *mt) { return strncmp(mt, "qwen3_5", 7) == 0; }
+static bool is_qwen3_5_moe(const char *mt) { return strncmp(mt, "qwen3_5_moe", 11) == 0; }
+
+/* The routed block: num_experts of moe_intermediate_size (512), num_experts_per_tok, the shared expert of
+ * shared_expert_intermediate_size (512) behind its sigmoid gate. Qwen3-Next: 512 experts (0: every layer dense), 10
+ * per token, norm_topk_prob (true), on the layers of decoder_sparse_step not in mlp_only_layers. Qwen3.5-MoE
+ * (Qwen3_5MoeTextConfig): 256 experts (at least 1), 8 per token, always renormalised, on every layer (its class reads
+ * none of the other three keys); the dense width is not read (no layer has the MLP) and set to the experts'. */
+static kvc_status parse_moe(const kvc_json_obj *c, bool q35, kvc_model_config *cfg) {
+    KVC_TRY(kvci_family_opt_int(c, "num_experts", q35 ? 256 : 512, q35 ? 1 : 0, KVC_HP_MAX_EXPERTS,
+                                &cfg->n_routed_experts));
     if (cfg->n_routed_experts == 0) return KVC_OK; /* layer_moe stays false */
-    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", 10, 1, cfg->n_routed_experts, &cfg->experts_per_tok));
-    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", true, &cfg->norm_topk_prob));
+    KVC_TRY(
+        kvci_family_opt_int(c, "num_experts_per_tok", q35 ? 8 : 10, 1, cfg->n_routed_experts, &cfg->experts_per_tok));
     KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 512, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
     KVC_TRY(kvci_family_opt_int(c, "shared_expert_intermediate_size", 512, 1, KVC_HP_MAX_WIDTH,
                                 &cfg->shared_expert_intermediate_size));
-    return kvci_family_qwen_moe_layers(c, cfg);
+    if (!q35) {
+        KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", true, &cfg->norm_topk_prob));
+        return kvci_family_qwen_moe_layers(c, cfg);
+    }
+    cfg->norm_topk_prob = true;
+    cfg->intermediate_size = cfg->moe_intermediate_size;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    return KVC_OK;
+}
+
+/* A Qwen3.5 wrapper (Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration): its text model under
+ * text_config (without it transformers builds its default text model: refused), the head tied by the top level's
+ * tie_word_embeddings alone (false when absent; text_config's is ignored, as the wrapper's class does). */
+static kvc_status parse_wrapper(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj root = {.obj = hp->doc, .doc = hp->cfg.doc, .path = ""};
+    KVC_TRY(kvci_family_need_text_config(hp, cfg->model_type));
+    return kvci_family_opt_bool(&root, "tie_word_embeddings", false, &cfg->tie_word_embeddings);
 }
 
 static kvc_status parse_qwen3_next(const kvc_hparams *hp, kvc_model_config *cfg) {
@@ -66,8 +92,12 @@ static kvc_status parse_qwen3_next(const kvc_hparams *hp, kvc_model_config *cfg)
     KVC_TRY(kvci_family_opt_int(c, "linear_key_head_dim", 128, 1, KVC_HP_MAX_DIM, &cfg->gdn_k_dim));
     KVC_TRY(kvci_family_opt_int(c, "linear_value_head_dim", 128, 1, KVC_HP_MAX_DIM, &cfg->gdn_v_dim));
     KVC_TRY(kvci_family_opt_int(c, "linear_conv_kernel_dim", 4, 2, KVC_HP_MAX_DIM, &cfg->gdn_conv_kernel));
-    cfg->gdn_split_proj = strcmp(cfg->model_type, "qwen3_5_text") == 0;
-    return cfg->gdn_split_proj ? KVC_OK : parse_moe(c, cfg); /* Qwen3.5's MLP is dense */
+    cfg->gdn_split_proj = is_qwen3_5(cfg->model_type);
+    const bool wrapped = hp->cfg.obj != hp->doc || strcmp(cfg->model_type, "qwen3_5") == 0 ||
+                         strcmp(cfg->model_type, "qwen3_5_moe") == 0;
+    if (wrapped) KVC_TRY(parse_wrapper(hp, cfg));
+    if (!cfg->gdn_split_proj) return parse_moe(c, false, cfg);
+    return is_qwen3_5_moe(cfg->model_type) ? parse_moe(c, true, cfg) : KVC_OK; /* Qwen3.5's dense MLP */
 }
 
 /* The value heads share the key heads in equal groups (transformers' repeat_interleave). */
@@ -87,14 +117,18 @@ static kvc_status qwen3_next_ffn(const kvc_fwd_step *s, int64_t l) {
     return s->m->cfg.layer_moe[l] ? kvci_ffn_softmax_moe(s, l) : kvci_fwd_dense_mlp(s, l);
 }
 
-static const kvc_family_alias QWEN3_NEXT[] = {{"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next", true},
-                                              {"qwen3_5_text", "Qwen3_5ForCausalLM", "qwen3_5_text", true}};
+static const kvc_family_alias QWEN3_NEXT[] = {
+    {"qwen3_next", "Qwen3NextForCausalLM", "qwen3_next", true},
+    {"qwen3_5_text", "Qwen3_5ForCausalLM", "qwen3_5_text", true},
+    {"qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", "qwen3_5_moe_text", true},
+    {"qwen3_5", "Qwen3_5ForConditionalGeneration", "qwen3_5_text", true},
+    {"qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe_text", true}};
 
 const kvc_family_desc kvc_family_qwen3_next = {
     .id = KVC_FAMILY_QWEN3_NEXT,
     .name = "qwen3_next",
     .aliases = QWEN3_NEXT,
-    .n_aliases = 2,
+    .n_aliases = 5,
     .parse = parse_qwen3_next,
     .check = check_qwen3_next,
     .default_kinds = qwen3_next_kinds,

@@ -55,6 +55,14 @@ static kvc_status check_mrope_section(const kvc_hparams *hp, int64_t head_dim) {
     return KVC_OK;
 }
 
+kvc_status kvci_family_need_text_config(const kvc_hparams *hp, const char *model_type) {
+    if (hp->cfg.obj != hp->doc) return KVC_OK;
+    return kvci_fail(KVC_EINVAL,
+                     "%s: %s without text_config is not supported (transformers then builds its default text model, "
+                     "not the top level's)",
+                     hp->cfg.doc, model_type);
+}
+
 /* Qwen2-VL / Qwen2.5-VL's text model: Qwen2's (q/k/v biases, no o_proj or MLP bias, head_dim hidden_size /
  * num_attention_heads: a head_dim key is not read, hparams.c) with the whole head rotated; the head tied when
  * the top level's tie_word_embeddings (false when absent) or text_config's says so (the config class ORs them). */
@@ -80,11 +88,7 @@ kvc_status kvci_family_parse_qwen2_vl(const kvc_hparams *hp, kvc_model_config *c
  * is tied by the top level's tie_word_embeddings alone (false when absent; text_config's is ignored). */
 kvc_status kvci_family_parse_qwen3_vl(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj root = {.obj = hp->doc, .doc = hp->cfg.doc, .path = ""};
-    if (hp->cfg.obj == hp->doc)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: %s without text_config is not supported (transformers then builds its default text "
-                         "model, not the top level's)",
-                         hp->cfg.doc, cfg->model_type);
+    KVC_TRY(kvci_family_need_text_config(hp, cfg->model_type));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     bool bias = false;
     KVC_TRY(kvci_family_opt_bool(&hp->cfg, "attention_bias", false, &bias));

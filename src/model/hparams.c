@@ -95,6 +95,9 @@ static const type_defaults DEFAULTS[] = {
     {"lfm2", 0, 1000000.0, 0, false, 8, false, false},
     {"qwen3_next", 256, 10000.0, 0, false, 2, false, false},
     {"qwen3_5_text", 256, 10000.0, 0, false, 4, false, false},
+    {"qwen3_5", 256, 10000.0, 0, false, 4, false, false}, /* its text config's when text_config names no type */
+    {"qwen3_5_moe_text", 256, 10000.0, 0, false, 2, false, false},
+    {"qwen3_5_moe", 256, 10000.0, 0, false, 2, false, false},
     {"lfm2_moe", 0, 1000000.0, 0, false, 8, false, false}, /* Lfm2MoeConfig's */
 };
 
@@ -110,7 +113,7 @@ static type_defaults defaults_of(const kvc_hparams *hp) {
 static double default_partial_rotary(const kvc_hparams *hp) {
     const char *mt = hp->model_type;
     if (mt != NULL && (strcmp(mt, "stablelm") == 0 || strcmp(mt, "gpt_neox") == 0 || strcmp(mt, "qwen3_next") == 0 ||
-                       strcmp(mt, "qwen3_5_text") == 0))
+                       strncmp(mt, "qwen3_5", 7) == 0))
         return 0.25;
     if (mt != NULL && (strcmp(mt, "phi") == 0 || strcmp(mt, "nemotron") == 0 || strcmp(mt, "persimmon") == 0))
         return 0.5;
@@ -456,9 +459,10 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
  * Nemotron, MiniMax-M2, Persimmon, Qwen3-Next); the others rotate whole heads
  * whatever the config says. Types planned only, and unknown ones, keep the factor. */
 static bool rotates_part(const kvc_hparams *hp) {
-    static const char *const PARTIAL_TYPES[] = {"glm",        "glm4",      "glm4_moe",   "phi",
-                                                "phi3",       "stablelm",  "gpt_neox",   "nemotron",
-                                                "minimax_m2", "persimmon", "qwen3_next", "qwen3_5_text"};
+    static const char *const PARTIAL_TYPES[] = {
+        "glm",        "glm4",       "glm4_moe",  "phi",        "phi3",         "stablelm", "gpt_neox",
+        "nemotron",   "minimax_m2", "persimmon", "qwen3_next", "qwen3_5_text", "qwen3_5",  "qwen3_5_moe_text",
+        "qwen3_5_moe"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, PARTIAL_TYPES, sizeof PARTIAL_TYPES / sizeof PARTIAL_TYPES[0]);
 }

@@ -2392,6 +2392,46 @@ static void test_caller_extras_refused(void **state) {
     expect_create_refusal(&c, "alibi_bias_max -8 outside");
 }
 
+/* Qwen3.5-MoE's text model with Qwen3_5MoeTextConfig's defaults: the projections apart, 256 experts of 512, 8 per
+ * token, always renormalised, on every layer (decoder_sparse_step, mlp_only_layers and norm_topk_prob not read), the
+ * shared expert of 512, 2 KV heads; the wrappers: text_config required, the head tied by the top level's key alone. */
+static void test_qwen3_5_moe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"qwen3_5_moe_text\",\"vocab_size\":8,\"hidden_size\":32,"
+                               "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"decoder_sparse_step\":2,"
+                               "\"mlp_only_layers\":[0],\"norm_topk_prob\":false,\"intermediate_size\":-1}",
+                               "q35moe-defaults", &c),
+        KVC_OK);
+    assert_true(c.family == KVC_FAMILY_QWEN3_NEXT && c.gdn_split_proj && c.attn_output_gate);
+    assert_true(c.n_routed_experts == 256 && c.experts_per_tok == 8 && c.norm_topk_prob);
+    assert_true(c.moe_intermediate_size == 512 && c.shared_expert_intermediate_size == 512);
+    for (int l = 0; l < 4; l++) assert_true(c.layer_moe[l]);
+    assert_true(c.head_dim == 256 && c.num_kv_heads == 2 && kvci_model_rot_dim(&c) == 64 && c.layer_gdn[0]);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"qwen3_5_moe\",\"tie_word_embeddings\":true,"
+                               "\"text_config\":{\"model_type\":\"qwen3_5_moe_text\",\"vocab_size\":8,"
+                               "\"hidden_size\":32,\"num_hidden_layers\":4,\"num_attention_heads\":4,"
+                               "\"num_experts\":4,\"num_experts_per_tok\":2,\"tie_word_embeddings\":false}}",
+                               "q35moe-wrapped", &c),
+        KVC_OK);
+    assert_true(c.tie_word_embeddings && c.n_routed_experts == 4 && c.experts_per_tok == 2);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"qwen3_5\",\"text_config\":{\"model_type\":"
+                               "\"qwen3_5_text\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":4,"
+                               "\"num_attention_heads\":4,\"tie_word_embeddings\":true}}",
+                               "q35-wrapped", &c),
+        KVC_OK);
+    assert_true(!c.tie_word_embeddings && c.n_routed_experts == 0 && c.intermediate_size == 12288 && c.gdn_split_proj);
+    expect_refusal("{\"model_type\":\"qwen3_5_moe\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":4,"
+                   "\"num_attention_heads\":4}",
+                   "without text_config");
+    expect_refusal("{\"model_type\":\"qwen3_5_moe_text\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":4,"
+                   "\"num_attention_heads\":4,\"num_experts\":0}",
+                   "num_experts");
+}
+
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
  * bias at eps 1e-5, every bias, no RoPE, tied) and with weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4
  * positions (a fifth refused by the forward, whatever the offset); refused by name: post-norm blocks,
@@ -2604,6 +2644,7 @@ int main(void) {
         cmocka_unit_test(test_lfm2_fields),
         cmocka_unit_test(test_qwen3_next_fields),
         cmocka_unit_test(test_qwen3_5_text_fields),
+        cmocka_unit_test(test_qwen3_5_moe_fields),
         cmocka_unit_test(test_lfm2_moe_fields),
         cmocka_unit_test(test_bamba_fields),
         cmocka_unit_test(test_granitemoehybrid_fields),

@@ -769,6 +769,17 @@ static void test_qwen3_5_text(void **state) {
     kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
 }
 
+/* Qwen3.5-MoE through its multimodal wrapper (Qwen3_5MoeForConditionalGeneration, text_config qwen3_5_moe_text,
+ * tensors under model.language_model., a vision tower left unread): qwen3_5_text's layers with the routed block on
+ * every layer (6 experts, 2 per token, the gated shared expert); text_config says tied, the outer config untied (the
+ * head is untied). qwen3_next's floor. */
+static void test_qwen3_5_moe(void **state) {
+    (void)state;
+    kvc_test_oracle_abs_floor = 5e-5;
+    run_dir("qwen3_5_moe");
+    kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
+}
+
 /* Cohere (Command-R)-like: LayerNorm without bias, parallel blocks, RoPE on adjacent pairs, logits times 0.3,
  * q/k/v/o biases, GQA, tied */
 static void test_cohere(void **state) {
@@ -922,6 +933,7 @@ int main(void) {
         cmocka_unit_test(test_lfm2),
         cmocka_unit_test(test_qwen3_next),
         cmocka_unit_test(test_qwen3_5_text),
+        cmocka_unit_test(test_qwen3_5_moe),
         cmocka_unit_test(test_lfm2_moe),
         cmocka_unit_test(test_bamba),
         cmocka_unit_test(test_granitemoehybrid),

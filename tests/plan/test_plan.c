@@ -451,6 +451,32 @@ static const char HYBRID[] =
     " \"linear_num_key_heads\": 16, \"linear_num_value_heads\": 32, \"linear_key_head_dim\": 128,"
     " \"linear_value_head_dim\": 128, \"linear_conv_kernel_dim\": 4}";
 
+/* Qwen3.5-MoE's multimodal wrapper: the text model under text_config planned (no layer_types: every 4th layer full),
+ * Qwen3_5MoeTextConfig's 2 KV heads of 256 and Gated DeltaNet state shapes (kernel 4 when absent). */
+static void test_qwen3_5_moe_wrapper_plan(void **state) {
+    (void)state;
+    static const char CFG[] =
+        "{\"architectures\": [\"Qwen3_5MoeForConditionalGeneration\"], \"model_type\": \"qwen3_5_moe\","
+        " \"text_config\": {\"model_type\": \"qwen3_5_moe_text\", \"num_hidden_layers\": 8,"
+        " \"num_attention_heads\": 16, \"hidden_size\": 2048, \"linear_num_key_heads\": 16,"
+        " \"linear_num_value_heads\": 32, \"linear_key_head_dim\": 128, \"linear_value_head_dim\": 128,"
+        " \"max_position_embeddings\": 8192}}";
+    kvc_plan_options o = budget_options(1);
+    kvc_model_plan *plan = NULL;
+    assert_int_equal(kvc_model_plan_create(CFG, sizeof CFG - 1, &o, &plan), KVC_OK);
+    for (int i = 0; i < 8; i++) {
+        const kvc_plan_layer *L = &plan->layers[i];
+        assert_int_equal(L->attn_type, (i + 1) % 4 == 0 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
+        if (L->attn_type != KVC_ATTN_MAMBA) continue;
+        assert_int_equal(L->caches[0].shape[0], 2 * 16 * 128 + 32 * 128); /* q | k | v conv channels */
+        assert_int_equal(L->caches[0].shape[1], 3);
+        assert_int_equal(L->caches[1].shape[0], 32);
+    }
+    assert_int_equal(plan->blocks.per_token_bytes,
+                     2 * 2 * 2 * 256 * 2); /* layers 3 and 7: bf16 K and V, 2 KV heads of 256 */
+    kvc_model_plan_destroy(plan);
+}
+
 static void test_hybrid_state_layers(void **state) {
     (void)state;
     kvc_plan_options o = budget_options(2);
@@ -1276,6 +1302,7 @@ int main(void) {
         cmocka_unit_test(test_offline_sizing),
         cmocka_unit_test(test_legacy_and_dtype),
         cmocka_unit_test(test_hybrid_state_layers),
+        cmocka_unit_test(test_qwen3_5_moe_wrapper_plan),
         cmocka_unit_test(test_family_rules),
         cmocka_unit_test(test_unknown_architecture),
         cmocka_unit_test(test_recent_shapes),

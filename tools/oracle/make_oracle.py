@@ -8,7 +8,7 @@ ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek
 olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2, bamba, granitemoehybrid,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
-internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
+internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text, qwen3_5_moe, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
@@ -104,6 +104,8 @@ from transformers import (
     Qwen3NextForCausalLM,
     Qwen3_5ForCausalLM,
     Qwen3_5TextConfig,
+    Qwen3_5MoeConfig,
+    Qwen3_5MoeForConditionalGeneration,
     BambaConfig,
     BambaForCausalLM,
     GraniteMoeHybridConfig,
@@ -1200,6 +1202,27 @@ def qwen3_5_text_config():
                              bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def qwen3_5_moe_config():
+    # Qwen3.5-MoE at toy size, the multimodal class with a one-block vision tower (never run on text): its text model
+    # is qwen3_5_text's layers with Qwen3-Next's routed block on every layer: 3 layers, Gated DeltaNet on layers 0 and
+    # 2 (2 key heads of 8, 4 value heads of 12, conv kernel 4), gated attention on layer 1 (4 heads of 16, 2 KV heads,
+    # partial rotary 0.25 by default) with interleaved multimodal rope sections, 6 experts of 24 (2 per token, always
+    # renormalised), the sigmoid-gated shared expert of 40; text_config says tied, the outer config untied: the head
+    # is untied (the wrapper reads the outer key alone).
+    text = dict(vocab_size=VOCAB, hidden_size=48, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                head_dim=16, max_position_embeddings=64, linear_num_key_heads=2, linear_num_value_heads=4,
+                linear_key_head_dim=8, linear_value_head_dim=12, linear_conv_kernel_dim=4, num_experts=6,
+                num_experts_per_tok=2, moe_intermediate_size=24, shared_expert_intermediate_size=40,
+                tie_word_embeddings=True, layer_types=["linear_attention", "full_attention", "linear_attention"],
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25,
+                                 "mrope_section": [1, 1, 0], "mrope_interleaved": True},
+                bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    vision = dict(depth=1, hidden_size=16, intermediate_size=16, num_heads=1, out_hidden_size=48, patch_size=14,
+                  num_position_embeddings=16)
+    return Qwen3_5MoeConfig(text_config=text, vision_config=vision, image_token_id=VOCAB - 1, video_token_id=VOCAB - 2,
+                            vision_start_token_id=VOCAB - 3, vision_end_token_id=VOCAB - 4, tie_word_embeddings=False)
+
+
 def lfm2_moe_config():
     # LFM2-8B-A1B's blocks at toy size: 4 layers, short convolutions (kernel 3, no biases: the class's) on layers 0, 2
     # and 3, GQA attention (2 KV heads of 4, head_dim 16) with per-head q/k RMSNorm on layer 1; layer 0's feed-forward
@@ -1385,6 +1408,7 @@ FAMILIES = {
     "lfm2": (lfm2_config, Lfm2ForCausalLM),
     "qwen3_next": (qwen3_next_config, Qwen3NextForCausalLM),
     "qwen3_5_text": (qwen3_5_text_config, Qwen3_5ForCausalLM),
+    "qwen3_5_moe": (qwen3_5_moe_config, Qwen3_5MoeForConditionalGeneration),
     "lfm2_moe": (lfm2_moe_config, Lfm2MoeForCausalLM),
     "bamba": (bamba_config, BambaForCausalLM),
     "granitemoehybrid": (granitemoehybrid_config, GraniteMoeHybridForCausalLM),
@@ -1426,7 +1450,7 @@ def param_std(name, shape, config):
         return None
     if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma", "nemotron",
                                                                              "vaultgemma", "qwen3_next",
-                                                                             "qwen3_5_text"):
+                                                                             "qwen3_5_text", "qwen3_5_moe"):
         return 0.3  # Gemma and Nemotron apply 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if name.endswith(("norm_1.weight", "norm_2.weight", "norm_f.weight")):  # DBRX's LayerNorms
         return None
@@ -2249,7 +2273,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
-                               "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "bamba", "granitemoehybrid", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
+                               "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "bamba", "granitemoehybrid", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
