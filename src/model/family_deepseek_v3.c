@@ -1,8 +1,7 @@
-/* MLA models (MF 4.2 - 4.5): DeepSeek-V3 and DeepSeek-V2 run; V3.2 and Kimi-K2 are planned
- * only. Every layer is full attention over a latent cache (or, unabsorbed,
- * nH heads of dn + dr keys and dv values); the first first_k_dense_replace
- * layers are dense, the rest a grouped-routing MoE (V3: sigmoid scores with a
- * correction bias; V2: softmax scores). */
+/* MLA models (MF 4.2 - 4.5): DeepSeek-V3, DeepSeek-V2 and GLM-4.7-Flash (glm4_moe_lite: V3's layers, its MoE
+ * layers named by mlp_layer_types) run; V3.2 and Kimi-K2 are planned only. Every layer is full attention over a latent
+ * cache (or, unabsorbed, nH heads of dn + dr keys and dv values); the first first_k_dense_replace layers are dense, the
+ * rest a grouped-routing MoE (V3: sigmoid scores with a correction bias; V2: softmax scores). */
 #include <string.h>
 
 #include "base/internal.h"
@@ -13,21 +12,62 @@ bool kvci_deepseek_v2(const kvc_model_config *cfg) {
     return cfg->family == KVC_FAMILY_DEEPSEEK_V3 && strcmp(cfg->model_type, "deepseek_v2") == 0;
 }
 
-/* V3's MoE keys (DeepseekV3Config's defaults): RoPE by rope_interleave, the sigmoid router's groups. */
+static bool is_glm_lite(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "glm4_moe_lite") == 0; }
+
+/* V3's router defaults: DeepseekV3Config's, and Glm4MoeLiteConfig's (GLM-4.7-Flash). */
+typedef struct {
+    int64_t first_dense, width, experts, shared, per_tok, groups, topk_groups;
+    double scale;
+} v3_defaults;
+static const v3_defaults V3 = {3, 2048, 256, 1, 8, 8, 4, 2.5};
+static const v3_defaults GLM_LITE = {1, 1536, 64, 1, 4, 1, 1, 1.8};
+
+/* GLM-4.7-Flash's mlp_layer_types: "dense" or "sparse" per layer (absent: layer 0 dense, the rest sparse);
+ * first_k_dense_replace is not read (num_layers when no layer is sparse, else 0: the router's keys checked). */
+static kvc_status glm_lite_layers(const kvc_json_obj *c, kvc_model_config *cfg) {
+    const cJSON *types = NULL;
+    bool have = false, any = false;
+    KVC_TRY(kvci_json_array(c, "mlp_layer_types", KVC_HP_MAX_LAYERS, &types, &have));
+    if (have && types != NULL && cJSON_GetArraySize(types) != cfg->num_layers)
+        return kvci_fail(KVC_EINVAL, "%s: mlp_layer_types has %d entries for %lld layers", c->doc,
+                         cJSON_GetArraySize(types), (long long)cfg->num_layers);
+    for (int64_t l = 0; l < cfg->num_layers; l++) {
+        const cJSON *t = have && types != NULL ? cJSON_GetArrayItem(types, (int)l) : NULL;
+        if (t != NULL &&
+            (!cJSON_IsString(t) || (strcmp(t->valuestring, "dense") != 0 && strcmp(t->valuestring, "sparse") != 0)))
+            return kvci_fail(KVC_EINVAL, "%s: mlp_layer_types[%lld] must be \"dense\" or \"sparse\"", c->doc,
+                             (long long)l);
+        cfg->layer_moe[l] = t != NULL ? strcmp(t->valuestring, "sparse") == 0 : l > 0;
+        any |= cfg->layer_moe[l];
+    }
+    cfg->first_k_dense_replace = any ? 0 : cfg->num_layers;
+    return KVC_OK;
+}
+
+/* V3's MoE keys: RoPE by rope_interleave, the sigmoid router's groups; the dense layers V3's first
+ * first_k_dense_replace, GLM-4.7-Flash's by mlp_layer_types. */
 static kvc_status parse_v3_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
     const kvc_json_range scale = {0.0, KVC_HP_MAX_FACTOR, true};
+    const v3_defaults *d = is_glm_lite(cfg) ? &GLM_LITE : &V3;
     bool interleave = true;
     KVC_TRY(kvci_family_opt_bool(c, "rope_interleave", true, &interleave));
     cfg->rope_form = interleave ? KVC_ROPE_INTERLEAVED : KVC_ROPE_HALF;
-    KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", 3, 0, KVC_HP_MAX_LAYERS, &cfg->first_k_dense_replace));
-    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 2048, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
-    KVC_TRY(kvci_family_opt_int(c, "n_routed_experts", 256, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts));
-    KVC_TRY(kvci_family_opt_int(c, "n_shared_experts", 1, 0, KVC_HP_MAX_EXPERTS, &cfg->n_shared_experts));
-    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", 8, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
-    KVC_TRY(kvci_family_opt_int(c, "n_group", 8, 1, KVC_HP_MAX_EXPERTS, &cfg->n_group));
-    KVC_TRY(kvci_family_opt_int(c, "topk_group", 4, 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group));
+    if (is_glm_lite(cfg)) {
+        KVC_TRY(glm_lite_layers(c, cfg));
+    } else {
+        KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", d->first_dense, 0, KVC_HP_MAX_LAYERS,
+                                    &cfg->first_k_dense_replace));
+        for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= cfg->first_k_dense_replace;
+    }
+    KVC_TRY(
+        kvci_family_opt_int(c, "moe_intermediate_size", d->width, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "n_routed_experts", d->experts, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts));
+    KVC_TRY(kvci_family_opt_int(c, "n_shared_experts", d->shared, 0, KVC_HP_MAX_EXPERTS, &cfg->n_shared_experts));
+    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", d->per_tok, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
+    KVC_TRY(kvci_family_opt_int(c, "n_group", d->groups, 1, KVC_HP_MAX_EXPERTS, &cfg->n_group));
+    KVC_TRY(kvci_family_opt_int(c, "topk_group", d->topk_groups, 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group));
     KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", true, &cfg->norm_topk_prob));
-    return kvci_family_opt_num(c, "routed_scaling_factor", 2.5, scale, &cfg->routed_scaling_factor);
+    return kvci_family_opt_num(c, "routed_scaling_factor", d->scale, scale, &cfg->routed_scaling_factor);
 }
 
 /* V2's MoE keys (DeepseekV2Config's defaults: no dense layers, 64 experts of 1407, 2 shared, scaling 1). RoPE turns
@@ -48,6 +88,7 @@ static kvc_status parse_v2_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 1.0, scale, &cfg->routed_scaling_factor));
     KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &bias));
     if (bias) return kvci_fail(KVC_EINVAL, "%s: deepseek_v2 mlp_bias true is not supported", c->doc);
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= cfg->first_k_dense_replace;
     if (cfg->first_k_dense_replace >= cfg->num_layers) return KVC_OK; /* no router: its keys unused */
     cfg->norm_topk_prob = false;
     KVC_TRY(kvci_json_int(c, "num_experts_per_tok", 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok, &have_k));
@@ -85,8 +126,11 @@ static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &attn_bias));
     cfg->qkv_bias = cfg->o_bias = attn_bias;
     cfg->head_dim = cfg->qk_rope_head_dim;
+    if (is_glm_lite(cfg)) { /* Glm4MoeLiteConfig's q_lora_rank 768 and rms_norm_eps 1e-5 when absent */
+        if (kvci_json_missing(c, "q_lora_rank")) cfg->q_lora_rank = 768;
+        if (kvci_json_missing(c, "rms_norm_eps")) cfg->rms_norm_eps = 1e-5;
+    }
     KVC_TRY(kvci_deepseek_v2(cfg) ? parse_v2_moe(c, cfg) : parse_v3_moe(c, cfg));
-    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= cfg->first_k_dense_replace;
     cfg->shared_expert_intermediate_size = cfg->n_shared_experts * cfg->moe_intermediate_size;
     return KVC_OK;
 }
@@ -109,7 +153,7 @@ kvc_status kvci_family_check_grouped_router(const kvc_model_config *cfg, const c
     return KVC_OK;
 }
 
-/* The first first_k_dense_replace layers: the dense MLP; the rest: routed and shared experts. */
+/* The dense layers (layer_moe false): the dense MLP; the rest: routed and shared experts. */
 static kvc_status deepseek_ffn(const kvc_fwd_step *s, int64_t l) {
     return s->m->layers[l].moe ? kvci_ffn_deepseek(s, l, kvci_deepseek_v2(&s->m->cfg)) : kvci_fwd_dense_mlp(s, l);
 }
@@ -117,6 +161,7 @@ static kvc_status deepseek_ffn(const kvc_fwd_step *s, int64_t l) {
 static const kvc_family_alias ALIASES[] = {
     {"deepseek_v2", "DeepseekV2ForCausalLM", "deepseek_v2", true},
     {"deepseek_v3", "DeepseekV3ForCausalLM", "deepseek_v3", true},
+    {"glm4_moe_lite", "Glm4MoeLiteForCausalLM", "glm4_moe_lite", true},
     {"deepseek_v32", "DeepseekV32ForCausalLM", "deepseek_v32", false},
     {"kimi_k2", NULL, "kimi_k2", false},
 };

@@ -2432,6 +2432,37 @@ static void test_qwen3_5_moe_fields(void **state) {
                    "num_experts");
 }
 
+/* GLM-4.7-Flash (glm4_moe_lite) with Glm4MoeLiteConfig's defaults: DeepSeek-V3's MLA with q_lora_rank 768,
+ * rms_norm_eps 1e-5, interleaved RoPE; layer 0 dense and the rest sparse (first_k_dense_replace not read); 64 experts
+ * of 1536, 4 per token in 1 group, renormalised, times 1.8, 1 shared; mlp_layer_types read and checked by name. */
+#define GLM_LITE_BASE                                                                                                  \
+    "{\"model_type\":\"glm4_moe_lite\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"                  \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"kv_lora_rank\":8,\"qk_rope_head_dim\":4,"                     \
+    "\"qk_nope_head_dim\":4,\"v_head_dim\":4"
+static void test_glm4_moe_lite_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GLM_LITE_BASE ",\"first_k_dense_replace\":3}", "glm-lite", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DEEPSEEK_V3 && c.q_lora_rank == 768 && c.rms_norm_eps == 1e-5);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[2] && c.rope_form == KVC_ROPE_INTERLEAVED);
+    assert_true(c.n_routed_experts == 64 && c.moe_intermediate_size == 1536 && c.experts_per_tok == 4);
+    assert_true(c.n_group == 1 && c.topk_group == 1 && c.norm_topk_prob && c.routed_scaling_factor == 1.8);
+    assert_true(c.n_shared_experts == 1 && c.shared_expert_intermediate_size == 1536);
+    assert_int_equal(kvc_model_config_parse(GLM_LITE_BASE
+                                            ",\"mlp_layer_types\":[\"sparse\",\"dense\",\"sparse\"],"
+                                            "\"q_lora_rank\":null,\"n_routed_experts\":4,\"num_experts_per_tok\":2}",
+                                            "glm-lite-types", &c),
+                     KVC_OK);
+    assert_true(c.layer_moe[0] && !c.layer_moe[1] && c.layer_moe[2] && c.q_lora_rank == 0);
+    assert_int_equal(kvc_model_config_parse(GLM_LITE_BASE ",\"mlp_layer_types\":[\"dense\",\"dense\",\"dense\"],"
+                                                          "\"n_routed_experts\":3,\"n_group\":2}",
+                                            "glm-lite-dense", &c),
+                     KVC_OK); /* no router: its sizes unchecked */
+    expect_refusal(GLM_LITE_BASE ",\"mlp_layer_types\":[\"sparse\",\"dense\"]}", "mlp_layer_types has 2 entries");
+    expect_refusal(GLM_LITE_BASE ",\"mlp_layer_types\":[\"sparse\",\"moe\",\"dense\"]}", "mlp_layer_types[1]");
+    expect_refusal(GLM_LITE_BASE ",\"n_routed_experts\":6,\"n_group\":4}", "MoE routing sizes");
+}
+
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
  * bias at eps 1e-5, every bias, no RoPE, tied) and with weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4
  * positions (a fifth refused by the forward, whatever the offset); refused by name: post-norm blocks,
@@ -2645,6 +2676,7 @@ int main(void) {
         cmocka_unit_test(test_qwen3_next_fields),
         cmocka_unit_test(test_qwen3_5_text_fields),
         cmocka_unit_test(test_qwen3_5_moe_fields),
+        cmocka_unit_test(test_glm4_moe_lite_fields),
         cmocka_unit_test(test_lfm2_moe_fields),
         cmocka_unit_test(test_bamba_fields),
         cmocka_unit_test(test_granitemoehybrid_fields),

@@ -199,6 +199,12 @@ static void test_deepseek_v3(void **state) {
     (void)state;
     run_dir("deepseek_v3");
 }
+/* GLM-4.7-Flash: DeepSeek-V3's MLA (modes 0-3) with GLM-4.5's grouped sigmoid router on the layers mlp_layer_types
+ * calls sparse (0 and 2; layer 1 dense) */
+static void test_glm4_moe_lite(void **state) {
+    (void)state;
+    run_dir("glm4_moe_lite");
+}
 /* the softmax-routed MoE families: Qwen3-MoE (a dense layer, no renormalisation), Mixtral (sliding
  * window, renormalised top-2) and Qwen2-MoE */
 static void test_qwen3_moe(void **state) {
@@ -854,6 +860,7 @@ int main(void) {
         cmocka_unit_test(test_qwen3_f16),
         cmocka_unit_test(test_gpt_oss),
         cmocka_unit_test(test_deepseek_v3),
+        cmocka_unit_test(test_glm4_moe_lite),
         cmocka_unit_test(test_dtypes_qwen3),
         cmocka_unit_test(test_dtypes_gpt_oss),
         cmocka_unit_test(test_dtypes_deepseek_v3),

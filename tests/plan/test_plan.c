@@ -869,19 +869,24 @@ static void test_recent_shapes(void **state) {
     assert_true(has_warning(p, "index_topk 2048"));
     kvc_model_plan_destroy(p);
 
-    /* An unknown model with kv_lora_rank: latent caches, not num_attention_heads x hidden/heads. */
-    p = plan_text("{\"architectures\": [\"Glm4MoeLiteForCausalLM\"], \"model_type\": \"glm4_moe_lite\","
-                  " \"num_hidden_layers\": 2, \"num_attention_heads\": 20, \"hidden_size\": 2048,"
-                  " \"kv_lora_rank\": 512, \"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 192, \"v_head_dim\": 256,"
-                  " \"max_position_embeddings\": 4096}",
-                  &o);
-    assert_string_equal(p->family, "glm4_moe_lite");
-    assert_true(p->mla);
-    assert_int_equal(p->layers[0].n_caches, 2);
-    assert_int_equal(p->layers[0].caches[0].dim, 512);
-    assert_int_equal(p->blocks.per_token_bytes, 2 * (512 + 64) * 2);
-    assert_true(has_warning(p, "planned as multi-head latent attention"));
-    kvc_model_plan_destroy(p);
+    /* An unknown model with kv_lora_rank: latent caches, not num_attention_heads x hidden/heads; GLM-4.7-Flash
+     * (glm4_moe_lite, DeepSeek-V3's family) the same caches without the warning. */
+    for (int known = 0; known < 2; known++) {
+        char cfg[512];
+        snprintf(cfg, sizeof cfg,
+                 "{\"architectures\": [\"%s\"], \"model_type\": \"%s\", \"num_hidden_layers\": 2,"
+                 " \"num_attention_heads\": 20, \"hidden_size\": 2048, \"kv_lora_rank\": 512, \"qk_rope_head_dim\": 64,"
+                 " \"qk_nope_head_dim\": 192, \"v_head_dim\": 256, \"max_position_embeddings\": 4096}",
+                 known ? "Glm4MoeLiteForCausalLM" : "SomeLatentForCausalLM", known ? "glm4_moe_lite" : "some_latent");
+        p = plan_text(cfg, &o);
+        assert_string_equal(p->family, known ? "glm4_moe_lite" : "some_latent");
+        assert_true(p->mla);
+        assert_int_equal(p->layers[0].n_caches, 2);
+        assert_int_equal(p->layers[0].caches[0].dim, 512);
+        assert_int_equal(p->blocks.per_token_bytes, 2 * (512 + 64) * 2);
+        assert_true(has_warning(p, "planned as multi-head latent attention") == !known);
+        kvc_model_plan_destroy(p);
+    }
 
     /* Gemma 3n: the last num_kv_shared_layers layers read earlier layers' caches and keep none. */
     p = plan_text("{\"model_type\": \"gemma3n_text\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"

@@ -5,7 +5,7 @@ For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gem
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
-olmoe, granitemoe, granitemoeshared, glm4_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
+olmoe, granitemoe, granitemoeshared, glm4_moe, glm4_moe_lite, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2, bamba, granitemoehybrid,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text, qwen3_5_moe, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
@@ -172,6 +172,8 @@ from transformers import (
     Glm4ForCausalLM,
     Glm4MoeConfig,
     Glm4MoeForCausalLM,
+    Glm4MoeLiteConfig,
+    Glm4MoeLiteForCausalLM,
     Gemma3Config,
     Gemma3ForCausalLM,
     Gemma3ForConditionalGeneration,
@@ -929,6 +931,22 @@ def glm4_moe_config():
                          attention_bias=True, num_mtp_layers=0, tie_word_embeddings=False,
                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
+def glm4_moe_lite_config():
+    # GLM-4.7-Flash at toy size: DeepSeek-V3's MLA (q_lora_rank 32 with its norm, kv_lora_rank 24, 4 heads of nope 16 +
+    # rope 8 keys and 12 values, RoPE on interleaved pairs: rope_interleave, the class default) over 3 layers whose
+    # feed-forward mlp_layer_types names: layers 0 and 2 sparse, layer 1 the dense MLP of 96 (not a dense prefix: what
+    # first_k_dense_replace cannot say); GLM-4.5's grouped sigmoid router over 8 experts of 16 in 2 groups (the best 1
+    # kept), top-2, renormalised, times 1.8 (the class default), one shared expert; the routers'
+    # e_score_correction_bias random; rms_norm_eps 1e-5 and untied by default.
+    return Glm4MoeLiteConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                             num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=24,
+                             qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=12, moe_intermediate_size=16,
+                             n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1, n_shared_experts=1,
+                             mlp_layer_types=["sparse", "dense", "sparse"], max_position_embeddings=128,
+                             rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                             bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def solar_open_config():
     # Solar Open at toy size: Llama's attention with q/k/v biases (attention_bias) and none on o_proj, whole heads
     # rotated, GQA 4/2, head_dim 16, 2 layers, each GLM-4.5's grouped sigmoid router over 8 experts of width 16 in 2
@@ -1418,6 +1436,7 @@ FAMILIES = {
     "granitemoe": (granitemoe_config, GraniteMoeForCausalLM),
     "granitemoeshared": (granitemoeshared_config, GraniteMoeSharedForCausalLM),
     "glm4_moe": (glm4_moe_config, Glm4MoeForCausalLM),
+    "glm4_moe_lite": (glm4_moe_lite_config, Glm4MoeLiteForCausalLM),
     "dots1": (dots1_config, Dots1ForCausalLM),
     "solar_open": (solar_open_config, SolarOpenForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
@@ -1853,6 +1872,9 @@ def make_family(family, out_root, seed):
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_full_rotary"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
+    if family == "glm4_moe_lite":
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_rope_interleave_false"] = sensitivity(model, ps[-1], rope_interleave=False)
     if family == "solar_open":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
     if family == "dots1":
@@ -2226,6 +2248,7 @@ def sensitivity(model, ids, **overrides):
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
+                    "glm4_moe_lite": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5}
 
@@ -2270,7 +2293,7 @@ def main():
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
                                "ernie4_5", "stablelm2_qk",
-                               "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe",
+                               "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "glm4_moe_lite",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
                                "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "bamba", "granitemoehybrid", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
