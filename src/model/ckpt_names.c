@@ -145,6 +145,8 @@ static const rename_rule RULES[] = {
     /* MiniMax-M2 (MiniMaxM2ForCausalLM): Mixtral's block_sparse_moe (weights.c), the router's correction bias beside it
      */
     {"minimax_m2", "mlp.gate.e_score_correction_bias", "block_sparse_moe.e_score_correction_bias"},
+    /* K-EXAONE (ExaoneMoeForCausalLM): the router's correction bias beside mlp.gate */
+    {"exaone_moe", "mlp.gate.e_score_correction_bias", "mlp.e_score_correction_bias"},
     /* EXAONE 3.x (ExaoneForCausalLM, which transformers runs as LlamaForCausalLM and saves under its hub names): under
      * transformer., wte, h.N with ln_1 / ln_2, attn.attention.q_proj / k_proj / v_proj / out_proj, mlp.c_fc_0 (gate),
      * c_fc_1 (up) and c_proj (down), ln_f the final norm */

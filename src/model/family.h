@@ -178,6 +178,9 @@ kvc_cache_dims kvci_family_mla_cache_dims(const kvc_family_dims *d, bool latent)
 /* DeepSeek-V3's routing sizes (family_deepseek_v3.c; GLM-4.5's too): experts_per_tok of n_routed_experts in topk_group
  * of n_group groups, a routed_scaling_factor in (0, KVC_HP_MAX_FACTOR]; refused naming them under doc. */
 kvc_status kvci_family_check_grouped_router(const kvc_model_config *cfg, const char *doc);
+/* layer_moe from mlp_layer_types (family_deepseek_v3.c; GLM-4.7-Flash, K-EXAONE): "dense" / "sparse" per layer,
+ * checked by name; absent: sparse from cfg->first_k_dense_replace on. */
+kvc_status kvci_family_mlp_layer_types(const kvc_json_obj *c, kvc_model_config *cfg);
 
 /* Gemma (1) (GemmaForCausalLM, family_gemma.c; run by the dense family): GeGLU (hidden_act gelu_pytorch_tanh
  * or its legacy name gelu), norms as 1 + w, embeddings times sqrt(hidden_size), tied by default, head_dim 256

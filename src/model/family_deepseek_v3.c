@@ -22,9 +22,10 @@ typedef struct {
 static const v3_defaults V3 = {3, 2048, 256, 1, 8, 8, 4, 2.5};
 static const v3_defaults GLM_LITE = {1, 1536, 64, 1, 4, 1, 1, 1.8};
 
-/* GLM-4.7-Flash's mlp_layer_types: "dense" or "sparse" per layer (absent: layer 0 dense, the rest sparse);
- * first_k_dense_replace is not read (num_layers when no layer is sparse, else 0: the router's keys checked). */
-static kvc_status glm_lite_layers(const kvc_json_obj *c, kvc_model_config *cfg) {
+/* mlp_layer_types, "dense" or "sparse" per layer (GLM-4.7-Flash, K-EXAONE); absent: the layers from
+ * cfg->first_k_dense_replace on are sparse. first_k_dense_replace becomes num_layers when no layer is sparse, else 0
+ * (the router's keys checked: kvci_family_check_grouped_router). */
+kvc_status kvci_family_mlp_layer_types(const kvc_json_obj *c, kvc_model_config *cfg) {
     const cJSON *types = NULL;
     bool have = false, any = false;
     KVC_TRY(kvci_json_array(c, "mlp_layer_types", KVC_HP_MAX_LAYERS, &types, &have));
@@ -37,7 +38,7 @@ static kvc_status glm_lite_layers(const kvc_json_obj *c, kvc_model_config *cfg) 
             (!cJSON_IsString(t) || (strcmp(t->valuestring, "dense") != 0 && strcmp(t->valuestring, "sparse") != 0)))
             return kvci_fail(KVC_EINVAL, "%s: mlp_layer_types[%lld] must be \"dense\" or \"sparse\"", c->doc,
                              (long long)l);
-        cfg->layer_moe[l] = t != NULL ? strcmp(t->valuestring, "sparse") == 0 : l > 0;
+        cfg->layer_moe[l] = t != NULL ? strcmp(t->valuestring, "sparse") == 0 : l >= cfg->first_k_dense_replace;
         any |= cfg->layer_moe[l];
     }
     cfg->first_k_dense_replace = any ? 0 : cfg->num_layers;
@@ -52,8 +53,9 @@ static kvc_status parse_v3_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
     bool interleave = true;
     KVC_TRY(kvci_family_opt_bool(c, "rope_interleave", true, &interleave));
     cfg->rope_form = interleave ? KVC_ROPE_INTERLEAVED : KVC_ROPE_HALF;
-    if (is_glm_lite(cfg)) {
-        KVC_TRY(glm_lite_layers(c, cfg));
+    if (is_glm_lite(cfg)) { /* its mlp_layer_types, layer 0 dense when absent; first_k_dense_replace not read */
+        cfg->first_k_dense_replace = d->first_dense;
+        KVC_TRY(kvci_family_mlp_layer_types(c, cfg));
     } else {
         KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", d->first_dense, 0, KVC_HP_MAX_LAYERS,
                                     &cfg->first_k_dense_replace));

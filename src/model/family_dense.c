@@ -1,12 +1,12 @@
 /* The GQA family (MF 2): Llama, Mistral, Qwen2, Qwen3, Phi-3, OLMo 2 / 3, Granite, SmolLM3, Gemma (1;
  * its keys are family_gemma.c's), GLM-4, Cohere, Cohere 2 and the softmax-routed MoE models Qwen3-MoE,
  * Qwen2-MoE, Mixtral, OLMoE, Granite MoE (and Shared) and GLM-4.5 (glm4_moe) run, and GLM (GLM-4 without its sandwich
- * norms), Seed-OSS, EXAONE 4.0, StarCoder2 (LayerNorms with bias, a plain MLP), Ministral and Ministral 3 (Llama 4's
- * query scaling). Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's norms, Granite's
- * multipliers, SmolLM3's no-rope layers, GLM-4's sandwich norms and pairwise RoPE, Cohere's LayerNorms, parallel blocks
- * and logit scale, which layers route experts and the sliding layers of Mistral and Mixtral (every layer), of Qwen3-MoE
- * (every layer, with use_sliding_window), of Qwen2/Qwen3 with use_sliding_window (from max_window_layers on) and of
- * Qwen2-MoE with it (the even layers below max_window_layers). */
+ * norms), Seed-OSS, EXAONE 4.0 and K-EXAONE, StarCoder2 (LayerNorms with bias, a plain MLP), Ministral and Ministral 3
+ * (Llama 4's query scaling). Which projections carry a bias (MF 6.5), Qwen3's q/k norms, Phi-3's defaults, OLMo's
+ * norms, Granite's multipliers, SmolLM3's no-rope layers, GLM-4's sandwich norms and pairwise RoPE, Cohere's
+ * LayerNorms, parallel blocks and logit scale, which layers route experts and the sliding layers of Mistral and Mixtral
+ * (every layer), of Qwen3-MoE (every layer, with use_sliding_window), of Qwen2/Qwen3 with use_sliding_window (from
+ * max_window_layers on) and of Qwen2-MoE with it (the even layers below max_window_layers). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -640,6 +640,8 @@ static kvc_status parse_olmoe(const kvc_hparams *hp, kvc_model_config *cfg) {
 typedef struct grouped_moe_defaults {
     int64_t first_dense, n_routed, n_shared, top_k, width; /* first_dense < 0: no dense layer, the key not read */
     bool norm_topk;
+    double scale;     /* routed_scaling_factor when absent */
+    bool exaone_keys; /* K-EXAONE's names: num_experts, num_shared_experts, and mlp_layer_types */
 } grouped_moe_defaults;
 
 static kvc_status moe_count(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES], int64_t def, int64_t lo,
@@ -657,8 +659,10 @@ static kvc_status moe_count(const kvc_json_obj *c, const char *const keys[KVC_HP
 static kvc_status parse_grouped_moe(const kvc_hparams *hp, const grouped_moe_defaults *d, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range scale = {0.0, KVC_HP_MAX_FACTOR, true};
-    static const char *const routed[KVC_HP_ALIASES] = {"n_routed_experts", "num_local_experts"};
-    static const char *const shared[KVC_HP_ALIASES] = {"n_shared_experts"};
+    static const char *const routed_keys[2][KVC_HP_ALIASES] = {{"n_routed_experts", "num_local_experts"},
+                                                               {"num_experts"}};
+    static const char *const shared_keys[2][KVC_HP_ALIASES] = {{"n_shared_experts"}, {"num_shared_experts"}};
+    const char *const *routed = routed_keys[d->exaone_keys], *const *shared = shared_keys[d->exaone_keys];
     static const char *const top_k[KVC_HP_ALIASES] = {"num_experts_per_tok"};
     cfg->first_k_dense_replace = 0;
     if (d->first_dense >= 0)
@@ -672,8 +676,11 @@ static kvc_status parse_grouped_moe(const kvc_hparams *hp, const grouped_moe_def
     KVC_TRY(kvci_family_opt_int(c, "n_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->n_group));
     KVC_TRY(kvci_family_opt_int(c, "topk_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group));
     KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", d->norm_topk, &cfg->norm_topk_prob));
-    KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 1.0, scale, &cfg->routed_scaling_factor));
-    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= cfg->first_k_dense_replace;
+    KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", d->scale, scale, &cfg->routed_scaling_factor));
+    if (d->exaone_keys)
+        KVC_TRY(kvci_family_mlp_layer_types(c, cfg));
+    else
+        for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= cfg->first_k_dense_replace;
     cfg->shared_expert_intermediate_size = cfg->n_shared_experts * cfg->moe_intermediate_size;
     return KVC_OK;
 }
@@ -684,7 +691,7 @@ static kvc_status parse_grouped_moe(const kvc_hparams *hp, const grouped_moe_def
  * Glm4MoeConfig's defaults: the first 1 layer dense, 128 experts, top 8, 1 shared expert, renormalised;
  * rms_norm_eps 1e-5. Its MTP layers (num_nextn_predict_layers) are not read. */
 static kvc_status parse_glm4_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
-    static const grouped_moe_defaults glm = {1, 128, 1, 8, 1408, true};
+    static const grouped_moe_defaults glm = {1, 128, 1, 8, 1408, true, 1.0, false};
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -701,7 +708,7 @@ static kvc_status parse_glm4_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
  * top 8, 1 shared expert, renormalised; head_dim 128, 8 KV heads, theta 1e6 and rms_norm_eps 1e-5 when absent, untied;
  * intermediate_size is not read (SolarOpenConfig has none: no dense MLP). */
 static kvc_status parse_solar_open(const kvc_hparams *hp, kvc_model_config *cfg) {
-    static const grouped_moe_defaults solar = {-1, 128, 1, 8, 1280, true};
+    static const grouped_moe_defaults solar = {-1, 128, 1, 8, 1280, true, 1.0, false};
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -719,7 +726,7 @@ static kvc_status parse_solar_open(const kvc_hparams *hp, kvc_model_config *cfg)
  * required (None in the class); rms_norm_eps 1e-6; layers from max_window_layers (62) on slide over sliding_window
  * (4096) keys when it is set, use_sliding_window not read (dense_kinds). */
 static kvc_status parse_dots1(const kvc_hparams *hp, kvc_model_config *cfg) {
-    static const grouped_moe_defaults dots = {0, 0, 0, 0, 1408, false};
+    static const grouped_moe_defaults dots = {0, 0, 0, 0, 1408, false, 1.0, false};
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     bool bias = false;
@@ -728,6 +735,18 @@ static kvc_status parse_dots1(const kvc_hparams *hp, kvc_model_config *cfg) {
     cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false, cfg->qk_norm = true;
     KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
     return parse_grouped_moe(hp, &dots, cfg);
+}
+
+/* K-EXAONE (LGAI-EXAONE/K-EXAONE-*, ExaoneMoeForCausalLM): EXAONE 4.0's attention (q/k norms, its sliding layers
+ * and global NoPE, parse_exaone4) in pre-norm blocks (input_layernorm, post_attention_layernorm: OLMoE's), with
+ * DeepSeek-V3's feed-forward (parse_grouped_moe) under its names and ExaoneMoeConfig's defaults: mlp_layer_types, else
+ * the first first_k_dense_replace (1) layers dense; num_experts 64 of 1024, top 8, num_shared_experts 1,
+ * renormalised, times 2.5, 1 group; the router's correction bias beside the gate (ckpt_names.c). */
+static kvc_status parse_exaone_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
+    static const grouped_moe_defaults exaone = {1, 64, 1, 8, 1024, true, 2.5, true};
+    KVC_TRY(parse_exaone4(hp, cfg));
+    cfg->post_norms = false;
+    return parse_grouped_moe(hp, &exaone, cfg);
 }
 
 /* ERNIE 4.5 MoE (baidu/ERNIE-4.5-21B-A3B, -300B-A47B; Ernie4_5_MoeForCausalLM): ERNIE 4.5 (parse_ernie4_5) whose
@@ -886,6 +905,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "cohere") == 0 || strcmp(mt, "cohere2") == 0) return parse_cohere(hp, cfg);
     if (strcmp(mt, "seed_oss") == 0) return parse_seed_oss(hp, cfg);
     if (strcmp(mt, "exaone4") == 0) return parse_exaone4(hp, cfg);
+    if (strcmp(mt, "exaone_moe") == 0) return parse_exaone_moe(hp, cfg);
     if (strcmp(mt, "starcoder2") == 0) return parse_starcoder2(hp, cfg);
     if (strcmp(mt, "ministral") == 0) return parse_ministral(hp, cfg);
     if (strcmp(mt, "ministral3") == 0) return parse_ministral3(hp, cfg);
@@ -997,7 +1017,8 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
             kinds[i] = ctx->window > 0 && i >= from ? KVC_LK_SLIDING : KVC_LK_FULL;
         return KVC_OK;
     }
-    if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0)) return cohere2_kinds(ctx, kinds);
+    if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0 || strcmp(mt, "exaone_moe") == 0))
+        return cohere2_kinds(ctx, kinds);
     if (mt && strcmp(mt, "cwm") == 0) { /* CwmConfig's layer_types: every fourth from layer 0 full, the others slide */
         for (int64_t i = 0; i < ctx->n_layers; i++)
             kinds[i] = i % 4 != 0 && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL;
@@ -1025,9 +1046,10 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
  * shared template, or a fine-tune's leftover key, runs as transformers runs it. Types planned only keep the key. */
 static bool dense_reads_window(const kvc_hparams *hp) {
     static const char *const WINDOW_TYPES[] = {
-        "mistral",    "mixtral",       "ministral",       "ministral3", "mistral3", "qwen2",   "qwen2_moe",  "qwen3",
-        "qwen3_moe",  "phi3",          "olmo3",           "smollm3",    "cohere2",  "exaone4", "starcoder2", "qwen2_vl",
-        "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",     "gpt_neo",  "dots1",   "cwm"};
+        "mistral",         "mixtral", "ministral",  "ministral3", "mistral3",   "qwen2",
+        "qwen2_moe",       "qwen3",   "qwen3_moe",  "phi3",       "olmo3",      "smollm3",
+        "cohere2",         "exaone4", "starcoder2", "qwen2_vl",   "qwen2_5_vl", "qwen2_vl_text",
+        "qwen2_5_vl_text", "phimoe",  "gpt_neo",    "dots1",      "cwm",        "exaone_moe"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -1052,6 +1074,7 @@ static const kvc_family_alias ALIASES[] = {
     {"cohere2", "Cohere2ForCausalLM", "cohere2", true},
     {"seed_oss", "SeedOssForCausalLM", "seed_oss", true},
     {"exaone4", "Exaone4ForCausalLM", "exaone4", true},
+    {"exaone_moe", "ExaoneMoeForCausalLM", "exaone_moe", true},
     {"starcoder2", "Starcoder2ForCausalLM", "starcoder2", true},
     {"ministral", "MinistralForCausalLM", "ministral", true},
     {"ministral3", "Ministral3ForCausalLM", "ministral3", true},

@@ -59,6 +59,7 @@ static const type_defaults DEFAULTS[] = {
     {"cohere2", 0, 10000.0, 4096, false, 0, false, false},
     {"seed_oss", 128, 10000.0, 0, false, 8, false, false},
     {"exaone4", 0, 10000.0, 4096, false, 32, false, false},
+    {"exaone_moe", 0, 10000.0, 4096, false, 32, false, false}, /* ExaoneMoeConfig's, as Exaone4Config's */
     {"starcoder2", 0, 10000.0, 0, false, 2, false, false},
     {"ministral", 0, 10000.0, 4096, false, 8, false, false},
     {"ministral3", 128, 10000.0, 0, false, 8, false, false},

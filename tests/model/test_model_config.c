@@ -2463,6 +2463,35 @@ static void test_glm4_moe_lite_fields(void **state) {
     expect_refusal(GLM_LITE_BASE ",\"n_routed_experts\":6,\"n_group\":4}", "MoE routing sizes");
 }
 
+/* K-EXAONE (exaone_moe) with ExaoneMoeConfig's defaults: EXAONE 4.0's attention (window 4096, three sliding layers
+ * then one full and NoPE) in pre-norm blocks; layer 0 dense (first_k_dense_replace 1); num_experts 64 of 1024
+ * (n_routed_experts not read), top 8, num_shared_experts 1, renormalised, times 2.5, 1 group; mlp_layer_types wins
+ * over first_k_dense_replace. */
+#define EXAONE_MOE_BASE                                                                                                \
+    "{\"model_type\":\"exaone_moe\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"                     \
+    "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2"
+static void test_exaone_moe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(EXAONE_MOE_BASE ",\"n_routed_experts\":4}", "exaone-moe", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.qk_norm && !c.post_norms && c.sliding_window == 4096);
+    assert_true(c.layer_nope[3] && !c.layer_nope[0] && c.rms_norm_eps == 1e-5);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[3]);
+    assert_true(c.n_routed_experts == 64 && c.moe_intermediate_size == 1024 && c.experts_per_tok == 8);
+    assert_true(c.n_shared_experts == 1 && c.shared_expert_intermediate_size == 1024 && c.norm_topk_prob);
+    assert_true(c.routed_scaling_factor == 2.5 && c.n_group == 1 && c.topk_group == 1);
+    assert_int_equal(kvc_model_config_parse(EXAONE_MOE_BASE
+                                            ",\"num_experts\":4,\"num_experts_per_tok\":2,"
+                                            "\"num_shared_experts\":0,\"first_k_dense_replace\":3,"
+                                            "\"mlp_layer_types\":[\"sparse\",\"dense\",\"sparse\",\"dense\"]}",
+                                            "exaone-moe-types", &c),
+                     KVC_OK);
+    assert_true(c.layer_moe[0] && !c.layer_moe[1] && c.layer_moe[2] && !c.layer_moe[3]);
+    assert_true(c.n_routed_experts == 4 && c.n_shared_experts == 0 && c.shared_expert_intermediate_size == 0);
+    expect_refusal(EXAONE_MOE_BASE ",\"mlp_layer_types\":[\"dense\"]}", "mlp_layer_types has 1 entries");
+    expect_refusal(EXAONE_MOE_BASE ",\"num_experts\":6,\"n_group\":4}", "MoE routing sizes");
+}
+
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
  * bias at eps 1e-5, every bias, no RoPE, tied) and with weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4
  * positions (a fifth refused by the forward, whatever the offset); refused by name: post-norm blocks,
@@ -2677,6 +2706,7 @@ int main(void) {
         cmocka_unit_test(test_qwen3_5_text_fields),
         cmocka_unit_test(test_qwen3_5_moe_fields),
         cmocka_unit_test(test_glm4_moe_lite_fields),
+        cmocka_unit_test(test_exaone_moe_fields),
         cmocka_unit_test(test_lfm2_moe_fields),
         cmocka_unit_test(test_bamba_fields),
         cmocka_unit_test(test_granitemoehybrid_fields),

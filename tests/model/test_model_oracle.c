@@ -205,6 +205,12 @@ static void test_glm4_moe_lite(void **state) {
     (void)state;
     run_dir("glm4_moe_lite");
 }
+/* K-EXAONE: EXAONE 4.0's attention (sliding layers 0-2 with RoPE, layer 3 full NoPE) in pre-norm blocks, DeepSeek-V3's
+ * grouped sigmoid router on the layers mlp_layer_types calls sparse (1 and 3), its correction bias beside the gate */
+static void test_exaone_moe(void **state) {
+    (void)state;
+    run_dir("exaone_moe");
+}
 /* the softmax-routed MoE families: Qwen3-MoE (a dense layer, no renormalisation), Mixtral (sliding
  * window, renormalised top-2) and Qwen2-MoE */
 static void test_qwen3_moe(void **state) {
@@ -861,6 +867,7 @@ int main(void) {
         cmocka_unit_test(test_gpt_oss),
         cmocka_unit_test(test_deepseek_v3),
         cmocka_unit_test(test_glm4_moe_lite),
+        cmocka_unit_test(test_exaone_moe),
         cmocka_unit_test(test_dtypes_qwen3),
         cmocka_unit_test(test_dtypes_gpt_oss),
         cmocka_unit_test(test_dtypes_deepseek_v3),

@@ -477,6 +477,24 @@ static void test_qwen3_5_moe_wrapper_plan(void **state) {
     kvc_model_plan_destroy(plan);
 }
 
+/* K-EXAONE (exaone_moe) without layer_types or a window: ExaoneMoeConfig's window of 4096 on three layers of four
+ * (sliding_window_pattern 4), the fourth full. */
+static void test_exaone_moe_plan(void **state) {
+    (void)state;
+    static const char CFG[] = "{\"architectures\": [\"ExaoneMoeForCausalLM\"], \"model_type\": \"exaone_moe\","
+                              " \"num_hidden_layers\": 8, \"num_attention_heads\": 64, \"num_key_value_heads\": 8,"
+                              " \"hidden_size\": 6144, \"head_dim\": 128, \"max_position_embeddings\": 8192}";
+    kvc_plan_options o = budget_options(1);
+    kvc_model_plan *plan = NULL;
+    assert_int_equal(kvc_model_plan_create(CFG, sizeof CFG - 1, &o, &plan), KVC_OK);
+    for (int i = 0; i < 8; i++) {
+        const bool full = (i + 1) % 4 == 0;
+        assert_int_equal(plan->layers[i].attn_type, full ? KVC_ATTN_FULL : KVC_ATTN_SLIDING_WINDOW);
+        assert_int_equal(plan->layers[i].sliding_window, full ? 0 : 4096);
+    }
+    kvc_model_plan_destroy(plan);
+}
+
 static void test_hybrid_state_layers(void **state) {
     (void)state;
     kvc_plan_options o = budget_options(2);
@@ -1308,6 +1326,7 @@ int main(void) {
         cmocka_unit_test(test_legacy_and_dtype),
         cmocka_unit_test(test_hybrid_state_layers),
         cmocka_unit_test(test_qwen3_5_moe_wrapper_plan),
+        cmocka_unit_test(test_exaone_moe_plan),
         cmocka_unit_test(test_family_rules),
         cmocka_unit_test(test_unknown_architecture),
         cmocka_unit_test(test_recent_shapes),

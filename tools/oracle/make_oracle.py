@@ -5,7 +5,7 @@ For each family (qwen3, gpt_oss, deepseek_v3, qwen3_moe, mixtral, qwen2_moe, gem
 phi3_longrope, olmo2, olmo3, granite, smollm3, gemma, gemma2, glm4, cohere, cohere2, glm, seed_oss,
 exaone4, starcoder2, ministral,
 ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek_v2, deepseek_v2_lite, stablelm2_qk,
-olmoe, granitemoe, granitemoeshared, glm4_moe, glm4_moe_lite, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
+olmoe, granitemoe, granitemoeshared, glm4_moe, glm4_moe_lite, exaone_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2, bamba, granitemoehybrid,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text, qwen3_5_moe, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
@@ -47,6 +47,8 @@ from transformers import (
     Cohere2ForCausalLM,
     Exaone4Config,
     Exaone4ForCausalLM,
+    ExaoneMoeConfig,
+    ExaoneMoeForCausalLM,
     GemmaConfig,
     MinistralConfig,
     MinistralForCausalLM,
@@ -661,6 +663,19 @@ def exaone4_config():
     # sliding layers only (the full one is NoPE), GQA 4/2, theta 1e4, untied, rms_norm_eps left at 1e-5.
     return Exaone4Config(**DENSE_TOY_SHAPE, num_hidden_layers=4, sliding_window=8,
                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
+def exaone_moe_config():
+    # K-EXAONE at toy size: EXAONE 4.0's attention (q/k norms per head before RoPE; layer_types from
+    # sliding_window_pattern 4: layers 0-2 slide over a window of 8, layer 3 full and NoPE) in pre-norm blocks (input
+    # and post-attention norms, OLMoE's), GQA 4/2, theta 1e4; mlp_layer_types ["dense", "sparse", "dense", "sparse"]
+    # (first_k_dense_replace cannot say it): DeepSeek-V3's grouped sigmoid router over 8 experts of 16 (num_experts)
+    # in 2 groups (the best 1 kept), top-2, renormalised, times 2.5 (the class default), one shared expert
+    # (num_shared_experts); the router's e_score_correction_bias random; untied, rms_norm_eps left at 1e-5.
+    return ExaoneMoeConfig(**DENSE_TOY_SHAPE, num_hidden_layers=4, sliding_window=8, moe_intermediate_size=16,
+                           num_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1, num_shared_experts=1,
+                           mlp_layer_types=["dense", "sparse", "dense", "sparse"],
+                           rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
 
 
 def starcoder2_config():
@@ -1437,6 +1452,7 @@ FAMILIES = {
     "granitemoeshared": (granitemoeshared_config, GraniteMoeSharedForCausalLM),
     "glm4_moe": (glm4_moe_config, Glm4MoeForCausalLM),
     "glm4_moe_lite": (glm4_moe_lite_config, Glm4MoeLiteForCausalLM),
+    "exaone_moe": (exaone_moe_config, ExaoneMoeForCausalLM),
     "dots1": (dots1_config, Dots1ForCausalLM),
     "solar_open": (solar_open_config, SolarOpenForCausalLM),
     "glm4": (glm4_config, Glm4ForCausalLM),
@@ -1875,6 +1891,10 @@ def make_family(family, out_root, seed):
     if family == "glm4_moe_lite":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_rope_interleave_false"] = sensitivity(model, ps[-1], rope_interleave=False)
+    if family == "exaone_moe":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_window_64"] = sensitivity(model, ps[-1], sliding_window=64)
     if family == "solar_open":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
     if family == "dots1":
@@ -1898,7 +1918,7 @@ def make_family(family, out_root, seed):
     if family == "qwen3_moe":
         summary["sensitivity_norm_topk_prob_true"] = sensitivity(model, ps[-1], norm_topk_prob=True)
     if family == "mixtral":
-        summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
+        summary["sensitivity_window_64"] = sensitivity(model, ps[-1], sliding_window=64)
     if family in ("gemma3", "olmo3"):
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_sliding_window"] = sensitivity(
@@ -1927,7 +1947,7 @@ def make_family(family, out_root, seed):
         summary["sensitivity_rope_everywhere"] = sensitivity(model, ps[-1], no_rope_layers=[1, 1, 1, 1])
         summary["sensitivity_interval_rule"] = sensitivity(model, ps[-1], no_rope_layers=[1, 1, 1, 0])
     if family == "phi3":
-        summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
+        summary["sensitivity_window_64"] = sensitivity(model, ps[-1], sliding_window=64)
     if family == "phi3_longrope":
         rp = model.config.rope_parameters
         summary["sensitivity_full_rotary"] = sensitivity(
@@ -1960,7 +1980,7 @@ def make_family(family, out_root, seed):
             model, ps[-1], rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "llama_4_scaling_beta": 0.1,
                                             "original_max_position_embeddings": 16})
     if family == "starcoder2":
-        summary["sensitivity_no_sliding_window"] = sensitivity(model, ps[-1], sliding_window=None)
+        summary["sensitivity_window_64"] = sensitivity(model, ps[-1], sliding_window=64)
     if family == "deepseek_v3":
         summary["sensitivity_rope_interleave_false"] = sensitivity(model, ps[-1], rope_interleave=False)
     if family == "deepseek_v2":
@@ -2248,7 +2268,7 @@ def sensitivity(model, ids, **overrides):
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
-                    "glm4_moe_lite": 1e-5,
+                    "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5}
 
@@ -2293,7 +2313,7 @@ def main():
                                "glm4", "cohere", "cohere2", "glm", "seed_oss", "exaone4", "starcoder2", "ministral", "ministral3",
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
                                "ernie4_5", "stablelm2_qk",
-                               "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "glm4_moe_lite",
+                               "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "glm4_moe_lite", "exaone_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
                                "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "bamba", "granitemoehybrid", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
