@@ -474,6 +474,12 @@ static bool rotates_part(const kvc_hparams *hp) {
 static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
     static const char *const NO_ROPE_TYPES[] = {"gpt2", "opt", "gpt_bigcode", "gpt_neo", "biogpt", "xglm"}; /* tables */
     if (r->partial_rotary_factor == 1.0 || rotates_part(hp)) return KVC_OK;
+    if (hp->model_type != NULL && strcmp(hp->model_type, "glm4_moe_lite") == 0) /* its rope reads the factor */
+        return kvci_fail(
+            KVC_EINVAL,
+            "%s: partial_rotary_factor %g: glm4_moe_lite rotates all of qk_rope_head_dim, and transformers "
+            "would size its frequencies for part of it (its forward fails)",
+            hp->cfg.doc, r->partial_rotary_factor);
     const bool no_rope =
         kvci_name_listed(hp->model_type, NO_ROPE_TYPES, sizeof NO_ROPE_TYPES / sizeof NO_ROPE_TYPES[0]);
     if (r->type != KVC_ROPE_DEFAULT && !no_rope)

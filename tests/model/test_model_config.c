@@ -2461,6 +2461,8 @@ static void test_glm4_moe_lite_fields(void **state) {
     expect_refusal(GLM_LITE_BASE ",\"mlp_layer_types\":[\"sparse\",\"dense\"]}", "mlp_layer_types has 2 entries");
     expect_refusal(GLM_LITE_BASE ",\"mlp_layer_types\":[\"sparse\",\"moe\",\"dense\"]}", "mlp_layer_types[1]");
     expect_refusal(GLM_LITE_BASE ",\"n_routed_experts\":6,\"n_group\":4}", "MoE routing sizes");
+    expect_refusal(GLM_LITE_BASE ",\"rope_parameters\":{\"rope_type\":\"default\",\"partial_rotary_factor\":0.5}}",
+                   "partial_rotary_factor 0.5: glm4_moe_lite");
 }
 
 /* K-EXAONE (exaone_moe) with ExaoneMoeConfig's defaults: EXAONE 4.0's attention (window 4096, three sliding layers
