@@ -178,6 +178,31 @@ static kvc_status pattern_kinds(const kvc_family_ctx *ctx, const char *pattern, 
     return KVC_OK;
 }
 
+/* Nemotron-H as transformers 5 saves it: layers_block_type, one entry per layer, linear_attention (Mamba2),
+ * full_attention, mlp or moe (no cache). */
+static kvc_status block_type_kinds(const kvc_family_ctx *ctx, const cJSON *list, kvc_layer_kind *kinds) {
+    const char *doc = ctx->hp->cfg.doc;
+    if (cJSON_GetArraySize(list) != ctx->n_layers)
+        return kvci_fail(KVC_EINVAL, "%s: layers_block_type has %d entries but num_hidden_layers is %lld", doc,
+                         cJSON_GetArraySize(list), (long long)ctx->n_layers);
+    int64_t i = 0;
+    for (const cJSON *e = list->child; e != NULL; e = e->next, i++) {
+        const char *t = cJSON_IsString(e) ? e->valuestring : "";
+        if (strcmp(t, "linear_attention") == 0)
+            kinds[i] = KVC_LK_STATE;
+        else if (strcmp(t, "full_attention") == 0)
+            kinds[i] = KVC_LK_FULL;
+        else if (strcmp(t, "mlp") == 0 || strcmp(t, "moe") == 0)
+            kinds[i] = KVC_LK_NONE;
+        else
+            return kvci_fail(KVC_EINVAL,
+                             "%s: layers_block_type[%lld] \"%.64s\" is not linear_attention, full_attention, mlp or "
+                             "moe",
+                             doc, (long long)i, t);
+    }
+    return KVC_OK;
+}
+
 /* Mamba2 hybrids without layer_types: Falcon-H1 (attention and Mamba2 in every layer), Bamba's
  * attn_layer_indices or Nemotron-H's hybrid_override_pattern. */
 static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
@@ -193,11 +218,15 @@ static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
     bool have_indices = false, have_pattern = false;
     KVC_TRY(kvci_json_array(cfg, "attn_layer_indices", KVC_HP_MAX_LAYERS, &indices, &have_indices));
     if (have_indices) return index_list_kinds(ctx, "attn_layer_indices", indices, kinds);
+    const cJSON *blocks = NULL;
+    bool have_blocks = false;
+    KVC_TRY(kvci_json_array(cfg, "layers_block_type", KVC_HP_MAX_LAYERS, &blocks, &have_blocks));
+    if (have_blocks) return block_type_kinds(ctx, blocks, kinds);
     KVC_TRY(kvci_json_str(cfg, "hybrid_override_pattern", KVC_HP_MAX_LAYERS, &pattern, &have_pattern));
     if (have_pattern) return pattern_kinds(ctx, pattern, kinds);
     return kvci_fail(KVC_EINVAL,
-                     "%s: layer_types, attn_layer_indices and hybrid_override_pattern are missing (one of them tells "
-                     "Mamba from attention layers)",
+                     "%s: layer_types, attn_layer_indices, layers_block_type and hybrid_override_pattern are missing "
+                     "(one of them tells Mamba from attention layers)",
                      cfg->doc);
 }
 
@@ -243,7 +272,7 @@ static const kvc_family_alias MINIMAX[] = {{"minimax_text_01", "MiniMaxText01For
 static const kvc_family_alias JAMBA[] = {{"jamba", "JambaForCausalLM", "jamba", false}};
 static const kvc_family_alias MAMBA2[] = {{"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", true},
                                           {"bamba", "BambaForCausalLM", "bamba", true},
-                                          {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", false},
+                                          {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", true},
                                           {"falcon_h1", "FalconH1ForCausalLM", "falcon_h1", false}};
 
 const kvc_family_desc kvc_family_lfm2 = {

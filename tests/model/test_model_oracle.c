@@ -651,6 +651,14 @@ static void test_bamba(void **state) {
     run_dir("bamba");
 }
 
+/* Nemotron-H-like: 6 layers of one block each by hybrid_override_pattern "M-*-MM": Mamba2 mixers (8 heads of 16, 2
+ * groups of state 16, kernel 4, in/out_proj biases) on 0, 4, 5, GQA attention without positions on 2, relu2 MLPs
+ * alone on 1 and 3 (no cache); hub names under backbone. */
+static void test_nemotron_h(void **state) {
+    (void)state;
+    run_dir("nemotron_h");
+}
+
 /* Granite 4.0-H-like: Mamba2 mixers (8 heads of 16, 2 groups of state 16, kernel 4, time_step_limit [0, 2.5]) on
  * layers 0, 2, 3 by layer_types beside GQA attention with RoPE on layer 1; Granite's multipliers; on every layer 4
  * routed experts (top-2) beside the shared MLP; the states as Bamba's */
@@ -924,6 +932,7 @@ int main(void) {
         cmocka_unit_test(test_qwen3_5_text),
         cmocka_unit_test(test_lfm2_moe),
         cmocka_unit_test(test_bamba),
+        cmocka_unit_test(test_nemotron_h),
         cmocka_unit_test(test_granitemoehybrid),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),

@@ -330,8 +330,17 @@ static void test_bamba_engine(void **state) {
     state_engine("bamba", layer_bytes, 4 * 3 * layer_bytes + 12 * 4 * 2 * 2 * 16 * 4);
 }
 
+/* Nemotron-H: 3 Mamba2 layers as Bamba's (its MLP layers keep nothing), one attention layer */
+static void test_nemotron_h_engine(void **state) {
+    (void)state;
+    const int64_t layer_bytes = (3 * 192 + 8 * 16 * 16) * 4;
+    state_engine("nemotron_h", layer_bytes, 4 * 3 * layer_bytes + 12 * 4 * 2 * 2 * 16 * 4);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_lfm2_engine), cmocka_unit_test(test_bamba_engine),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_lfm2_engine),
+                                       cmocka_unit_test(test_bamba_engine),
+                                       cmocka_unit_test(test_nemotron_h_engine),
                                        cmocka_unit_test(test_lfm2_prefix_cache),
                                        cmocka_unit_test(test_two_state_prefix_cache),
                                        cmocka_unit_test(test_qwen3_next_engine)};
