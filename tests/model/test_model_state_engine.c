@@ -18,6 +18,7 @@
 
 #include "kvc_test_util.h"
 #include "kvcache/engine.h"
+#include "kvcache/plan.h"
 #include "kvcache/runner.h"
 
 #define N_REQ 3
@@ -337,12 +338,52 @@ static void test_nemotron_h_engine(void **state) {
     state_engine("nemotron_h", layer_bytes, 4 * 3 * layer_bytes + 12 * 4 * 2 * 2 * 16 * 4);
 }
 
+/* The planner and the runtime agree on Nemotron-H's oracle: the same cached layers (the MLP layers 1, 3 keep
+ * nothing: the plan leaves them out, the runtime's cache description gives them no entry) and the same state bytes
+ * per sequence (the plan's state block, the runtime's state entries). */
+static void test_nemotron_h_plan_agrees(void **state) {
+    (void)state;
+    char dir[1024], path[1100];
+    kvc_test_oracle_dir("nemotron_h", dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *json = kvc_test_read_text(path);
+    kvc_model_plan *p = NULL;
+    const kvc_plan_options o = kvc_plan_default_options();
+    check(kvc_model_plan_create(json, strlen(json), &o, &p), "plan");
+    free(json);
+    kvc_model *m = NULL;
+    check(kvc_model_load(dir, &m), "load");
+    kvc_model_cache_info *ci = NULL;
+    check(kvc_model_cache_info_build(m, false, KVC_DTYPE_F32, 4, &ci), "cache info");
+    int64_t plan_bytes = 0, run_bytes = 0;
+    int32_t run_layers = 0;
+    for (int32_t l = 0; l < p->n_layers; l++)
+        for (int32_t c = 0; c < p->layers[l].n_caches; c++)
+            if (p->layers[l].caches[c].is_state) plan_bytes += p->layers[l].caches[c].bytes_per_block;
+    for (int32_t l = 0; l < ci->n_layer_infos; l++) {
+        run_layers += ci->layer_infos[l].n_caches > 0;
+        for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) {
+            const kvc_cache_entry *e = &ci->layer_infos[l].caches[c];
+            int64_t n = 4;
+            for (int32_t d = 0; e->is_state && d < e->n_shape; d++) n *= e->shape[d];
+            run_bytes += e->is_state ? n : 0;
+        }
+    }
+    assert_int_equal(p->n_layers, 4);
+    assert_int_equal(run_layers, 4);
+    assert_int_equal(ci->layer_infos[1].n_caches, 0);
+    assert_int_equal(plan_bytes, 3 * (3 * 192 + 8 * 16 * 16) * 4);
+    assert_int_equal(run_bytes, plan_bytes);
+    kvc_model_cache_info_destroy(ci);
+    kvc_model_destroy(m);
+    kvc_model_plan_destroy(p);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_lfm2_engine),
-                                       cmocka_unit_test(test_bamba_engine),
-                                       cmocka_unit_test(test_nemotron_h_engine),
-                                       cmocka_unit_test(test_lfm2_prefix_cache),
-                                       cmocka_unit_test(test_two_state_prefix_cache),
-                                       cmocka_unit_test(test_qwen3_next_engine)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lfm2_engine),       cmocka_unit_test(test_bamba_engine),
+        cmocka_unit_test(test_nemotron_h_engine), cmocka_unit_test(test_nemotron_h_plan_agrees),
+        cmocka_unit_test(test_lfm2_prefix_cache), cmocka_unit_test(test_two_state_prefix_cache),
+        cmocka_unit_test(test_qwen3_next_engine)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
