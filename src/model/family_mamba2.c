@@ -115,7 +115,8 @@ static kvc_status refuse_experts(const kvc_json_obj *c) {
  * mamba_num_heads (128) heads of mamba_head_dim (64), whatever expand says, n_groups (8, or mamba_n_groups),
  * ssm_state_size (128), conv_kernel (4, or mamba_d_conv), use_conv_bias (true), use_bias on in_proj / out_proj
  * (false), its gated norm in n_groups groups; attention without positions and without biases (attention_bias is
- * not read by its attention); the MLP up_proj, relu2, down_proj (mlp_bias); every norm layer_norm_epsilon (1e-5).
+ * not read by its attention); the MLP up_proj, relu2, down_proj (mlp_bias); every norm layer_norm_epsilon (1e-5);
+ * its own lm_head even under tie_word_embeddings true (transformers 5.25 ties nothing for this class).
  * residual_in_fp32 changes nothing here (the runtime's residual is f32). */
 static kvc_status parse_nemotron_h(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
@@ -127,7 +128,7 @@ static kvc_status parse_nemotron_h(const kvc_hparams *hp, kvc_model_config *cfg)
     KVC_TRY(only_value(c, "mamba_hidden_act", "silu"));
     KVC_TRY(only_value(c, "mlp_hidden_act", "relu2"));
     KVC_TRY(kvci_family_opt_int(c, "head_dim", 128, 1, KVC_HP_MAX_DIM, &cfg->head_dim)); /* not hidden / heads */
-    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));
+    cfg->tie_word_embeddings = false; /* NemotronHForCausalLM ties nothing, whatever tie_word_embeddings says */
     KVC_TRY(kvci_family_opt_int(c, "mamba_num_heads", 128, 1, KVC_HP_MAX_DIM, &cfg->mamba_heads));
     KVC_TRY(kvci_family_opt_int(c, "mamba_head_dim", 64, 1, KVC_HP_MAX_DIM, &cfg->mamba_head_dim));
     cfg->mamba_groups = 8, cfg->conv_kernel = 4;

@@ -2240,13 +2240,14 @@ static void test_nemotron_h_fields(void **state) {
                                                             "\"full_attention\",\"linear_attention\"],\"n_groups\":2,"
                                                             "\"ssm_state_size\":8,\"conv_kernel\":3,\"use_bias\":true,"
                                                             "\"use_conv_bias\":false,\"mlp_bias\":true,\"head_dim\":16,"
-                                                            "\"layer_norm_epsilon\":1e-6,\"time_step_limit\":[0,2]}",
+                                                            "\"layer_norm_epsilon\":1e-6,\"time_step_limit\":[0,2],"
+                                                            "\"tie_word_embeddings\":true}",
                                             "nemotron-h-set", &c),
                      KVC_OK);
     assert_true(c.num_layers == 4 && c.layer_no_mixer[0] && c.layer_mamba[1] && !c.layer_mamba[2] && c.layer_mamba[3]);
     assert_true(c.mamba_groups == 2 && c.mamba_d_state == 8 && c.conv_kernel == 3 && c.mamba_proj_bias);
     assert_true(!c.mamba_conv_bias && c.mlp_bias && c.head_dim == 16 && c.rms_norm_eps == 1e-6);
-    assert_true(c.mamba_dt_max == 2.0);
+    assert_true(c.mamba_dt_max == 2.0 && !c.tie_word_embeddings); /* transformers ties nothing here */
     kvci_state_shape s[KVCI_MAX_LAYER_STATES];
     assert_int_equal(kvci_layer_states(&c, 0, s), 0);
     assert_int_equal(kvci_layer_states(&c, 1, s), 2);
