@@ -301,7 +301,7 @@ static int32_t config_eos_id(const char *dir) {
  * dtype) bfloat16, float16 or float32; bf16 when neither names one (the plan warns). KVC_OK, or
  * the planner's failure with its message (the model loaded from the same file, so only memory
  * running out is expected here). */
-static kvc_status checkpoint_kv_dtype(const char *dir, kvc_dtype *out) {
+static kvc_status checkpoint_kv_dtype(const char *dir, int64_t max_len, kvc_dtype *out) {
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/config.json", dir) >= sizeof path)
         return kvci_fail(KVC_EINVAL, "the path of %s/config.json is longer than %zu bytes", dir, sizeof path - 1);
@@ -310,7 +310,9 @@ static kvc_status checkpoint_kv_dtype(const char *dir, kvc_dtype *out) {
     kvc_status st = kvci_read_file(path, KVC_MAX_INPUT_BYTES, &text, &len);
     kvc_model_plan *plan = NULL;
     if (st == KVC_OK) {
-        const kvc_plan_options opt = kvc_plan_default_options();
+        kvc_plan_options opt = kvc_plan_default_options();
+        opt.max_model_len =
+            max_len; /* the runtime's: the config's, or its default where the config has none (Mamba2) */
         st = kvc_model_plan_create(text, len, &opt, &plan);
     }
     if (st == KVC_OK) *out = plan->options.kv_dtype;
@@ -629,7 +631,7 @@ static int run(int argc, char **argv) {
         return 2;
     }
     if (!given.kv_dtype && !compare && mode != KVC_RUNNER_RECOMPUTE) {
-        kvc_status st = checkpoint_kv_dtype(dir, &p.cache.kv_dtype);
+        kvc_status st = checkpoint_kv_dtype(dir, mc->max_position_embeddings, &p.cache.kv_dtype);
         if (st != KVC_OK) {
             fprintf(stderr, "kvcache run: the checkpoint's KV dtype: %s\n", kvc_last_error());
             kvc_model_destroy(m);

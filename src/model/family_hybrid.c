@@ -203,6 +203,12 @@ static kvc_status block_type_kinds(const kvc_family_ctx *ctx, const cJSON *list,
     return KVC_OK;
 }
 
+/* Mamba2ForCausalLM (model_type mamba2): no attention, its mixer's keys without the mamba_ prefix. */
+static bool plain_mamba2(const kvc_hparams *hp) {
+    return (hp->model_type != NULL && strcmp(hp->model_type, "mamba2") == 0) ||
+           (hp->architecture != NULL && strcmp(hp->architecture, "Mamba2ForCausalLM") == 0);
+}
+
 /* Mamba2 hybrids without layer_types: Falcon-H1 (attention and Mamba2 in every layer), Bamba's
  * attn_layer_indices or Nemotron-H's hybrid_override_pattern. */
 static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
@@ -211,6 +217,10 @@ static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
     if ((type != NULL && strcmp(type, "falcon_h1") == 0) ||
         (arch != NULL && strcmp(arch, "FalconH1ForCausalLM") == 0)) {
         for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_PARALLEL;
+        return KVC_OK;
+    }
+    if (plain_mamba2(ctx->hp)) { /* Mamba2ForCausalLM: a mixer in every layer */
+        for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_STATE;
         return KVC_OK;
     }
     const cJSON *indices = NULL;
@@ -239,13 +249,16 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
     const kvc_json_obj *cfg = &hp->cfg;
     static const char *const heads_n[KVC_HP_ALIASES] = {"mamba_n_heads", "mamba_num_heads"};
     static const char *const hdim_n[KVC_HP_ALIASES] = {"mamba_d_head", "mamba_head_dim"};
+    static const char *const plain_heads_n[KVC_HP_ALIASES] = {"num_heads"}; /* Mamba2ForCausalLM's */
+    static const char *const plain_hdim_n[KVC_HP_ALIASES] = {"head_dim"};
+    const bool plain = plain_mamba2(hp);
     static const char *const state_n[KVC_HP_ALIASES] = {"mamba_d_state", "ssm_state_size", "state_size"};
     static const char *const conv_n[KVC_HP_ALIASES] = {"mamba_d_conv", "conv_kernel"};
     static const char *const groups_n[KVC_HP_ALIASES] = {"mamba_n_groups", "n_groups"};
     int64_t heads = 0, hdim = 0, state = 0, conv = 0, groups = 1;
     bool h1 = false, h2 = false, h3 = false, h4 = false, h5 = false;
-    KVC_TRY(kvci_hparams_int(cfg, heads_n, 1, KVC_HP_MAX_DIM, &heads, &h1));
-    KVC_TRY(kvci_hparams_int(cfg, hdim_n, 1, KVC_HP_MAX_DIM, &hdim, &h2));
+    KVC_TRY(kvci_hparams_int(cfg, plain ? plain_heads_n : heads_n, 1, KVC_HP_MAX_DIM, &heads, &h1));
+    KVC_TRY(kvci_hparams_int(cfg, plain ? plain_hdim_n : hdim_n, 1, KVC_HP_MAX_DIM, &hdim, &h2));
     KVC_TRY(kvci_hparams_int(cfg, state_n, 1, KVC_HP_MAX_DIM, &state, &h3));
     KVC_TRY(kvci_hparams_int(cfg, conv_n, 2, KVC_HP_MAX_DIM, &conv, &h4));
     KVC_TRY(kvci_hparams_int(cfg, groups_n, 1, KVC_HP_MAX_DIM, &groups, &h5));
@@ -273,7 +286,8 @@ static const kvc_family_alias JAMBA[] = {{"jamba", "JambaForCausalLM", "jamba", 
 static const kvc_family_alias MAMBA2[] = {{"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", true},
                                           {"bamba", "BambaForCausalLM", "bamba", true},
                                           {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", true},
-                                          {"falcon_h1", "FalconH1ForCausalLM", "falcon_h1", false}};
+                                          {"falcon_h1", "FalconH1ForCausalLM", "falcon_h1", false},
+                                          {"mamba2", "Mamba2ForCausalLM", "mamba2", true}};
 
 const kvc_family_desc kvc_family_lfm2 = {
     .id = KVC_FAMILY_LFM2,
@@ -322,7 +336,7 @@ const kvc_family_desc kvc_family_mamba2_hybrid = {
     .id = KVC_FAMILY_MAMBA2_HYBRID,
     .name = "mamba2_hybrid",
     .aliases = MAMBA2,
-    .n_aliases = 4,
+    .n_aliases = 5,
     .rms_norm_eps = 1e-5,
     .parse = kvci_family_parse_mamba2,
     .default_kinds = mamba2_kinds,

@@ -148,9 +148,41 @@ static kvc_status parse_nemotron_h(const kvc_hparams *hp, kvc_model_config *cfg)
     return read_dt_limit(c, cfg);
 }
 
+/* Mamba2ForCausalLM (Mamba2Config): a mixer in every layer, its pre-norm `norm` and residual (config.c:
+ * layer_no_ffn); num_heads (128) heads of head_dim (64) filling expand (2) x hidden_size, n_groups (8), state_size
+ * (128), conv_kernel (4), use_conv_bias (true), use_bias on in_proj / out_proj (false), hidden_act silu,
+ * layer_norm_epsilon (1e-5), tie_word_embeddings (false; honoured: the class ties lm_head to the embeddings).
+ * residual_in_fp32 changes nothing here. No attention: its dims are the smallest the checks take (1 head of 2). */
+static kvc_status parse_plain_mamba2(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    int64_t expand = 2;
+    KVC_TRY(only_value(c, "hidden_act", "silu"));
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));
+    KVC_TRY(kvci_family_opt_int(c, "num_heads", 128, 1, KVC_HP_MAX_DIM, &cfg->mamba_heads));
+    KVC_TRY(kvci_family_opt_int(c, "head_dim", 64, 1, KVC_HP_MAX_DIM, &cfg->mamba_head_dim));
+    KVC_TRY(kvci_family_opt_int(c, "expand", 2, 1, KVC_HP_MAX_DIM, &expand));
+    KVC_TRY(kvci_family_opt_int(c, "n_groups", 8, 1, KVC_HP_MAX_DIM, &cfg->mamba_groups));
+    KVC_TRY(kvci_family_opt_int(c, "state_size", 128, 1, KVC_HP_MAX_DIM, &cfg->mamba_d_state));
+    KVC_TRY(kvci_family_opt_int(c, "conv_kernel", 4, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel));
+    KVC_TRY(kvci_family_opt_bool(c, "use_conv_bias", true, &cfg->mamba_conv_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "use_bias", false, &cfg->mamba_proj_bias));
+    KVC_TRY(kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps));
+    if (cfg->mamba_heads * cfg->mamba_head_dim != expand * cfg->hidden_size) /* each below 2^20: no overflow */
+        return kvci_fail(KVC_EINVAL, "%s: num_heads %lld x head_dim %lld is not expand * hidden_size %lld", c->doc,
+                         (long long)cfg->mamba_heads, (long long)cfg->mamba_head_dim,
+                         (long long)(expand * cfg->hidden_size));
+    if (cfg->mamba_heads % cfg->mamba_groups != 0)
+        return kvci_fail(KVC_EINVAL, "%s: n_groups %lld does not divide num_heads %lld", c->doc,
+                         (long long)cfg->mamba_groups, (long long)cfg->mamba_heads);
+    cfg->num_heads = cfg->num_kv_heads = 1, cfg->head_dim = 2;
+    return read_dt_limit(c, cfg);
+}
+
 kvc_status kvci_family_parse_mamba2(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     if (strcmp(cfg->model_type, "nemotron_h") == 0) return parse_nemotron_h(hp, cfg);
+    if (strcmp(cfg->model_type, "mamba2") == 0) return parse_plain_mamba2(hp, cfg);
     int64_t expand = 2;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* the attention layers': head_dim or hidden / heads */
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));

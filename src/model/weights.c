@@ -517,7 +517,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     v.conv1d = false, v.prefix[0] = '\0';
     const char *final = c->family == KVC_FAMILY_LFM2 ? "model.embedding_norm.weight" : "model.norm.weight";
     if (strcmp(c->model_type, "bamba") == 0) final = "model.final_layernorm.weight";
-    if (strcmp(c->model_type, "nemotron_h") == 0) final = "model.norm_f.weight";
+    if (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0) final = "model.norm_f.weight";
     if (!c->norm_weightless) TRY(v1(&v, final, c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
     if (c->norm_bias) TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, WHOLE));
@@ -663,15 +663,16 @@ static kvc_status check_fields(const kvc_model_config *c) {
                          "model: query_scale_beta %g must be in [0, %g] and, when > 0, query_scale_positions %lld "
                          ">= 1 outside MLA",
                          c->query_scale_beta, KVC_HP_MAX_FACTOR, (long long)c->query_scale_positions);
-    const bool one_block = c->family == KVC_FAMILY_MAMBA2_HYBRID && strcmp(c->model_type, "nemotron_h") == 0;
+    const bool one_block = c->family == KVC_FAMILY_MAMBA2_HYBRID &&
+                           (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0);
     if (c->mlp_plain && ((c->family != KVC_FAMILY_DENSE && !one_block) || c->shared_expert_intermediate_size > 0))
         return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only (or nemotron_h's)");
     for (int64_t l = 0; l < c->num_layers; l++)
         if ((c->layer_no_mixer[l] || c->layer_no_ffn[l]) &&
             (!one_block || (c->layer_no_mixer[l] && (c->layer_no_ffn[l] || c->layer_mamba[l] || c->layer_moe[l]))))
             return kvci_fail(KVC_EINVAL,
-                             "model: layer %lld: layer_no_mixer / layer_no_ffn are nemotron_h's, one of them a layer "
-                             "(layer_no_mixer: a dense MLP, no Mamba2)",
+                             "model: layer %lld: layer_no_mixer / layer_no_ffn are nemotron_h's and mamba2's, one of "
+                             "them a layer (layer_no_mixer: a dense MLP, no Mamba2)",
                              (long long)l);
     if (c->norm_weightless && (!c->layer_norm || c->norm_bias || c->post_norms || c->sandwich_norms || c->gemma_norms))
         return kvci_fail(KVC_EINVAL, "model: norm_weightless needs layer_norm in pre-norm blocks without norm_bias");

@@ -2263,6 +2263,37 @@ static void test_nemotron_h_fields(void **state) {
     expect_refusal(NEMOTRON_H_BASE "}", "layers_block_type and hybrid_override_pattern are missing");
 }
 
+#define MAMBA2_BASE "{\"model_type\":\"mamba2\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2"
+
+/* Mamba2 (Mamba2ForCausalLM) with Mamba2Config's defaults (128 heads of 64 = expand 2 x hidden_size 4096, 8 groups of
+ * state 128, conv kernel 4 with its bias, no projection biases, layer_norm_epsilon 1e-5, untied; no num_attention_heads
+ * or intermediate_size needed), every layer a mixer alone; with its keys set (tied honoured); refused by name: heads
+ * that do not fill expand x hidden_size, groups that do not divide the heads, another hidden_act. */
+static void test_mamba2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"mamba2\",\"vocab_size\":8,\"hidden_size\":4096,"
+                                            "\"num_hidden_layers\":2}",
+                                            "mamba2-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_MAMBA2_HYBRID && c.layer_mamba[0] && c.layer_mamba[1] && c.layer_no_ffn[1]);
+    assert_true(!c.layer_no_mixer[0] && c.mamba_heads == 128 && c.mamba_head_dim == 64 && c.mamba_groups == 8);
+    assert_true(c.mamba_d_state == 128 && c.conv_kernel == 4 && c.mamba_conv_bias && !c.mamba_proj_bias);
+    assert_true(c.rms_norm_eps == 1e-5 && !c.tie_word_embeddings && isinf(c.mamba_dt_max));
+    assert_int_equal(kvc_model_config_parse(MAMBA2_BASE ",\"num_heads\":4,\"head_dim\":8,\"expand\":1,\"n_groups\":2,"
+                                                        "\"state_size\":16,\"conv_kernel\":3,\"use_bias\":true,"
+                                                        "\"use_conv_bias\":false,\"layer_norm_epsilon\":1e-6,"
+                                                        "\"tie_word_embeddings\":true}",
+                                            "mamba2-set", &c),
+                     KVC_OK);
+    assert_true(c.mamba_heads == 4 && c.mamba_head_dim == 8 && c.mamba_groups == 2 && c.mamba_d_state == 16);
+    assert_true(c.conv_kernel == 3 && c.mamba_proj_bias && !c.mamba_conv_bias && c.rms_norm_eps == 1e-6);
+    assert_true(c.tie_word_embeddings);
+    expect_refusal(MAMBA2_BASE ",\"num_heads\":4,\"head_dim\":8}", "num_heads 4 x head_dim 8 is not expand");
+    expect_refusal(MAMBA2_BASE ",\"num_heads\":8,\"head_dim\":8,\"n_groups\":3}", "n_groups 3 does not divide");
+    expect_refusal(MAMBA2_BASE ",\"num_heads\":8,\"head_dim\":8,\"n_groups\":1,\"hidden_act\":\"gelu\"}", "hidden_act");
+}
+
 #define GRANITE_H_BASE                                                                                                 \
     "{\"model_type\":\"granitemoehybrid\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"                \
     "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":48,\"mamba_n_heads\":4,"                \
@@ -2619,6 +2650,7 @@ int main(void) {
         cmocka_unit_test(test_lfm2_moe_fields),
         cmocka_unit_test(test_bamba_fields),
         cmocka_unit_test(test_nemotron_h_fields),
+        cmocka_unit_test(test_mamba2_fields),
         cmocka_unit_test(test_granitemoehybrid_fields),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_qwen2_vl_fields),

@@ -287,7 +287,8 @@ static void test_qwen3_next_engine(void **state) {
     kvc_model_destroy(m);
 }
 
-/* Layers of two states each (Bamba's Mamba2 conv + ssm, Qwen3-Next's Gated DeltaNet conv + recurrent): a resumed
+/* Layers of two states each (Bamba's and Nemotron-H's conv + ssm, Qwen3-Next's Gated DeltaNet conv +
+ * recurrent): a resumed
  * request takes both from the snapshot (state_cache.c copies every entry of the state key), so requests over the
  * shared prefix in chunks of at most 5 tokens hit and give each request's tokens alone without caching. */
 static void two_state_prefix_cache(const char *name) {
@@ -313,6 +314,30 @@ static void test_two_state_prefix_cache(void **state) {
     (void)state;
     two_state_prefix_cache("bamba");
     two_state_prefix_cache("qwen3_next");
+    two_state_prefix_cache("nemotron_h");
+}
+
+/* Mamba2, state layers alone: the engine serves its requests together in chunks of at most 5 tokens with the tokens
+ * of each alone (without prefix caching: a model without paged keys needs the manager's state_snapshot_interval,
+ * which the engine does not set) */
+static void test_mamba2_engine(void **state) {
+    (void)state;
+    char dir[1024];
+    kvc_test_oracle_dir("mamba2", dir, sizeof dir);
+    kvc_model *m = NULL;
+    check(kvc_model_load(dir, &m), "load");
+    int32_t want[N_PC * NEW], got[N_PC * NEW];
+    int64_t hits[N_PC];
+    kvc_engine_stats st;
+    for (int64_t i = 0; i < N_PC; i++) {
+        kvc_engine_params ep = pc_params(64, false);
+        pc_serve(m, &ep, 1u << i, NEW, want, hits, &st);
+    }
+    kvc_engine_params ep = pc_params(5, false);
+    pc_serve(m, &ep, 0x3f, NEW, got, hits, &st);
+    if (memcmp(want, got, sizeof want) != 0) fail_msg("mamba2: tokens together in chunks differ from each alone");
+    assert_int_equal(st.n_keys, 1);
+    kvc_model_destroy(m);
 }
 
 /* LFM2: 3 conv layers, each (3 - 1) inputs x 64 channels x 4 bytes a request */
@@ -338,17 +363,17 @@ static void test_nemotron_h_engine(void **state) {
     state_engine("nemotron_h", layer_bytes, 4 * 3 * layer_bytes + 12 * 4 * 2 * 2 * 16 * 4);
 }
 
-/* The planner and the runtime agree on Nemotron-H's oracle: the same cached layers (the MLP layers 1, 3 keep
- * nothing: the plan leaves them out, the runtime's cache description gives them no entry) and the same state bytes
- * per sequence (the plan's state block, the runtime's state entries). */
-static void test_nemotron_h_plan_agrees(void **state) {
-    (void)state;
+/* The planner and the runtime agree on an oracle: the same cached layers (`cached` of them: the plan leaves out the
+ * layers that keep nothing, the runtime's cache description gives them no entry) and the same state bytes per
+ * sequence (the plan's state entries, the runtime's), `state_bytes`. */
+static void plan_agrees(const char *name, int32_t cached, int64_t state_bytes) {
     char dir[1024], path[1100];
-    kvc_test_oracle_dir("nemotron_h", dir, sizeof dir);
+    kvc_test_oracle_dir(name, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/config.json", dir);
     char *json = kvc_test_read_text(path);
     kvc_model_plan *p = NULL;
-    const kvc_plan_options o = kvc_plan_default_options();
+    kvc_plan_options o = kvc_plan_default_options();
+    o.max_model_len = 64; /* Mamba2's config has no max_position_embeddings */
     check(kvc_model_plan_create(json, strlen(json), &o, &p), "plan");
     free(json);
     kvc_model *m = NULL;
@@ -369,21 +394,29 @@ static void test_nemotron_h_plan_agrees(void **state) {
             run_bytes += e->is_state ? n : 0;
         }
     }
-    assert_int_equal(p->n_layers, 4);
-    assert_int_equal(run_layers, 4);
-    assert_int_equal(ci->layer_infos[1].n_caches, 0);
-    assert_int_equal(plan_bytes, 3 * (3 * 192 + 8 * 16 * 16) * 4);
+    assert_int_equal(p->n_layers, cached);
+    assert_int_equal(run_layers, cached);
+    assert_int_equal(plan_bytes, state_bytes);
     assert_int_equal(run_bytes, plan_bytes);
     kvc_model_cache_info_destroy(ci);
     kvc_model_destroy(m);
     kvc_model_plan_destroy(p);
 }
 
+/* Nemotron-H: layers 0, 2, 4, 5 cached (its MLP layers 1, 3 keep nothing), three of them Mamba2 as Bamba's; Mamba2:
+ * four mixers of the same shapes */
+static void test_plan_agrees(void **state) {
+    (void)state;
+    const int64_t layer_bytes = (3 * 192 + 8 * 16 * 16) * 4;
+    plan_agrees("nemotron_h", 4, 3 * layer_bytes);
+    plan_agrees("mamba2", 4, 4 * layer_bytes);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lfm2_engine),       cmocka_unit_test(test_bamba_engine),
-        cmocka_unit_test(test_nemotron_h_engine), cmocka_unit_test(test_nemotron_h_plan_agrees),
+        cmocka_unit_test(test_nemotron_h_engine), cmocka_unit_test(test_plan_agrees),
         cmocka_unit_test(test_lfm2_prefix_cache), cmocka_unit_test(test_two_state_prefix_cache),
-        cmocka_unit_test(test_qwen3_next_engine)};
+        cmocka_unit_test(test_qwen3_next_engine), cmocka_unit_test(test_mamba2_engine)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
