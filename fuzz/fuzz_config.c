@@ -25,6 +25,14 @@ static void check_accepted(const kvc_model_config *c) {
         abort();
     const double scale = kvc_model_attn_scale(c);
     if (!(scale > 0.0) || !isfinite(scale)) abort();
+    /* the fields kvc_model_create_random checks in a caller's struct (weights.c, check_extras) */
+    const double scales[] = {c->embed_scale, c->residual_multiplier, c->attention_multiplier, c->logits_scaling,
+                             c->alibi_bias_max};
+    for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++)
+        if (!(scales[i] >= 0.0 && scales[i] <= 1e6)) abort();
+    if (!c->alibi && (c->alibi_in_scale || c->alibi_bias_max > 0.0)) abort();
+    for (int64_t l = 0; l < c->num_layers; l++)
+        if (c->layer_conv[l] && (c->family != KVC_FAMILY_LFM2 || c->conv_kernel < 2 || c->conv_kernel > 65536)) abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

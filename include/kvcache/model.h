@@ -212,10 +212,10 @@ typedef struct kvc_model_config {
     /* HunYuan (model_type hunyuan_v1_dense): the per-head q/k RMSNorms (qk_norm) applied after RoPE instead of
      * before it. Last, as above. */
     bool qk_norm_after_rope;
-    /* XGLM (model_type xglm): pos_learned's table [max_position_embeddings + pos_offset, hidden_size] computed at load
-     * instead of read, transformers' sinusoid (kvci_model_sinusoid_table): row p holds sin(p w_i) for i < H / 2, then
-     * cos(p w_i), w_i = exp(-i ln(10000) / (H / 2 - 1)) (an odd H's last column 0), and row pos_zero_row (XGLM's
-     * pad_token_id; -1: none) zeros. Last, as above. */
+    /* XGLM (model_type xglm): pos_learned's table [max_position_embeddings + pos_offset, hidden_size] computed instead
+     * of read, row by row as tokens are embedded, transformers' sinusoid (src/model/sinusoid.c): row p holds sin(p w_i)
+     * for i < H / 2, then cos(p w_i), w_i = exp(-i ln(10000) / (H / 2 - 1)) (an odd H's last column 0), and row
+     * pos_zero_row (XGLM's pad_token_id; -1: none) zeros. Last, as above. */
     bool pos_sinusoidal;
     int64_t pos_zero_row;
     /* Qwen3-Next (model_type qwen3_next): the layers layer_gdn marks are Gated DeltaNet linear attention instead

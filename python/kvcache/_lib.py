@@ -1,5 +1,6 @@
 """The compiled cffi module and the one status check every wrapper uses."""
 import os
+import stat
 
 import numpy as np
 
@@ -113,3 +114,19 @@ def real(value, name):
         return float(value)
     except (TypeError, ValueError):
         raise invalid(f"{name}: {value!r} is not a number") from None
+
+
+MAX_FILE_BYTES = 64 << 20  # the C reader's KVC_MAX_INPUT_BYTES (docs/limits.md)
+
+
+def read_regular(path):
+    """The bytes of a model directory's file, refused by name unless it is a regular file of at most
+    MAX_FILE_BYTES, opened without blocking (a FIFO under a file's name blocked for ever, /dev/zero read until
+    memory ran out). OSError as open raises it."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+        os.close(fd)
+        raise invalid(f"{path}: a regular file of at most {MAX_FILE_BYTES} bytes is expected")
+    with os.fdopen(fd, "rb") as f:
+        return f.read(MAX_FILE_BYTES + 1)

@@ -23,7 +23,7 @@ from ._locking import serialised
 from .errors import Error, QueueFull
 from .plan import parse_bytes, plan
 from . import token_masks
-from .structured import set_bits
+from .structured import Grammar, set_bits
 
 WEIGHT_DTYPES = ("checkpoint", "f32", "bf16", "q8_0", "q4_0")  # Engine(weights=...): kvc_model_load_weights
 ACTIVATIONS = ("f32", "bf16")  # Engine(activations=...): kvc_model_set_activations
@@ -154,6 +154,12 @@ def _sampling(params, vocab, what):
             raise invalid(f"{what}: stop token {t} is outside the vocabulary [0, {vocab})")
     if params.logprobs is not None and not 0 <= int64(params.logprobs, "logprobs") <= _MAX_LOGPROBS:
         raise invalid(f"{what}: logprobs {params.logprobs} is outside [0, {_MAX_LOGPROBS}]")
+    g = params.structured  # another object was an AttributeError; another vocabulary's grammar a ValueError once queued
+    if g is not None and not callable(getattr(g, "matcher", None)):
+        raise invalid(f"{what}: structured must be a kvcache.structured.Grammar, not {type(g).__name__}")
+    if isinstance(g, Grammar) and g.vocabulary.vocab_size != vocab:
+        raise invalid(f"{what}: structured: the grammar is of a {g.vocabulary.vocab_size}-token vocabulary, the "
+                      f"model's has {vocab}")
     s = ffi.new("kvc_sampling_params *", lib.kvc_sampling_default_params())
     s.temperature = real(params.temperature, "temperature")
     s.top_p = real(params.top_p, "top_p")
@@ -339,6 +345,7 @@ class Engine:
         live = _Live(params, int(ids.size))
         if token_masks.wanted(params):  # before the engine holds the request: a refusal leaves nothing behind
             live.mask = token_masks.RequestMask(params, self.vocab_size, self._all_tokens)
+            live.mask.fill()  # the first mask too: a matcher that fails leaves no request queued
         salt = cache_salt.encode() if isinstance(cache_salt, str) else cache_salt
         if salt is not None:
             if not isinstance(salt, bytes) or not 1 <= len(salt) <= lib.KVC_ENGINE_SALT_MAX:
@@ -351,13 +358,16 @@ class Engine:
             raise QueueFull(st, "KVC_NO_SPACE", ffi.string(lib.kvc_last_error()).decode(errors="replace"))
         self._live[rid] = live
         if live.mask is not None:
-            self._constrain(e, rid, live)
+            self._set_mask(e, rid, live.mask.words)
         return rid
+
+    @staticmethod
+    def _set_mask(e, rid, words):
+        check(lib.kvc_engine_set_allowed_tokens(e, rid, ffi.from_buffer("uint32_t[]", words), words.size))
 
     def _constrain(self, e, rid, live):
         """Sets the allowed tokens of a masked request's next sampled token (token_masks.RequestMask)."""
-        words = live.mask.fill()
-        check(lib.kvc_engine_set_allowed_tokens(e, rid, ffi.from_buffer("uint32_t[]", words), words.size))
+        self._set_mask(e, rid, live.mask.fill())
 
     def _prompt_ids(self, prompt_token_ids):
         try:

@@ -4,7 +4,7 @@ import math
 import os
 import re
 
-from ._lib import c_path, check, dtype_code, ffi, int64, invalid, lib
+from ._lib import c_path, check, dtype_code, ffi, int64, invalid, lib, read_regular
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
@@ -31,7 +31,7 @@ def parse_bytes(value, name="kv_memory"):
 def _config_text(config):
     if isinstance(config, dict):
         try:  # an object JSON has no form for, a cycle, NaN (which C would call invalid JSON at some byte)
-            return json.dumps(config, allow_nan=False)
+            return json.dumps(config, allow_nan=False).encode()
         except (TypeError, ValueError, RecursionError) as exc:
             raise invalid(f"config: the dict is not JSON: {exc}") from None
     if isinstance(config, (str, os.PathLike)):
@@ -39,8 +39,7 @@ def _config_text(config):
         if os.path.isdir(path):
             path = os.path.join(path, "config.json")
         try:  # a missing or unreadable file was the OSError itself, not the InvalidArgument Engine and run raise
-            with open(path, "rb") as f:
-                return f.read().decode("utf-8", errors="replace")
+            return read_regular(path)  # the library refuses bytes that are not UTF-8, naming the first
         except OSError as exc:
             raise invalid(f"{path}: cannot open ({exc.strerror})") from None
     raise invalid(f"config: {type(config).__name__} is neither a dict nor a path to config.json")
@@ -113,7 +112,7 @@ def plan(config, tp=1, block_size=128, kv_dtype=None, kv_memory=None, max_model_
     opt.next_n = int64(next_n, "next_n")
     if kv_memory is not None:
         opt.kv_memory_bytes = parse_bytes(kv_memory)
-    data = _config_text(config).encode()
+    data = _config_text(config)
     out = ffi.new("kvc_model_plan **")
     check(lib.kvc_model_plan_create(data, len(data), opt, out))
     return Plan(ffi.gc(out[0], lib.kvc_model_plan_destroy))

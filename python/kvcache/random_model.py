@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from ._lib import invalid
+from ._lib import invalid, read_regular
 from .errors import Error
 from .plan import plan
 
@@ -102,9 +102,11 @@ def tokenizer_json(vocab_size):
 def _read_config(path):
     """config.json as a dict (a missing file or another JSON value was a traceback)."""
     try:
-        config = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+        config = json.loads(read_regular(path).decode("utf-8"))  # a FIFO blocked for ever
     except (OSError, ValueError) as exc:
         raise invalid(f"{path}: {exc}") from None
+    except RecursionError:
+        raise invalid(f"{path}: nested too deeply") from None
     if not isinstance(config, dict):
         raise invalid(f"{path}: a JSON object is expected, not {type(config).__name__}")
     return config

@@ -153,14 +153,21 @@ class Grammar:
     def matcher(self):
         return Matcher(_llguidance().LLMatcher(self.vocabulary.ll, self.grammar, log_level=0), self.vocabulary.eos)
 
+    def check(self):
+        """Makes a matcher and its first mask; InvalidArgument with the reason when either fails."""
+        m = self.matcher()
+        m.fill(np.zeros((self.vocabulary.vocab_size + 31) // 32, dtype=np.uint32))
+        if m.error:
+            raise invalid(f"structured outputs: {m.error.splitlines()[0]}")
+
 
 class Matcher:
     """One request's place in its grammar."""
 
     def __init__(self, m, eos):
         self._m, self._eos = m, eos
-        if m.is_error():
-            raise invalid(f"structured outputs: {m.get_error()}")
+        if m.is_error():  # its first line: a panic's message goes on with a backtrace
+            raise invalid(f"structured outputs: {m.get_error().splitlines()[0]}")
 
     def fill(self, words):
         """Writes the tokens the grammar allows next into words (uint32 [cdiv(vocab, 32)], bit t % 32 of word

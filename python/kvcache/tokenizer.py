@@ -6,7 +6,7 @@ import pathlib
 import re
 
 from . import chat_template
-from ._lib import invalid
+from ._lib import invalid, read_regular
 
 _SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token")
 
@@ -14,11 +14,13 @@ _SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token"
 def _read_json(path):
     """A model directory's JSON file: an object ({} when there is none)."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(read_regular(path).decode("utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
         raise invalid(f"{path}: {exc}") from None
+    except RecursionError:  # was a traceback
+        raise invalid(f"{path}: nested too deeply") from None
     if not isinstance(value, dict):
         raise invalid(f"{path}: a JSON object is expected, not {type(value).__name__}")
     return value
@@ -75,7 +77,7 @@ def _template_of(model_dir, config):
     if not path.exists():
         return None
     try:
-        return path.read_text(encoding="utf-8")
+        return read_regular(path).decode("utf-8")
     except (OSError, ValueError) as exc:  # a directory, unreadable, not UTF-8
         raise invalid(f"{path}: {exc}") from None
 

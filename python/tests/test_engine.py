@@ -254,6 +254,34 @@ class _PlanMatcher:
     stopped = accepting
 
 
+class _Broken(_Plan):
+    """A grammar whose first mask fails (as llguidance's does for a mask of another vocabulary's size)."""
+
+    def matcher(self):
+        m = _PlanMatcher(self.plan)
+        m.fill = lambda words: (_ for _ in ()).throw(ValueError("Invalid buffer size"))
+        return m
+
+
+def test_structured_refusals_queue_nothing():
+    """structured of another type was an AttributeError; a grammar whose first mask failed raised after the engine
+    held the request, which then ran unconstrained; another vocabulary's Grammar is refused by name."""
+    e = engine()
+    with pytest.raises(kvcache.InvalidArgument, match="structured must be a kvcache.structured.Grammar, not str"):
+        e.add_request(PROMPTS[0], kvcache.SamplingParams(structured="json"))
+    with pytest.raises(ValueError, match="Invalid buffer size"):
+        e.add_request(PROMPTS[0], kvcache.SamplingParams(structured=_Broken([[5]])))
+    assert not e.has_unfinished() and e.step() == []
+    pytest.importorskip("llguidance")
+    pytest.importorskip("tokenizers")
+    from text_model import tokenizer_json
+    vocabulary = kvcache.structured.Vocabulary(tokenizer_json(e.vocab_size + 64), e.vocab_size + 64, [2])
+    grammar = kvcache.structured.Grammar(vocabulary, kvcache.structured.regex_grammar("a+"))
+    with pytest.raises(kvcache.InvalidArgument, match=f"a {e.vocab_size + 64}-token vocabulary, the model's has"):
+        e.add_request(PROMPTS[0], kvcache.SamplingParams(structured=grammar))
+    assert not e.has_unfinished()
+
+
 def test_structured_requests_sample_allowed_tokens_only():
     e = engine()
     free = e.generate([PROMPTS[0]], kvcache.SamplingParams(max_tokens=4))[0]

@@ -1,5 +1,8 @@
 """Every wrapped call's bad input raises a kvcache.Error subclass whose
 message is the library's own (kvc_last_error right after the call)."""
+import os
+import threading
+
 import numpy as np
 import pytest
 
@@ -166,3 +169,27 @@ def test_zero_size_batch(layout, shape):
     # explicit empty lengths against a query that has a row: the batch's shape is named
     with pytest.raises(kvcache.InvalidArgument, match=r"q has shape \[1, 2, 2, 8\], expected \[0, 2, 2, 8\]"):
         kvcache.attention(_q, _q, _q, q_lens=[], kv_lens=[])
+
+
+def test_plan_reads_a_regular_config_file_only(tmp_path):
+    """plan(path) read config.json with Python's open: a FIFO blocked for ever (so did Engine on such a model
+    directory) and /dev/zero read until memory ran out; bytes that are not UTF-8 became U+FFFD silently. Now a
+    regular file of at most 64 MiB, whose bytes go to the library as they are."""
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    threading.Timer(5, _unblock, [fifo]).start()  # should plan block: it then reads an end, and fails otherwise
+    for path in (fifo, tmp_path, "/dev/null"):
+        with pytest.raises(kvcache.InvalidArgument, match="a regular file of at most 67108864 bytes"):
+            kvcache.plan(path)
+    fifo.unlink()
+    text = LLAMA.read_bytes().replace(b'"llama"', b'"llama\xff"', 1)
+    fifo.write_bytes(text)
+    with pytest.raises(kvcache.InvalidArgument, match="UTF-8"):
+        kvcache.plan(fifo)
+
+
+def _unblock(fifo):
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:  # no reader (refused as it should be)
+        pass

@@ -1,5 +1,7 @@
 """python -m kvcache.random_model: a servable model directory in a config's shapes."""
 import json
+import os
+import threading
 
 import pytest
 
@@ -35,9 +37,14 @@ def test_a_random_model_loads_runs_and_has_text(tmp_path):
     ("[]", "a JSON object is expected, not list"),  # was AttributeError
     ('{"model_type": "qwen3"}', "num_hidden_layers is missing"),  # (plan's own refusal)
     (None, "No such file"),  # was FileNotFoundError
+    ("[" * 100000, "nested too deeply"),  # was RecursionError
+    ("fifo", "a regular file of at most"),  # blocked for ever
 ])
 def test_a_bad_config_is_a_usage_error_naming_it(tmp_path, capsys, text, needle):
-    if text is not None:
+    if text == "fifo":
+        os.mkfifo(tmp_path / "c.json")
+        threading.Timer(5, _unblock, [tmp_path / "c.json"]).start()  # should it block: it reads an end and fails
+    elif text is not None:
         (tmp_path / "c.json").write_text(text)
     with pytest.raises(SystemExit) as exit_:
         random_model.main([str(tmp_path / "c.json"), str(tmp_path / "m")])
@@ -64,3 +71,10 @@ def test_a_config_without_kv_heads_gets_its_class_default(tmp_path):
     assert shapes["model.layers.0.self_attn.k_proj.weight"] == (8 * 4, 64)
     e = kvcache.Engine(out, kv_memory="1MiB", block_size=4)
     assert len(e.generate([[5, 6, 7]], kvcache.SamplingParams(max_tokens=2))[0]) == 2
+
+
+def _unblock(fifo):
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:  # no reader (refused as it should be)
+        pass

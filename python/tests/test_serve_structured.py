@@ -12,6 +12,8 @@ for module in ("tokenizers", "jinja2", "starlette", "uvicorn", "prometheus_clien
 
 import httpx  # noqa: E402
 
+import kvcache  # noqa: E402
+import kvcache.structured  # noqa: E402
 from serve_fixture import running, sse_events  # noqa: E402
 from text_model import make_model_dir  # noqa: E402
 
@@ -182,8 +184,12 @@ def test_refusals_name_the_field(server):
         assert r.json()["error"]["param"] == "response_format", r.text
     r = httpx.post(url, json={**ok, "response_format": {"type": "json_object"}, "guided_json": SCHEMA}, timeout=60)
     assert r.status_code == 400 and r.json()["error"]["param"] == "guided_json"
+    # JSON text nested past the parser's depth was a 500 (RecursionError); json_object "yes" or 1 was taken as true
+    r = httpx.post(url, json={**ok, "guided_json": "[" * 5000}, timeout=60)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "guided_json", r.text
     for outputs in ({"structural_tag": "{}"}, {"grammar": "root ::= foo"}, {"json": "{not json"}, {"json": {"type": 5}}, {"regex": "a("},
-                    {"choice": []}, {"regex": "a", "choice": ["a"]}):
+                    {"choice": []}, {"regex": "a", "choice": ["a"]}, {"json": "[" * 5000}, {"json_object": "yes"},
+                    {"json_object": 1}):
         r = httpx.post(url, json={**ok, "structured_outputs": outputs}, timeout=60)
         assert r.status_code == 400 and r.json()["error"]["param"] == "structured_outputs", r.text
     for field, value, words in (("guided_regex", "a(", "unclosed group"), ("guided_regex", 5, "must be a string"),
@@ -195,6 +201,12 @@ def test_refusals_name_the_field(server):
         assert err["param"] == field and words in err["message"], (field, value, err)
     r = httpx.post(url, json={**ok, "guided_choice": ["a"], "guided_regex": "a"}, timeout=60)
     assert r.status_code == 400 and r.json()["error"]["param"] == "guided_choice", r.text
+    # a grammar llguidance takes but cannot make a matcher of (more symbols than it counts): refused before the
+    # engine's thread built it for seconds, by its first line (a panic's backtrace followed)
+    r = httpx.post(url, json={**ok, "guided_choice": ["x"] * 70000}, timeout=60)
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == "guided_choice" and "symbols" in err["message"] and "\n" not in err["message"], err
 
 
 CHOICES = ["red", "say \"hi\"", "back\\slash", "two\nlines", "café 🙂", "r"]
@@ -298,3 +310,18 @@ def test_structural_tag(server):
         r = httpx.post(base + "/v1/chat/completions", json={**ok, "structured_outputs": {"structural_tag": value}},
                        timeout=60)
         assert r.status_code == 400 and r.json()["error"]["param"] == "structured_outputs", (value, r.text)
+
+
+def test_a_matcher_error_is_told_by_its_first_line():
+    """llguidance's panics (a grammar of too many symbols: 100,000 choices) carry a backtrace, which the client's
+    400 showed whole."""
+    class Failed:
+        def is_error(self):
+            return True
+
+        def get_error(self):
+            return "panic: assertion failed: grammar.symbols.len() < u16::MAX\n<backtrace>\n   0: <unknown>"
+
+    with pytest.raises(kvcache.InvalidArgument) as info:
+        kvcache.structured.Matcher(Failed(), None)
+    assert info.value.message == "structured outputs: panic: assertion failed: grammar.symbols.len() < u16::MAX"

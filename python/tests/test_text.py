@@ -2,7 +2,9 @@
 transformers renders them, end-of-sequence ids, incremental detokenization
 and stop strings."""
 import json
+import os
 import re
+import threading
 
 import pytest
 
@@ -55,7 +57,13 @@ def test_eos_ids_come_from_generation_config(tok, tmp_path):
     ("generation_config.json", b'{"eos_token_id": ["</s>"]}', "eos_token_id '</s>'"),  # was dropped silently
     ("config.json", b'{"eos_token_id": true}', "eos_token_id True"),  # (generation_config names none)
     ("chat_template.jinja", b"\xff{{ x }}", "can't decode byte 0xff"),  # was UnicodeDecodeError
-    ("chat_template.jinja", None, "Is a directory"),  # was IsADirectoryError
+    ("chat_template.jinja", None, "a regular file"),  # was IsADirectoryError
+    # a FIFO or a device under a file's name blocked the start for ever or read without end; deep nesting was a
+    # RecursionError
+    ("generation_config.json", "fifo", "a regular file of at most 67108864 bytes"),
+    ("chat_template.jinja", "fifo", "a regular file"),
+    ("tokenizer_config.json", "/dev/null", "a regular file"),
+    ("generation_config.json", b"[" * 100000, "nested too deeply"),
 ])
 def test_a_hostile_text_file_of_the_model_directory_is_refused_naming_it(tmp_path, name, data, needle):
     d = make_model_dir(tmp_path / "m")
@@ -63,12 +71,25 @@ def test_a_hostile_text_file_of_the_model_directory_is_refused_naming_it(tmp_pat
         (d / "generation_config.json").unlink()
     if name == "chat_template.jinja":  # read when tokenizer_config.json has no template
         (d / "tokenizer_config.json").write_text("{}")
+    (d / name).unlink(missing_ok=True)
     if data is None:
         (d / name).mkdir()
+    elif data == "fifo":
+        os.mkfifo(d / name)
+        threading.Timer(5, _unblock, [d / name]).start()  # should the reader block: it sees an end, and fails
+    elif data == "/dev/null":
+        (d / name).symlink_to(data)
     else:
         (d / name).write_bytes(data)
     with pytest.raises(kvcache.InvalidArgument, match=re.escape(str(d / name)) + ".*" + re.escape(needle)):
         Tokenizer(d)
+
+
+def _unblock(fifo):
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:  # no reader (refused as it should be)
+        pass
 
 
 @pytest.mark.parametrize("case", json.loads(TEMPLATES.read_text())["cases"], ids=lambda c: c["template"])

@@ -394,8 +394,9 @@ static kvc_status parse_biogpt(const kvc_hparams *hp, kvc_model_config *cfg) {
 /* XGLM (facebook/xglm-564M to 7.5B; XGLMForCausalLM): BioGPT's blocks (pre-norm nn.LayerNorms with weight and bias at
  * eps 1e-5, q/k/v/out_proj with biases, fc2(act(fc1(x))) with biases of ffn_dim (4096 when absent, config.c), act by
  * activation_function (gelu), the final layer_norm, tied by default; embeddings times sqrt(d_model) when
- * scale_embedding, true when absent) with positions from transformers' sinusoid table, offset by 2 and computed at
- * load (pos_sinusoidal; weights.c), whose row pad_token_id (1 when absent; null: none) is zeros. Refused by name:
+ * scale_embedding, true when absent) with positions from transformers' sinusoid table, offset by 2 and computed row
+ * by row as tokens are embedded (pos_sinusoidal; sinusoid.c), whose row pad_token_id (1 when absent; null: none) is
+ * zeros. Refused by name:
  * d_model below 4 (the table divides by d_model / 2 - 1). */
 static kvc_status parse_xglm(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;

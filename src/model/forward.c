@@ -434,6 +434,9 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         if (m->pos_embed) { /* GPT-2: the learned position's row (check_args bounds the position) */
             const float *p = m->pos_embed + (md->positions[t] + c->pos_offset) * H;
             for (int64_t i = 0; i < H; i++) row[i] += p[i];
+        } else if (m->pos_freq) { /* XGLM: the sinusoid's row, the padding row's zeros */
+            const int64_t p = md->positions[t] + c->pos_offset;
+            kvci_model_sinusoid_add(m->pos_freq, H, p, p == c->pos_zero_row, row);
         }
         kvc_rope_cos_sin(inv_freq, rot, m->rope_attn_factor, md->positions[t], ws->cos + t * rot, ws->sin + t * rot);
         if (m->inv_freq_sliding)

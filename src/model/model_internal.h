@@ -154,6 +154,7 @@ struct kvc_model {
     float *embed_norm;     /* [H] BLOOM's word_embeddings_layernorm (embed_norm), else NULL */
     float *embed_norm_b;   /* [H] its bias */
     float *alibi;          /* [cfg.num_heads] this rank's heads' ALiBi slopes (the operator's), else NULL */
+    float *pos_freq;       /* [H / 2] XGLM's sinusoid frequencies (pos_sinusoidal; pos_embed NULL), else NULL */
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     void *arena;                                    /* every weight above: one kvci_pages_alloc mapping */
     int64_t arena_bytes;
@@ -317,12 +318,13 @@ kvc_status kvci_model_load_as(const char *dir, kvc_wmat_dtype weights, kvc_model
  * file that could not be written; on failure nothing written stays behind. */
 kvc_status kvci_model_save(kvc_model *m, const char *src_dir, const char *out_dir);
 
-/* XGLM's position table t[rows, H] (sinusoid.c): transformers' XGLMSinusoidalPositionalEmbedding.get_embedding in
- * f32 (w_i = exp(i * s) with s = -ln(10000) / (H / 2 - 1) rounded to f32, the product i * s rounded, then
- * row p: sin(p w_i) for i < H / 2, cos(p w_i) after, p w_i rounded; exp, sin and cos in double rounded once, which
- * PyTorch's f32 kernels agree with to 1 ulp), an odd H's last column 0, row zero_row (>= 0 and < rows) all 0. H >= 4.
- */
-void kvci_model_sinusoid_table(int64_t rows, int64_t H, int64_t zero_row, float *t);
+/* XGLM's positions (sinusoid.c): row p of transformers' XGLMSinusoidalPositionalEmbedding.get_embedding in f32,
+ * computed when a token is embedded. kvci_model_sinusoid_freqs: w [H / 2], w_i = exp(i * s) with s = -ln(10000) /
+ * (H / 2 - 1) rounded to f32, the product i * s rounded; kvci_model_sinusoid_add: row[H] += sin(p w_i) for i < H / 2,
+ * cos(p w_i) after, p w_i rounded, an odd H's last column 0, all 0 when zero (the padding row); exp, sin and cos in
+ * double rounded once, which PyTorch's f32 kernels agree with to 1 ulp. H >= 4. */
+void kvci_model_sinusoid_freqs(int64_t H, float *w);
+void kvci_model_sinusoid_add(const float *w, int64_t H, int64_t p, bool zero, float *row);
 
 /* ---- kernels (wmat.c, act.c) --------------------------------------------------- */
 

@@ -1,21 +1,21 @@
-/* XGLM's sinusoidal position table (model_internal.h), computed once at load. */
+/* XGLM's sinusoidal positions (model_internal.h): the frequencies once at load, each token's row when it is
+ * embedded (a table of max_position_embeddings rows, which a config sets up to 2^31 - 1, is never built). */
 #include <math.h>
-#include <string.h>
 
 #include "model/model_internal.h"
 
-void kvci_model_sinusoid_table(int64_t rows, int64_t H, int64_t zero_row, float *t) {
+void kvci_model_sinusoid_freqs(int64_t H, float *w) {
     const int64_t half = H / 2;
     const float s = (float)(-log(10000.0) / (double)(half - 1)); /* the Python float, as an f32 operand */
-    for (int64_t p = 0; p < rows; p++) {
-        float *row = t + p * H;
-        for (int64_t i = 0; i < half; i++) {
-            const float w = (float)exp((double)((float)i * s));
-            const float a = (float)p * w; /* [rows, half] f32 product */
-            row[i] = (float)sin((double)a);
-            row[half + i] = (float)cos((double)a);
-        }
-        if (H % 2 == 1) row[H - 1] = 0.0f;
+    for (int64_t i = 0; i < half; i++) w[i] = (float)exp((double)((float)i * s));
+}
+
+void kvci_model_sinusoid_add(const float *w, int64_t H, int64_t p, bool zero, float *row) {
+    const int64_t half = H / 2;
+    for (int64_t i = 0; i < half; i++) {
+        const float a = (float)p * w[i]; /* the table's [rows, half] f32 product */
+        row[i] += zero ? 0.0f : (float)sin((double)a);
+        row[half + i] += zero ? 0.0f : (float)cos((double)a);
     }
-    if (zero_row >= 0 && zero_row < rows) memset(t + zero_row * H, 0, (size_t)H * sizeof(float));
+    if (H % 2 == 1) row[H - 1] += 0.0f; /* an odd H's last column: 0 */
 }

@@ -571,7 +571,7 @@ void kvc_model_destroy(kvc_model *m) {
     kvci_free(m->inv_freq_sliding);
     kvci_free(m->inv_freq_long);
     kvci_free(m->alibi);
-    if (m->cfg.pos_sinusoidal) kvci_free(m->pos_embed); /* computed, not in the arena */
+    kvci_free(m->pos_freq);
     kvci_free(m);
 }
 
@@ -608,6 +608,35 @@ static kvc_status check_sizes(const kvc_model_config *c) {
         if (sizes[i].value < sizes[i].min || sizes[i].value > KVC_MODEL_MAX_DIM)
             return kvci_fail(KVC_EINVAL, "model: %s %lld outside [%lld, %lld]", sizes[i].name,
                              (long long)sizes[i].value, (long long)sizes[i].min, (long long)KVC_MODEL_MAX_DIM);
+    return KVC_OK;
+}
+
+/* The scales, the ALiBi fields and the short-convolution layers as the config readers set them (a caller's own
+ * struct was taken unchecked: a NaN scale made every logit NaN, layer_conv outside LFM2 visited conv weights that
+ * the family's attention, reading q/k/v, never had, and a conv_kernel below 2 a state of no inputs). */
+static kvc_status check_extras(const kvc_model_config *c) {
+    const struct {
+        const char *name;
+        double value;
+    } scales[] = {{"embed_scale", c->embed_scale},
+                  {"residual_multiplier", c->residual_multiplier},
+                  {"attention_multiplier", c->attention_multiplier},
+                  {"logits_scaling", c->logits_scaling},
+                  {"alibi_bias_max", c->alibi_bias_max}};
+    for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++)
+        if (!(scales[i].value >= 0.0 && scales[i].value <= KVC_HP_MAX_FACTOR))
+            return kvci_fail(KVC_EINVAL, "model: %s %g outside [0, %g] (0: none)", scales[i].name, scales[i].value,
+                             KVC_HP_MAX_FACTOR);
+    if (!c->alibi && (c->alibi_in_scale || c->alibi_bias_max > 0.0))
+        return kvci_fail(KVC_EINVAL, "model: alibi_in_scale and alibi_bias_max need alibi");
+    int64_t conv = 0;
+    for (int64_t l = 0; l < c->num_layers; l++) conv += c->layer_conv[l];
+    if (conv > 0 && c->family != KVC_FAMILY_LFM2)
+        return kvci_fail(KVC_EINVAL, "model: layer_conv marks %lld layers, which the %s family does not run (lfm2's)",
+                         (long long)conv, kvc_model_family_name(c->family));
+    if (conv > 0 && (c->conv_kernel < 2 || c->conv_kernel > KVC_HP_MAX_DIM))
+        return kvci_fail(KVC_EINVAL, "model: conv_kernel %lld outside [2, %d] (layer_conv marks %lld layers)",
+                         (long long)c->conv_kernel, KVC_HP_MAX_DIM, (long long)conv);
     return KVC_OK;
 }
 
@@ -696,6 +725,7 @@ static kvc_status check_fields(const kvc_model_config *c) {
                          "model: rope_form %d must be %d (half-split), %d (pairs) or, in an MLA family, %d "
                          "(DeepSeek's interleaved)",
                          (int)c->rope_form, (int)KVC_ROPE_HALF, (int)KVC_ROPE_PAIRS, (int)KVC_ROPE_INTERLEAVED);
+    TRY(check_extras(c));
     return fam->check ? fam->check(c, "model") : KVC_OK;
 }
 
@@ -786,12 +816,11 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
         kvci_free(all);
     }
     if (st == KVC_OK && cfg->pos_sinusoidal) {
-        const int64_t rows = cfg->max_position_embeddings + cfg->pos_offset;
-        m->pos_embed = kvci_calloc((size_t)(rows * cfg->hidden_size), sizeof(float));
-        if (m->pos_embed)
-            kvci_model_sinusoid_table(rows, cfg->hidden_size, cfg->pos_zero_row, m->pos_embed);
+        m->pos_freq = kvci_calloc((size_t)(cfg->hidden_size / 2), sizeof(float));
+        if (m->pos_freq)
+            kvci_model_sinusoid_freqs(cfg->hidden_size, m->pos_freq);
         else
-            st = kvci_fail(KVC_ENOMEM, "model: out of memory for the %lld-row position table", (long long)rows);
+            st = kvci_fail(KVC_ENOMEM, "model: out of memory");
     }
     if (st != KVC_OK) {
         kvc_model_destroy(m);

@@ -1920,7 +1920,7 @@ static void test_persimmon_fields(void **state) {
 /* XGLM with XGLMConfig's defaults (its key names d_model / num_layers / attention_heads / ffn_dim 4096, gelu, scaled
  * embeddings, every bias, LayerNorms with bias at 1e-5, tied, no RoPE, the computed table offset 2 with row 1 zeros,
  * 2048 positions) and with scale_embedding false, pad_token_id null, relu, untied; refused by name: d_model 2, another
- * activation_function. */
+ * activation_function; 2^31 - 1 positions made at once. */
 static void test_xglm_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -1945,6 +1945,13 @@ static void test_xglm_fields(void **state) {
                    "xglm with d_model 2 is not supported");
     expect_refusal(XGLM_BASE ",\"activation_function\":\"silu\"}",
                    "activation_function \"silu\" is not supported (xglm");
+    /* the most positions a config may give: no table of them is built (2^31 rows x 64 were 550 GB to allocate) */
+    assert_int_equal(
+        kvc_model_config_parse(XGLM_BASE ",\"ffn_dim\":24,\"max_position_embeddings\":2147483647}", "xglm-long", &c),
+        KVC_OK);
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_OK);
+    kvc_model_destroy(m);
 #undef XGLM_BASE
 }
 
@@ -2435,6 +2442,38 @@ static void test_lfm2_moe_fields(void **state) {
     assert_non_null(strstr(kvc_last_error(), "its state layers (layer 0"));
 }
 
+/* A caller's own struct (kvc_model_create_random) with the scales, ALiBi fields or short-convolution layers no
+ * config reader sets: NaN or negative scales, ALiBi fields without alibi, layer_conv outside LFM2 (its weights were
+ * conv weights the family's attention never read: a crash at the first forward) or with a kernel below 2. */
+static void test_caller_extras_refused(void **state) {
+    (void)state;
+    kvc_model_config c, base;
+    assert_int_equal(kvc_model_config_parse(OLMO1_BASE "}", "olmo", &base), KVC_OK);
+    c = base, c.embed_scale = NAN;
+    expect_create_refusal(&c, "embed_scale nan outside [0, 1e+06]");
+    c = base, c.residual_multiplier = -1.0;
+    expect_create_refusal(&c, "residual_multiplier -1 outside");
+    c = base, c.attention_multiplier = INFINITY;
+    expect_create_refusal(&c, "attention_multiplier inf outside");
+    c = base, c.logits_scaling = NAN;
+    expect_create_refusal(&c, "logits_scaling nan outside");
+    c = base, c.alibi_in_scale = true;
+    expect_create_refusal(&c, "alibi_in_scale and alibi_bias_max need alibi");
+    c = base, c.layer_conv[1] = true, c.conv_kernel = 3;
+    expect_create_refusal(&c, "layer_conv marks 1 layers, which the dense family does not run");
+    assert_int_equal(kvc_model_config_parse(LFM2_BASE LFM2_KINDS ",\"intermediate_size\":48}", "lfm2", &base), KVC_OK);
+    const int64_t kernels[] = {1, 0, -5, 65537};
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+        c = base, c.conv_kernel = kernels[i];
+        expect_create_refusal(&c, "conv_kernel");
+    }
+    assert_int_equal(kvc_model_config_parse(MPT_BASE "}", "mpt", &base), KVC_OK);
+    c = base, c.alibi_bias_max = NAN;
+    expect_create_refusal(&c, "alibi_bias_max nan outside");
+    c = base, c.alibi_bias_max = -8.0;
+    expect_create_refusal(&c, "alibi_bias_max -8 outside");
+}
+
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
  * bias at eps 1e-5, every bias, no RoPE, tied) and with weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4
  * positions (a fifth refused by the forward, whatever the offset); refused by name: post-norm blocks,
@@ -2652,6 +2691,7 @@ int main(void) {
         cmocka_unit_test(test_nemotron_h_fields),
         cmocka_unit_test(test_mamba2_fields),
         cmocka_unit_test(test_granitemoehybrid_fields),
+        cmocka_unit_test(test_caller_extras_refused),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_qwen2_vl_fields),
         cmocka_unit_test(test_qwen3_vl_fields),

@@ -536,7 +536,7 @@ static void test_persimmon(void **state) {
 }
 
 /* XGLM-like: BioGPT's pre-norm blocks with biases and gelu, scaled tied embeddings, positions from the sinusoid table
- * computed at load (offset 2; pad_token_id 5 zeroes position 3's row) */
+ * computed per token (offset 2; pad_token_id 5 zeroes position 3's row) */
 static void test_xglm(void **state) {
     (void)state;
     run_dir("xglm");

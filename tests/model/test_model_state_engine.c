@@ -50,10 +50,10 @@ static void runner_run(const kvc_model *m, int64_t nt, int32_t *out) {
     kvc_runner_destroy(r);
 }
 
-/* The LFM2 test model. */
-static kvc_model *load_lfm2(void) {
+/* The oracle model of tests/data/oracle/<name>. */
+static kvc_model *load_oracle(const char *name) {
     char dir[1024];
-    kvc_test_oracle_dir("lfm2", dir, sizeof dir);
+    kvc_test_oracle_dir(name, dir, sizeof dir);
     kvc_model *m = NULL;
     check(kvc_model_load(dir, &m), "load");
     return m;
@@ -90,10 +90,7 @@ static void engine_run(const kvc_model *m, const kvc_engine_params *ep, int64_t 
  * preempting run under `budget` bytes: ample blocks with prefix caching on, then a budget that preempts; the state
  * pool's blocks and bytes; the refusals. */
 static void state_engine(const char *name, int64_t layer_bytes, int64_t budget) {
-    char dir[1024];
-    kvc_test_oracle_dir(name, dir, sizeof dir);
-    kvc_model *m = NULL;
-    check(kvc_model_load(dir, &m), "load");
+    kvc_model *m = load_oracle(name);
     int32_t want[N_REQ * LONG], got[N_REQ * LONG];
     runner_run(m, NEW, want);
 
@@ -212,7 +209,7 @@ static void pc_serve(const kvc_model *m, const kvc_engine_params *ep, unsigned w
  * and under preemption; storage poisoning on (a state read before it was written is NaN and refused). */
 static void test_lfm2_prefix_cache(void **state) {
     (void)state;
-    kvc_model *m = load_lfm2();
+    kvc_model *m = load_oracle("lfm2");
     int32_t want[N_PC * PC_LONG], got[N_PC * PC_LONG];
     int64_t hits[N_PC];
     kvc_engine_stats st;
@@ -267,10 +264,7 @@ static void test_lfm2_prefix_cache(void **state) {
  * refused naming the layers. */
 static void test_qwen3_next_engine(void **state) {
     (void)state;
-    char dir[1024];
-    kvc_test_oracle_dir("qwen3_next", dir, sizeof dir);
-    kvc_model *m = NULL;
-    check(kvc_model_load(dir, &m), "load");
+    kvc_model *m = load_oracle("qwen3_next");
     int32_t want[N_REQ * NEW], got[N_REQ * NEW];
     runner_run(m, NEW, want);
     kvc_engine_params ep = engine_params(), used;
@@ -288,14 +282,11 @@ static void test_qwen3_next_engine(void **state) {
 }
 
 /* Layers of two states each (Bamba's, Nemotron-H's and Mamba2's conv + ssm, Qwen3-Next's Gated DeltaNet conv +
- * recurrent): a resumed
- * request takes both from the snapshot (state_cache.c copies every entry of the state key), so requests over the
- * shared prefix in chunks of at most 5 tokens hit and give each request's tokens alone without caching. */
+ * recurrent): a resumed request takes both from the snapshot (state_cache.c copies every entry of the state key), so
+ * requests over the shared prefix in chunks of at most 5 tokens hit and give each request's tokens alone without
+ * caching. */
 static void two_state_prefix_cache(const char *name, bool hits_expected) {
-    char dir[1024];
-    kvc_test_oracle_dir(name, dir, sizeof dir);
-    kvc_model *m = NULL;
-    check(kvc_model_load(dir, &m), "load");
+    kvc_model *m = load_oracle(name);
     int32_t want[N_PC * NEW], got[N_PC * NEW];
     int64_t hits[N_PC];
     kvc_engine_stats st;
@@ -355,8 +346,7 @@ static void plan_agrees(const char *name, int32_t cached, int64_t state_bytes) {
     o.max_model_len = 64; /* Mamba2's config has no max_position_embeddings */
     check(kvc_model_plan_create(json, strlen(json), &o, &p), "plan");
     free(json);
-    kvc_model *m = NULL;
-    check(kvc_model_load(dir, &m), "load");
+    kvc_model *m = load_oracle(name);
     kvc_model_cache_info *ci = NULL;
     check(kvc_model_cache_info_build(m, false, KVC_DTYPE_F32, 4, &ci), "cache info");
     int64_t plan_bytes = 0, run_bytes = 0;

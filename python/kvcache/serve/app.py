@@ -272,9 +272,13 @@ class Server:
             return None
         try:
             vocabulary = await anyio.to_thread.run_sync(self._vocabulary.get)
+            grammar = structured.Grammar(vocabulary, gen.grammar)
+            # a matcher and its first mask here too: one that fails (a lexer out of fuel, too many symbols) is
+            # refused before the engine's thread, which every request shares, spends seconds on it
+            await anyio.to_thread.run_sync(grammar.check)
         except InvalidArgument as exc:
-            raise bad(exc.message, "response_format") from None
-        return structured.Grammar(vocabulary, gen.grammar)
+            raise bad(exc.message, gen.grammar_field) from None
+        return grammar
 
     async def _start(self, request, parse, what):
         """Checks, tokenizes and queues a request, n choices of each of its prompts:

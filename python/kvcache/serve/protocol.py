@@ -114,6 +114,7 @@ class Generation:
     bad_word_ids: tuple = ()  # the token sequences of bad_words
     tools: list = None  # chat: the request's tools (a parser converts a call's arguments by their schemas)
     truncate: int = None  # vLLM's truncate_prompt_tokens: the prompt's last this many tokens (-1: max_model_len)
+    grammar_field: str = None  # the field that asked for it
 
 
 def _is_int(v):
@@ -239,7 +240,7 @@ def _schema_text(schema, field):
         return schema
     try:
         return json.loads(schema)
-    except ValueError:
+    except (ValueError, RecursionError):  # text nested past the parser's depth was a 500
         raise bad(f"{field} must be a JSON schema (an object or its JSON text)", field) from None
 
 
@@ -289,6 +290,8 @@ def _asked(body):
         if outputs.get("json") is not None:
             asked.append((structured.json_grammar, _schema_text(outputs["json"], "structured_outputs"),
                           "structured_outputs"))
+        if not isinstance(outputs.get("json_object"), (bool, type(None))):  # "yes" or 1 was taken as true
+            raise bad("structured_outputs: json_object must be true or false", "structured_outputs")
         if outputs.get("json_object"):
             asked.append((structured.json_grammar, {"type": "object"}, "structured_outputs"))
         for key, make in (("regex", structured.regex_grammar), ("choice", structured.choice_grammar),
@@ -302,10 +305,10 @@ def _asked(body):
 
 
 def _grammar(body):
-    """The llguidance grammar of the structured output a body asks for (None: free text); 400 naming the field
-    for one that does not compile."""
+    """(the llguidance grammar of the structured output a body asks for (None: free text), the field that asked);
+    400 naming the field for one that does not compile."""
     asked = _asked(body)
-    return None if asked is None else _compiled(*asked)
+    return (None, None) if asked is None else (_compiled(*asked), asked[2])
 
 
 def _compiled(make, value, field):
@@ -356,9 +359,9 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
                       presence_penalty=_number(body, "presence_penalty", 0.0, -2.0, 2.0),
                       frequency_penalty=_number(body, "frequency_penalty", 0.0, -2.0, 2.0),
                       repetition_penalty=_repetition_penalty(body), min_tokens=_int(body, "min_tokens", 0, 0, 2**31 - 1),
-                      logit_bias=_logit_bias(body, vocab_size), grammar=_grammar(body),
-                      allowed_token_ids=_allowed_token_ids(body, vocab_size), bad_words=_bad_words(body),
-                      truncate=_int(body, "truncate_prompt_tokens", None, -1, 2**31 - 1))
+                      logit_bias=_logit_bias(body, vocab_size), grammar=(asked := _grammar(body))[0],
+                      grammar_field=asked[1], allowed_token_ids=_allowed_token_ids(body, vocab_size),
+                      bad_words=_bad_words(body), truncate=_int(body, "truncate_prompt_tokens", None, -1, 2**31 - 1))
 
 
 def _one_prompt(prompt, vocab_size, what):
@@ -523,7 +526,7 @@ def _forced_calls(body, tools, gen):
         gen.required_calls, schema = True, forced_calls.required_schema(tools)
     else:
         gen.named_call, schema = name, forced_calls.parameters(tools[0])
-    gen.grammar = _compiled(structured.json_grammar, schema, "tool_choice")
+    gen.grammar, gen.grammar_field = _compiled(structured.json_grammar, schema, "tool_choice"), "tool_choice"
 
 
 def chat_request(body, vocab_size, auto_tools=False):
