@@ -102,7 +102,8 @@ typedef struct kvc_cache_entry {
  * block-major, everything else unset/zero. */
 KVC_API kvc_cache_entry kvc_cache_entry_default(void);
 
-/* One attention layer (or sub-layer); caches[0..n_caches). */
+/* One attention layer (or sub-layer); caches[0..n_caches), none (caches may be NULL) for a layer that keeps
+ * nothing (Nemotron-H's MLP layers). */
 typedef struct kvc_layer_cache_info {
     int32_t layer_idx;
     int32_t n_caches;

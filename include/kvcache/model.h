@@ -243,6 +243,11 @@ typedef struct kvc_model_config {
     int64_t mamba_heads, mamba_head_dim, mamba_d_state, mamba_groups;
     bool mamba_conv_bias, mamba_proj_bias;
     double mamba_dt_min, mamba_dt_max;
+    /* Nemotron-H (model_type nemotron_h): each layer holds one block, its own pre-norm and residual. layer_no_mixer
+     * marks a layer without the attention (or mixer) half, an MLP alone, which keeps no cache; layer_no_ffn a layer
+     * without the MLP half, a mixer or attention alone. Last, as above. */
+    bool layer_no_mixer[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    bool layer_no_ffn[KVC_MODEL_MAX_LAYERS];   /* [num_layers] */
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

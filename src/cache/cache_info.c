@@ -150,9 +150,9 @@ static kvc_status validate_entries(const kvc_model_cache_info *ci) {
                          ci->n_layer_infos);
     for (int32_t l = 0; l < ci->n_layer_infos; l++) {
         const kvc_layer_cache_info *layer = &ci->layer_infos[l];
-        if (layer->n_caches <= 0 || layer->caches == NULL)
-            return kvci_fail(KVC_EINVAL, "layer %d: caches is empty (every layer needs at least one entry)",
-                             layer->layer_idx);
+        if (layer->n_caches < 0 || (layer->n_caches > 0 && layer->caches == NULL)) /* none: an MLP-only layer */
+            return kvci_fail(KVC_EINVAL, "layer %d: n_caches %d is negative or its caches are NULL", layer->layer_idx,
+                             layer->n_caches);
         for (int32_t c = 0; c < layer->n_caches; c++) {
             const kvc_cache_entry *e = &layer->caches[c];
             if (!terminated(e->name, sizeof e->name) || e->name[0] == '\0')

@@ -191,6 +191,16 @@ static void block_sizes_restore(kvc_model_cache_info *ci, const int64_t *bs) {
         for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) ci->layer_infos[l].caches[c].block_size = bs[i++];
 }
 
+/* Prefix caching keeps state snapshots every so many tokens: the paged keys' block sizes give that, so a model
+ * whose keys are all states (Mamba2) gets 16 tokens (vLLM's default block size; at most max_model_len); 0 (the
+ * manager's own rule) for any other. */
+static int64_t state_only_snapshot_interval(const kvc_model_cache_info *ci, int64_t max_model_len) {
+    for (int32_t l = 0; l < ci->n_layer_infos; l++)
+        for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++)
+            if (!ci->layer_infos[l].caches[c].is_state) return 0;
+    return kvci_min64(16, max_model_len);
+}
+
 /* *saved_bs: the block sizes of the description before shared_pools grew them (block_sizes_save), for
  * kvc_engine_create to put back when it fails; NULL when nothing was changed. */
 /* The first entry of a state group (Mamba: LFM2's conv states) in ci, NULL: none. */
@@ -256,6 +266,7 @@ static kvc_status managed_create(kvc_engine *e, int64_t **saved_bs) {
     mp.engine_next_n = e->p.next_n;
     mp.prefix_caching = e->p.prefix_caching;
     mp.prefix_salt = e->p.prefix_salt;
+    if (mp.prefix_caching) mp.state_snapshot_interval = state_only_snapshot_interval(ci, e->p.max_model_len);
     st = kvc_manager_create(ci, &e->plan, &mp, &e->mgr);
     /* The manager's room up front, so that steps allocate nothing. */
     if (st == KVC_OK) st = kvc_manager_reserve(e->mgr, e->p.max_num_seqs, e->p.max_model_len);

@@ -61,6 +61,11 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
             mlp = H * (double)c->n_routed_experts +
                   (double)c->experts_per_tok * 3.0 * H * (double)c->moe_intermediate_size +
                   3.0 * H * (double)c->shared_expert_intermediate_size;
+        if (c->layer_no_ffn[l]) mlp = 0.0; /* Nemotron-H: one block a layer */
+        if (c->layer_no_mixer[l]) {
+            token += mlp;
+            continue;
+        }
         if (c->layer_conv[l]) { /* LFM2's short convolution: in_proj 3 H^2, out_proj H^2, L taps; no context */
             token += 4.0 * H * H + H * (double)c->conv_kernel + mlp;
             continue;

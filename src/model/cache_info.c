@@ -68,14 +68,16 @@ kvc_status kvci_cache_info_new(const kvc_model_config *c, bool latent, kvc_dtype
         kvc_layer_cache_info *li = &ci->layer_infos[l];
         li->layer_idx = (int32_t)l;
         kvci_state_shape states[KVCI_MAX_LAYER_STATES];
-        const int32_t n_states = kvci_layer_states(c, l, states), n = n_states > 0 ? n_states : kv + n_scales;
-        li->caches = kvci_calloc((size_t)n, sizeof *li->caches);
+        const int32_t n_states = kvci_layer_states(c, l, states);
+        const int32_t n = c->layer_no_mixer[l] ? 0 : n_states > 0 ? n_states : kv + n_scales; /* an MLP: none */
+        li->caches = kvci_calloc((size_t)kvci_max64(n, 1), sizeof *li->caches);
         if (!li->caches) {
             kvc_model_cache_info_destroy(ci);
             return kvci_fail(KVC_ENOMEM, "model cache info: out of memory");
         }
         ci->n_layer_infos = (int32_t)(l + 1);
         li->n_caches = n;
+        if (n == 0) continue;
         if (n_states > 0) {
             for (int32_t i = 0; i < n_states; i++) li->caches[i] = state_entry(&states[i]);
             continue;

@@ -173,31 +173,43 @@ static const rename_rule RULES[] = {
     /* Bamba (BambaForCausalLM): the MLP's input norm is pre_ff_layernorm, the MLP feed_forward */
     {"bamba", "post_attention_layernorm.", "pre_ff_layernorm."},
     {"bamba", "mlp.", "feed_forward."},
+    /* Nemotron-H (NemotronHForCausalLM): embeddings, each layer's one block under mixer. with its one norm, norm_f
+     * the final norm (hub checkpoints under backbone.: BARE_AS) */
+    {"nemotron_h", "model.embed_tokens.", "model.embeddings."},
+    {"nemotron_h", "input_layernorm.", "norm."},
+    {"nemotron_h", "post_attention_layernorm.", "norm."},
+    {"nemotron_h", "self_attn.", "mixer."},
+    {"nemotron_h", "mamba.", "mixer."},
+    {"nemotron_h", "mlp.", "mixer."},
 };
 
-/* The base model's prefix that a type's hub checkpoints may leave out (openai-community/gpt2 holds wte.weight,
- * h.0.ln_1.weight, ...; OPT's OPTModel checkpoints decoder.layers...; bigscience/bloom-560m word_embeddings.weight,
- * h.0...). */
+/* The base model's prefix that a type's hub checkpoints may leave out or name otherwise (openai-community/gpt2 holds
+ * wte.weight, h.0.ln_1.weight, ...; OPT's OPTModel checkpoints decoder.layers...; bigscience/bloom-560m
+ * word_embeddings.weight, h.0...). */
 static const rename_rule BARE[] = {
     {"gpt2", "transformer.", ""},
     {"opt", "model.", ""},
     {"bloom", "transformer.", ""},
+    {"nemotron_h", "model.", "backbone."}, /* nvidia/NVIDIA-Nemotron-Nano-9B-v2: backbone.layers.0.mixer... */
 };
 
 /* Types whose checkpoints name their modules as another type's: GPT-BigCode (GPTBigCodeForCausalLM) as GPT-2's
  * (its layers nn.Linear where GPT-2's are Conv1D: weights.c), CodeGen (CodeGenForCausalLM) as GPT-J's (its q/k/v fused
- * in attn.qkv_proj: weights.c), HunYuan MoE as HunYuan dense's. */
+ * in attn.qkv_proj: weights.c), HunYuan MoE as HunYuan dense's, Mamba2 as Nemotron-H's (backbone., mixer., norm_f). */
 static const char *names_of(const char *model_type) {
     if (strcmp(model_type, "codegen") == 0) return "gptj";
     if (strcmp(model_type, "hunyuan_v1_moe") == 0) return "hunyuan_v1_dense";
+    if (strcmp(model_type, "mamba2") == 0) return "nemotron_h";
     return strcmp(model_type, "gpt_bigcode") == 0 ? "gpt2" : model_type;
 }
 
-const char *kvci_checkpoint_bare(const char *model_type, const char *name) {
+const char *kvci_checkpoint_bare(const char *model_type, const char *name, char *buf, size_t cap) {
     model_type = names_of(model_type);
     for (size_t i = 0; i < sizeof BARE / sizeof BARE[0]; i++)
-        if (strcmp(model_type, BARE[i].type) == 0 && strncmp(name, BARE[i].from, strlen(BARE[i].from)) == 0)
-            return name + strlen(BARE[i].from);
+        if (strcmp(model_type, BARE[i].type) == 0 && strncmp(name, BARE[i].from, strlen(BARE[i].from)) == 0) {
+            snprintf(buf, cap, "%s%s", BARE[i].to, name + strlen(BARE[i].from));
+            return buf;
+        }
     return NULL;
 }
 

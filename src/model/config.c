@@ -115,11 +115,15 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
     kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
     KVC_TRY(kvci_family_layer_kinds(fam, &ctx, kinds));
     bool any_sliding = false, any_chunked = false;
+    /* a mixer, attention or MLP per layer (Nemotron-H), a mixer alone (Mamba2) */
+    const bool one_block = strcmp(cfg->model_type, "nemotron_h") == 0 || strcmp(cfg->model_type, "mamba2") == 0;
     for (int64_t i = 0; i < cfg->num_layers; i++) {
+        cfg->layer_no_mixer[i] = one_block && kinds[i] == KVC_LK_NONE; /* an MLP alone ("E": refused by the hook) */
+        cfg->layer_no_ffn[i] = one_block && kinds[i] != KVC_LK_NONE;
         const bool conv = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_LFM2;
         const bool gdn = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_QWEN3_NEXT;
         const bool mamba = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_MAMBA2_HYBRID;
-        if ((kinds[i] == KVC_LK_STATE && !conv && !gdn && !mamba) || kinds[i] == KVC_LK_NONE ||
+        if ((kinds[i] == KVC_LK_STATE && !conv && !gdn && !mamba) || (kinds[i] == KVC_LK_NONE && !one_block) ||
             kinds[i] == KVC_LK_PARALLEL)
             return kvci_fail(KVC_EINVAL, "%s: layer %lld is a %s layer, which the runtime does not run", hp->cfg.doc,
                              (long long)i,
@@ -137,6 +141,13 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
         any_sliding |= cfg->layer_sliding[i];
         any_chunked |= cfg->layer_chunked[i];
     }
+    bool cached = !one_block;
+    for (int64_t i = 0; i < cfg->num_layers; i++) cached |= !cfg->layer_no_mixer[i];
+    if (!cached)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: every layer of layers_block_type / hybrid_override_pattern is an MLP (the "
+                         "runtime needs a mixer or attention layer)",
+                         hp->cfg.doc);
     cfg->sliding_window = any_sliding ? ctx.window : 0;
     cfg->attention_chunk_size = any_chunked ? ctx.chunk : 0;
     return KVC_OK;
@@ -191,8 +202,8 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
                                                   * the hook) */
         const int64_t def = strcmp(cfg->model_type, "lfm2_moe") == 0 ? 7168 : 12288;
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", def, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
-    } else if (strcmp(cfg->model_type, "solar_open") ==
-               0) { /* no dense MLP, no key: the hook sets the experts' width */
+    } else if (strcmp(cfg->model_type, "solar_open") == 0 || strcmp(cfg->model_type, "mamba2") == 0) {
+        /* no dense MLP, no key: Solar Open's hook sets the experts' width; Mamba2 has mixers alone */
         cfg->intermediate_size = 1;
     } else {
         KVC_TRY(kvci_json_int(c, "intermediate_size", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, NULL));

@@ -178,6 +178,37 @@ static kvc_status pattern_kinds(const kvc_family_ctx *ctx, const char *pattern, 
     return KVC_OK;
 }
 
+/* Nemotron-H as transformers 5 saves it: layers_block_type, one entry per layer, linear_attention (Mamba2),
+ * full_attention, mlp or moe (no cache). */
+static kvc_status block_type_kinds(const kvc_family_ctx *ctx, const cJSON *list, kvc_layer_kind *kinds) {
+    const char *doc = ctx->hp->cfg.doc;
+    if (cJSON_GetArraySize(list) != ctx->n_layers)
+        return kvci_fail(KVC_EINVAL, "%s: layers_block_type has %d entries but num_hidden_layers is %lld", doc,
+                         cJSON_GetArraySize(list), (long long)ctx->n_layers);
+    int64_t i = 0;
+    for (const cJSON *e = list->child; e != NULL; e = e->next, i++) {
+        const char *t = cJSON_IsString(e) ? e->valuestring : "";
+        if (strcmp(t, "linear_attention") == 0)
+            kinds[i] = KVC_LK_STATE;
+        else if (strcmp(t, "full_attention") == 0)
+            kinds[i] = KVC_LK_FULL;
+        else if (strcmp(t, "mlp") == 0 || strcmp(t, "moe") == 0)
+            kinds[i] = KVC_LK_NONE;
+        else
+            return kvci_fail(KVC_EINVAL,
+                             "%s: layers_block_type[%lld] \"%.64s\" is not linear_attention, full_attention, mlp or "
+                             "moe",
+                             doc, (long long)i, t);
+    }
+    return KVC_OK;
+}
+
+/* Mamba2ForCausalLM (model_type mamba2): no attention, its mixer's keys without the mamba_ prefix. */
+static bool plain_mamba2(const kvc_hparams *hp) {
+    return (hp->model_type != NULL && strcmp(hp->model_type, "mamba2") == 0) ||
+           (hp->architecture != NULL && strcmp(hp->architecture, "Mamba2ForCausalLM") == 0);
+}
+
 /* Mamba2 hybrids without layer_types: Falcon-H1 (attention and Mamba2 in every layer), Bamba's
  * attn_layer_indices or Nemotron-H's hybrid_override_pattern. */
 static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
@@ -188,16 +219,24 @@ static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
         for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_PARALLEL;
         return KVC_OK;
     }
+    if (plain_mamba2(ctx->hp)) { /* Mamba2ForCausalLM: a mixer in every layer */
+        for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_STATE;
+        return KVC_OK;
+    }
     const cJSON *indices = NULL;
     const char *pattern = NULL;
     bool have_indices = false, have_pattern = false;
     KVC_TRY(kvci_json_array(cfg, "attn_layer_indices", KVC_HP_MAX_LAYERS, &indices, &have_indices));
     if (have_indices) return index_list_kinds(ctx, "attn_layer_indices", indices, kinds);
+    const cJSON *blocks = NULL;
+    bool have_blocks = false;
+    KVC_TRY(kvci_json_array(cfg, "layers_block_type", KVC_HP_MAX_LAYERS, &blocks, &have_blocks));
+    if (have_blocks) return block_type_kinds(ctx, blocks, kinds);
     KVC_TRY(kvci_json_str(cfg, "hybrid_override_pattern", KVC_HP_MAX_LAYERS, &pattern, &have_pattern));
     if (have_pattern) return pattern_kinds(ctx, pattern, kinds);
     return kvci_fail(KVC_EINVAL,
-                     "%s: layer_types, attn_layer_indices and hybrid_override_pattern are missing (one of them tells "
-                     "Mamba from attention layers)",
+                     "%s: layer_types, attn_layer_indices, layers_block_type and hybrid_override_pattern are missing "
+                     "(one of them tells Mamba from attention layers)",
                      cfg->doc);
 }
 
@@ -210,13 +249,16 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
     const kvc_json_obj *cfg = &hp->cfg;
     static const char *const heads_n[KVC_HP_ALIASES] = {"mamba_n_heads", "mamba_num_heads"};
     static const char *const hdim_n[KVC_HP_ALIASES] = {"mamba_d_head", "mamba_head_dim"};
+    static const char *const plain_heads_n[KVC_HP_ALIASES] = {"num_heads"}; /* Mamba2ForCausalLM's */
+    static const char *const plain_hdim_n[KVC_HP_ALIASES] = {"head_dim"};
+    const bool plain = plain_mamba2(hp);
     static const char *const state_n[KVC_HP_ALIASES] = {"mamba_d_state", "ssm_state_size", "state_size"};
     static const char *const conv_n[KVC_HP_ALIASES] = {"mamba_d_conv", "conv_kernel"};
     static const char *const groups_n[KVC_HP_ALIASES] = {"mamba_n_groups", "n_groups"};
     int64_t heads = 0, hdim = 0, state = 0, conv = 0, groups = 1;
     bool h1 = false, h2 = false, h3 = false, h4 = false, h5 = false;
-    KVC_TRY(kvci_hparams_int(cfg, heads_n, 1, KVC_HP_MAX_DIM, &heads, &h1));
-    KVC_TRY(kvci_hparams_int(cfg, hdim_n, 1, KVC_HP_MAX_DIM, &hdim, &h2));
+    KVC_TRY(kvci_hparams_int(cfg, plain ? plain_heads_n : heads_n, 1, KVC_HP_MAX_DIM, &heads, &h1));
+    KVC_TRY(kvci_hparams_int(cfg, plain ? plain_hdim_n : hdim_n, 1, KVC_HP_MAX_DIM, &hdim, &h2));
     KVC_TRY(kvci_hparams_int(cfg, state_n, 1, KVC_HP_MAX_DIM, &state, &h3));
     KVC_TRY(kvci_hparams_int(cfg, conv_n, 2, KVC_HP_MAX_DIM, &conv, &h4));
     KVC_TRY(kvci_hparams_int(cfg, groups_n, 1, KVC_HP_MAX_DIM, &groups, &h5));
@@ -243,8 +285,9 @@ static const kvc_family_alias MINIMAX[] = {{"minimax_text_01", "MiniMaxText01For
 static const kvc_family_alias JAMBA[] = {{"jamba", "JambaForCausalLM", "jamba", false}};
 static const kvc_family_alias MAMBA2[] = {{"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", true},
                                           {"bamba", "BambaForCausalLM", "bamba", true},
-                                          {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", false},
-                                          {"falcon_h1", "FalconH1ForCausalLM", "falcon_h1", false}};
+                                          {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", true},
+                                          {"falcon_h1", "FalconH1ForCausalLM", "falcon_h1", false},
+                                          {"mamba2", "Mamba2ForCausalLM", "mamba2", true}};
 
 const kvc_family_desc kvc_family_lfm2 = {
     .id = KVC_FAMILY_LFM2,
@@ -293,7 +336,7 @@ const kvc_family_desc kvc_family_mamba2_hybrid = {
     .id = KVC_FAMILY_MAMBA2_HYBRID,
     .name = "mamba2_hybrid",
     .aliases = MAMBA2,
-    .n_aliases = 4,
+    .n_aliases = 5,
     .rms_norm_eps = 1e-5,
     .parse = kvci_family_parse_mamba2,
     .default_kinds = mamba2_kinds,

@@ -86,8 +86,103 @@ static kvc_status parse_granite_hybrid(const kvc_hparams *hp, kvc_model_config *
     return KVC_OK;
 }
 
+/* key, the one value `want` transformers' Nemotron-H runs (and `want` when absent); others refused by name. */
+static kvc_status only_value(const kvc_json_obj *c, const char *key, const char *want) {
+    const char *v = NULL;
+    bool have = false;
+    KVC_TRY(kvci_json_str(c, key, KVC_HP_NAME_MAX, &v, &have));
+    if (have && (v == NULL || strcmp(v, want) != 0))
+        return kvci_fail(KVC_EINVAL, "%s: %s \"%s\" is not supported (nemotron_h: %s)", c->doc, key, v ? v : "null",
+                         want);
+    return KVC_OK;
+}
+
+/* Nemotron-H's experts ("moe" in layers_block_type, "E" in hybrid_override_pattern) are not run. */
+static kvc_status refuse_experts(const kvc_json_obj *c) {
+    const cJSON *list = kvci_json_find(c, "layers_block_type"), *pat = kvci_json_find(c, "hybrid_override_pattern");
+    bool moe = cJSON_IsString(pat) && strchr(pat->valuestring, 'E') != NULL && !cJSON_IsArray(list);
+    for (const cJSON *e = cJSON_IsArray(list) ? list->child : NULL; e != NULL; e = e->next)
+        moe |= cJSON_IsString(e) && strcmp(e->valuestring, "moe") == 0;
+    if (moe)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: layers_block_type / hybrid_override_pattern holds moe (E) layers, which the runtime "
+                         "does not run for nemotron_h",
+                         c->doc);
+    return KVC_OK;
+}
+
+/* Nemotron-H (NemotronHConfig): one block per layer (config.c: layer_no_mixer / layer_no_ffn); the mixer of
+ * mamba_num_heads (128) heads of mamba_head_dim (64), whatever expand says, n_groups (8, or mamba_n_groups),
+ * ssm_state_size (128), conv_kernel (4, or mamba_d_conv), use_conv_bias (true), use_bias on in_proj / out_proj
+ * (false), its gated norm in n_groups groups; attention without positions and without biases (attention_bias is
+ * not read by its attention); the MLP up_proj, relu2, down_proj (mlp_bias); every norm layer_norm_epsilon (1e-5);
+ * its own lm_head even under tie_word_embeddings true (transformers 5.25 ties nothing for this class).
+ * residual_in_fp32 changes nothing here (the runtime's residual is f32). */
+static kvc_status parse_nemotron_h(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    static const char *const groups_n[KVC_HP_ALIASES] = {"n_groups", "mamba_n_groups"};
+    static const char *const conv_n[KVC_HP_ALIASES] = {"conv_kernel", "mamba_d_conv"};
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool have = false;
+    KVC_TRY(refuse_experts(c));
+    KVC_TRY(only_value(c, "mamba_hidden_act", "silu"));
+    KVC_TRY(only_value(c, "mlp_hidden_act", "relu2"));
+    KVC_TRY(kvci_family_opt_int(c, "head_dim", 128, 1, KVC_HP_MAX_DIM, &cfg->head_dim)); /* not hidden / heads */
+    cfg->tie_word_embeddings = false; /* NemotronHForCausalLM ties nothing, whatever tie_word_embeddings says */
+    KVC_TRY(kvci_family_opt_int(c, "mamba_num_heads", 128, 1, KVC_HP_MAX_DIM, &cfg->mamba_heads));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_head_dim", 64, 1, KVC_HP_MAX_DIM, &cfg->mamba_head_dim));
+    cfg->mamba_groups = 8, cfg->conv_kernel = 4;
+    KVC_TRY(kvci_hparams_int(c, groups_n, 1, KVC_HP_MAX_DIM, &cfg->mamba_groups, &have));
+    KVC_TRY(kvci_hparams_int(c, conv_n, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel, &have));
+    KVC_TRY(kvci_family_opt_int(c, "ssm_state_size", 128, 1, KVC_HP_MAX_DIM, &cfg->mamba_d_state));
+    KVC_TRY(kvci_family_opt_bool(c, "use_conv_bias", true, &cfg->mamba_conv_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "use_bias", false, &cfg->mamba_proj_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias));
+    KVC_TRY(kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps));
+    if (cfg->mamba_heads % cfg->mamba_groups != 0)
+        return kvci_fail(KVC_EINVAL, "%s: n_groups %lld does not divide mamba_num_heads %lld", c->doc,
+                         (long long)cfg->mamba_groups, (long long)cfg->mamba_heads);
+    cfg->mlp_plain = true, cfg->mlp_act = KVC_MLP_RELU2;
+    cfg->qkv_bias = cfg->o_bias = false;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
+    return read_dt_limit(c, cfg);
+}
+
+/* Mamba2ForCausalLM (Mamba2Config): a mixer in every layer, its pre-norm `norm` and residual (config.c:
+ * layer_no_ffn); num_heads (128) heads of head_dim (64) filling expand (2) x hidden_size, n_groups (8), state_size
+ * (128), conv_kernel (4), use_conv_bias (true), use_bias on in_proj / out_proj (false), hidden_act silu,
+ * layer_norm_epsilon (1e-5), tie_word_embeddings (false; honoured: the class ties lm_head to the embeddings).
+ * residual_in_fp32 changes nothing here. No attention: its dims are the smallest the checks take (1 head of 2). */
+static kvc_status parse_plain_mamba2(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    int64_t expand = 2;
+    KVC_TRY(only_value(c, "hidden_act", "silu"));
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));
+    KVC_TRY(kvci_family_opt_int(c, "num_heads", 128, 1, KVC_HP_MAX_DIM, &cfg->mamba_heads));
+    KVC_TRY(kvci_family_opt_int(c, "head_dim", 64, 1, KVC_HP_MAX_DIM, &cfg->mamba_head_dim));
+    KVC_TRY(kvci_family_opt_int(c, "expand", 2, 1, KVC_HP_MAX_DIM, &expand));
+    KVC_TRY(kvci_family_opt_int(c, "n_groups", 8, 1, KVC_HP_MAX_DIM, &cfg->mamba_groups));
+    KVC_TRY(kvci_family_opt_int(c, "state_size", 128, 1, KVC_HP_MAX_DIM, &cfg->mamba_d_state));
+    KVC_TRY(kvci_family_opt_int(c, "conv_kernel", 4, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel));
+    KVC_TRY(kvci_family_opt_bool(c, "use_conv_bias", true, &cfg->mamba_conv_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "use_bias", false, &cfg->mamba_proj_bias));
+    KVC_TRY(kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps));
+    if (cfg->mamba_heads * cfg->mamba_head_dim != expand * cfg->hidden_size) /* each below 2^20: no overflow */
+        return kvci_fail(KVC_EINVAL, "%s: num_heads %lld x head_dim %lld is not expand * hidden_size %lld", c->doc,
+                         (long long)cfg->mamba_heads, (long long)cfg->mamba_head_dim,
+                         (long long)(expand * cfg->hidden_size));
+    if (cfg->mamba_heads % cfg->mamba_groups != 0)
+        return kvci_fail(KVC_EINVAL, "%s: n_groups %lld does not divide num_heads %lld", c->doc,
+                         (long long)cfg->mamba_groups, (long long)cfg->mamba_heads);
+    cfg->num_heads = cfg->num_kv_heads = 1, cfg->head_dim = 2;
+    return read_dt_limit(c, cfg);
+}
+
 kvc_status kvci_family_parse_mamba2(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
+    if (strcmp(cfg->model_type, "nemotron_h") == 0) return parse_nemotron_h(hp, cfg);
+    if (strcmp(cfg->model_type, "mamba2") == 0) return parse_plain_mamba2(hp, cfg);
     int64_t expand = 2;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* the attention layers': head_dim or hidden / heads */
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));

@@ -181,6 +181,7 @@ static kvc_status check_state_cache(const kvc_model_config *c, const kvc_model_c
 static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *cs, int64_t l) {
     const kvc_model_config *c = &m->cfg;
     const kvc_layer_cache *lc = &cs->layers[l];
+    if (c->layer_no_mixer[l]) return KVC_OK; /* an MLP alone: no cache */
     if (kvci_model_layer_is_state(c, l)) return check_state_cache(c, cs, l);
     const kvc_cache_dims cd = kvci_model_cache_dims(c, cs->latent);
     const kvc_tensor *t[2] = {&lc->k, &lc->v};
@@ -294,8 +295,10 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
         kvc_status st = check_layer_cache(m, cs, l);
         if (st != KVC_OK) return st;
     }
-    /* layer 0's rows: its k's, or a state layer's first state's */
-    const int64_t rows = kvci_model_layer_is_state(c, 0) ? cs->layers[0].state.shape[0] : cs->layers[0].k.shape[0];
+    /* the first cached layer's rows: its k's, or a state layer's first state's (Nemotron-H has a cached layer) */
+    int64_t l0 = 0;
+    while (c->layer_no_mixer[l0] && l0 + 1 < c->num_layers) l0++;
+    const int64_t rows = kvci_model_layer_is_state(c, l0) ? cs->layers[l0].state.shape[0] : cs->layers[l0].k.shape[0];
     if (cs->kind == KVC_MCACHE_CONTIGUOUS && a->cache_rows)
         for (int64_t r = 0; r < R; r++)
             if (a->cache_rows[r] < 0 || a->cache_rows[r] >= rows)
@@ -451,16 +454,19 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         const float *attn_in = c->post_norms ? NULL : w->in_norm;
         const float *attn_out = c->post_norms || c->sandwich_norms ? w->post_norm : NULL;
         const float *ffn_in = c->post_norms ? NULL : c->sandwich_norms ? w->pre_ff_norm : w->post_norm;
-        t0 = kvci_sp_begin();
-        sublayer_input(m, ws, T, attn_in, attn_in ? w->in_norm_b : NULL);
-        kvci_sp_end(KVC_SP_NORM, t0);
-        st = fam->attention != NULL ? fam->attention(&s, l) : kvci_attn_gqa(&s, l);
-        t0 = kvci_sp_begin();
-        if (c->parallel_mlp_norm) /* GPT-NeoX: the MLP's own norm of the block's input, before the attention adds */
-            sublayer_input(m, ws, T, w->post_norm, w->post_norm_b);
-        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out);
-        kvci_sp_end(KVC_SP_RESIDUAL, t0);
-        if (st != KVC_OK) return st;
+        if (!c->layer_no_mixer[l]) { /* Nemotron-H: a layer may hold its MLP alone, or its mixer alone */
+            t0 = kvci_sp_begin();
+            sublayer_input(m, ws, T, attn_in, attn_in ? w->in_norm_b : NULL);
+            kvci_sp_end(KVC_SP_NORM, t0);
+            st = fam->attention != NULL ? fam->attention(&s, l) : kvci_attn_gqa(&s, l);
+            t0 = kvci_sp_begin();
+            if (c->parallel_mlp_norm) /* GPT-NeoX: the MLP's own norm of the block's input, before attention adds */
+                sublayer_input(m, ws, T, w->post_norm, w->post_norm_b);
+            if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out);
+            kvci_sp_end(KVC_SP_RESIDUAL, t0);
+            if (st != KVC_OK) return st;
+        }
+        if (c->layer_no_ffn[l]) continue;
         t0 = kvci_sp_begin();
         if (!c->parallel_block) /* Cohere's MLP reads the attention's xn, GPT-NeoX's its own (above) */
             sublayer_input(m, ws, T, ffn_in, ffn_in == w->post_norm ? w->post_norm_b : NULL);

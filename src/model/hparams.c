@@ -232,10 +232,39 @@ static kvc_status kv_heads_by_class(const kvc_json_obj *c, kvc_hparams *hp) {
     return KVC_OK;
 }
 
+/* Nemotron-H as transformers 5 saves it: no num_hidden_layers, one layers_block_type entry per layer (or one
+ * hybrid_override_pattern character, its hub configs' key). */
+static kvc_status nemotron_h_layers(const kvc_json_obj *c, int64_t *n) {
+    const cJSON *list = kvci_json_find(c, "layers_block_type");
+    const cJSON *pattern = kvci_json_find(c, "hybrid_override_pattern");
+    if (cJSON_IsArray(list))
+        *n = cJSON_GetArraySize(list);
+    else if (cJSON_IsString(pattern))
+        *n = (int64_t)strlen(pattern->valuestring);
+    else
+        return kvci_fail(
+            KVC_EINVAL,
+            "%s: num_hidden_layers, layers_block_type and hybrid_override_pattern are missing (one of them "
+            "counts the layers)",
+            c->doc);
+    if (*n < 1 || *n > KVC_HP_MAX_LAYERS)
+        return kvci_fail(KVC_EINVAL, "%s: layers_block_type / hybrid_override_pattern lists %lld layers (1..%d)",
+                         c->doc, (long long)*n, KVC_HP_MAX_LAYERS);
+    return KVC_OK;
+}
+
 kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     const kvc_json_obj *c = &hp->cfg;
-    KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
-    KVC_TRY(kvci_hparams_int(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads, NULL));
+    bool have_layers = false;
+    KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, &have_layers));
+    if (!have_layers && hp->model_type != NULL && strcmp(hp->model_type, "nemotron_h") == 0)
+        KVC_TRY(nemotron_h_layers(c, &hp->n_layers));
+    else if (!have_layers)
+        KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
+    const bool mamba2 = hp->model_type != NULL && strcmp(hp->model_type, "mamba2") == 0;
+    bool have_heads = false; /* optional for Mamba2 only */
+    hp->n_heads = 128;       /* Mamba2Config's num_heads, read as the heads (its mixer's: it has no attention) */
+    KVC_TRY(kvci_hparams_int(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads, mamba2 ? &have_heads : NULL));
     hp->n_kv_heads = hp->n_heads;
     if (defaults_of(hp).mha_only) { /* its keys unread, as transformers' attention never reads them */
         hp->have_kv_heads = true;

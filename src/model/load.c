@@ -161,9 +161,9 @@ static const char *text_prefix(const kvc_safetensors *st) {
  * "model.", and the head as lm_head.weight (transformers 5) or language_model.lm_head.weight (the hub's earlier
  * layout). */
 static const char *file_name(const load_ctx *c, const char *name, char *buf, size_t cap) {
-    char own[320];
+    char own[320], other[320];
     if (c->model_type) name = kvci_checkpoint_name(c->model_type, name, own, sizeof own);
-    const char *bare = c->model_type ? kvci_checkpoint_bare(c->model_type, name) : NULL;
+    const char *bare = c->model_type ? kvci_checkpoint_bare(c->model_type, name, other, sizeof other) : NULL;
     if (bare && !kvc_safetensors_has(c->st, name) && kvc_safetensors_has(c->st, bare)) name = bare;
     if (c->text && strncmp(name, "model.", 6) == 0)
         snprintf(buf, cap, "%s%s", c->text, name + 6);

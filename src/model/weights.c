@@ -377,7 +377,7 @@ static kvc_status visit_granite_moe(visitor *v, const kvc_model_config *c, kvc_l
 /* A layer's norms (none for OLMo's weightless LayerNorms). GLM-4 names the sandwich norms after their places:
  * post_self_attn (attention output), post_attention (MLP input), post_mlp (MLP output); Cohere's parallel block
  * has its input norm only. */
-static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     const bool glm4 = strcmp(c->model_type, "glm4") == 0;
     /* the sandwich's attention-output, MLP-input and MLP-output norms: Gemma's, GLM-4's, HyperCLOVA X's (Peri-LN) */
@@ -395,10 +395,11 @@ static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, kvc_l
     char n[64];
     if (c->norm_weightless) return KVC_OK;
     snprintf(n, sizeof n, "%s.weight", in);
-    if (!c->post_norms) TRY(v1(v, n, H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
+    if (!c->post_norms && !c->layer_no_mixer[l]) TRY(v1(v, n, H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
     snprintf(n, sizeof n, "%s.bias", in);
     if (c->norm_bias) TRY(v1(v, n, H, &w->in_norm_b, KVC_WINIT_BIAS, WHOLE));
-    const bool mlp_norm = !c->parallel_block || c->parallel_mlp_norm; /* GPT-NeoX's parallel block has its own */
+    /* GPT-NeoX's parallel block has its own; Nemotron-H's layers one norm, their block's */
+    const bool mlp_norm = (!c->parallel_block || c->parallel_mlp_norm) && !c->layer_no_ffn[l];
     snprintf(n, sizeof n, "%s.weight", c->sandwich_norms && attn_out ? attn_out : post);
     if (mlp_norm) TRY(v1(v, n, H, &w->post_norm, KVC_WINIT_NORM, WHOLE));
     snprintf(n, sizeof n, "%s.bias", post);
@@ -464,8 +465,10 @@ static kvc_status visit_mamba2(visitor *v, const kvc_model_config *c, kvc_layer_
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
-    TRY(visit_layer_norms(v, c, w));
-    if (c->layer_conv[l])
+    TRY(visit_layer_norms(v, c, l, w));
+    if (c->layer_no_mixer[l])
+        ; /* Nemotron-H: an MLP alone */
+    else if (c->layer_conv[l])
         TRY(visit_short_conv(v, c, w));
     else if (c->layer_gdn[l])
         TRY(visit_gated_delta(v, c, w));
@@ -475,6 +478,7 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(visit_mla_attn(v, c, w));
     else
         TRY(visit_gqa_attn(v, c, w));
+    if (c->layer_no_ffn[l]) return KVC_OK; /* Nemotron-H: a mixer or attention alone */
     if (c->family == KVC_FAMILY_GPT_OSS) {
         const int64_t E = c->num_experts, I = c->intermediate_size;
         w->moe = true;
@@ -513,6 +517,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     v.conv1d = false, v.prefix[0] = '\0';
     const char *final = c->family == KVC_FAMILY_LFM2 ? "model.embedding_norm.weight" : "model.norm.weight";
     if (strcmp(c->model_type, "bamba") == 0) final = "model.final_layernorm.weight";
+    if (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0) final = "model.norm_f.weight";
     if (!c->norm_weightless) TRY(v1(&v, final, c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
     if (c->norm_bias) TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, WHOLE));
@@ -687,8 +692,17 @@ static kvc_status check_fields(const kvc_model_config *c) {
                          "model: query_scale_beta %g must be in [0, %g] and, when > 0, query_scale_positions %lld "
                          ">= 1 outside MLA",
                          c->query_scale_beta, KVC_HP_MAX_FACTOR, (long long)c->query_scale_positions);
-    if (c->mlp_plain && (c->family != KVC_FAMILY_DENSE || c->shared_expert_intermediate_size > 0))
-        return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only");
+    const bool one_block = c->family == KVC_FAMILY_MAMBA2_HYBRID &&
+                           (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0);
+    if (c->mlp_plain && ((c->family != KVC_FAMILY_DENSE && !one_block) || c->shared_expert_intermediate_size > 0))
+        return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only (or nemotron_h's)");
+    for (int64_t l = 0; l < c->num_layers; l++)
+        if ((c->layer_no_mixer[l] || c->layer_no_ffn[l]) &&
+            (!one_block || (c->layer_no_mixer[l] && (c->layer_no_ffn[l] || c->layer_mamba[l] || c->layer_moe[l]))))
+            return kvci_fail(KVC_EINVAL,
+                             "model: layer %lld: layer_no_mixer / layer_no_ffn are nemotron_h's and mamba2's, one of "
+                             "them a layer (layer_no_mixer: a dense MLP, no Mamba2)",
+                             (long long)l);
     if (c->norm_weightless && (!c->layer_norm || c->norm_bias || c->post_norms || c->sandwich_norms || c->gemma_norms))
         return kvci_fail(KVC_EINVAL, "model: norm_weightless needs layer_norm in pre-norm blocks without norm_bias");
     if (c->qk_norm_after_rope && (!c->qk_norm || c->qk_norm_whole || c->layer_norm || c->clip_qkv > 0.0 || fam->mla))

@@ -47,8 +47,9 @@ const char *kvci_safetensors_meta(const kvc_safetensors *st, const char *key);
 /* The name under which a checkpoint of model_type holds the tensor weights.c calls `name` (Llama's module
  * names): name itself, or the renamed one in buf[cap] (ckpt_names.c). */
 const char *kvci_checkpoint_name(const char *model_type, const char *name, char *buf, size_t cap);
-/* That name without the base model's prefix, which some of the type's checkpoints leave out (GPT-2's
- * transformer.); NULL when the type has none or name is not under it. */
-const char *kvci_checkpoint_bare(const char *model_type, const char *name);
+/* That name under the base model's other prefix into buf[cap], which some of the type's checkpoints leave out
+ * (GPT-2's transformer.) or name otherwise (Nemotron-H's backbone.); NULL when the type has none or name is not
+ * under it. */
+const char *kvci_checkpoint_bare(const char *model_type, const char *name, char *buf, size_t cap);
 
 #endif

@@ -15,7 +15,9 @@ static kvc_status validate_mutated(mutate_fn mutate, int64_t engine_next_n) {
 
 static void no_change(kvc_test_model *m) { (void)m; }
 static void layer_count(kvc_test_model *m) { m->ci.num_layers = 4; }
-static void empty_layer(kvc_test_model *m) { m->layers[1].n_caches = 0; }
+static void empty_layer(kvc_test_model *m) { m->layers[1].n_caches = 0; } /* Nemotron-H's MLP layers */
+static void negative_caches(kvc_test_model *m) { m->layers[1].n_caches = -1; }
+static void null_caches(kvc_test_model *m) { m->layers[1].caches = NULL; }
 static void zero_block_size(kvc_test_model *m) { m->entries[0].block_size = 0; }
 static void bad_type(kvc_test_model *m) { m->entries[0].attn_type = 7; }
 static void bad_layout(kvc_test_model *m) { m->entries[0].layout = 5; }
@@ -67,7 +69,9 @@ static void test_each_rule(void **state) {
         {no_change, KVC_OK, NULL},
         {unmanaged_garbage, KVC_OK, NULL},
         {layer_count, KVC_EINVAL, "num_layers 4"},
-        {empty_layer, KVC_EINVAL, "layer 1: caches is empty"},
+        {empty_layer, KVC_OK, NULL},
+        {negative_caches, KVC_EINVAL, "layer 1: n_caches -1 is negative"},
+        {null_caches, KVC_EINVAL, "layer 1: n_caches 1 is negative or its caches are NULL"},
         {zero_block_size, KVC_EINVAL, "layer 0, cache k_cache: block_size 0"},
         {bad_type, KVC_EINVAL, "attn_type 7"},
         {bad_layout, KVC_EINVAL, "cache_layout 5"},

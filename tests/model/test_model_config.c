@@ -2219,6 +2219,88 @@ static void test_bamba_fields(void **state) {
     assert_non_null(strstr(kvc_last_error(), "state layers (layer 0: short convolution, Mamba2 or Gated DeltaNet)"));
 }
 
+#define NEMOTRON_H_BASE                                                                                                \
+    "{\"model_type\":\"nemotron_h\",\"vocab_size\":8,\"hidden_size\":32,\"num_attention_heads\":4,"                    \
+    "\"num_key_value_heads\":2,\"intermediate_size\":48,\"mamba_num_heads\":8,\"mamba_head_dim\":8"
+
+/* Nemotron-H with NemotronHConfig's defaults (128 mixer heads of 64, 8 groups of state 128, conv kernel 4 with its
+ * bias, no projection biases, head_dim 128, layer_norm_epsilon 1e-5, relu2 MLPs, no positions, untied), its layers
+ * counted from hybrid_override_pattern (no num_hidden_layers) or from layers_block_type (transformers 5's save), one
+ * block a layer; with its keys set; refused by name: experts, another activation, groups that do not divide the
+ * heads, an unknown layer type, a model of MLPs alone. */
+static void test_nemotron_h_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"nemotron_h\",\"vocab_size\":8,\"hidden_size\":64,"
+                                            "\"num_attention_heads\":4,\"intermediate_size\":48,"
+                                            "\"hybrid_override_pattern\":\"M-*\"}",
+                                            "nemotron-h-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_MAMBA2_HYBRID && c.num_layers == 3 && c.layer_mamba[0] && !c.layer_mamba[2]);
+    assert_true(c.mamba_heads == 128 && c.mamba_head_dim == 64 && c.mamba_groups == 8 && c.mamba_d_state == 128);
+    assert_true(c.conv_kernel == 4 && c.mamba_conv_bias && !c.mamba_proj_bias && isinf(c.mamba_dt_max));
+    assert_true(c.head_dim == 128 && c.rms_norm_eps == 1e-5 && c.mlp_plain && c.mlp_act == KVC_MLP_RELU2);
+    assert_true(!c.tie_word_embeddings && !c.mlp_bias && c.layer_nope[2] && !c.qkv_bias && !c.o_bias);
+    assert_true(c.layer_no_ffn[0] && !c.layer_no_mixer[0] && c.layer_no_mixer[1] && !c.layer_no_ffn[1]);
+    assert_true(c.layer_no_ffn[2] && !c.layer_no_mixer[2] && kvci_model_first_state(&c) == 0);
+    assert_int_equal(kvc_model_config_parse(NEMOTRON_H_BASE ",\"layers_block_type\":[\"mlp\",\"linear_attention\","
+                                                            "\"full_attention\",\"linear_attention\"],\"n_groups\":2,"
+                                                            "\"ssm_state_size\":8,\"conv_kernel\":3,\"use_bias\":true,"
+                                                            "\"use_conv_bias\":false,\"mlp_bias\":true,\"head_dim\":16,"
+                                                            "\"layer_norm_epsilon\":1e-6,\"time_step_limit\":[0,2],"
+                                                            "\"tie_word_embeddings\":true}",
+                                            "nemotron-h-set", &c),
+                     KVC_OK);
+    assert_true(c.num_layers == 4 && c.layer_no_mixer[0] && c.layer_mamba[1] && !c.layer_mamba[2] && c.layer_mamba[3]);
+    assert_true(c.mamba_groups == 2 && c.mamba_d_state == 8 && c.conv_kernel == 3 && c.mamba_proj_bias);
+    assert_true(!c.mamba_conv_bias && c.mlp_bias && c.head_dim == 16 && c.rms_norm_eps == 1e-6);
+    assert_true(c.mamba_dt_max == 2.0 && !c.tie_word_embeddings); /* transformers ties nothing here */
+    kvci_state_shape s[KVCI_MAX_LAYER_STATES];
+    assert_int_equal(kvci_layer_states(&c, 0, s), 0);
+    assert_int_equal(kvci_layer_states(&c, 1, s), 2);
+    assert_true(s[0].shape[0] == 2 && s[0].shape[1] == 64 + 2 * 2 * 8 && s[1].shape[0] == 8 && s[1].shape[1] == 8);
+    expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M-E\"}", "moe (E) layers");
+    expect_refusal(NEMOTRON_H_BASE ",\"layers_block_type\":[\"linear_attention\",\"moe\"]}", "moe (E) layers");
+    expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M\",\"mlp_hidden_act\":\"silu\"}", "mlp_hidden_act");
+    expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M\",\"mamba_hidden_act\":\"gelu\"}",
+                   "mamba_hidden_act");
+    expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M\",\"n_groups\":3}", "n_groups 3 does not divide");
+    expect_refusal(NEMOTRON_H_BASE ",\"layers_block_type\":[\"mamba2\"]}", "layers_block_type[0] \"mamba2\"");
+    expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"--\"}", "every layer");
+    expect_refusal(NEMOTRON_H_BASE "}", "layers_block_type and hybrid_override_pattern are missing");
+}
+
+#define MAMBA2_BASE "{\"model_type\":\"mamba2\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2"
+
+/* Mamba2 (Mamba2ForCausalLM) with Mamba2Config's defaults (128 heads of 64 = expand 2 x hidden_size 4096, 8 groups of
+ * state 128, conv kernel 4 with its bias, no projection biases, layer_norm_epsilon 1e-5, untied; no num_attention_heads
+ * or intermediate_size needed), every layer a mixer alone; with its keys set (tied honoured); refused by name: heads
+ * that do not fill expand x hidden_size, groups that do not divide the heads, another hidden_act. */
+static void test_mamba2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"mamba2\",\"vocab_size\":8,\"hidden_size\":4096,"
+                                            "\"num_hidden_layers\":2}",
+                                            "mamba2-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_MAMBA2_HYBRID && c.layer_mamba[0] && c.layer_mamba[1] && c.layer_no_ffn[1]);
+    assert_true(!c.layer_no_mixer[0] && c.mamba_heads == 128 && c.mamba_head_dim == 64 && c.mamba_groups == 8);
+    assert_true(c.mamba_d_state == 128 && c.conv_kernel == 4 && c.mamba_conv_bias && !c.mamba_proj_bias);
+    assert_true(c.rms_norm_eps == 1e-5 && !c.tie_word_embeddings && isinf(c.mamba_dt_max));
+    assert_int_equal(kvc_model_config_parse(MAMBA2_BASE ",\"num_heads\":4,\"head_dim\":8,\"expand\":1,\"n_groups\":2,"
+                                                        "\"state_size\":16,\"conv_kernel\":3,\"use_bias\":true,"
+                                                        "\"use_conv_bias\":false,\"layer_norm_epsilon\":1e-6,"
+                                                        "\"tie_word_embeddings\":true}",
+                                            "mamba2-set", &c),
+                     KVC_OK);
+    assert_true(c.mamba_heads == 4 && c.mamba_head_dim == 8 && c.mamba_groups == 2 && c.mamba_d_state == 16);
+    assert_true(c.conv_kernel == 3 && c.mamba_proj_bias && !c.mamba_conv_bias && c.rms_norm_eps == 1e-6);
+    assert_true(c.tie_word_embeddings);
+    expect_refusal(MAMBA2_BASE ",\"num_heads\":4,\"head_dim\":8}", "num_heads 4 x head_dim 8 is not expand");
+    expect_refusal(MAMBA2_BASE ",\"num_heads\":8,\"head_dim\":8,\"n_groups\":3}", "n_groups 3 does not divide");
+    expect_refusal(MAMBA2_BASE ",\"num_heads\":8,\"head_dim\":8,\"n_groups\":1,\"hidden_act\":\"gelu\"}", "hidden_act");
+}
+
 #define GRANITE_H_BASE                                                                                                 \
     "{\"model_type\":\"granitemoehybrid\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"                \
     "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":48,\"mamba_n_heads\":4,"                \
@@ -2711,6 +2793,8 @@ int main(void) {
         cmocka_unit_test(test_exaone_moe_fields),
         cmocka_unit_test(test_lfm2_moe_fields),
         cmocka_unit_test(test_bamba_fields),
+        cmocka_unit_test(test_nemotron_h_fields),
+        cmocka_unit_test(test_mamba2_fields),
         cmocka_unit_test(test_granitemoehybrid_fields),
         cmocka_unit_test(test_caller_extras_refused),
         cmocka_unit_test(test_refusals),

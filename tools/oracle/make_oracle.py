@@ -110,6 +110,10 @@ from transformers import (
     Qwen3_5MoeForConditionalGeneration,
     BambaConfig,
     BambaForCausalLM,
+    NemotronHConfig,
+    NemotronHForCausalLM,
+    Mamba2Config,
+    Mamba2ForCausalLM,
     GraniteMoeHybridConfig,
     GraniteMoeHybridForCausalLM,
     OPTConfig,
@@ -1282,6 +1286,30 @@ def bamba_config():
                        bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def nemotron_h_config():
+    # Nemotron-H at toy size: 6 layers by hybrid_override_pattern "M-*-MM", one block each: Mamba2 mixers (8 heads
+    # of 16, 2 groups of state 16, conv kernel 4 with its bias, in/out_proj biases by use_bias, the gated norm in 2
+    # groups), GQA attention without positions (4 heads of 16, 2 KV heads), ungated relu2 MLPs of 96, two mixers in
+    # a row (layers 4, 5), chunk_size 8 so that transformers' prefill runs several chunks, layer_norm_epsilon 1e-5,
+    # untied. time_step_limit stays (0, inf): transformers 5.25's one-token decode skips the clamp its prefill
+    # applies, so a finite limit makes generate() disagree with the no-cache forward (Bamba's oracle tests it).
+    return NemotronHConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, hybrid_override_pattern="M-*-MM",
+                           num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+                           mamba_num_heads=8, mamba_head_dim=16, n_groups=2, ssm_state_size=16, conv_kernel=4,
+                           chunk_size=8, use_bias=True,
+                           bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def mamba2_config():
+    # Mamba2 at toy size: 4 layers, each one mixer (8 heads of 16 = expand 2 x 64, 2 groups of state 16, conv kernel
+    # 4 with its bias, in/out_proj biases by use_bias, the gated norm in 2 groups) with its pre-norm and residual,
+    # chunk_size 8 so that transformers' prefill runs several chunks, residual_in_fp32 (the default), untied;
+    # time_step_limit (0, inf) for the reason nemotron_h's stays there.
+    return Mamba2Config(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4, num_heads=8, head_dim=16, n_groups=2,
+                        state_size=16, conv_kernel=4, expand=2, chunk_size=8, use_bias=True,
+                        bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def granitemoehybrid_config():
     # Granite 4.0-H at toy size: 4 layers by layer_types, Mamba2 mixers on 0, 2, 3 (8 heads of 16, 2 groups of state
     # 16, conv kernel 4 with its bias, no projection biases, time_step_limit [0, 2.5]: finite, JSON has no
@@ -1445,6 +1473,8 @@ FAMILIES = {
     "lfm2_moe": (lfm2_moe_config, Lfm2MoeForCausalLM),
     "bamba": (bamba_config, BambaForCausalLM),
     "granitemoehybrid": (granitemoehybrid_config, GraniteMoeHybridForCausalLM),
+    "nemotron_h": (nemotron_h_config, NemotronHForCausalLM),
+    "mamba2": (mamba2_config, Mamba2ForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
@@ -1529,9 +1559,9 @@ def param_std(name, shape, config):
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("linear_attn.A_log"):  # Qwen3-Next: A = exp(A_log), shifted by -2 in randomise (mild decay)
         return 0.5
-    if name.endswith("mamba.conv1d.weight"):  # Mamba2's depthwise taps [C, 1, L]: fan-in L
+    if name.endswith(("mamba.conv1d.weight", "mixer.conv1d.weight")):  # Mamba2's depthwise taps [C, 1, L]: fan-in L
         return 1.0 / math.sqrt(shape[2])
-    if name.endswith(("mamba.A_log", "mamba.D", "mamba.dt_bias")):
+    if name.endswith(("mamba.A_log", "mamba.D", "mamba.dt_bias", "mixer.A_log", "mixer.D", "mixer.dt_bias")):
         # Mamba2: A = -exp(A_log) spread around -1, dt = softplus(dt + dt_bias) spread over (0, 3) (some clamped),
         # D skips large enough to matter
         return 1.0
@@ -1543,7 +1573,8 @@ def param_std(name, shape, config):
         return 0.2
     if name.endswith(".bias") or name.endswith("_bias"):
         return 0.05
-    if name in ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight"):
+    if name in ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight", "model.embeddings.weight",
+                "backbone.embeddings.weight"):
         # tied (qwen3): also the lm_head, so scale like it
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
     if name == "lm_head.weight":
@@ -2316,7 +2347,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "glm4_moe_lite", "exaone_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
-                               "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "bamba", "granitemoehybrid", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
+                               "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "bamba", "granitemoehybrid", "nemotron_h", "mamba2", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
