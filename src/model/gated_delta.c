@@ -91,26 +91,13 @@ static void gather_qkv(const kvc_model_config *c, const float *qkvz, int64_t T, 
         }
 }
 
-/* The conv of one row: its inputs x [n, C], its state st [K - 1, C] (NULL: zeros; fresh: zeroed first), outputs y
- * [n, C] = silu(conv); then st holds the row's last K - 1 inputs. */
+/* The conv of one row (kvci_causal_conv, no bias): its inputs x [n, C], its state st [K - 1, C] (NULL: zeros;
+ * fresh: zeroed first), outputs y [n, C] = silu(conv); then st holds the row's last K - 1 inputs. */
 static void conv_row(const kvc_model_config *c, const float *taps, const float *x, int64_t n, float *st, bool fresh,
                      float *y) {
-    const int64_t C = conv_channels(c), K = c->gdn_conv_kernel, S = K - 1;
-    if (st && fresh) memset(st, 0, (size_t)(S * C) * sizeof(float)); /* a new sequence: zeros before its start */
-    for (int64_t t = 0; t < n; t++)
-        for (int64_t ch = 0; ch < C; ch++) {
-            float acc = 0.0f;
-            for (int64_t j = 0; j < K; j++) {
-                const int64_t src = t - S + j; /* < 0: the state's column S + src */
-                const float in = src >= 0 ? x[src * C + ch] : st ? st[(S + src) * C + ch] : 0.0f;
-                acc += taps[ch * K + j] * in;
-            }
-            y[t * C + ch] = kvci_silu_mul(acc, 1.0f);
-        }
-    if (!st) return;
-    const int64_t keep = n < S ? S - n : 0; /* old columns that stay, moved to the front */
-    memmove(st, st + (S - keep) * C, (size_t)(keep * C) * sizeof(float));
-    for (int64_t i = keep; i < S; i++) memcpy(st + i * C, x + (n - S + i) * C, (size_t)C * sizeof(float));
+    const int64_t C = conv_channels(c);
+    kvci_causal_conv(x, C, n, C, taps, c->gdn_conv_kernel, NULL, st, fresh, y);
+    for (int64_t i = 0; i < n * C; i++) y[i] = kvci_silu_mul(y[i], 1.0f);
 }
 
 /* x [n] times 1 / sqrt(sum x^2 + 1e-6) (transformers' l2norm), then divided by div, into y. */
