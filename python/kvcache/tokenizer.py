@@ -97,10 +97,14 @@ class Tokenizer:
             raise invalid("the model directory is an empty path")
         model_dir = pathlib.Path(model_dir)
         path = model_dir / "tokenizer.json"
-        if not path.is_file():
+        if not path.exists():
             raise invalid(f"{path}: no tokenizer.json in the model directory")
+        try:  # read as the files below are: a sparse file of gigabytes was read whole, then parsed
+            text = read_regular(path).decode("utf-8")
+        except (OSError, ValueError) as exc:  # a directory, unreadable, not UTF-8
+            raise invalid(f"{path}: {exc}") from None
         try:
-            self._tok = tokenizers.Tokenizer.from_file(str(path))
+            self._tok = tokenizers.Tokenizer.from_str(text)
         except Exception as exc:
             raise invalid(f"{path}: {exc}") from None
         config = _read_json(model_dir / "tokenizer_config.json")

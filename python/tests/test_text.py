@@ -64,6 +64,10 @@ def test_eos_ids_come_from_generation_config(tok, tmp_path):
     ("chat_template.jinja", "fifo", "a regular file"),
     ("tokenizer_config.json", "/dev/null", "a regular file"),
     ("generation_config.json", b"[" * 100000, "nested too deeply"),
+    # tokenizer.json was read whole whatever its size (a sparse file of 2 GB: 21 s and 2 GB at the start)
+    ("tokenizer.json", "sparse", "a regular file of at most 67108864 bytes"),
+    ("tokenizer.json", "fifo", "a regular file"),
+    ("tokenizer.json", b"\xff{}", "can't decode byte 0xff"),
 ])
 def test_a_hostile_text_file_of_the_model_directory_is_refused_naming_it(tmp_path, name, data, needle):
     d = make_model_dir(tmp_path / "m")
@@ -77,6 +81,9 @@ def test_a_hostile_text_file_of_the_model_directory_is_refused_naming_it(tmp_pat
     elif data == "fifo":
         os.mkfifo(d / name)
         threading.Timer(5, _unblock, [d / name]).start()  # should the reader block: it sees an end, and fails
+    elif data == "sparse":  # one byte over the limit, no disk used
+        with open(d / name, "wb") as f:
+            f.truncate((64 << 20) + 1)
     elif data == "/dev/null":
         (d / name).symlink_to(data)
     else:
