@@ -5,7 +5,7 @@ import pathlib
 
 import numpy as np
 
-from ._lib import c_name, c_path, check, choice, ffi, flag, int64, invalid, lib
+from ._lib import c_name, c_path, check, choice, ffi, flag, int64, invalid, lib, read_regular
 
 _MODES = {"recompute": "KVC_RUNNER_RECOMPUTE", "contiguous": "KVC_RUNNER_CONTIGUOUS", "paged": "KVC_RUNNER_PAGED",
           "mla_latent": "KVC_RUNNER_MLA_LATENT"}
@@ -16,10 +16,11 @@ _ENGINE_ARGS = ("stream", "temperature", "top_k", "top_p", "seed", "eos")
 
 def _config_eos(model_dir):
     """config.json's eos_token_id as a tuple of ids (`kvcache run` stops at the first one; the engine at any)."""
-    try:
-        value = json.loads((pathlib.Path(model_dir) / "config.json").read_text()).get("eos_token_id")
-    except (OSError, ValueError):
+    try:  # a FIFO blocked here, deep nesting and a list were tracebacks: the engine's reader names what is wrong
+        config = json.loads(read_regular(pathlib.Path(model_dir) / "config.json"))
+    except (OSError, ValueError, RecursionError):
         return ()
+    value = config.get("eos_token_id") if isinstance(config, dict) else None
     ids = value if isinstance(value, list) else [value]
     return tuple(v for v in ids if isinstance(v, int) and not isinstance(v, bool))
 

@@ -2,6 +2,7 @@
 message is the library's own (kvc_last_error right after the call)."""
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -186,6 +187,24 @@ def test_plan_reads_a_regular_config_file_only(tmp_path):
     fifo.write_bytes(text)
     with pytest.raises(kvcache.InvalidArgument, match="UTF-8"):
         kvcache.plan(fifo)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "deep", "list"])
+def test_run_through_the_engine_reads_a_regular_config_file_only(tmp_path, kind):
+    """run(stream=True) read config.json's eos ids with Python's open before the engine read it: a FIFO blocked
+    (for ever, without the writer below), deep nesting was a RecursionError and a list an AttributeError. Now the
+    engine's reader refuses each, naming the file."""
+    (tmp_path / "model.safetensors").symlink_to(QWEN3 / "model.safetensors")
+    config = tmp_path / "config.json"
+    if kind == "fifo":
+        os.mkfifo(config)
+        threading.Timer(5, _unblock, [config]).start()
+    else:
+        config.write_text("[" * 100000 + "]" * 100000 if kind == "deep" else "[]")
+    t0 = time.monotonic()
+    with pytest.raises(kvcache.InvalidArgument, match="config.json"):
+        kvcache.run(tmp_path, [[1, 2, 3]], max_new_tokens=2, stream=True)
+    assert time.monotonic() - t0 < 4
 
 
 def _unblock(fifo):
