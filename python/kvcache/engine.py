@@ -120,9 +120,10 @@ class _Live:
     mask: token_masks.RequestMask = None  # a grammar, allowed_token_ids or bad_words: its next token's mask
 
 
-def _checkpoint_kv_dtype(model_dir):
-    """The KV dtype `kvcache run` defaults to: the checkpoint's, as `kvcache plan` reads config.json."""
-    return dtype_name(plan(model_dir)._handle.options.kv_dtype)
+def _checkpoint_kv_dtype(model_dir, max_positions):
+    """The KV dtype `kvcache run` defaults to: the checkpoint's, as `kvcache plan` reads config.json, planned for
+    the runtime's positions (a config without max_position_embeddings, Mamba2's, failed to plan without them)."""
+    return dtype_name(plan(model_dir, max_model_len=max_positions)._handle.options.kv_dtype)
 
 
 def _logit_bias(bias, what):
@@ -278,8 +279,9 @@ class Engine:
             p.seed = int64(seed, "seed") % 2**64
             p.check = flag(check_invariants, "check_invariants")
             ap = ffi.new("kvc_engine_adapter_params *", lib.kvc_engine_adapter_default_params())
-            ap.cache.kv_dtype = dtype_code(_checkpoint_kv_dtype(model_dir) if kv_dtype is None else kv_dtype,
-                                           "kv_dtype")
+            if kv_dtype is None:
+                kv_dtype = _checkpoint_kv_dtype(model_dir, cfg.max_position_embeddings)
+            ap.cache.kv_dtype = dtype_code(kv_dtype, "kv_dtype")
             ap.cache.block_size = int64(block_size, "block_size")
             a = ffi.new("kvc_engine_adapter **")
             check(lib.kvc_engine_adapter_create(model, ap, p, a))

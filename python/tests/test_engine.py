@@ -39,6 +39,15 @@ def test_lfm2_conv_states_greedy_equals_the_runner_with_prefix_caching():
     assert e.stats()["kv_blocks_in_use"] == 0 and e.stats()["running"] == 0
 
 
+def test_a_config_without_positions_runs_through_the_engine():
+    """Mamba2's config names no max_position_embeddings: Engine planned it for the checkpoint's KV dtype without
+    positions and failed ("pass --max-model-len"), whatever max_model_len it was given, and so did the server."""
+    model = DATA / "oracle" / "mamba2"
+    e = kvcache.Engine(model, max_num_seqs=2, max_model_len=32, block_size=4)
+    assert e.generate(PROMPTS[:2], kvcache.SamplingParams(max_tokens=3)) == [
+        kvcache.run(model, [p], 3)[0].tolist() for p in PROMPTS[:2]]
+
+
 def test_stop_token_ends_the_request_and_is_its_last_token():
     e = engine()
     free = e.generate([PROMPTS[0]], kvcache.SamplingParams(max_tokens=6))[0]
