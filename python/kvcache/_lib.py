@@ -107,8 +107,9 @@ def flag(value, name):
 
 
 def real(value, name):
-    """A float argument (ints and NumPy scalars accepted; the library judges the value)."""
-    if isinstance(value, bool):
+    """A float argument (ints and NumPy scalars accepted; the library judges the value). Text is no number:
+    float() took temperature="1" (and "inf") as a value."""
+    if isinstance(value, (bool, str, bytes, bytearray)):
         raise invalid(f"{name}: {value!r} is not a number")
     try:
         return float(value)

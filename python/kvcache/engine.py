@@ -155,6 +155,9 @@ def _sampling(params, vocab, what):
             raise invalid(f"{what}: stop token {t} is outside the vocabulary [0, {vocab})")
     if params.logprobs is not None and not 0 <= int64(params.logprobs, "logprobs") <= _MAX_LOGPROBS:
         raise invalid(f"{what}: logprobs {params.logprobs} is outside [0, {_MAX_LOGPROBS}]")
+    if params.bad_words is not None and not isinstance(params.bad_words, (list, tuple)):  # 5 was a TypeError
+        raise invalid(f"{what}: bad_words must be a list or tuple of token-id sequences, not "
+                      f"{type(params.bad_words).__name__}")
     g = params.structured  # another object was an AttributeError; another vocabulary's grammar a ValueError once queued
     if g is not None and not callable(getattr(g, "matcher", None)):
         raise invalid(f"{what}: structured must be a kvcache.structured.Grammar, not {type(g).__name__}")
@@ -348,7 +351,10 @@ class Engine:
         if token_masks.wanted(params):  # before the engine holds the request: a refusal leaves nothing behind
             live.mask = token_masks.RequestMask(params, self.vocab_size, self._all_tokens)
             live.mask.fill()  # the first mask too: a matcher that fails leaves no request queued
-        salt = cache_salt.encode() if isinstance(cache_salt, str) else cache_salt
+        try:  # a lone surrogate ("\ud800") was a UnicodeEncodeError
+            salt = cache_salt.encode() if isinstance(cache_salt, str) else cache_salt
+        except UnicodeEncodeError:
+            raise invalid("cache_salt: a str must be Unicode text (it is encoded as UTF-8)") from None
         if salt is not None:
             if not isinstance(salt, bytes) or not 1 <= len(salt) <= lib.KVC_ENGINE_SALT_MAX:
                 raise invalid(f"cache_salt: 1 to {lib.KVC_ENGINE_SALT_MAX} bytes (str or bytes) are expected")

@@ -121,9 +121,14 @@ def test_hostile_sampling_params_and_ids_are_refused_by_name():
                          (sp(stop_token_ids=None), "stop_token_ids must be a list"),  # was TypeError
                          (sp(stop_token_ids=7), "stop_token_ids must be a list"),
                          (sp(logit_bias=5), "logit_bias must map token ids to numbers"),  # was TypeError
-                         (sp(max_tokens=-1), "max_tokens -1 must be >= 1")):  # was "min_tokens 0 is more than ..."
+                         (sp(max_tokens=-1), "max_tokens -1 must be >= 1"),  # was "min_tokens 0 is more than ..."
+                         (sp(temperature="1"), "temperature: '1' is not a number"),  # was taken as 1.0
+                         (sp(logit_bias={1: "5"}), "logit_bias bias: '5' is not a number"),  # was taken as 5.0
+                         (sp(bad_words=5), "bad_words must be a list or tuple")):  # was TypeError
         with pytest.raises(kvcache.InvalidArgument, match=text):
             e.add_request([1], params)
+    with pytest.raises(kvcache.InvalidArgument, match="cache_salt: a str must be Unicode text"):
+        e.add_request([1], cache_salt="\ud800")  # was UnicodeEncodeError
     with pytest.raises(kvcache.InvalidArgument, match="request_id: 'x' is not an integer"):
         e.abort("x")  # was False, as for an id the engine no longer holds
     assert not e.has_unfinished() and e.stats()["waiting"] == 0
