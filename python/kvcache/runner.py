@@ -31,6 +31,8 @@ def _through_engine(model_dir, rows, max_new_tokens, block_size, weights, activa
     from .engine import Engine, SamplingParams
 
     eos = opts.get("eos")
+    if eos is not None and not isinstance(eos, (int, list, tuple)):  # 1.5 was a TypeError, {1: 2} taken as (1,)
+        raise invalid(f"eos: an id or a list of ids is expected, not {type(eos).__name__}")
     eos = _config_eos(model_dir) if eos is None else ((eos,) if isinstance(eos, int) else tuple(eos))
     params = SamplingParams(max_tokens=max_new_tokens, temperature=opts.get("temperature") or 0.0,
                             top_k=opts.get("top_k") or 0, top_p=1.0 if opts.get("top_p") is None else opts["top_p"],

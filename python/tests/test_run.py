@@ -73,6 +73,9 @@ def test_sampling_stream_and_eos_go_through_the_engine_as_the_command_does(kvcac
     assert kvcache.run(QWEN3, prompts[:1], 8, eos=stop) == [greedy[0][:greedy[0].index(stop) + 1]]
     with pytest.raises(kvcache.InvalidArgument, match="through the engine"):
         kvcache.run(QWEN3, prompts, 8, stream=True, logits=True)
+    for eos in (1.5, {stop: 1}):  # a TypeError, and a dict taken as its keys
+        with pytest.raises(kvcache.InvalidArgument, match="eos: an id or a list of ids is expected"):
+            kvcache.run(QWEN3, prompts, 8, eos=eos)
 
 
 def test_quantized_weights_as_the_command(kvcache_cmd):
