@@ -331,6 +331,8 @@ class Manager:
         req.lookahead_tokens = int64(lookahead_tokens, "lookahead_tokens")
         req.reserved_tokens = int64(reserved_tokens, "reserved_tokens")
         if keys is not None:
+            if not isinstance(keys, (list, tuple, set, frozenset)):  # 5 was a TypeError, "abc" read as "a", "b", "c"
+                raise invalid(f"keys: a list of manager keys is expected, not {type(keys).__name__}")
             chosen = {self.key_index(k) for k in keys}
             req.skip_keys = sum(1 << i for i in range(len(self.keys)) if i not in chosen)
         status = check(lib.kvc_manager_allocate_slots(self._m, req))

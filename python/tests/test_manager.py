@@ -28,6 +28,9 @@ def test_no_space_allocates_nothing():
     assert m.allocate_slots(1, 0, 12)  # 3 of the 4 usable blocks
     assert not m.allocate_slots(2, 0, 8)  # needs 2
     assert not m.has_request(2) and m.usage()["FullAttention"]["free"] == 1
+    for keys in (5, "FullAttention"):  # a TypeError; a string read as its characters
+        with pytest.raises(kvcache.InvalidArgument, match="keys: a list of manager keys is expected"):
+            m.allocate_slots(3, 0, 4, keys=keys)
     assert m.free_queue().tolist() == [4]
 
 
