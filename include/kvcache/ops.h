@@ -82,7 +82,8 @@ KVC_API kvc_status kvc_write_slots(kvc_tensor *cache, kvc_block_layout order, co
  * (ties to even, saturating at +-max, kvc_f32_to_fp8_e4m3/e5m2). inv_scale
  * is the reciprocal of the dequantisation scale; inv_scale (and offset) have
  * n_quant entries: 1 (per tensor), Nkv (per head) or Nkv*D (per channel).
- * offset may be NULL (0); fp8 caches take none. */
+ * offset may be NULL (0); fp8 caches take none. Each inv_scale finite and non-zero, each offset
+ * finite (KVC_EINVAL naming the entry; nothing written). */
 KVC_API kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
                                          const int64_t *slots, int64_t n_slots, const float *inv_scale,
                                          const float *offset, int64_t n_quant);

@@ -339,13 +339,21 @@ def write_slots(cache, update, slots, *, kv_layout="BNBSND"):
     del keep
 
 
+def _floats(values, name):
+    """f32 [n] of numbers (text such as "1" was converted by NumPy and taken as a scale)."""
+    a = np.asarray(values)
+    if a.dtype.kind not in "fiu":
+        raise invalid(f"{name}: numbers are expected, not {a.dtype}")
+    return np.ascontiguousarray(a, dtype=np.float32).reshape(-1)
+
+
 def write_slots_quant(cache, update, slots, inv_scale, offset=None, *, kv_layout="BNBSND"):
     """Quantising scatter: f32 update [T, Nkv, D] into an int8 paged cache,
     q = saturate(round_half_even(x * inv_scale + offset)); inv_scale and
     offset hold 1 (per tensor) or Nkv*D (per channel) f32 values."""
     order, c, u, sv, keep = _slot_write(cache, update, slots, kv_layout)
-    sc = np.ascontiguousarray(np.asarray(inv_scale, dtype=np.float32).reshape(-1))
-    off = None if offset is None else np.ascontiguousarray(np.asarray(offset, dtype=np.float32).reshape(-1))
+    sc = _floats(inv_scale, "inv_scale")
+    off = None if offset is None else _floats(offset, "offset")
     if off is not None and off.size != sc.size:
         raise invalid(f"offset has {off.size} values, inv_scale {sc.size}: they must match")
     off_ptr = ffi.NULL if off is None else ffi.from_buffer("float[]", off)

@@ -57,6 +57,9 @@ CASES = [
      "dtype f16"),
     ("quant write cache", lambda: kvcache.write_slots_quant(_cache.copy(), _upd, [1], [1.0]), kvcache.InvalidArgument,
      "needs an int8"),
+    # an infinite offset wrote 127 for every value
+    ("quant write offset", lambda: kvcache.write_slots_quant(_cache.astype(np.int8), _upd, [1], [1.0], [np.inf]),
+     kvcache.InvalidArgument, "offset[0] = inf must be finite"),
     ("contiguous start", lambda: kvcache.write_contiguous(np.zeros((1, 4, 8), np.float32), np.zeros((1, 2, 8), np.float32),
                                                           [3]), kvcache.OutOfRange, "start 3"),
     ("run missing dir", lambda: kvcache.run("/nonexistent", [[1]]), kvcache.InvalidArgument, "cannot open"),
@@ -170,6 +173,13 @@ def test_zero_size_batch(layout, shape):
     # explicit empty lengths against a query that has a row: the batch's shape is named
     with pytest.raises(kvcache.InvalidArgument, match=r"q has shape \[1, 2, 2, 8\], expected \[0, 2, 2, 8\]"):
         kvcache.attention(_q, _q, _q, q_lens=[], kv_lens=[])
+
+
+def test_quantized_write_scales_are_numbers():
+    """inv_scale="1" (NumPy converts text) was taken as the scale 1."""
+    for args in (("1",), ([1.0], ["0"])):
+        with pytest.raises(kvcache.InvalidArgument, match="(inv_scale|offset): numbers are expected"):
+            kvcache.write_slots_quant(_cache.astype(np.int8), _upd, [1], *args)
 
 
 def test_plan_reads_a_regular_config_file_only(tmp_path):

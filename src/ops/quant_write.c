@@ -25,7 +25,8 @@ int8_t kvc_quantize_i8(float x, float inv_scale, float offset) {
     return (int8_t)y;
 }
 
-/* Static scales: each inverse scale finite and non-zero; offsets for int8 only. */
+/* Static scales: each inverse scale finite and non-zero; offsets for int8 only, each finite (an infinite or
+ * NaN one wrote 127 or 0 for every value). */
 static kvc_status check_inv_scales(const float *inv_scale, int64_t n, const float *offset, kvc_dtype dt,
                                    const char *what) {
     if (offset && !kvci_dtype_traits(dt)->offsets)
@@ -35,6 +36,9 @@ static kvc_status check_inv_scales(const float *inv_scale, int64_t n, const floa
         if (!isfinite(inv_scale[i]) || inv_scale[i] == 0.0f)
             return kvci_fail(KVC_EINVAL, "%s: inv_scale[%lld] = %g must be finite and non-zero", what, (long long)i,
                              (double)inv_scale[i]);
+    for (int64_t i = 0; offset != NULL && i < n; i++)
+        if (!isfinite(offset[i]))
+            return kvci_fail(KVC_EINVAL, "%s: offset[%lld] = %g must be finite", what, (long long)i, (double)offset[i]);
     return KVC_OK;
 }
 

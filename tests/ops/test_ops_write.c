@@ -477,6 +477,14 @@ static void test_quantized_write(void **state) {
             assert_true(fabs(x - upd[t * N * D + ch]) <= 0.5 / inv[ch] + 1e-6);
         }
     assert_int_equal(kvc_write_slots_quant(&c, KVC_BLOCK_BNBSND, &u, slots, T, inv, off, 3), KVC_EINVAL);
+    int8_t before[sizeof cache];
+    memcpy(before, cache, sizeof cache);
+    off[5] = INFINITY; /* wrote 127 for every value, NaN 0: refused, nothing written */
+    assert_int_equal(kvc_write_slots_quant(&c, KVC_BLOCK_BNBSND, &u, slots, T, inv, off, N * D), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "offset[5] = inf must be finite"));
+    off[5] = NAN;
+    assert_int_equal(kvc_write_slots_quant(&c, KVC_BLOCK_BNBSND, &u, slots, T, inv, off, N * D), KVC_EINVAL);
+    assert_memory_equal(before, cache, sizeof cache);
 }
 
 /* fp8 slot writes: every element is the saturating round-to-nearest-even
