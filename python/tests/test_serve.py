@@ -316,7 +316,8 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
     for field, value in (("suffix", "x"), ("response_format", {"type": "xml"}), ("tool_choice", "required"),
                          ("guided_whitespace_pattern", " "), ("continue_final_message", True),  # chat's only
                          ("use_beam_search", True), ("logits_processors", ["x"]),
-                         ("chat_template", "{{ messages }}")):
+                         ("chat_template", "{{ messages }}"), ("reasoning_effort", "low"),
+                         ("thinking_token_budget", 8), ("vllm_xargs", {"a": 1})):
         assert error_of(httpx.post(url, json={**ok, field: value}), 400)["param"] == field
     neutral = {"min_p": 0, "repetition_penalty": 1, "response_format": {"type": "text"}, "tool_choice": "auto"}
     assert httpx.post(url, json={**ok, **neutral}).status_code == 200
@@ -413,6 +414,12 @@ def test_tokenize_detokenize_and_ping(server, tok):
     assert error_of(httpx.post(url + "/tokenize", json={"model": "other", "prompt": "a"}), 404)["code"] == \
         "model_not_found"
     assert httpx.get(url + "/ping").status_code == 200 and httpx.post(url + "/ping").status_code == 200
+    # vLLM's SageMaker /invocations: the body's messages or prompt picks the endpoint
+    r = httpx.post(url + "/invocations", json={"messages": conversation, "max_tokens": 2}).json()
+    assert r["object"] == "chat.completion"
+    r = httpx.post(url + "/invocations", json={"prompt": [5, 6], "max_tokens": 2, "return_token_ids": True}).json()
+    assert r["object"] == "text_completion" and r["choices"][0]["prompt_token_ids"] == [5, 6]
+    assert error_of(httpx.post(url + "/invocations", json={"input": "x"}), 400)["message"].startswith("an /invoc")
 
 
 def test_full_queue_is_503(model_dir, monkeypatch):

@@ -1,6 +1,6 @@
 """The OpenAI-compatible HTTP application (Starlette) over an AsyncEngine:
-/v1/completions, /v1/chat/completions (server-sent events or one JSON
-answer), /v1/models, /tokenize, /detokenize, /health, /ping, /version,
+/v1/completions, /v1/chat/completions, /v1/responses (server-sent events or
+one JSON answer), /v1/models, /tokenize, /detokenize, /health, /ping, /version,
 /metrics. docs/serve.md describes the API."""
 import asyncio
 import contextlib
@@ -26,7 +26,7 @@ from ..engine import SamplingParams, TokenLogprob
 from .._lib import flag, invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
-from . import choices, forced_calls, http, prompt_cuts, protocol, tool_calls, tool_parsers
+from . import choices, forced_calls, http, prompt_cuts, protocol, responses, tool_calls, tool_parsers
 from .metrics import Metrics
 from .protocol import ApiError, bad
 
@@ -162,6 +162,7 @@ class Server:
         # uvicorn's `http` setting for this app: the header and write deadlines, the cap on connections
         self.http_protocol = http.protocol(read_timeout, write_timeout, max_connections)
         self.metrics = Metrics(self.engine)
+        self.stored = responses.Store()  # /v1/responses' answers kept for previous_response_id and GET
         self.created = int(time.time())
         self.vocab_size = self.engine.engine.vocab_size
         self.max_model_len = self.engine.engine.max_model_len
@@ -169,8 +170,11 @@ class Server:
                                                                          self.tokenizer.eos_token_ids))
         routes = [Route("/v1/completions", self.completions, methods=["POST"]),
                   Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                  Route("/v1/responses", self.respond, methods=["POST"]),
+                  Route("/v1/responses/{response_id}", self.stored_response, methods=["GET", "DELETE"]),
                   Route("/v1/models", self.models, methods=["GET"]),
                   Route("/v1/models/{model:path}", self.model, methods=["GET"]),
+                  Route("/invocations", self.invocations, methods=["POST"]),
                   Route("/tokenize", self.tokenize, methods=["POST"]),
                   Route("/detokenize", self.detokenize, methods=["POST"]),
                   Route("/health", self.health, methods=["GET"]),
@@ -210,6 +214,13 @@ class Server:
         raise ApiError(401, "a valid API key is required: Authorization: Bearer <key>", code="invalid_api_key")
 
     async def _body(self, request):
+        """The request's JSON body, read once (/invocations reads it before the endpoint it picks)."""
+        if hasattr(request.state, "body"):
+            return request.state.body
+        request.state.body = await self._read_body(request)
+        return request.state.body
+
+    async def _read_body(self, request):
         protocol.check_content_type(request.headers.get("content-type"))
         declared = request.headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
@@ -600,6 +611,79 @@ class Server:
                                                                   gen, reqs[0].prompt))
 
         return await self._finish(request, reqs, collect)
+
+    # ---- /v1/responses (OpenAI's Responses API: responses.py) ----
+
+    @_stoppable
+    async def respond(self, request):
+        """A chat reply as a Response object (or its events), stored for previous_response_id unless store false."""
+        tenant, asked = self._tenant(request), []
+
+        def parse(body):
+            chat, a = responses.request(body, self.stored, tenant)
+            asked.append(a)
+            return self._parse_chat(chat)
+
+        try:
+            gen, reqs = await self._start(request, parse, "messages")
+        except ApiError as exc:
+            raise responses.renamed(exc) from None
+        asked, req = asked[0], reqs[0]
+
+        def logprobs(lps):
+            return self._chat_logprobs(lps or [], gen)["content"] if asked.logprobs else []
+
+        def finished(text, final):
+            if asked.store:
+                self.stored.put(asked.id, tenant, asked.conversation + [{"role": "assistant", "content": text}], final)
+            return final
+
+        def use():
+            return responses.usage(choices.usage(reqs, False), req.n_cached)
+
+        if gen.stream:
+            events = responses.Events(asked, self.model_name)
+
+            async def sse():
+                yield events.start()
+                try:
+                    async for _, delta, lps, _, _ in choices.merged(reqs):
+                        yield events.delta(delta, logprobs(lps))
+                except Exception as exc:  # the engine failed: the stream's last event says so
+                    yield events.failed(exc)
+                    return
+                done, final = events.finish(req.finish_reason, use())
+                finished("".join(events.text), final)
+                yield done
+
+            return _EventStream(sse())
+
+        async def collect():
+            texts, lps, _ = await choices.whole(reqs)
+            item = responses.message(f"msg_{uuid.uuid4().hex}", texts[0], logprobs(lps[0]) if asked.logprobs else None,
+                                     "incomplete" if req.finish_reason == "length" else "completed")
+            return finished(texts[0], responses.response(asked, self.model_name, int(time.time()), "completed", [item],
+                                                         use(), req.finish_reason))
+
+        return await self._finish(request, reqs, collect)
+
+    async def stored_response(self, request):
+        """GET /v1/responses/{id} (the SDK's responses.retrieve): a stored Response of the caller's tenant; DELETE
+        (responses.delete) drops it."""
+        rid, tenant = request.path_params["response_id"], self._tenant(request)
+        if request.method == "GET":
+            return JSONResponse(self.stored.response(rid, tenant))
+        self.stored.delete(rid, tenant)
+        return JSONResponse({"id": rid, "object": "response.deleted", "deleted": True})
+
+    async def invocations(self, request):
+        """vLLM's SageMaker entry: a body with messages is a chat request, one with prompt a completion."""
+        self._tenant(request)
+        body = await self._body(request)
+        for key, endpoint in (("messages", self.chat), ("prompt", self.completions)):
+            if isinstance(body, dict) and key in body:
+                return await endpoint(request)
+        raise bad("an /invocations body holds messages (a chat request) or prompt (a completion)")
 
     # ---- /tokenize, /detokenize (vLLM's) ----
 

@@ -1,0 +1,265 @@
+"""OpenAI's Responses API (POST /v1/responses, GET /v1/responses/{id}) over the chat machinery: a request's
+`input` (after its `instructions`, and after the conversation of a stored `previous_response_id`) becomes a chat
+body; the reply becomes a Response object, or its stream of typed events. docs/serve.md, "Responses"."""
+import collections
+import dataclasses
+import json
+import threading
+import time
+import uuid
+
+from .protocol import MAX_LOGPROBS, MAX_MESSAGES, ApiError, bad
+
+MAX_STORED = 1024  # responses kept for previous_response_id and GET; beyond, the oldest are dropped
+MAX_STORED_CHARS = 64 << 20  # characters of the stored conversations and answers together; beyond, the oldest go
+MAX_METADATA = 16  # metadata pairs (OpenAI's limits: 16 keys of at most 64 characters, values of at most 512)
+ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+LOGPROBS = "message.output_text.logprobs"  # the one `include` value taken
+# vLLM's sampling fields a Responses body may carry too (extra_body), passed on to the chat request as they are
+PASSED = ("seed", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty", "stop",
+          "stop_token_ids", "ignore_eos", "min_tokens", "logit_bias", "priority", "cache_salt",
+          "skip_special_tokens", "chat_template_kwargs", "bad_words", "allowed_token_ids")
+# chat field -> the Responses field a refusal names
+FIELDS = {"messages": "input", "max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens",
+          "response_format": "text", "top_logprobs": "top_logprobs", "n": "input"}
+
+
+@dataclasses.dataclass
+class Asked:
+    """What a Responses request asked beside the chat request it became."""
+    id: str
+    conversation: list  # the chat messages of previous turns and this input (no instructions), for the store
+    store: bool
+    logprobs: bool  # include message.output_text.logprobs
+    echoed: dict  # the request's fields the Response object repeats
+
+
+def _text_part(part, where):
+    if not isinstance(part, dict) or part.get("type") not in ("input_text", "output_text", "text") or \
+            not isinstance(part.get("text"), str):
+        raise bad(f"{where} must be a text part {{\"type\": \"input_text\", \"text\": ...}} (only text is "
+                  "supported)", "input")
+    return part["text"]
+
+
+def _input(value):
+    """The chat messages of `input`: a text (a user message) or a list of message items."""
+    if isinstance(value, str):
+        if not value:
+            raise bad("input must be a non-empty text or a list of messages", "input")
+        return [{"role": "user", "content": value}]
+    if not isinstance(value, list) or not 0 < len(value) <= MAX_MESSAGES:
+        raise bad(f"input must be a non-empty text or a list of 1 to {MAX_MESSAGES} messages", "input")
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, dict) or item.get("type", "message") != "message":
+            kind = item.get("type") if isinstance(item, dict) else type(item).__name__
+            raise bad(f"input[{i}]: only message items are supported, not {str(kind)[:64]!r}", "input")
+        role, content = item.get("role"), item.get("content")
+        if role not in ROLES:
+            raise bad(f"input[{i}].role must be one of {', '.join(ROLES)}", "input")
+        if isinstance(content, list):
+            content = "".join(_text_part(p, f"input[{i}].content[{j}]") for j, p in enumerate(content))
+        elif not isinstance(content, str):
+            raise bad(f"input[{i}].content must be a text or a list of text parts", "input")
+        out.append({"role": ROLES[role], "content": content})
+    return out
+
+
+def _format(text):
+    """The chat response_format of `text` ({"format": {"type": "text" | "json_object" | "json_schema", ...}})."""
+    if text is not None and not isinstance(text, dict):
+        raise bad("text must be an object {\"format\": {...}}", "text")
+    fmt = None if text is None else text.get("format")
+    if fmt is None:
+        return None
+    if not isinstance(fmt, dict) or fmt.get("type") not in ("text", "json_object", "json_schema"):
+        raise bad("text.format must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or {\"type\": "
+                  "\"json_schema\", \"name\": ..., \"schema\": {...}}", "text")
+    if fmt["type"] != "json_schema":
+        return {"type": fmt["type"]}
+    return {"type": "json_schema", "json_schema": {k: fmt[k] for k in ("name", "schema", "strict") if k in fmt}}
+
+
+def _metadata(v):
+    if v is None:
+        return None
+    if not isinstance(v, dict) or len(v) > MAX_METADATA or \
+            not all(isinstance(k, str) and len(k) <= 64 and isinstance(s, str) and len(s) <= 512
+                    for k, s in v.items()):
+        raise bad(f"metadata must be an object of at most {MAX_METADATA} strings (keys of at most 64 characters, "
+                  "values of at most 512)", "metadata")
+    return v
+
+
+def _refused(body):
+    """A 400 naming the first field asked for that the server does not have: tools and their calls, reasoning
+    settings, background runs, stored prompts and conversations, truncation "auto"."""
+    if body.get("tools"):
+        raise bad("tools are not supported in /v1/responses (use /v1/chat/completions)", "tools")
+    if body.get("tool_choice") not in (None, "auto", "none"):
+        raise bad("tool_choice must be \"auto\" or \"none\" (no tools are supported here)", "tool_choice")
+    for name in ("background", "prompt", "conversation", "reasoning"):
+        v = body.get(name)
+        if not (v is None or v is False or v == {} or (name == "reasoning" and isinstance(v, dict)
+                                                         and all(x is None for x in v.values()))):
+            raise bad(f"{name} is not supported", name)
+    if body.get("truncation") not in (None, "disabled"):
+        raise bad("truncation must be \"disabled\" (a conversation too long for the model is refused)", "truncation")
+    for name in ("parallel_tool_calls", "store", "stream"):
+        if body.get(name) is not None and not isinstance(body[name], bool):
+            raise bad(f"{name} must be true or false", name)
+    for name in ("instructions", "previous_response_id", "user", "safety_identifier", "prompt_cache_key"):
+        if body.get(name) is not None and not isinstance(body[name], str):
+            raise bad(f"{name} must be a string", name)
+    include = body.get("include")
+    if include is not None and (not isinstance(include, list) or not set(include) <= {LOGPROBS}):
+        raise bad(f"include may name only {LOGPROBS!r}", "include")
+
+
+def request(body, store, tenant):
+    """(the chat body, Asked) of a /v1/responses body; a stored previous_response_id (of this tenant) puts its
+    conversation first (its instructions are not carried over, as OpenAI documents)."""
+    if not isinstance(body, dict):
+        raise bad("the request body must be a JSON object")
+    _refused(body)
+    messages = _input(body.get("input"))
+    previous = body.get("previous_response_id")
+    if previous is not None:
+        messages = store.conversation(previous, tenant) + messages
+        if len(messages) > MAX_MESSAGES:
+            raise bad(f"the conversation holds more than {MAX_MESSAGES} messages", "input")
+    instructions = body.get("instructions")
+    first = [{"role": "system", "content": instructions}] if instructions else []
+    logprobs = LOGPROBS in (body.get("include") or [])
+    top = body.get("top_logprobs")
+    if top is not None and not logprobs:
+        raise bad(f"top_logprobs needs include [{LOGPROBS!r}]", "top_logprobs")
+    chat = {k: body[k] for k in PASSED if k in body}
+    chat.update(messages=first + messages, model=body.get("model"), stream=body.get("stream", False),
+                max_completion_tokens=body.get("max_output_tokens"), temperature=body.get("temperature"),
+                top_p=body.get("top_p"), response_format=_format(body.get("text")), logprobs=logprobs,
+                top_logprobs=top if logprobs else None)
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= MAX_LOGPROBS):
+        raise bad(f"top_logprobs must be an integer in [0, {MAX_LOGPROBS}]", "top_logprobs")
+    echoed = {"instructions": instructions, "max_output_tokens": body.get("max_output_tokens"),
+              "metadata": _metadata(body.get("metadata")), "previous_response_id": previous,
+              "temperature": body.get("temperature"), "top_p": body.get("top_p"), "top_logprobs": top,
+              "parallel_tool_calls": body.get("parallel_tool_calls", True), "tool_choice": body.get("tool_choice")
+              or "auto", "tools": [], "text": {"format": (body.get("text") or {}).get("format") or {"type": "text"}},
+              "truncation": "disabled", "user": body.get("user"), "store": body.get("store", True),
+              "background": False, "reasoning": None, "service_tier": "default"}
+    return chat, Asked(f"resp_{uuid.uuid4().hex}", messages, echoed["store"], logprobs, echoed)
+
+
+def renamed(exc):
+    """A chat refusal of a Responses request, naming the Responses field (input for messages, ...)."""
+    if isinstance(exc, ApiError) and exc.param in FIELDS:
+        exc.param = FIELDS[exc.param]
+    return exc
+
+
+class Store:
+    """The stored responses, by id: (tenant, the conversation with the answer, the Response object), the oldest
+    dropped beyond MAX_STORED of them or MAX_STORED_CHARS characters. The lock: requests are parsed on worker
+    threads."""
+
+    def __init__(self, max_items=MAX_STORED, max_chars=MAX_STORED_CHARS):
+        self.items, self.chars, self.lock = collections.OrderedDict(), 0, threading.Lock()
+        self.max_items, self.max_chars = max_items, max_chars
+
+    def put(self, rid, tenant, conversation, response):
+        size = len(json.dumps(conversation)) + len(json.dumps(response))
+        with self.lock:
+            self.items[rid] = (tenant, conversation, response, size)
+            self.chars += size
+            while self.items and (len(self.items) > self.max_items or self.chars > self.max_chars):
+                self.chars -= self.items.popitem(last=False)[1][3]
+
+    def _get(self, rid, tenant, param):
+        with self.lock:
+            item = self.items.get(rid)
+        if item is None or item[0] != tenant:  # another tenant's response is not there for this one
+            raise ApiError(404, f"no stored response {rid[:80]!r} (never stored, store false, or dropped as the "
+                           "oldest)", param=param, code="response_not_found")
+        return item
+
+    def conversation(self, rid, tenant):
+        return list(self._get(rid, tenant, "previous_response_id")[1])
+
+    def response(self, rid, tenant):
+        return self._get(rid, tenant, "response_id")[2]
+
+    def delete(self, rid, tenant):
+        self._get(rid, tenant, "response_id")
+        with self.lock:
+            item = self.items.pop(rid, None)
+            self.chars -= item[3] if item else 0
+
+
+def usage(u, cached):
+    """A chat usage as the Responses API counts it."""
+    return {"input_tokens": u["prompt_tokens"], "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": u["completion_tokens"], "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": u["total_tokens"]}
+
+
+def message(mid, text, logprobs, status):
+    """The output message item of a reply's text (logprobs: the chat's content logprobs entries)."""
+    return {"id": mid, "type": "message", "status": status, "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": logprobs}]}
+
+
+def response(asked, model, created, status, output, use=None, reason=None):
+    """The Response object. reason: the generation's finish reason ("length": status incomplete)."""
+    if status == "completed" and reason == "length":
+        status = "incomplete"
+    return {"id": asked.id, "object": "response", "created_at": created, "model": model, "status": status,
+            "error": None, "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+            "output": output, "usage": use, **asked.echoed}
+
+
+class Events:
+    """The typed events of a streamed Response, numbered (sequence_number) as they go out."""
+
+    def __init__(self, asked, model):
+        self.asked, self.model, self.created = asked, model, int(time.time())
+        self.mid, self.seq, self.text, self.logprobs = f"msg_{uuid.uuid4().hex}", 0, [], []
+
+    def _event(self, kind, **fields):
+        out = {"type": kind, "sequence_number": self.seq, **fields}
+        self.seq += 1
+        return f"event: {kind}\ndata: {json.dumps(out, ensure_ascii=False)}\n\n"
+
+    def start(self):
+        running = response(self.asked, self.model, self.created, "in_progress", [])
+        where = {"item_id": self.mid, "output_index": 0, "content_index": 0}
+        return (self._event("response.created", response=running)
+                + self._event("response.in_progress", response=running)
+                + self._event("response.output_item.added", output_index=0,
+                              item={**message(self.mid, "", None, "in_progress"), "content": []})
+                + self._event("response.content_part.added", **where,
+                              part={"type": "output_text", "text": "", "annotations": [], "logprobs": []}))
+
+    def delta(self, text, logprobs):
+        self.text.append(text)
+        self.logprobs += logprobs
+        if not text and not logprobs:
+            return ""
+        return self._event("response.output_text.delta", item_id=self.mid, output_index=0, content_index=0,
+                           delta=text, logprobs=logprobs)
+
+    def finish(self, reason, use):
+        """The closing events and the final Response object (what the store keeps)."""
+        text, where = "".join(self.text), {"item_id": self.mid, "output_index": 0, "content_index": 0}
+        status = "incomplete" if reason == "length" else "completed"
+        item = message(self.mid, text, self.logprobs if self.asked.logprobs else None, status)
+        final = response(self.asked, self.model, self.created, "completed", [item], use, reason)
+        events = (self._event("response.output_text.done", **where, text=text, logprobs=self.logprobs)
+                  + self._event("response.content_part.done", **where, part=item["content"][0])
+                  + self._event("response.output_item.done", output_index=0, item=item)
+                  + self._event("response.completed", response=final))
+        return events, final
+
+    def failed(self, exc):
+        return self._event("error", code="server_error", message=f"the engine failed: {exc}", param=None)
