@@ -133,6 +133,18 @@ def test_n_choices_each_parse_their_calls(server, client, tok, monkeypatch):
     assert [(n, json.loads(a)) for n, a in calls[0]] == [(n, json.loads(a)) for n, a in calls[1]] == CALLS
 
 
+def test_parallel_tool_calls_false_keeps_the_first_call(server, client, tok, monkeypatch):
+    # vLLM's reading of OpenAI's field: the reply's first call alone, streamed and not
+    script(monkeypatch, server[1], tok, REPLY, 3)
+    whole = client.chat.completions.create(model="test", messages=ASK, tools=TOOLS, parallel_tool_calls=False)
+    assert calls_of(whole.choices[0].message.tool_calls) == CALLS[:1]
+    assert whole.choices[0].finish_reason == "tool_calls"
+    content, calls, reasons = gather(client.chat.completions.create(model="test", messages=ASK, tools=TOOLS,
+                                                                    parallel_tool_calls=False, stream=True))
+    assert [(n, json.loads(a)) for n, a in calls[0]] == CALLS[:1] and reasons == {0: "tool_calls"}
+    assert content == {0: whole.choices[0].message.content}
+
+
 def test_a_named_function_is_its_arguments_beside_the_parser(server, client, tok, monkeypatch):
     # the reply (forced by the grammar, here scripted) is the arguments, whatever markers it holds: the hermes
     # parser of --enable-auto-tool-choice does not read it (test_serve_forced_calls.py checks the grammar)

@@ -552,6 +552,7 @@ class Server:
         if parser is None:
             return {"message": {"role": "assistant", "content": echo + text}, **req.ending(req.finish_reason)}
         content, calls = tool_calls.parse(text, parser)
+        calls = calls[:1] if gen.first_call_only else calls
         content = echo + (content or "") or None
         return {"message": {"role": "assistant", "content": content, "tool_calls": calls},
                 **req.ending(self._call_reason(gen, req.finish_reason, len(calls)))}
@@ -589,7 +590,8 @@ class Server:
                     if parser is None:
                         message = {"content": delta} if delta else {}
                     else:  # content outside the calls, the calls' beginnings and arguments
-                        message = tool_calls.delta(parser.feed(delta) + (parser.finish() if reason else []))
+                        message = tool_calls.delta(parser.feed(delta) + (parser.finish() if reason else []),
+                                                   gen.first_call_only)
                         reason = self._call_reason(gen, reason, parser.n_calls)
                     choice = {"index": i, "delta": message, "logprobs": logprobs,
                               **reqs[i].ending(reason), **_ids(gen, token_ids=ids)}
