@@ -161,7 +161,7 @@ class Server:
         self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
         # uvicorn's `http` setting for this app: the header and write deadlines, the cap on connections
         self.http_protocol = http.protocol(read_timeout, write_timeout, max_connections)
-        self.metrics = Metrics(self.engine)
+        self.metrics = Metrics(self.engine, self.model_name)
         self.stored = responses.Store()  # /v1/responses' answers kept for previous_response_id and GET
         self.created = int(time.time())
         self.vocab_size = self.engine.engine.vocab_size
