@@ -1,6 +1,7 @@
 """kvcache.serve's /v1/responses (OpenAI's Responses API) through the real `openai` client: text in and out equal
 to the chat reply of the same conversation, streamed events, instructions, max_output_tokens, logprobs,
-text.format json_schema, previous_response_id with store (and tenants), retrieve, and every refusal."""
+text.format json_schema, previous_response_id with store (and tenants), retrieve, and every refusal
+(function tools: test_serve_tools.py)."""
 import json
 
 import pytest
@@ -134,11 +135,15 @@ def test_logprobs_and_json_schema(client):
 
 REFUSED = [
     ({"input": ""}, "input"),
-    ({"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]}, "input"),
+    ({"input": [{"type": "function_call", "call_id": "c", "name": "f"}]}, "input"),
+    ({"input": [{"type": "reasoning", "summary": []}]}, "input"),
     ({"input": [{"role": "tool", "content": "x"}]}, "input"),
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]}, "input"),
-    ({"tools": [{"type": "function", "name": "f", "parameters": {}}]}, "tools"),
+    ({"tools": [{"type": "web_search"}]}, "tools"),
+    ({"tools": [{"type": "function", "name": ""}]}, "tools"),
+    ({"tools": [{"type": "function", "name": "f"}]}, "tool_choice"),  # auto: the server has no parser
     ({"tool_choice": "required"}, "tool_choice"),
+    ({"tool_choice": {"type": "file_search"}}, "tool_choice"),
     ({"background": True}, "background"),
     ({"reasoning": {"effort": "high"}}, "reasoning"),
     ({"truncation": "auto"}, "truncation"),

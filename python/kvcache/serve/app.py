@@ -635,37 +635,43 @@ class Server:
         def logprobs(lps):
             return self._chat_logprobs(lps or [], gen)["content"] if asked.logprobs else []
 
-        def finished(text, final):
+        def finished(final, reply):
             if asked.store:
-                self.stored.put(asked.id, tenant, asked.conversation + [{"role": "assistant", "content": text}], final)
+                self.stored.put(asked.id, tenant, asked.conversation + [reply], final)
             return final
 
         def use():
             return responses.usage(choices.usage(reqs, False), req.n_cached)
 
         if gen.stream:
-            events = responses.Events(asked, self.model_name)
+            events, parser = responses.Events(asked, self.model_name), self._call_parser(gen, True)
 
             async def sse():
                 yield events.start()
                 try:
-                    async for _, delta, lps, _, _ in choices.merged(reqs):
-                        yield events.delta(delta, logprobs(lps))
+                    async for _, delta, lps, reason, _ in choices.merged(reqs):
+                        if parser is None:
+                            yield events.delta(delta, logprobs(lps))
+                        else:  # the text outside the calls, each call's start and arguments
+                            yield events.parsed(tool_calls.kept(parser.feed(delta) + (parser.finish() if reason else []),
+                                                                gen.first_call_only))
                 except Exception as exc:  # the engine failed: the stream's last event says so
                     yield events.failed(exc)
                     return
-                done, final = events.finish(req.finish_reason, use())
-                finished("".join(events.text), final)
+                done, (final, reply) = events.finish(req.finish_reason, use())
+                finished(final, reply)
                 yield done
 
             return _EventStream(sse())
 
         async def collect():
             texts, lps, _ = await choices.whole(reqs)
-            item = responses.message(f"msg_{uuid.uuid4().hex}", texts[0], logprobs(lps[0]) if asked.logprobs else None,
-                                     "incomplete" if req.finish_reason == "length" else "completed")
-            return finished(texts[0], responses.response(asked, self.model_name, int(time.time()), "completed", [item],
-                                                         use(), req.finish_reason))
+            msg = self._chat_message(gen, req, texts[0])["message"]
+            calls = msg.get("tool_calls") or []
+            items = responses.output(msg["content"], calls, logprobs(lps[0]) if asked.logprobs else None,
+                                     req.finish_reason)
+            return finished(responses.response(asked, self.model_name, int(time.time()), "completed", items, use(),
+                                               req.finish_reason), responses.assistant(msg["content"], calls))
 
         return await self._finish(request, reqs, collect)
 

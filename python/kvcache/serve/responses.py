@@ -1,6 +1,7 @@
 """OpenAI's Responses API (POST /v1/responses, GET /v1/responses/{id}) over the chat machinery: a request's
 `input` (after its `instructions`, and after the conversation of a stored `previous_response_id`) becomes a chat
-body; the reply becomes a Response object, or its stream of typed events. docs/serve.md, "Responses"."""
+body, its function tools chat's tools; the reply becomes a Response object (a message item, function_call
+items), or its stream of typed events. docs/serve.md, "Responses"."""
 import collections
 import dataclasses
 import json
@@ -8,7 +9,7 @@ import threading
 import time
 import uuid
 
-from .protocol import MAX_LOGPROBS, MAX_MESSAGES, ApiError, bad
+from .protocol import MAX_LOGPROBS, MAX_MESSAGES, MAX_TOOLS, ApiError, bad
 
 MAX_STORED = 1024  # responses kept for previous_response_id and GET; beyond, the oldest are dropped
 MAX_STORED_CHARS = 64 << 20  # characters of the stored conversations and answers together; beyond, the oldest go
@@ -52,9 +53,13 @@ def _input(value):
         raise bad(f"input must be a non-empty text or a list of 1 to {MAX_MESSAGES} messages", "input")
     out = []
     for i, item in enumerate(value):
-        if not isinstance(item, dict) or item.get("type", "message") != "message":
-            kind = item.get("type") if isinstance(item, dict) else type(item).__name__
-            raise bad(f"input[{i}]: only message items are supported, not {str(kind)[:64]!r}", "input")
+        kind = item.get("type", "message") if isinstance(item, dict) else type(item).__name__
+        if kind in ("function_call", "function_call_output"):
+            _call_item(item, i, out)
+            continue
+        if kind != "message":
+            raise bad(f"input[{i}]: only message, function_call and function_call_output items are supported, not "
+                      f"{str(kind)[:64]!r}", "input")
         role, content = item.get("role"), item.get("content")
         if role not in ROLES:
             raise bad(f"input[{i}].role must be one of {', '.join(ROLES)}", "input")
@@ -64,6 +69,48 @@ def _input(value):
             raise bad(f"input[{i}].content must be a text or a list of text parts", "input")
         out.append({"role": ROLES[role], "content": content})
     return out
+
+
+def _call_item(item, i, out):
+    """A function_call input item as a call of an assistant message (joining the one before it), or a
+    function_call_output as a tool message, appended to out (chat messages)."""
+    for key in ("call_id", "name", "arguments") if item["type"] == "function_call" else ("call_id", "output"):
+        if not isinstance(item.get(key), str):
+            raise bad(f"input[{i}].{key} must be a string", "input")
+    if item["type"] == "function_call_output":
+        out.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
+        return
+    call = {"id": item["call_id"], "type": "function",
+            "function": {"name": item["name"], "arguments": item["arguments"]}}
+    if out and out[-1]["role"] == "assistant":
+        out[-1]["tool_calls"] = out[-1].get("tool_calls", []) + [call]
+    else:
+        out.append({"role": "assistant", "content": "", "tool_calls": [call]})
+
+
+def _tools(tools):
+    """The chat tools of Responses function tools ({"type": "function", "name", "description"?, "parameters"?,
+    "strict"?}); chat's checks follow."""
+    if tools is None:
+        return None
+    if not isinstance(tools, list) or len(tools) > MAX_TOOLS:
+        raise bad(f"tools must be a list of at most {MAX_TOOLS} tools", "tools")
+    out = []
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            raise bad(f"tools[{i}]: only function tools are supported", "tools")
+        out.append({"type": "function", "function": {k: tool[k] for k in ("name", "description", "parameters")
+                                                      if tool.get(k) is not None}})
+    return out
+
+
+def _tool_choice(choice):
+    """Chat's tool_choice of a Responses one: "auto", "none", "required" or {"type": "function", "name"}."""
+    if choice is None or choice in ("auto", "none", "required"):
+        return choice
+    if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("name"), str):
+        return {"type": "function", "function": {"name": choice["name"]}}
+    raise bad('tool_choice must be "auto", "none", "required" or {"type": "function", "name": ...}', "tool_choice")
 
 
 def _format(text):
@@ -93,12 +140,7 @@ def _metadata(v):
 
 
 def _refused(body):
-    """A 400 naming the first field asked for that the server does not have: tools and their calls, reasoning
-    settings, background runs, stored prompts and conversations, truncation "auto"."""
-    if body.get("tools"):
-        raise bad("tools are not supported in /v1/responses (use /v1/chat/completions)", "tools")
-    if body.get("tool_choice") not in (None, "auto", "none"):
-        raise bad("tool_choice must be \"auto\" or \"none\" (no tools are supported here)", "tool_choice")
+    """A 400 naming the first field asked for that the server does not have: reasoning settings, background runs, stored prompts and conversations, truncation "auto"."""
     for name in ("background", "prompt", "conversation", "reasoning"):
         v = body.get(name)
         if not (v is None or v is False or v == {} or (name == "reasoning" and isinstance(v, dict)
@@ -139,14 +181,15 @@ def request(body, store, tenant):
     chat.update(messages=first + messages, model=body.get("model"), stream=body.get("stream", False),
                 max_completion_tokens=body.get("max_output_tokens"), temperature=body.get("temperature"),
                 top_p=body.get("top_p"), response_format=_format(body.get("text")), logprobs=logprobs,
-                top_logprobs=top if logprobs else None)
+                top_logprobs=top if logprobs else None, tools=_tools(body.get("tools")),
+                tool_choice=_tool_choice(body.get("tool_choice")), parallel_tool_calls=body.get("parallel_tool_calls"))
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= MAX_LOGPROBS):
         raise bad(f"top_logprobs must be an integer in [0, {MAX_LOGPROBS}]", "top_logprobs")
     echoed = {"instructions": instructions, "max_output_tokens": body.get("max_output_tokens"),
               "metadata": _metadata(body.get("metadata")), "previous_response_id": previous,
               "temperature": body.get("temperature"), "top_p": body.get("top_p"), "top_logprobs": top,
               "parallel_tool_calls": body.get("parallel_tool_calls", True), "tool_choice": body.get("tool_choice")
-              or "auto", "tools": [], "text": {"format": (body.get("text") or {}).get("format") or {"type": "text"}},
+              or "auto", "tools": body.get("tools") or [], "text": {"format": (body.get("text") or {}).get("format") or {"type": "text"}},
               "truncation": "disabled", "user": body.get("user"), "store": body.get("store", True),
               "background": False, "reasoning": None, "service_tier": "default"}
     return chat, Asked(f"resp_{uuid.uuid4().hex}", messages, echoed["store"], logprobs, echoed)
@@ -210,6 +253,26 @@ def message(mid, text, logprobs, status):
             "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": logprobs}]}
 
 
+def function_call(call, status="completed"):
+    """The function_call output item of a chat tool call."""
+    return {"id": f"fc_{uuid.uuid4().hex}", "type": "function_call", "status": status, "call_id": call["id"],
+            "name": call["function"]["name"], "arguments": call["function"]["arguments"]}
+
+
+def output(content, calls, logprobs, reason):
+    """The output items of a whole reply: a message of its text, unless the reply is calls and only whitespace
+    around them (content None), then a function_call item per call."""
+    status = "incomplete" if reason == "length" else "completed"
+    items = [message(f"msg_{uuid.uuid4().hex}", content or "", logprobs, status)] \
+        if content is not None or not calls else []
+    return items + [function_call(c) for c in calls]
+
+
+def assistant(content, calls):
+    """The chat message of a reply, as the store keeps it for the next turn."""
+    return {"role": "assistant", "content": content or "", **({"tool_calls": calls} if calls else {})}
+
+
 def response(asked, model, created, status, output, use=None, reason=None):
     """The Response object. reason: the generation's finish reason ("length": status incomplete)."""
     if status == "completed" and reason == "length":
@@ -220,11 +283,14 @@ def response(asked, model, created, status, output, use=None, reason=None):
 
 
 class Events:
-    """The typed events of a streamed Response, numbered (sequence_number) as they go out."""
+    """The typed events of a streamed Response, numbered (sequence_number) as they go out. The output items open
+    as the reply brings them: the message at its first text that is not only whitespace (or at the end, when
+    the reply has no calls), a function_call item at each call's name."""
 
     def __init__(self, asked, model):
         self.asked, self.model, self.created = asked, model, int(time.time())
-        self.mid, self.seq, self.text, self.logprobs = f"msg_{uuid.uuid4().hex}", 0, [], []
+        self.seq, self.items, self.calls = 0, [], {}  # output items in order; call index -> its item's index
+        self.msg, self.held, self.text, self.logprobs = None, "", [], []  # the message item's index, its pieces
 
     def _event(self, kind, **fields):
         out = {"type": kind, "sequence_number": self.seq, **fields}
@@ -233,33 +299,68 @@ class Events:
 
     def start(self):
         running = response(self.asked, self.model, self.created, "in_progress", [])
-        where = {"item_id": self.mid, "output_index": 0, "content_index": 0}
-        return (self._event("response.created", response=running)
-                + self._event("response.in_progress", response=running)
-                + self._event("response.output_item.added", output_index=0,
-                              item={**message(self.mid, "", None, "in_progress"), "content": []})
-                + self._event("response.content_part.added", **where,
-                              part={"type": "output_text", "text": "", "annotations": [], "logprobs": []}))
+        return self._event("response.created", response=running) + self._event("response.in_progress",
+                                                                                response=running)
 
-    def delta(self, text, logprobs):
-        self.text.append(text)
+    def _open(self, item):
+        self.items.append(item)
+        return self._event("response.output_item.added", output_index=len(self.items) - 1,
+                           item={**item, "status": "in_progress"})
+
+    def _where(self):
+        return {"item_id": self.items[self.msg]["id"], "output_index": self.msg, "content_index": 0}
+
+    def delta(self, text, logprobs, force=False):
+        """A piece of the reply's text (and its tokens' logprobs); force: open the message item now."""
         self.logprobs += logprobs
-        if not text and not logprobs:
-            return ""
-        return self._event("response.output_text.delta", item_id=self.mid, output_index=0, content_index=0,
-                           delta=text, logprobs=logprobs)
+        out = ""
+        if self.msg is None:
+            self.held += text
+            if not force and not self.held.strip() and not logprobs:
+                return ""
+            text, self.held, self.msg = self.held, "", len(self.items)
+            out = self._open({**message(f"msg_{uuid.uuid4().hex}", "", None, "in_progress"), "content": []}) + \
+                self._event("response.content_part.added", **self._where(),
+                            part={"type": "output_text", "text": "", "annotations": [], "logprobs": []})
+        self.text.append(text)
+        return out + self._event("response.output_text.delta", **self._where(), delta=text, logprobs=logprobs)
+
+    def parsed(self, events):
+        """The events of a tool-call parser (tool_calls.Events): content, a call's start, its arguments."""
+        out = []
+        for e in events:
+            if e[0] == "content":
+                out.append(self.delta(e[1], []))
+            elif e[0] == "call":
+                self.calls[e[1]] = len(self.items)
+                out.append(self._open(function_call({"id": e[2], "function": {"name": e[3], "arguments": ""}})))
+            else:
+                item = self.calls[e[1]]
+                self.items[item]["arguments"] += e[2]
+                out.append(self._event("response.function_call_arguments.delta", item_id=self.items[item]["id"],
+                                       output_index=item, delta=e[2]))
+        return "".join(out)
 
     def finish(self, reason, use):
-        """The closing events and the final Response object (what the store keeps)."""
-        text, where = "".join(self.text), {"item_id": self.mid, "output_index": 0, "content_index": 0}
+        """The closing events and (the final Response object, the reply as a chat message)."""
+        out = [self.delta("", [], True)] if self.msg is None and not self.calls else []
         status = "incomplete" if reason == "length" else "completed"
-        item = message(self.mid, text, self.logprobs if self.asked.logprobs else None, status)
-        final = response(self.asked, self.model, self.created, "completed", [item], use, reason)
-        events = (self._event("response.output_text.done", **where, text=text, logprobs=self.logprobs)
-                  + self._event("response.content_part.done", **where, part=item["content"][0])
-                  + self._event("response.output_item.done", output_index=0, item=item)
-                  + self._event("response.completed", response=final))
-        return events, final
+        calls = []
+        for i, item in enumerate(self.items):
+            if i == self.msg:
+                text = "".join(self.text)
+                item.update(message(item["id"], text, self.logprobs if self.asked.logprobs else None, status))
+                out += [self._event("response.output_text.done", **self._where(), text=text, logprobs=self.logprobs),
+                        self._event("response.content_part.done", **self._where(), part=item["content"][0])]
+            else:
+                calls.append({"id": item["call_id"], "type": "function",
+                              "function": {"name": item["name"], "arguments": item["arguments"]}})
+                out.append(self._event("response.function_call_arguments.done", item_id=item["id"], output_index=i,
+                                       name=item["name"], arguments=item["arguments"]))
+            out.append(self._event("response.output_item.done", output_index=i, item=item))
+        final = response(self.asked, self.model, self.created, "completed", self.items, use, reason)
+        content = "".join(self.text) if self.msg is not None else None
+        return "".join(out) + self._event("response.completed", response=final), (final, assistant(content, calls))
 
     def failed(self, exc):
         return self._event("error", code="server_error", message=f"the engine failed: {exc}", param=None)
