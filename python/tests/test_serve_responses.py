@@ -40,29 +40,29 @@ def chat_text(client, messages, **kw):
 
 
 def test_text_in_and_out_is_the_chat_reply(client):
-    r = client.responses.create(model="test", input="Hello there", instructions="Be brief.", max_output_tokens=12,
+    r = client.responses.create(model="test", input="Hello there", instructions="Be brief.", max_output_tokens=6,
                                 temperature=0)
     text, reason, use = chat_text(client, [{"role": "system", "content": "Be brief."},
-                                           {"role": "user", "content": "Hello there"}], max_completion_tokens=12)
+                                           {"role": "user", "content": "Hello there"}], max_completion_tokens=6)
     assert r.object == "response" and r.id.startswith("resp_") and r.model == "test"
     assert r.output_text == text and r.output[0].role == "assistant" and r.output[0].type == "message"
     assert (r.status, r.incomplete_details and r.incomplete_details.reason) == \
         (("incomplete", "max_output_tokens") if reason == "length" else ("completed", None))
     assert (r.usage.input_tokens, r.usage.output_tokens, r.usage.total_tokens) == \
         (use.prompt_tokens, use.completion_tokens, use.total_tokens)
-    assert r.instructions == "Be brief." and r.max_output_tokens == 12
+    assert r.instructions == "Be brief." and r.max_output_tokens == 6
     # message items with text parts and the developer role (a system message to the template)
     items = [{"role": "developer", "content": "Be brief."},
              {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hello "},
                                                                {"type": "input_text", "text": "there"}]}]
-    assert client.responses.create(model="test", input=items, max_output_tokens=12, temperature=0,
+    assert client.responses.create(model="test", input=items, max_output_tokens=6, temperature=0,
                                    store=False).output_text == text
 
 
 def test_streamed_events_add_up_to_the_whole(client):
-    whole = client.responses.create(model="test", input="Numbers 0 1 2", max_output_tokens=16, temperature=0,
+    whole = client.responses.create(model="test", input="Numbers 0 1 2", max_output_tokens=8, temperature=0,
                                     store=False)
-    events = list(client.responses.create(model="test", input="Numbers 0 1 2", max_output_tokens=16, temperature=0,
+    events = list(client.responses.create(model="test", input="Numbers 0 1 2", max_output_tokens=8, temperature=0,
                                           store=False, stream=True))
     kinds = [e.type for e in events]
     assert kinds[:4] == ["response.created", "response.in_progress", "response.output_item.added",
@@ -94,7 +94,7 @@ def test_previous_response_id_continues_the_stored_conversation(server, client):
         with pytest.raises(openai.NotFoundError) as err:
             other.responses.create(model="test", input="x", previous_response_id=first.id, max_output_tokens=2)
         assert err.value.body["param"] == "previous_response_id"
-    unstored = client.responses.create(model="test", input="x", max_output_tokens=2, store=False)
+    unstored = client.responses.create(model="test", input="x", max_output_tokens=1, store=False)
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(unstored.id)
     with client.responses.stream(model="test", input="x", max_output_tokens=2, previous_response_id=second.id) as s:
@@ -137,7 +137,6 @@ REFUSED = [
     ({"input": ""}, "input"),
     ({"input": [{"type": "function_call", "call_id": "c", "name": "f"}]}, "input"),
     ({"input": [{"type": "reasoning", "summary": []}]}, "input"),
-    ({"input": [{"role": "tool", "content": "x"}]}, "input"),
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]}, "input"),
     ({"tools": [{"type": "web_search"}]}, "tools"),
     ({"tools": [{"type": "function", "name": ""}]}, "tools"),
@@ -149,9 +148,7 @@ REFUSED = [
     ({"truncation": "auto"}, "truncation"),
     ({"include": ["reasoning.encrypted_content"]}, "include"),
     ({"top_logprobs": 2}, "top_logprobs"),
-    ({"max_output_tokens": 0}, "max_output_tokens"),
     ({"max_output_tokens": 10**6}, "max_output_tokens"),
-    ({"temperature": 3}, "temperature"),
     ({"text": {"format": {"type": "yaml"}}}, "text"),
     ({"text": {"format": {"type": "json_schema", "name": "x", "schema": 5}}}, "text"),
     ({"metadata": {str(i): "v" for i in range(17)}}, "metadata"),
