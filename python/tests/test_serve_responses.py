@@ -147,6 +147,7 @@ REFUSED = [
     ({"reasoning": {"effort": "high"}}, "reasoning"),
     ({"truncation": "auto"}, "truncation"),
     ({"include": ["reasoning.encrypted_content"]}, "include"),
+    ({"include": [{}]}, "include"),  # was a 500 (a set of unhashable values)
     ({"top_logprobs": 2}, "top_logprobs"),
     ({"max_output_tokens": 10**6}, "max_output_tokens"),
     ({"text": {"format": {"type": "yaml"}}}, "text"),

@@ -143,8 +143,8 @@ def _refused(body):
     """A 400 naming the first field asked for that the server does not have: reasoning settings, background runs, stored prompts and conversations, truncation "auto"."""
     for name in ("background", "prompt", "conversation", "reasoning"):
         v = body.get(name)
-        if not (v is None or v is False or v == {} or (name == "reasoning" and isinstance(v, dict)
-                                                         and all(x is None for x in v.values()))):
+        if not (v is None or v is False or (name == "reasoning" and isinstance(v, dict)
+                                             and all(x is None for x in v.values()))):
             raise bad(f"{name} is not supported", name)
     if body.get("truncation") not in (None, "disabled"):
         raise bad("truncation must be \"disabled\" (a conversation too long for the model is refused)", "truncation")
@@ -155,7 +155,7 @@ def _refused(body):
         if body.get(name) is not None and not isinstance(body[name], str):
             raise bad(f"{name} must be a string", name)
     include = body.get("include")
-    if include is not None and (not isinstance(include, list) or not set(include) <= {LOGPROBS}):
+    if include is not None and (not isinstance(include, list) or any(v != LOGPROBS for v in include)):
         raise bad(f"include may name only {LOGPROBS!r}", "include")
 
 
