@@ -94,6 +94,9 @@ def test_previous_response_id_continues_the_stored_conversation(server, client):
         with pytest.raises(openai.NotFoundError) as err:
             other.responses.create(model="test", input="x", previous_response_id=first.id, max_output_tokens=2)
         assert err.value.body["param"] == "previous_response_id"
+    nulled = httpx.post(server[0] + "/v1/responses", headers={"Authorization": f"Bearer {KEYS[0]}"}, timeout=60,
+                        json={"model": "test", "input": "x", "max_output_tokens": 1, "store": None}).json()
+    assert client.responses.retrieve(nulled["id"]).id == nulled["id"] and nulled["store"] is True  # null: default
     unstored = client.responses.create(model="test", input="x", max_output_tokens=1, store=False)
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(unstored.id)

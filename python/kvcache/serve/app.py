@@ -653,8 +653,8 @@ class Server:
                         if parser is None:
                             yield events.delta(delta, logprobs(lps))
                         else:  # the text outside the calls, each call's start and arguments
-                            yield events.parsed(tool_calls.kept(parser.feed(delta) + (parser.finish() if reason else []),
-                                                                gen.first_call_only))
+                            parsed = parser.feed(delta) + (parser.finish() if reason else [])
+                            yield events.parsed(tool_calls.kept(parsed, gen.first_call_only))
                 except Exception as exc:  # the engine failed: the stream's last event says so
                     yield events.failed(exc)
                     return

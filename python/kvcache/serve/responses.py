@@ -140,7 +140,8 @@ def _metadata(v):
 
 
 def _refused(body):
-    """A 400 naming the first field asked for that the server does not have: reasoning settings, background runs, stored prompts and conversations, truncation "auto"."""
+    """A 400 naming the first field asked for that the server does not have: reasoning settings, background runs,
+    stored prompts and conversations, truncation "auto"."""
     for name in ("background", "prompt", "conversation", "reasoning"):
         v = body.get(name)
         if not (v is None or v is False or (name == "reasoning" and isinstance(v, dict)
@@ -188,9 +189,10 @@ def request(body, store, tenant):
     echoed = {"instructions": instructions, "max_output_tokens": body.get("max_output_tokens"),
               "metadata": _metadata(body.get("metadata")), "previous_response_id": previous,
               "temperature": body.get("temperature"), "top_p": body.get("top_p"), "top_logprobs": top,
-              "parallel_tool_calls": body.get("parallel_tool_calls", True), "tool_choice": body.get("tool_choice")
-              or "auto", "tools": body.get("tools") or [], "text": {"format": (body.get("text") or {}).get("format") or {"type": "text"}},
-              "truncation": "disabled", "user": body.get("user"), "store": body.get("store", True),
+              "parallel_tool_calls": body.get("parallel_tool_calls") is not False, "tool_choice": body.get("tool_choice")
+              or "auto", "tools": body.get("tools") or [],
+              "text": {"format": (body.get("text") or {}).get("format") or {"type": "text"}},
+              "truncation": "disabled", "user": body.get("user"), "store": body.get("store") is not False,
               "background": False, "reasoning": None, "service_tier": "default"}
     return chat, Asked(f"resp_{uuid.uuid4().hex}", messages, echoed["store"], logprobs, echoed)
 
