@@ -316,7 +316,8 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
     for field, value in (("suffix", "x"), ("response_format", {"type": "xml"}), ("tool_choice", "required"),
                          ("guided_whitespace_pattern", " "), ("continue_final_message", True),  # chat's only
                          ("use_beam_search", True), ("logits_processors", ["x"]),
-                         ("chat_template", "{{ messages }}")):
+                         ("chat_template", "{{ messages }}"), ("reasoning_effort", "low"),
+                         ("thinking_token_budget", 8), ("vllm_xargs", {"a": 1})):
         assert error_of(httpx.post(url, json={**ok, field: value}), 400)["param"] == field
     neutral = {"min_p": 0, "repetition_penalty": 1, "response_format": {"type": "text"}, "tool_choice": "auto"}
     assert httpx.post(url, json={**ok, **neutral}).status_code == 200
@@ -377,6 +378,7 @@ def test_models_health_metrics(server, client):
         client.models.retrieve("org/other")
     assert httpx.get(server[0] + "/health").status_code == 200
     assert httpx.get(server[0] + "/version").json() == {"version": kvcache.__version__}
+    client.completions.create(model="test", prompt="x", max_tokens=2, extra_body={"ignore_eos": True})  # "length"
     text = httpx.get(server[0] + "/metrics").text
     for name in ("kvcache_num_requests_running", "kvcache_num_requests_waiting", "kvcache_kv_cache_usage_perc",
                  "kvcache_prefix_cache_queries_total", "kvcache_prefix_cache_hits_total",
@@ -384,6 +386,15 @@ def test_models_health_metrics(server, client):
         metric(text, name)
     assert "kvcache_time_to_first_token_seconds_bucket" in text
     assert "kvcache_inter_token_latency_seconds_bucket" in text
+    # vLLM's names of the same values, labelled with the served model (what vLLM's dashboards and routers read)
+    lines = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
+    for name in ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc", "prefix_cache_queries_total",
+                 "prefix_cache_hits_total", "num_preemptions_total", "prompt_tokens_total",
+                 "generation_tokens_total"):
+        assert lines[f'vllm:{name}{{model_name="test"}}'] == lines[f"kvcache_{name}"], name
+    for name in ("time_to_first_token", "inter_token_latency", "time_per_output_token", "e2e_request_latency"):
+        assert float(lines[f'vllm:{name}_seconds_count{{model_name="test"}}']) > 0
+    assert 'vllm:request_success_total{finished_reason="length",model_name="test"}' in lines
 
 
 def test_tokenize_detokenize_and_ping(server, tok):
@@ -413,6 +424,12 @@ def test_tokenize_detokenize_and_ping(server, tok):
     assert error_of(httpx.post(url + "/tokenize", json={"model": "other", "prompt": "a"}), 404)["code"] == \
         "model_not_found"
     assert httpx.get(url + "/ping").status_code == 200 and httpx.post(url + "/ping").status_code == 200
+    # vLLM's SageMaker /invocations: the body's messages or prompt picks the endpoint
+    r = httpx.post(url + "/invocations", json={"messages": conversation, "max_tokens": 2}).json()
+    assert r["object"] == "chat.completion"
+    r = httpx.post(url + "/invocations", json={"prompt": [5, 6], "max_tokens": 2, "return_token_ids": True}).json()
+    assert r["object"] == "text_completion" and r["choices"][0]["prompt_token_ids"] == [5, 6]
+    assert error_of(httpx.post(url + "/invocations", json={"input": "x"}), 400)["message"].startswith("an /invoc")
 
 
 def test_full_queue_is_503(model_dir, monkeypatch):

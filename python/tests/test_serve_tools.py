@@ -133,6 +133,59 @@ def test_n_choices_each_parse_their_calls(server, client, tok, monkeypatch):
     assert [(n, json.loads(a)) for n, a in calls[0]] == [(n, json.loads(a)) for n, a in calls[1]] == CALLS
 
 
+def test_parallel_tool_calls_false_keeps_the_first_call(server, client, tok, monkeypatch):
+    # vLLM's reading of OpenAI's field: the reply's first call alone, streamed and not
+    script(monkeypatch, server[1], tok, REPLY, 3)
+    whole = client.chat.completions.create(model="test", messages=ASK, tools=TOOLS, parallel_tool_calls=False)
+    assert calls_of(whole.choices[0].message.tool_calls) == CALLS[:1]
+    assert whole.choices[0].finish_reason == "tool_calls"
+    content, calls, reasons = gather(client.chat.completions.create(model="test", messages=ASK, tools=TOOLS,
+                                                                    parallel_tool_calls=False, stream=True))
+    assert [(n, json.loads(a)) for n, a in calls[0]] == CALLS[:1] and reasons == {0: "tool_calls"}
+    assert content == {0: whole.choices[0].message.content}
+
+
+def test_responses_function_tools_are_chats(server, client, tok, monkeypatch):
+    # /v1/responses with function tools: the calls of the chat reply as function_call items, streamed and not;
+    # the calls and their outputs as input items render the prompt the chat conversation renders
+    prompts = script(monkeypatch, server[1], tok, REPLY, 3)
+    flat = [{"type": "function", **TOOLS[0]["function"]}]
+    r = client.responses.create(model="test", input=ASK[0]["content"], tools=flat)
+    assert [i.type for i in r.output] == ["message", "function_call", "function_call"]
+    assert r.output[0].content[0].text == "Let me look.\n\n" and r.status == "completed"
+    assert [(i.name, json.loads(i.arguments)) for i in r.output[1:]] == CALLS
+    with client.responses.stream(model="test", input=ASK[0]["content"], tools=flat, store=False) as stream:
+        kinds = [e.type for e in stream]
+        final = stream.get_final_response()
+    assert [(i.type, getattr(i, "arguments", None)) for i in final.output] == \
+        [(i.type, getattr(i, "arguments", None)) for i in r.output]
+    assert kinds.count("response.function_call_arguments.done") == 2 and kinds[-1] == "response.completed"
+    bare = [{"type": "function", "name": "get_weather"}]  # a short prompt: the model's length is 512 tokens
+    one = client.responses.create(model="test", input=ASK[0]["content"], tools=bare, parallel_tool_calls=False)
+    assert [i.type for i in one.output] == ["message", "function_call"]
+    result = {"type": "function_call_output", "call_id": one.output[1].call_id, "output": "21 °C"}
+    client.responses.create(model="test", input=[result], previous_response_id=one.id, tools=bare)
+    call = {"id": one.output[1].call_id, "type": "function",
+            "function": {"name": one.output[1].name, "arguments": one.output[1].arguments}}
+    client.chat.completions.create(model="test", tools=[{"type": "function", "function": {"name": "get_weather"}}],
+                                   messages=ASK + [{"role": "assistant", "content": "Let me look.\n\n",
+                                                    "tool_calls": [call]},
+                                                   {"role": "tool", "tool_call_id": call["id"], "content": "21 °C"}])
+    assert prompts[-1] == prompts[-2]
+    # the same turns given as input items (a message, a function_call joining it, its output) without the store
+    client.responses.create(model="test", tools=bare, store=False, input=[
+        ASK[0], {"role": "assistant", "content": "Let me look.\n\n"},
+        {"type": "function_call", "call_id": call["id"], "name": call["function"]["name"],
+         "arguments": call["function"]["arguments"]}, result])
+    assert prompts[-1] == prompts[-2]
+    # a reply of calls alone (whitespace around them) has no message item, streamed or not
+    script(monkeypatch, server[1], tok, REPLY[len("Let me look."):], 2)
+    assert [i.type for i in client.responses.create(model="test", input="x", tools=flat).output] == \
+        ["function_call"] * 2
+    with client.responses.stream(model="test", input="x", tools=flat) as stream:
+        assert [i.type for i in stream.get_final_response().output] == ["function_call"] * 2
+
+
 def test_a_named_function_is_its_arguments_beside_the_parser(server, client, tok, monkeypatch):
     # the reply (forced by the grammar, here scripted) is the arguments, whatever markers it holds: the hermes
     # parser of --enable-auto-tool-choice does not read it (test_serve_forced_calls.py checks the grammar)

@@ -1,6 +1,6 @@
 """The OpenAI-compatible HTTP application (Starlette) over an AsyncEngine:
-/v1/completions, /v1/chat/completions (server-sent events or one JSON
-answer), /v1/models, /tokenize, /detokenize, /health, /ping, /version,
+/v1/completions, /v1/chat/completions, /v1/responses (server-sent events or
+one JSON answer), /v1/models, /tokenize, /detokenize, /health, /ping, /version,
 /metrics. docs/serve.md describes the API."""
 import asyncio
 import contextlib
@@ -26,7 +26,7 @@ from ..engine import SamplingParams, TokenLogprob
 from .._lib import flag, invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
-from . import choices, forced_calls, http, prompt_cuts, protocol, tool_calls, tool_parsers
+from . import choices, forced_calls, http, prompt_cuts, protocol, responses, tool_calls, tool_parsers
 from .metrics import Metrics
 from .protocol import ApiError, bad
 
@@ -161,7 +161,8 @@ class Server:
         self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
         # uvicorn's `http` setting for this app: the header and write deadlines, the cap on connections
         self.http_protocol = http.protocol(read_timeout, write_timeout, max_connections)
-        self.metrics = Metrics(self.engine)
+        self.metrics = Metrics(self.engine, self.model_name)
+        self.stored = responses.Store()  # /v1/responses' answers kept for previous_response_id and GET
         self.created = int(time.time())
         self.vocab_size = self.engine.engine.vocab_size
         self.max_model_len = self.engine.engine.max_model_len
@@ -169,8 +170,11 @@ class Server:
                                                                          self.tokenizer.eos_token_ids))
         routes = [Route("/v1/completions", self.completions, methods=["POST"]),
                   Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                  Route("/v1/responses", self.respond, methods=["POST"]),
+                  Route("/v1/responses/{response_id}", self.stored_response, methods=["GET", "DELETE"]),
                   Route("/v1/models", self.models, methods=["GET"]),
                   Route("/v1/models/{model:path}", self.model, methods=["GET"]),
+                  Route("/invocations", self.invocations, methods=["POST"]),
                   Route("/tokenize", self.tokenize, methods=["POST"]),
                   Route("/detokenize", self.detokenize, methods=["POST"]),
                   Route("/health", self.health, methods=["GET"]),
@@ -210,6 +214,13 @@ class Server:
         raise ApiError(401, "a valid API key is required: Authorization: Bearer <key>", code="invalid_api_key")
 
     async def _body(self, request):
+        """The request's JSON body, read once (/invocations reads it before the endpoint it picks)."""
+        if hasattr(request.state, "body"):
+            return request.state.body
+        request.state.body = await self._read_body(request)
+        return request.state.body
+
+    async def _read_body(self, request):
         protocol.check_content_type(request.headers.get("content-type"))
         declared = request.headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
@@ -541,6 +552,7 @@ class Server:
         if parser is None:
             return {"message": {"role": "assistant", "content": echo + text}, **req.ending(req.finish_reason)}
         content, calls = tool_calls.parse(text, parser)
+        calls = calls[:1] if gen.first_call_only else calls
         content = echo + (content or "") or None
         return {"message": {"role": "assistant", "content": content, "tool_calls": calls},
                 **req.ending(self._call_reason(gen, req.finish_reason, len(calls)))}
@@ -578,7 +590,8 @@ class Server:
                     if parser is None:
                         message = {"content": delta} if delta else {}
                     else:  # content outside the calls, the calls' beginnings and arguments
-                        message = tool_calls.delta(parser.feed(delta) + (parser.finish() if reason else []))
+                        message = tool_calls.delta(parser.feed(delta) + (parser.finish() if reason else []),
+                                                   gen.first_call_only)
                         reason = self._call_reason(gen, reason, parser.n_calls)
                     choice = {"index": i, "delta": message, "logprobs": logprobs,
                               **reqs[i].ending(reason), **_ids(gen, token_ids=ids)}
@@ -600,6 +613,85 @@ class Server:
                                                                   gen, reqs[0].prompt))
 
         return await self._finish(request, reqs, collect)
+
+    # ---- /v1/responses (OpenAI's Responses API: responses.py) ----
+
+    @_stoppable
+    async def respond(self, request):
+        """A chat reply as a Response object (or its events), stored for previous_response_id unless store false."""
+        tenant, asked = self._tenant(request), []
+
+        def parse(body):
+            chat, a = responses.request(body, self.stored, tenant)
+            asked.append(a)
+            return self._parse_chat(chat)
+
+        try:
+            gen, reqs = await self._start(request, parse, "messages")
+        except ApiError as exc:
+            raise responses.renamed(exc) from None
+        asked, req = asked[0], reqs[0]
+
+        def logprobs(lps):
+            return self._chat_logprobs(lps or [], gen)["content"] if asked.logprobs else []
+
+        def finished(final, reply):
+            if asked.store:
+                self.stored.put(asked.id, tenant, asked.conversation + [reply], final)
+            return final
+
+        def use():
+            return responses.usage(choices.usage(reqs, False), req.n_cached)
+
+        if gen.stream:
+            events, parser = responses.Events(asked, self.model_name), self._call_parser(gen, True)
+
+            async def sse():
+                yield events.start()
+                try:
+                    async for _, delta, lps, reason, _ in choices.merged(reqs):
+                        if parser is None:
+                            yield events.delta(delta, logprobs(lps))
+                        else:  # the text outside the calls, each call's start and arguments
+                            parsed = parser.feed(delta) + (parser.finish() if reason else [])
+                            yield events.parsed(tool_calls.kept(parsed, gen.first_call_only))
+                except Exception as exc:  # the engine failed: the stream's last event says so
+                    yield events.failed(exc)
+                    return
+                done, (final, reply) = events.finish(req.finish_reason, use())
+                finished(final, reply)
+                yield done
+
+            return _EventStream(sse())
+
+        async def collect():
+            texts, lps, _ = await choices.whole(reqs)
+            msg = self._chat_message(gen, req, texts[0])["message"]
+            calls = msg.get("tool_calls") or []
+            items = responses.output(msg["content"], calls, logprobs(lps[0]) if asked.logprobs else None,
+                                     req.finish_reason)
+            return finished(responses.response(asked, self.model_name, int(time.time()), "completed", items, use(),
+                                               req.finish_reason), responses.assistant(msg["content"], calls))
+
+        return await self._finish(request, reqs, collect)
+
+    async def stored_response(self, request):
+        """GET /v1/responses/{id} (the SDK's responses.retrieve): a stored Response of the caller's tenant; DELETE
+        (responses.delete) drops it."""
+        rid, tenant = request.path_params["response_id"], self._tenant(request)
+        if request.method == "GET":
+            return JSONResponse(self.stored.response(rid, tenant))
+        self.stored.delete(rid, tenant)
+        return JSONResponse({"id": rid, "object": "response.deleted", "deleted": True})
+
+    async def invocations(self, request):
+        """vLLM's SageMaker entry: a body with messages is a chat request, one with prompt a completion."""
+        self._tenant(request)
+        body = await self._body(request)
+        for key, endpoint in (("messages", self.chat), ("prompt", self.completions)):
+            if isinstance(body, dict) and key in body:
+                return await endpoint(request)
+        raise bad("an /invocations body holds messages (a chat request) or prompt (a completion)")
 
     # ---- /tokenize, /detokenize (vLLM's) ----
 

@@ -30,12 +30,48 @@ class _EngineCollector:
             yield CounterMetricFamily(name, doc, value=value)
 
 
-class Metrics:
-    """One registry per server (several servers may live in one process)."""
+# vLLM's names of the same values (its dashboards, autoscalers and routers read them), each labelled model_name
+_VLLM_NAMES = {"kvcache_num_requests_running": ("vllm:num_requests_running",),
+               "kvcache_num_requests_waiting": ("vllm:num_requests_waiting",),
+               "kvcache_kv_cache_usage_perc": ("vllm:kv_cache_usage_perc",),
+               "kvcache_prefix_cache_queries": ("vllm:prefix_cache_queries",),
+               "kvcache_prefix_cache_hits": ("vllm:prefix_cache_hits",),
+               "kvcache_num_preemptions": ("vllm:num_preemptions",),
+               "kvcache_time_to_first_token_seconds": ("vllm:time_to_first_token_seconds",),
+               "kvcache_inter_token_latency_seconds": ("vllm:inter_token_latency_seconds",
+                                                       "vllm:time_per_output_token_seconds"),
+               "kvcache_e2e_request_latency_seconds": ("vllm:e2e_request_latency_seconds",),
+               "kvcache_prompt_tokens": ("vllm:prompt_tokens",),
+               "kvcache_generation_tokens": ("vllm:generation_tokens",),
+               "kvcache_request_success": ("vllm:request_success",)}
 
-    def __init__(self, engine):
+
+class _VllmNames:
+    """The families of `collectors` that vLLM also has, again under vLLM's names with its model_name label (read at
+    scrape time from the same values: nothing is counted twice)."""
+
+    def __init__(self, collectors, model_name):
+        self._collectors, self._model = collectors, model_name
+
+    def collect(self):
+        for collector in self._collectors:
+            for family in collector.collect():
+                for name in _VLLM_NAMES.get(family.name, ()):
+                    out = prom.Metric(name, family.documentation, family.type)
+                    for sample in family.samples:  # kvcache_x_total -> vllm:x_total, kvcache_x_bucket -> ...
+                        out.add_sample(name + sample.name[len(family.name):],
+                                       {**sample.labels, "model_name": self._model}, sample.value)
+                    yield out
+
+
+class Metrics:
+    """One registry per server (several servers may live in one process). model_name: the label of the vLLM
+    names."""
+
+    def __init__(self, engine, model_name):
         self.registry = prom.CollectorRegistry()
-        self.registry.register(_EngineCollector(engine))
+        engine_collector = _EngineCollector(engine)
+        self.registry.register(engine_collector)
         r = self.registry
         self.ttft = prom.Histogram("kvcache_time_to_first_token_seconds", "From the request's arrival to its first token.",
                                    buckets=_LATENCY_BUCKETS, registry=r)
@@ -48,6 +84,8 @@ class Metrics:
         self.generation_tokens = prom.Counter("kvcache_generation_tokens", "Tokens generated.", registry=r)
         self.requests = prom.Counter("kvcache_request_success", "Requests ended, by finish reason.",
                                      ["finished_reason"], registry=r)
+        r.register(_VllmNames((engine_collector, self.ttft, self.itl, self.e2e, self.prompt_tokens,
+                               self.generation_tokens, self.requests), model_name))
 
     def exposition(self):
         return prom.generate_latest(self.registry), prom.CONTENT_TYPE_LATEST

@@ -115,6 +115,7 @@ class Generation:
     tools: list = None  # chat: the request's tools (a parser converts a call's arguments by their schemas)
     truncate: int = None  # vLLM's truncate_prompt_tokens: the prompt's last this many tokens (-1: max_model_len)
     grammar_field: str = None  # the field that asked for it
+    first_call_only: bool = False  # chat: parallel_tool_calls false, a reply keeps its first call (vLLM's)
 
 
 def _is_int(v):
@@ -223,8 +224,8 @@ def _unsupported(body, n):
     if best_of != n:
         raise bad(f"best_of must equal n ({n}): candidates are not ranked", "best_of")
     # asked-for behaviour the sampler or the server does not have: refused by name, never silently dropped
-    for name in ("suffix", "guided_whitespace_pattern",
-                 "logits_processors", "use_beam_search", "chat_template", "guided_decoding_backend"):
+    for name in ("suffix", "guided_whitespace_pattern", "logits_processors", "use_beam_search", "chat_template",
+                 "guided_decoding_backend", "reasoning_effort", "thinking_token_budget", "vllm_xargs"):
         v = body.get(name)
         if not (v is None or v is False or v == ""):  # 0 is a value asked for (prompt_logprobs 0 asks for them)
             raise bad(f"{name} is not supported", name)
@@ -551,6 +552,7 @@ def chat_request(body, vocab_size, auto_tools=False):
                       "the model without parsing calls", "tool_choice")
         gen.tool_calls, gen.tools = True, kwargs["tools"]
     _forced_calls(body, kwargs["tools"], gen)
+    gen.first_call_only = not _bool(body, "parallel_tool_calls", True)
     # what a client asks for that the server does not have: the deprecated function calling, audio output
     if body.get("functions") or body.get("function_call") not in (None, "none"):
         raise bad("functions and function_call are not supported", "functions")

@@ -287,10 +287,17 @@ class ToolCallParser(Scanner):
             self._content(self.fmt.start + block.body + (self.fmt.end if closed else ""), out)
 
 
-def delta(events):
+def kept(events, first_only):
+    """events, or with first_only (parallel_tool_calls false) the content and call 0's events alone."""
+    return [e for e in events if e[0] == "content" or e[1] == 0] if first_only else events
+
+
+def delta(events, first_only=False):
     """The OpenAI message delta of events: content, and tool_calls entries ({"index", "id", "type",
     "function": {"name", "arguments": ""}} when a call begins, {"index", "function": {"arguments"}} for more of
-    its arguments; a call's pieces in one delta make one entry)."""
+    its arguments; a call's pieces in one delta make one entry). first_only: the entries of call 0 alone
+    (parallel_tool_calls false)."""
+    events = kept(events, first_only)
     content = "".join(e[1] for e in events if e[0] == "content")
     out = {"content": content} if content else {}
     calls = []
