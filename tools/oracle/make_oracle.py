@@ -116,6 +116,8 @@ from transformers import (
     Mamba2ForCausalLM,
     GraniteMoeHybridConfig,
     GraniteMoeHybridForCausalLM,
+    NanoChatConfig,
+    NanoChatForCausalLM,
     OPTConfig,
     OPTForCausalLM,
     OlmoConfig,
@@ -1336,6 +1338,24 @@ def opt_config():
                      max_position_embeddings=64, bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def opt_350m_config():
+    # OPT-350m's shape at toy size: post-norm blocks (do_layer_norm_before false: the LayerNorm after each residual
+    # add, no final LayerNorm), embeddings and the tied head 32 wide (word_embed_proj_dim) with project_in [64, 32]
+    # and project_out [32, 64] between them and hidden 64; relu, ffn_dim 96, 2 layers, 4 heads of 16.
+    return OPTConfig(vocab_size=VOCAB, hidden_size=64, word_embed_proj_dim=32, ffn_dim=96, num_hidden_layers=2,
+                     num_attention_heads=4, max_position_embeddings=64, do_layer_norm_before=False,
+                     bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def nanochat_config():
+    # NanoChat at toy size: weightless RMSNorms (the embeddings normalised too), q/k normalised after RoPE turned the
+    # other way, relu2 MLP fc2(relu2(fc1(x))) of 96, 2 layers, 4 heads of 16 over 2 KV heads, logits soft-capped at
+    # 15 (the default), untied.
+    return NanoChatConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                          bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def qwen2_5_vl_config():
     # Qwen2.5-VL's text model at toy size, built as the multimodal class (transformers 5's nested text_config) with a
     # one-block vision tower: Qwen2's q/k/v biases, 3 layers, 4 heads of 16 over 2 KV heads, multimodal rope
@@ -1454,6 +1474,8 @@ FAMILIES = {
     "gpt_neox_seq": (gpt_neox_seq_config, GPTNeoXForCausalLM),
     "gpt2": (gpt2_config, GPT2LMHeadModel),
     "opt": (opt_config, OPTForCausalLM),
+    "opt_350m": (opt_350m_config, OPTForCausalLM),
+    "nanochat": (nanochat_config, NanoChatForCausalLM),
     "gpt_bigcode": (gpt_bigcode_config, GPTBigCodeForCausalLM),
     "gpt_bigcode_mha": (gpt_bigcode_mha_config, GPTBigCodeForCausalLM),
     "falcon": (falcon_config, FalconForCausalLM),
@@ -2351,7 +2373,7 @@ def main():
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
-                               "dbrx"]:
+                               "dbrx", "opt_350m", "nanochat"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
