@@ -433,6 +433,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/dbrx/config.json",
         "oracle/opt_350m/config.json",
         "oracle/nanochat/config.json",
+        "oracle/youtu/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

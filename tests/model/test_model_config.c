@@ -2642,6 +2642,29 @@ static void test_nanochat_fields(void **state) {
     expect_create_refusal(&c, "rope_reversed needs one half-split RoPE");
 }
 
+#define YOUTU_BASE                                                                                                     \
+    "{\"model_type\":\"youtu\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                           \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"kv_lora_rank\":16,\"qk_rope_head_dim\":8,"                    \
+    "\"qk_nope_head_dim\":16,\"v_head_dim\":16"
+
+/* Youtu-LLM with YoutuConfig's defaults (DeepSeek-V3's MLA: q LoRA 1536 when missing, interleaved RoPE; every layer
+ * dense, no router keys read; tied; rms_norm_eps 1e-6) and with rope_interleave false, untied, q_lora_rank null and
+ * a leftover first_k_dense_replace (not read: still every layer dense). */
+static void test_youtu_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(YOUTU_BASE "}", "youtu-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DEEPSEEK_V3 && c.q_lora_rank == 1536 && c.rope_form == KVC_ROPE_INTERLEAVED);
+    assert_true(c.tie_word_embeddings && c.rms_norm_eps == 1e-6 && c.first_k_dense_replace == 3);
+    assert_true(!c.layer_moe[0] && !c.layer_moe[1] && !c.layer_moe[2] && c.shared_expert_intermediate_size == 0);
+    assert_int_equal(kvc_model_config_parse(YOUTU_BASE ",\"rope_interleave\":false,\"tie_word_embeddings\":false,"
+                                                       "\"q_lora_rank\":null,\"first_k_dense_replace\":1}",
+                                            "youtu-set", &c),
+                     KVC_OK);
+    assert_true(c.rope_form == KVC_ROPE_HALF && !c.tie_word_embeddings && c.q_lora_rank == 0 && !c.layer_moe[2]);
+    expect_refusal(YOUTU_BASE ",\"num_key_value_heads\":2}", "num_key_value_heads 2 contradicts");
+}
+
 #define QWEN_VL_TEXT(mt)                                                                                               \
     "{\"model_type\":\"" mt "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
     "\"num_hidden_layers\":90,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -2840,6 +2863,7 @@ int main(void) {
         cmocka_unit_test(test_qwen3_vl_fields),
         cmocka_unit_test(test_llava_fields),
         cmocka_unit_test(test_nanochat_fields),
+        cmocka_unit_test(test_youtu_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

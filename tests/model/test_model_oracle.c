@@ -509,6 +509,13 @@ static void test_nanochat(void **state) {
     run_dir("nanochat");
 }
 
+/* Youtu-LLM-like: DeepSeek-V3's MLA (q LoRA, interleaved RoPE) with every layer's dense SwiGLU MLP, tied; also mode 3
+ * over both cache forms (run_dir) */
+static void test_youtu(void **state) {
+    (void)state;
+    run_dir("youtu");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -985,6 +992,7 @@ int main(void) {
         cmocka_unit_test(test_phimoe),
         cmocka_unit_test(test_dbrx),
         cmocka_unit_test(test_nanochat),
+        cmocka_unit_test(test_youtu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -120,6 +120,8 @@ from transformers import (
     NanoChatForCausalLM,
     OPTConfig,
     OPTForCausalLM,
+    YoutuConfig,
+    YoutuForCausalLM,
     OlmoConfig,
     OlmoForCausalLM,
     OlmoeConfig,
@@ -1356,6 +1358,16 @@ def nanochat_config():
                           bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def youtu_config():
+    # Youtu-LLM at toy size: DeepSeek-V3's MLA attention (q LoRA 32, latent 32, nope 16 + rope 8 per head, v 16,
+    # rope_interleave true: the default) in Llama's layers, each with the dense SwiGLU MLP of 96, 2 layers, 4 heads,
+    # tied (the default).
+    return YoutuConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=32,
+                       qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, max_position_embeddings=64,
+                       bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def qwen2_5_vl_config():
     # Qwen2.5-VL's text model at toy size, built as the multimodal class (transformers 5's nested text_config) with a
     # one-block vision tower: Qwen2's q/k/v biases, 3 layers, 4 heads of 16 over 2 KV heads, multimodal rope
@@ -1476,6 +1488,7 @@ FAMILIES = {
     "opt": (opt_config, OPTForCausalLM),
     "opt_350m": (opt_350m_config, OPTForCausalLM),
     "nanochat": (nanochat_config, NanoChatForCausalLM),
+    "youtu": (youtu_config, YoutuForCausalLM),
     "gpt_bigcode": (gpt_bigcode_config, GPTBigCodeForCausalLM),
     "gpt_bigcode_mha": (gpt_bigcode_mha_config, GPTBigCodeForCausalLM),
     "falcon": (falcon_config, FalconForCausalLM),
@@ -2373,7 +2386,7 @@ def main():
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
-                               "dbrx", "opt_350m", "nanochat"]:
+                               "dbrx", "opt_350m", "nanochat", "youtu"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
