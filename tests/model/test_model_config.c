@@ -2665,6 +2665,34 @@ static void test_youtu_fields(void **state) {
     expect_refusal(YOUTU_BASE ",\"num_key_value_heads\":2}", "num_key_value_heads 2 contradicts");
 }
 
+#define MINICPM3_BASE                                                                                                  \
+    "{\"model_type\":\"minicpm3\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
+    "\"num_hidden_layers\":4,\"num_attention_heads\":4"
+
+/* MiniCPM3 with MiniCPM3Config's defaults (MLA sizes 768 / 256 / 64 + 32, v_head_dim hidden / heads, half-split RoPE,
+ * every layer dense, scale_emb 12, scale_depth 1.4 over sqrt(layers), logits / (hidden / 256), tied, eps 1e-5) and
+ * with scale_depth and dim_model_base null (sqrt(layers): a multiplier of 1; hidden: no division), v_head_dim null;
+ * refused by name: hidden_size not divisible by the heads. */
+static void test_minicpm3_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(MINICPM3_BASE "}", "minicpm3-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DEEPSEEK_V3 && c.q_lora_rank == 768 && c.kv_lora_rank == 256);
+    assert_true(c.qk_nope_head_dim == 64 && c.qk_rope_head_dim == 32 && c.v_head_dim == 16);
+    assert_true(c.rope_form == KVC_ROPE_HALF && !c.layer_moe[0] && !c.layer_moe[3] && c.tie_word_embeddings);
+    assert_true(c.embed_scale == 12.0f && c.residual_multiplier == 1.4 / 2.0 && c.logits_scaling == 64.0 / 256.0);
+    assert_true(c.rms_norm_eps == 1e-5 && !c.mlp_bias);
+    assert_int_equal(kvc_model_config_parse(MINICPM3_BASE ",\"scale_depth\":null,\"dim_model_base\":null,"
+                                                          "\"v_head_dim\":null,\"scale_emb\":1.5,\"mlp_bias\":true}",
+                                            "minicpm3-null", &c),
+                     KVC_OK);
+    assert_true(c.residual_multiplier == 1.0 && c.logits_scaling == 1.0 && c.v_head_dim == 16);
+    assert_true(c.embed_scale == 1.5f && c.mlp_bias);
+    expect_refusal("{\"model_type\":\"minicpm3\",\"vocab_size\":8,\"hidden_size\":66,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":4,\"num_attention_heads\":4}",
+                   "hidden_size");
+}
+
 #define QWEN_VL_TEXT(mt)                                                                                               \
     "{\"model_type\":\"" mt "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
     "\"num_hidden_layers\":90,\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -2864,6 +2892,7 @@ int main(void) {
         cmocka_unit_test(test_llava_fields),
         cmocka_unit_test(test_nanochat_fields),
         cmocka_unit_test(test_youtu_fields),
+        cmocka_unit_test(test_minicpm3_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -516,6 +516,13 @@ static void test_youtu(void **state) {
     run_dir("youtu");
 }
 
+/* MiniCPM3-like: DeepSeek-V2's MLA with half-split RoPE, dense SwiGLU layers, embeddings x scale_emb, sub-layer outputs
+ * x scale_depth / sqrt(layers), the last hidden state / (hidden / dim_model_base), untied; also mode 3 (run_dir) */
+static void test_minicpm3(void **state) {
+    (void)state;
+    run_dir("minicpm3");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -993,6 +1000,7 @@ int main(void) {
         cmocka_unit_test(test_dbrx),
         cmocka_unit_test(test_nanochat),
         cmocka_unit_test(test_youtu),
+        cmocka_unit_test(test_minicpm3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
