@@ -248,6 +248,17 @@ typedef struct kvc_model_config {
      * without the MLP half, a mixer or attention alone. Last, as above. */
     bool layer_no_mixer[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     bool layer_no_ffn[KVC_MODEL_MAX_LAYERS];   /* [num_layers] */
+    /* OPT-350m (model_type opt): post-norm blocks, each sub-layer reading the residual stream as it is and the
+     * stream normalised after each residual add, h = norm(h + f(h)), by input_layernorm after the attention and
+     * post_attention_layernorm after the MLP (norm_after_add: layer_norm, no post_norms, sandwich_norms or
+     * parallel_block); no final norm (final_norm_none); embeddings and the head of embed_dim columns (0:
+     * hidden_size) with model.project_in [H, embed_dim] after the embedding and model.project_out [embed_dim, H]
+     * before the head (no biases). Last, as above. */
+    bool norm_after_add, final_norm_none;
+    int64_t embed_dim;
+    /* NanoChat (model_type nanochat): RoPE turned the other way, by -angle (rotate_half as [x2, -x1]: every
+     * inverse frequency negated, the sines' signs flipped, cosines unchanged). Last, as above. */
+    bool rope_reversed;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

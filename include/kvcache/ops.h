@@ -161,7 +161,7 @@ KVC_API kvc_status kvc_mla_write(const kvc_mla_write_params *p);
 
 /* RMSNorm: y = x / sqrt(mean(x^2) + eps) * gamma, the mean of squares
  * accumulated in double, each output rounded once to f32. x, gamma, y: [n];
- * y may alias x. */
+ * y may alias x; gamma NULL: no weight (a weightless RMSNorm, gamma 1). */
 KVC_API void kvc_rmsnorm_f32(const float *x, const float *gamma, int64_t n, float eps, float *y);
 /* In place over n_rows rows of n channels, ld floats apart: x [n_rows, ld]. Large calls (more
  * than 16 rows and at least 2^18 elements) share whole rows among the OpenMP threads: the same

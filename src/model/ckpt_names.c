@@ -59,6 +59,8 @@ static const rename_rule RULES[] = {
     {"opt", "mlp.up_proj.", "fc1."},
     {"opt", "mlp.down_proj.", "fc2."},
     {"opt", "model.norm.", "model.decoder.final_layer_norm."},
+    {"opt", "model.project_in.", "model.decoder.project_in."},
+    {"opt", "model.project_out.", "model.decoder.project_out."},
     /* Falcon (FalconForCausalLM): under transformer., word_embeddings, h.N, self_attention.query_key_value (q/k/v
      * grouped by KV head: weights.c) and self_attention.dense, the MLP dense_h_to_4h (up) and dense_4h_to_h
      * (down), ln_f the final norm; new_decoder_architecture's ln_attn / ln_mlp are weights.c's names */
@@ -181,6 +183,9 @@ static const rename_rule RULES[] = {
     {"nemotron_h", "self_attn.", "mixer."},
     {"nemotron_h", "mamba.", "mixer."},
     {"nemotron_h", "mlp.", "mixer."},
+    /* NanoChat (NanoChatForCausalLM): the MLP fc1 (up) and fc2 (down) */
+    {"nanochat", "mlp.up_proj.", "mlp.fc1."},
+    {"nanochat", "mlp.down_proj.", "mlp.fc2."},
 };
 
 /* The base model's prefix that a type's hub checkpoints may leave out or name otherwise (openai-community/gpt2 holds

@@ -58,6 +58,8 @@ static kvc_status check_rotary(const kvc_hparams *hp, const kvc_model_config *cf
     return KVC_OK;
 }
 
+int64_t kvci_model_embed_width(const kvc_model_config *c) { return c->embed_dim > 0 ? c->embed_dim : c->hidden_size; }
+
 int64_t kvci_model_rot_dim(const kvc_model_config *c) {
     if (c->family == KVC_FAMILY_DEEPSEEK_V3) return c->qk_rope_head_dim;
     const double f = c->rope.partial_rotary_factor;

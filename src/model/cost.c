@@ -50,7 +50,7 @@ kvc_status kvci_model_cost_of(const kvc_model *m, kvc_model_cost *out) {
     kvc_status st = kvci_model_visit_weights((kvc_model *)m, cost_fn, &c); /* reads only */
     if (st != KVC_OK) return st;
     const kvc_model_config *cfg = &m->cfg;
-    out->lm_head_macs = cfg->vocab_size * cfg->hidden_size;
+    out->lm_head_macs = cfg->vocab_size * kvci_model_embed_width(cfg);
     out->lm_head.dtype = kvci_wmat_dtype_name(m->lm_head.dtype),
     out->lm_head.kernel = kvci_wmat_kernel_name(&m->lm_head);
     const bool mla = cfg->family == KVC_FAMILY_DEEPSEEK_V3;

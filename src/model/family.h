@@ -191,6 +191,9 @@ kvc_status kvci_family_parse_gemma(const kvc_hparams *hp, kvc_model_config *cfg)
  * falcon, gptj, nemotron, gpt_neo, codegen, biogpt. */
 bool kvci_family_is_classic(const char *model_type);
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg);
+/* NanoChat (family_nanochat.c; run by the dense family): weightless RMSNorms (the embeddings' too), q/k normalised
+ * after RoPE turned the other way, a relu2 MLP, soft-capped logits. */
+kvc_status kvci_family_parse_nanochat(const kvc_hparams *hp, kvc_model_config *cfg);
 /* GPT-Neo's layers, which it reads instead of layer_types: attention_layers ("global" full, "local" sliding), else
  * attention_types ([[names, count], ...], each group's names repeated count times; GPTNeoConfig's
  * [[["global", "local"], 12]] when absent); refused by name when an entry is neither or the count is not

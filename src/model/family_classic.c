@@ -129,12 +129,13 @@ static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
 }
 
 /* OPT (facebook/opt-*, OPTForCausalLM): learned absolute positions with OPT's offset of 2 (embed_positions holds
- * max_position_embeddings + 2 rows; row position + 2), no RoPE, pre-norm blocks of LayerNorms (eps 1e-5, fixed:
- * nn.LayerNorm's) with weight and bias (layer_norm_elementwise_affine, true when absent; false: neither, OLMo's
- * weightless norms), q/k/v/out_proj and fc1/fc2 biases by enable_bias (true), the MLP fc2(act(fc1(x))) of ffn_dim
- * (config.c) by activation_function (relu when absent), tied by default. Refused by name: do_layer_norm_before
- * false (OPT-350m's post-norm blocks, the norm after the residual add), word_embed_proj_dim other than hidden_size
- * (project_in / project_out), _remove_final_layer_norm. */
+ * max_position_embeddings + 2 rows; row position + 2), no RoPE, LayerNorms (eps 1e-5, fixed: nn.LayerNorm's) with
+ * weight and bias (layer_norm_elementwise_affine, true when absent; false: neither, OLMo's weightless norms),
+ * q/k/v/out_proj and fc1/fc2 biases by enable_bias (true), the MLP fc2(act(fc1(x))) of ffn_dim (config.c) by
+ * activation_function (relu when absent), tied by default. do_layer_norm_before (true): pre-norm blocks and a final
+ * LayerNorm unless _remove_final_layer_norm (false); false (OPT-350m): post-norm blocks, the norm after each
+ * residual add, and no final norm. word_embed_proj_dim (null or absent: hidden_size) other than hidden_size
+ * (OPT-350m's 512 of 1024): embeddings and head of that width, project_in / project_out between it and hidden. */
 static kvc_status parse_opt(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     bool pre_norm = true, remove_final = false, affine = true, bias = true;
@@ -142,11 +143,6 @@ static kvc_status parse_opt(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_bool(c, "do_layer_norm_before", true, &pre_norm));
     KVC_TRY(kvci_family_opt_bool(c, "_remove_final_layer_norm", false, &remove_final));
     KVC_TRY(kvci_family_opt_int(c, "word_embed_proj_dim", cfg->hidden_size, 1, KVC_HP_MAX_WIDTH, &proj));
-    if (!pre_norm || remove_final || proj != cfg->hidden_size)
-        return kvci_fail(KVC_EINVAL, "%s: opt with %s is not supported", c->doc,
-                         !pre_norm      ? "do_layer_norm_before false (post-norm blocks)"
-                         : remove_final ? "_remove_final_layer_norm true"
-                                        : "word_embed_proj_dim other than hidden_size (project_in / project_out)");
     KVC_TRY(gelu_act(c, "activation_function", "opt", "relu", cfg));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
     KVC_TRY(kvci_family_opt_bool(c, "layer_norm_elementwise_affine", true, &affine));
@@ -155,6 +151,8 @@ static kvc_status parse_opt(const kvc_hparams *hp, kvc_model_config *cfg) {
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = bias;
     cfg->layer_norm = cfg->mlp_plain = true, cfg->norm_bias = affine, cfg->norm_weightless = !affine;
+    cfg->norm_after_add = !pre_norm, cfg->final_norm_none = !pre_norm || remove_final;
+    cfg->embed_dim = proj != cfg->hidden_size ? proj : 0;
     cfg->rms_norm_eps = 1e-5;
     return kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }

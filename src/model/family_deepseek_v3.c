@@ -1,7 +1,9 @@
-/* MLA models (MF 4.2 - 4.5): DeepSeek-V3, DeepSeek-V2 and GLM-4.7-Flash (glm4_moe_lite: V3's layers, its MoE
- * layers named by mlp_layer_types) run; V3.2 and Kimi-K2 are planned only. Every layer is full attention over a latent
- * cache (or, unabsorbed, nH heads of dn + dr keys and dv values); the first first_k_dense_replace layers are dense, the
- * rest a grouped-routing MoE (V3: sigmoid scores with a correction bias; V2: softmax scores). */
+/* MLA models (MF 4.2 - 4.5): DeepSeek-V3, DeepSeek-V2, GLM-4.7-Flash (glm4_moe_lite: V3's layers, its MoE
+ * layers named by mlp_layer_types), Youtu-LLM (youtu: V3's attention, every layer dense) and MiniCPM3 (V2's attention,
+ * every layer dense, Granite's scales) run; V3.2 and Kimi-K2 are planned only. Every layer is full attention over a
+ * latent cache (or, unabsorbed, nH heads of dn + dr keys and dv values); the first first_k_dense_replace layers are
+ * dense, the rest a grouped-routing MoE (V3: sigmoid scores with a correction bias; V2: softmax scores). */
+#include <math.h>
 #include <string.h>
 
 #include "base/internal.h"
@@ -13,6 +15,8 @@ bool kvci_deepseek_v2(const kvc_model_config *cfg) {
 }
 
 static bool is_glm_lite(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "glm4_moe_lite") == 0; }
+static bool is_youtu(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "youtu") == 0; }
+static bool is_minicpm3(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "minicpm3") == 0; }
 
 /* V3's router defaults: DeepseekV3Config's, and Glm4MoeLiteConfig's (GLM-4.7-Flash). */
 typedef struct {
@@ -115,6 +119,45 @@ static kvc_status parse_v2_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
+/* Youtu-LLM (tencent/Youtu-LLM-2B, YoutuForCausalLM): DeepSeek-V3's MLA attention in Llama's layers, every one with
+ * the dense SwiGLU MLP of intermediate_size (YoutuConfig has no MoE keys: none is read); RoPE by rope_interleave
+ * (true when absent), tied by default. */
+static kvc_status parse_youtu(const kvc_json_obj *c, kvc_model_config *cfg) {
+    bool interleave = true;
+    KVC_TRY(kvci_family_opt_bool(c, "rope_interleave", true, &interleave));
+    cfg->rope_form = interleave ? KVC_ROPE_INTERLEAVED : KVC_ROPE_HALF;
+    cfg->first_k_dense_replace = cfg->num_layers, cfg->routed_scaling_factor = 1.0; /* no router */
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = false;
+    return kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
+}
+
+/* MiniCPM3 (openbmb/MiniCPM3-4B, MiniCPM3ForCausalLM): DeepSeek-V2's MLA modules with RoPE on the half-split rope
+ * slice (its apply_rotary_pos_emb), Llama's layers each with the dense SwiGLU MLP (mlp_bias, false), the embeddings
+ * times scale_emb (12), each sub-layer's output times scale_depth / sqrt(num_hidden_layers) (scale_depth 1.4; null:
+ * sqrt(layers)) before its residual add, the final hidden state divided by hidden_size / dim_model_base (256; null:
+ * hidden_size; the runtime divides the logits instead: the same up to rounding); tied, rms_norm_eps 1e-5 by
+ * default. MLA sizes by MiniCPM3Config's defaults (hparams.c). */
+static kvc_status parse_minicpm3(const kvc_json_obj *c, kvc_model_config *cfg) {
+    const kvc_json_range positive = {0.0, KVC_HP_MAX_FACTOR, true};
+    /* missing: the class's value; null: the derived one */
+    const double depth0 = kvci_json_missing(c, "scale_depth") ? 1.4 : sqrt((double)cfg->num_layers);
+    const double base0 = kvci_json_missing(c, "dim_model_base") ? 256.0 : (double)cfg->hidden_size;
+    double emb = 12.0, depth = depth0, base = base0;
+    KVC_TRY(kvci_family_opt_num(c, "scale_emb", 12.0, positive, &emb));
+    KVC_TRY(kvci_family_opt_num(c, "scale_depth", depth0, positive, &depth));
+    KVC_TRY(kvci_family_opt_num(c, "dim_model_base", base0, positive, &base));
+    KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias));
+    cfg->rope_form = KVC_ROPE_HALF;
+    cfg->embed_scale = (float)emb;
+    cfg->residual_multiplier = depth / sqrt((double)cfg->num_layers);
+    cfg->logits_scaling = (double)cfg->hidden_size / base;
+    cfg->first_k_dense_replace = cfg->num_layers, cfg->routed_scaling_factor = 1.0; /* no router */
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = false;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
+    return kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
+}
+
 static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     kvc_mla_dims d;
@@ -132,7 +175,10 @@ static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
         if (kvci_json_missing(c, "q_lora_rank")) cfg->q_lora_rank = 768;
         if (kvci_json_missing(c, "rms_norm_eps")) cfg->rms_norm_eps = 1e-5;
     }
-    KVC_TRY(kvci_deepseek_v2(cfg) ? parse_v2_moe(c, cfg) : parse_v3_moe(c, cfg));
+    KVC_TRY(kvci_deepseek_v2(cfg) ? parse_v2_moe(c, cfg)
+            : is_youtu(cfg)       ? parse_youtu(c, cfg)
+            : is_minicpm3(cfg)    ? parse_minicpm3(c, cfg)
+                                  : parse_v3_moe(c, cfg));
     cfg->shared_expert_intermediate_size = cfg->n_shared_experts * cfg->moe_intermediate_size;
     return KVC_OK;
 }
@@ -166,6 +212,8 @@ static const kvc_family_alias ALIASES[] = {
     {"glm4_moe_lite", "Glm4MoeLiteForCausalLM", "glm4_moe_lite", true},
     {"deepseek_v32", "DeepseekV32ForCausalLM", "deepseek_v32", false},
     {"kimi_k2", NULL, "kimi_k2", false},
+    {"youtu", "YoutuForCausalLM", "youtu", true},
+    {"minicpm3", "MiniCPM3ForCausalLM", "minicpm3", true},
 };
 
 const kvc_family_desc kvc_family_deepseek_v3 = {

@@ -929,6 +929,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "iquestcoder") == 0) return parse_iquestcoder(hp, cfg);
     if (strcmp(mt, "hyperclovax") == 0) return parse_hyperclovax(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
+    if (strcmp(mt, "nanochat") == 0) return kvci_family_parse_nanochat(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
@@ -1126,6 +1127,7 @@ static const kvc_family_alias ALIASES[] = {
     {"jais2", "Jais2ForCausalLM", "jais2", true},
     {"iquestcoder", "IQuestCoderForCausalLM", "iquestcoder", true},
     {"hyperclovax", "HyperCLOVAXForCausalLM", "hyperclovax", true},
+    {"nanochat", "NanoChatForCausalLM", "nanochat", true},
 };
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),

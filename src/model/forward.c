@@ -86,7 +86,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(gate, c->attn_output_gate ? Tm * ws->qw : 1);
     A(gdn, kvci_gated_delta_floats(c, Tm));
     A(mamba, mamba ? kvci_mamba2_scratch(c, Tm) : 1);
-    A(acc, Tm * H);
+    A(acc, Tm * kvci_max64(H, kvci_model_embed_width(c))); /* also OPT-350m's embedding rows [T, E] */
     A(xg, Tm * H);
     A(yg, Tm * H);
     A(router, Tm * E);
@@ -369,12 +369,12 @@ static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, co
     return KVC_OK;
 }
 
-/* xn[T, H] = h normalised by norm (and its bias, NULL: none), or h itself when norm is NULL (OLMo 2's
- * sub-layers read the residual stream unnormalised) unless the norms have no weights (OLMo's). */
+/* xn[T, H] = h normalised by norm (and its bias, NULL: none), or h itself when norm is NULL (OLMo 2's and
+ * OPT-350m's sub-layers read the residual stream unnormalised) unless the norms have no weights (OLMo's). */
 static void sublayer_input(const kvc_model *m, kvc_model_workspace *ws, int64_t T, const float *norm,
                            const float *bias) {
     const int64_t H = m->cfg.hidden_size;
-    if (norm || m->cfg.norm_weightless)
+    if (norm || (m->cfg.norm_weightless && !m->cfg.norm_after_add))
         norm_rows(m, ws->h, T, norm, bias, ws->xn);
     else
         memcpy(ws->xn, ws->h, (size_t)(T * H) * sizeof(float));
@@ -426,11 +426,17 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     double t0 = kvci_sp_begin();
     const int64_t rot = m->rot_dim;
     const float *inv_freq = ws->rope_long ? m->inv_freq_long : m->inv_freq;
+    const int64_t E = kvci_model_embed_width(c);
+    float *emb = c->embed_dim > 0 ? ws->acc : ws->h; /* [T, E]: OPT-350m's rows before project_in */
     for (int64_t t = 0; t < T; t++) {
-        float *row = ws->h + t * H;
+        float *row = emb + t * E;
         kvci_wmat_row(&m->embed, a->token_ids[t], row);
         if (c->embed_scale != 0.0f)
-            for (int64_t i = 0; i < H; i++) row[i] *= c->embed_scale;
+            for (int64_t i = 0; i < E; i++) row[i] *= c->embed_scale;
+    }
+    if (c->embed_dim > 0 && (st = kvci_linear(emb, T, &m->project_in, NULL, ws->h)) != KVC_OK) return st;
+    for (int64_t t = 0; t < T; t++) {
+        float *row = ws->h + t * H;
         if (m->pos_embed) { /* GPT-2: the learned position's row (check_args bounds the position) */
             const float *p = m->pos_embed + (md->positions[t] + c->pos_offset) * H;
             for (int64_t i = 0; i < H; i++) row[i] += p[i];
@@ -443,7 +449,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
             kvc_rope_cos_sin(m->inv_freq_sliding, rot, m->rope_attn_factor_sliding, md->positions[t],
                              ws->cos_sliding + t * rot, ws->sin_sliding + t * rot);
     }
-    if (m->embed_norm) norm_rows(m, ws->h, T, m->embed_norm, m->embed_norm_b, ws->h); /* BLOOM */
+    if (c->embed_norm) norm_rows(m, ws->h, T, m->embed_norm, m->embed_norm_b, ws->h); /* BLOOM, NanoChat */
     kvci_sp_end(KVC_SP_EMBED, t0);
     const kvc_family_desc *fam = kvci_family_get(c->family);
     for (int64_t l = 0; l < c->num_layers; l++) {
@@ -451,9 +457,10 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         const bool own_rope = c->layer_sliding[l] && m->inv_freq_sliding; /* the sliding layers' rope */
         s.cos = own_rope ? ws->cos_sliding : ws->cos, s.sin = own_rope ? ws->sin_sliding : ws->sin;
         /* each sub-layer's input norm and output norm (NULL: none): pre-norm, Gemma's sandwich, OLMo 2's post */
-        const float *attn_in = c->post_norms ? NULL : w->in_norm;
+        const bool raw_in = c->post_norms || c->norm_after_add; /* the sub-layers read h as it is */
+        const float *attn_in = raw_in ? NULL : w->in_norm;
         const float *attn_out = c->post_norms || c->sandwich_norms ? w->post_norm : NULL;
-        const float *ffn_in = c->post_norms ? NULL : c->sandwich_norms ? w->pre_ff_norm : w->post_norm;
+        const float *ffn_in = raw_in ? NULL : c->sandwich_norms ? w->pre_ff_norm : w->post_norm;
         if (!c->layer_no_mixer[l]) { /* Nemotron-H: a layer may hold its MLP alone, or its mixer alone */
             t0 = kvci_sp_begin();
             sublayer_input(m, ws, T, attn_in, attn_in ? w->in_norm_b : NULL);
@@ -463,6 +470,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
             if (c->parallel_mlp_norm) /* GPT-NeoX: the MLP's own norm of the block's input, before attention adds */
                 sublayer_input(m, ws, T, w->post_norm, w->post_norm_b);
             if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out);
+            if (c->norm_after_add) norm_rows(m, ws->h, T, w->in_norm, w->in_norm_b, ws->h); /* OPT-350m's */
             kvci_sp_end(KVC_SP_RESIDUAL, t0);
             if (st != KVC_OK) return st;
         }
@@ -474,6 +482,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
         t0 = kvci_sp_begin();
         if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, w->post_ff_norm);
+        if (c->norm_after_add) norm_rows(m, ws->h, T, w->post_norm, w->post_norm_b, ws->h);
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st != KVC_OK) return st;
     }
@@ -485,8 +494,10 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         n = md->n_rows;
         for (int64_t r = 0; r < n; r++) memcpy(ws->xn + r * H, ws->h + (md->cu_seq_lens_q[r] - 1) * H, (size_t)H * 4);
     }
-    norm_rows(m, ws->xn, n, m->final_norm, m->final_norm_b, ws->xn);
-    st = kvci_linear(ws->xn, n, &m->lm_head, m->lm_head_b, a->logits);
+    if (!c->final_norm_none) norm_rows(m, ws->xn, n, m->final_norm, m->final_norm_b, ws->xn);
+    const float *head_in = ws->xn; /* [n, E] */
+    if (c->embed_dim > 0 && (st = kvci_linear(ws->xn, n, &m->project_out, NULL, ws->acc)) == KVC_OK) head_in = ws->acc;
+    if (st == KVC_OK) st = kvci_linear(head_in, n, &m->lm_head, m->lm_head_b, a->logits);
     if (st == KVC_OK && c->logits_scaling > 0.0) { /* Granite: divided, not times 1 / s (transformers' bits) */
         const float scaling = (float)c->logits_scaling;
         for (int64_t i = 0; i < n * c->vocab_size; i++) a->logits[i] /= scaling;

@@ -648,13 +648,22 @@ kvc_status kvci_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out) {
                          "%s: num_key_value_heads %lld contradicts num_attention_heads %lld (MLA expands keys per "
                          "query head, the two must be equal)",
                          c->doc, (long long)hp->n_kv_heads, (long long)hp->n_heads);
-    KVC_TRY(kvci_json_int(c, "kv_lora_rank", 1, KVC_HP_MAX_DIM, &d.kv_lora_rank, NULL));
-    KVC_TRY(kvci_json_int(c, "qk_rope_head_dim", 2, KVC_HP_MAX_DIM, &d.qk_rope_head_dim, NULL));
-    KVC_TRY(kvci_json_int(c, "qk_nope_head_dim", 1, KVC_HP_MAX_DIM, &d.qk_nope_head_dim, NULL));
-    KVC_TRY(kvci_json_int(c, "v_head_dim", 1, KVC_HP_MAX_DIM, &d.v_head_dim, NULL));
-    /* missing: DeepseekV2Config's and DeepseekV3Config's 1536; null: none, a plain q_proj (the reader's getters
-     * take null for absent, so the key's presence is looked up first) */
-    d.q_lora_rank = kvci_json_missing(c, "q_lora_rank") ? 1536 : 0;
+    /* MiniCPM3Config's defaults (v_head_dim: hidden_size / heads when absent or null); the others have none */
+    const bool minicpm3 = hp->model_type != NULL && strcmp(hp->model_type, "minicpm3") == 0;
+    bool *opt = minicpm3 ? &have : NULL;
+    if (minicpm3) {
+        if (hp->hidden_size < 1 || hp->hidden_size % hp->n_heads != 0)
+            return kvci_fail(KVC_EINVAL, "%s: minicpm3 needs hidden_size divisible by num_attention_heads", c->doc);
+        d = (kvc_mla_dims){.kv_lora_rank = 256, .qk_rope_head_dim = 32, .qk_nope_head_dim = 64};
+        d.v_head_dim = hp->hidden_size / hp->n_heads;
+    }
+    KVC_TRY(kvci_json_int(c, "kv_lora_rank", 1, KVC_HP_MAX_DIM, &d.kv_lora_rank, opt));
+    KVC_TRY(kvci_json_int(c, "qk_rope_head_dim", 2, KVC_HP_MAX_DIM, &d.qk_rope_head_dim, opt));
+    KVC_TRY(kvci_json_int(c, "qk_nope_head_dim", 1, KVC_HP_MAX_DIM, &d.qk_nope_head_dim, opt));
+    KVC_TRY(kvci_json_int(c, "v_head_dim", 1, KVC_HP_MAX_DIM, &d.v_head_dim, opt));
+    /* missing: DeepseekV2Config's and DeepseekV3Config's 1536 (MiniCPM3Config's 768); null: none, a plain q_proj (the
+     * reader's getters take null for absent, so the key's presence is looked up first) */
+    d.q_lora_rank = kvci_json_missing(c, "q_lora_rank") ? (minicpm3 ? 768 : 1536) : 0;
     KVC_TRY(kvci_json_int(c, "q_lora_rank", 0, KVC_HP_MAX_DIM, &d.q_lora_rank, &have));
     if (have && d.q_lora_rank == 0) /* transformers would build a zero-width query projection */
         return kvci_fail(KVC_EINVAL, "%s: q_lora_rank 0 must be null (a plain q_proj) or in [1, %d]", c->doc,

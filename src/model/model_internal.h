@@ -145,16 +145,18 @@ struct kvc_model {
     kvc_model_config cfg;  /* this rank's: heads, KV heads and intermediate sizes divided by tp.size */
     kvc_model_config full; /* the checkpoint's (equal to cfg on one rank) */
     kvc_model_tp tp;       /* size 1 unless loaded by kvci_model_load_tp */
-    kvc_wmat embed;        /* [V, H] */
+    kvc_wmat embed;        /* [V, E]: E = cfg.embed_dim, or H when 0 */
     float *pos_embed;      /* [max_position_embeddings + pos_offset, H] learned positions (pos_learned), else NULL */
     float *final_norm;     /* [H] */
     float *final_norm_b;   /* [H] its bias (norm_bias), else NULL */
-    kvc_wmat lm_head;      /* [V, H] (the embed's data when tied) */
+    kvc_wmat lm_head;      /* [V, E] (the embed's data when tied) */
     float *lm_head_b;      /* [V] its bias (head_bias), else NULL */
     float *embed_norm;     /* [H] BLOOM's word_embeddings_layernorm (embed_norm), else NULL */
     float *embed_norm_b;   /* [H] its bias */
     float *alibi;          /* [cfg.num_heads] this rank's heads' ALiBi slopes (the operator's), else NULL */
     float *pos_freq;       /* [H / 2] XGLM's sinusoid frequencies (pos_sinusoidal; pos_embed NULL), else NULL */
+    kvc_wmat project_in;   /* [H, E] OPT-350m's (cfg.embed_dim E != 0), else empty */
+    kvc_wmat project_out;  /* [E, H] its pair before the head */
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     void *arena;                                    /* every weight above: one kvci_pages_alloc mapping */
     int64_t arena_bytes;
@@ -249,6 +251,8 @@ void kvci_model_fuse(kvc_model *m);
 /* The rotary width of c: MLA's qk_rope_head_dim, else head_dim times rope.partial_rotary_factor (truncated, as
  * transformers' int(); 0 or 1: the whole head); the channels beyond it pass through unrotated. */
 int64_t kvci_model_rot_dim(const kvc_model_config *c);
+/* The columns of c's embedding and head: embed_dim (OPT-350m's word_embed_proj_dim), or hidden_size when 0. */
+int64_t kvci_model_embed_width(const kvc_model_config *c);
 /* The state caches of layer l (state_layers.c; docs/runtime.md, "State layers"): its number, 0 for a layer with
  * K/V (attention), and each one's name (the cache_info entry's, the planner's) and per-sequence shape of f32. State
  * i lives in kvci_layer_state_slot(lc, i): kvc_layer_cache.state (0) or .recurrent (1); contiguous [rows, shape],

@@ -504,8 +504,13 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
 kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *user) {
     const kvc_model_config *c = &m->cfg;
     visitor v = {.fn = fn, .user = user, .m = m, .prefix = ""};
-    TRY(m2(&v, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, &m->embed, WHOLE));
-    if (c->embed_norm) { /* BLOOM's word_embeddings_layernorm */
+    const int64_t E = kvci_model_embed_width(c);
+    TRY(m2(&v, "model.embed_tokens.weight", c->vocab_size, E, &m->embed, WHOLE));
+    if (c->embed_dim > 0) { /* OPT-350m's projections between the embedding's width and hidden_size */
+        TRY(m2(&v, "model.project_in.weight", c->hidden_size, E, &m->project_in, WHOLE));
+        TRY(m2(&v, "model.project_out.weight", E, c->hidden_size, &m->project_out, WHOLE));
+    }
+    if (c->embed_norm && !c->norm_weightless) { /* BLOOM's word_embeddings_layernorm */
         TRY(v1(&v, "model.embed_norm.weight", c->hidden_size, &m->embed_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(&v, "model.embed_norm.bias", c->hidden_size, &m->embed_norm_b, KVC_WINIT_BIAS, WHOLE));
     }
@@ -518,9 +523,11 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     const char *final = c->family == KVC_FAMILY_LFM2 ? "model.embedding_norm.weight" : "model.norm.weight";
     if (strcmp(c->model_type, "bamba") == 0) final = "model.final_layernorm.weight";
     if (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0) final = "model.norm_f.weight";
-    if (!c->norm_weightless) TRY(v1(&v, final, c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
-    if (c->norm_bias) TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));
-    if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, WHOLE));
+    const bool final_norm = !c->final_norm_none;
+    if (final_norm && !c->norm_weightless) TRY(v1(&v, final, c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
+    if (final_norm && c->norm_bias)
+        TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));
+    if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, E, &m->lm_head, WHOLE));
     if (c->head_bias) TRY(v1(&v, "lm_head.bias", c->vocab_size, &m->lm_head_b, KVC_WINIT_BIAS, WHOLE));
     return KVC_OK;
 }
@@ -703,8 +710,19 @@ static kvc_status check_fields(const kvc_model_config *c) {
                              "model: layer %lld: layer_no_mixer / layer_no_ffn are nemotron_h's and mamba2's, one of "
                              "them a layer (layer_no_mixer: a dense MLP, no Mamba2)",
                              (long long)l);
-    if (c->norm_weightless && (!c->layer_norm || c->norm_bias || c->post_norms || c->sandwich_norms || c->gemma_norms))
-        return kvci_fail(KVC_EINVAL, "model: norm_weightless needs layer_norm in pre-norm blocks without norm_bias");
+    if (c->norm_after_add && (!c->layer_norm || c->post_norms || c->sandwich_norms || c->parallel_block))
+        return kvci_fail(KVC_EINVAL, "model: norm_after_add needs layer_norm in sequential blocks (no post_norms, "
+                                     "sandwich_norms or parallel_block)");
+    if (c->embed_dim < 0 || c->embed_dim > KVC_MODEL_MAX_DIM)
+        return kvci_fail(KVC_EINVAL, "model: embed_dim %lld outside [0, %lld] (0: hidden_size)",
+                         (long long)c->embed_dim, (long long)KVC_MODEL_MAX_DIM);
+    if (c->norm_weightless && (c->norm_bias || c->post_norms || c->sandwich_norms || c->gemma_norms))
+        return kvci_fail(KVC_EINVAL, "model: norm_weightless needs pre-norm blocks without norm_bias (no post_norms, "
+                                     "sandwich_norms or gemma_norms)");
+    if (c->rope_reversed &&
+        (c->rope.type == KVC_ROPE_LONGROPE || c->rope_form != KVC_ROPE_HALF || fam->mla || any_sliding))
+        return kvci_fail(KVC_EINVAL, "model: rope_reversed needs one half-split RoPE (no longrope, no sliding layers) "
+                                     "outside MLA");
     if (c->qk_norm_after_rope && (!c->qk_norm || c->qk_norm_whole || c->layer_norm || c->clip_qkv > 0.0 || fam->mla))
         return kvci_fail(KVC_EINVAL, "model: qk_norm_after_rope needs per-head RMS q/k norms (qk_norm, not whole, "
                                      "no layer_norm, no clip_qkv) outside MLA");
@@ -800,6 +818,8 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
         if (cfg->tie_word_embeddings) m->lm_head = m->embed;
     }
     if (st == KVC_OK) st = kvc_rope_frequencies(&m->cfg.rope, m->rot_dim, m->inv_freq, &m->rope_attn_factor);
+    for (int64_t i = 0; st == KVC_OK && cfg->rope_reversed && i < m->rot_dim / 2; i++) /* NanoChat: by -angle */
+        m->inv_freq[i] = -m->inv_freq[i];
     float a_long = 0.0f; /* the same A as the short factors' */
     if (st == KVC_OK && m->inv_freq_long)
         st = kvc_rope_frequencies_long(&m->cfg.rope, m->rot_dim, m->inv_freq_long, &a_long);

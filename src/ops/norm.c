@@ -25,8 +25,13 @@ void kvci_rmsnorm_by_sum(float *x, const float *gamma, int64_t n, double ss, int
     for (int64_t i = 0; i < n; i++) x[i] = kvci_rms_scaled(x[i], inv, gamma[i]);
 }
 
+/* gamma NULL: a weightless RMSNorm (NanoChat's), each element scaled as by a weight of 1. */
 static inline __attribute__((always_inline)) void scale_row(const float *x, const float *gamma, int64_t n, double inv,
                                                             float *y) {
+    if (!gamma) {
+        for (int64_t i = 0; i < n; i++) y[i] = kvci_rms_scaled(x[i], inv, 1.0f);
+        return;
+    }
     for (int64_t i = 0; i < n; i++) y[i] = kvci_rms_scaled(x[i], inv, gamma[i]);
 }
 

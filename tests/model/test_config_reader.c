@@ -431,6 +431,10 @@ static void test_published_configs_agree(void **state) {
         "oracle/ernie4_5_moe/config.json",
         "oracle/phimoe/config.json",
         "oracle/dbrx/config.json",
+        "oracle/opt_350m/config.json",
+        "oracle/nanochat/config.json",
+        "oracle/youtu/config.json",
+        "oracle/minicpm3/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

@@ -772,7 +772,7 @@ static void test_stablelm_fields(void **state) {
 
 /* OLMo 1 with OlmoConfig's defaults (weightless LayerNorms, eps 1e-5, no clip, no biases) and with
  * attention_bias and clip_qkv 8 set; clip_qkv null is none; refused: clip_qkv 0, and in a caller's own struct
- * weightless norms with norm biases or as RMSNorms, a negative clip_qkv. */
+ * weightless norms with norm biases or with post_norms, a negative clip_qkv. */
 static void test_olmo1_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -788,10 +788,10 @@ static void test_olmo1_fields(void **state) {
     expect_refusal(OLMO1_BASE ",\"clip_qkv\":0}", "clip_qkv");
     assert_int_equal(kvc_model_config_parse(OLMO1_BASE "}", "olmo", &c), KVC_OK);
     c.norm_bias = true;
-    expect_create_refusal(&c, "norm_weightless needs layer_norm in pre-norm blocks without norm_bias");
-    c.norm_bias = false, c.layer_norm = false;
-    expect_create_refusal(&c, "norm_weightless needs layer_norm in pre-norm blocks without norm_bias");
-    c.layer_norm = true, c.clip_qkv = -1.0;
+    expect_create_refusal(&c, "norm_weightless needs pre-norm blocks without norm_bias");
+    c.norm_bias = false, c.post_norms = true;
+    expect_create_refusal(&c, "norm_weightless needs pre-norm blocks without norm_bias");
+    c.post_norms = false, c.clip_qkv = -1.0;
     expect_create_refusal(&c, "clip_qkv -1 must be in [0, 3.4e38]");
 }
 
@@ -2577,9 +2577,10 @@ static void test_exaone_moe_fields(void **state) {
 }
 
 /* OPT with OPTConfig's defaults (ffn_dim 3072, 2048 positions with OPT's offset of 2, relu, LayerNorms with weight and
- * bias at eps 1e-5, every bias, no RoPE, tied) and with weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4
- * positions (a fifth refused by the forward, whatever the offset); refused by name: post-norm blocks,
- * project_in / project_out, a removed final norm, another activation_function. */
+ * bias at eps 1e-5, every bias, no RoPE, tied, pre-norm with a final norm, embeddings of hidden_size) and with
+ * weightless LayerNorms, no biases, gelu, ffn_dim 16 and 4 positions (a fifth refused by the forward, whatever the
+ * offset); OPT-350m's post-norm blocks without a final norm, word_embed_proj_dim (null: hidden_size), a removed
+ * final norm; refused by name: word_embed_proj_dim 0, another activation_function. */
 static void test_opt_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -2588,6 +2589,7 @@ static void test_opt_fields(void **state) {
     assert_true(c.pos_learned && c.pos_offset == 2 && c.max_position_embeddings == 2048 && c.layer_nope[1]);
     assert_true(c.mlp_act == KVC_MLP_RELU && c.mlp_plain && c.layer_norm && c.norm_bias && !c.norm_weightless);
     assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && c.rms_norm_eps == 1e-5 && c.tie_word_embeddings);
+    assert_true(!c.norm_after_add && !c.final_norm_none && c.embed_dim == 0);
     assert_int_equal(kvc_model_config_parse(OPT_BASE ",\"layer_norm_elementwise_affine\":false,\"enable_bias\":false,"
                                                      "\"activation_function\":\"gelu\",\"ffn_dim\":16,"
                                                      "\"max_position_embeddings\":4,\"word_embed_proj_dim\":32,"
@@ -2598,10 +2600,97 @@ static void test_opt_fields(void **state) {
     assert_true(c.mlp_act == KVC_MLP_GELU && c.intermediate_size == 16 && c.rms_norm_eps == 1e-5);
     assert_int_equal(forward_positions(&c, 4), KVC_OK);
     assert_int_equal(forward_positions(&c, 5), KVC_ERANGE);
-    expect_refusal(OPT_BASE ",\"do_layer_norm_before\":false}", "opt with do_layer_norm_before false");
-    expect_refusal(OPT_BASE ",\"word_embed_proj_dim\":16}", "opt with word_embed_proj_dim other than hidden_size");
-    expect_refusal(OPT_BASE ",\"_remove_final_layer_norm\":true}", "opt with _remove_final_layer_norm true");
+    assert_int_equal(
+        kvc_model_config_parse(OPT_BASE ",\"do_layer_norm_before\":false,\"word_embed_proj_dim\":16}", "opt-350m", &c),
+        KVC_OK);
+    assert_true(c.norm_after_add && c.final_norm_none && c.embed_dim == 16 && c.norm_bias);
+    assert_int_equal(kvc_model_config_parse(OPT_BASE ",\"_remove_final_layer_norm\":true,\"word_embed_proj_dim\":null}",
+                                            "opt-no-final", &c),
+                     KVC_OK);
+    assert_true(!c.norm_after_add && c.final_norm_none && c.embed_dim == 0);
+    expect_refusal(OPT_BASE ",\"word_embed_proj_dim\":0}", "word_embed_proj_dim");
+    c.norm_after_add = c.parallel_block = true; /* post-norm blocks are sequential, embed_dim bounded */
+    expect_create_refusal(&c, "norm_after_add needs layer_norm in sequential blocks");
+    c.parallel_block = false, c.embed_dim = -1;
+    expect_create_refusal(&c, "embed_dim -1 outside");
     expect_refusal(OPT_BASE ",\"activation_function\":\"silu\"}", "activation_function \"silu\" is not supported");
+}
+
+#define NANOCHAT_BASE                                                                                                  \
+    "{\"model_type\":\"nanochat\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4"
+
+/* NanoChat with NanoChatConfig's defaults (weightless RMSNorms at eps 1e-6, the embeddings normalised, q/k normalised
+ * after reversed RoPE, relu2 plain MLP, no biases, logits soft-capped at 15, untied, KV heads = heads, theta 1e4)
+ * and with attention_bias, a null soft-cap (none); refused by name: another hidden_act. */
+static void test_nanochat_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(NANOCHAT_BASE "}", "nanochat-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 16 && c.num_kv_heads == 4 && !c.tie_word_embeddings);
+    assert_true(c.norm_weightless && c.embed_norm && c.qk_l2_norm && c.rope_reversed && !c.qk_norm && !c.layer_norm);
+    assert_true(c.mlp_act == KVC_MLP_RELU2 && c.mlp_plain && !c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    assert_true(c.rms_norm_eps == 1e-6 && c.final_logit_softcapping == 15.0 && c.rope.theta == 10000.0);
+    assert_int_equal(kvc_model_config_parse(NANOCHAT_BASE ",\"attention_bias\":true,\"final_logit_softcapping\":null,"
+                                                          "\"rms_norm_eps\":1e-5,\"num_key_value_heads\":2}",
+                                            "nanochat-set", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && !c.mlp_bias && c.final_logit_softcapping == 0.0 && c.rms_norm_eps == 1e-5);
+    assert_true(c.num_kv_heads == 2);
+    expect_refusal(NANOCHAT_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\" is not supported (nanochat");
+    c.rope_form = KVC_ROPE_PAIRS; /* the negated frequencies are the half-split form's */
+    expect_create_refusal(&c, "rope_reversed needs one half-split RoPE");
+}
+
+#define YOUTU_BASE                                                                                                     \
+    "{\"model_type\":\"youtu\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                           \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"kv_lora_rank\":16,\"qk_rope_head_dim\":8,"                    \
+    "\"qk_nope_head_dim\":16,\"v_head_dim\":16"
+
+/* Youtu-LLM with YoutuConfig's defaults (DeepSeek-V3's MLA: q LoRA 1536 when missing, interleaved RoPE; every layer
+ * dense, no router keys read; tied; rms_norm_eps 1e-6) and with rope_interleave false, untied, q_lora_rank null and
+ * a leftover first_k_dense_replace (not read: still every layer dense). */
+static void test_youtu_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(YOUTU_BASE "}", "youtu-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DEEPSEEK_V3 && c.q_lora_rank == 1536 && c.rope_form == KVC_ROPE_INTERLEAVED);
+    assert_true(c.tie_word_embeddings && c.rms_norm_eps == 1e-6 && c.first_k_dense_replace == 3);
+    assert_true(!c.layer_moe[0] && !c.layer_moe[1] && !c.layer_moe[2] && c.shared_expert_intermediate_size == 0);
+    assert_int_equal(kvc_model_config_parse(YOUTU_BASE ",\"rope_interleave\":false,\"tie_word_embeddings\":false,"
+                                                       "\"q_lora_rank\":null,\"first_k_dense_replace\":1}",
+                                            "youtu-set", &c),
+                     KVC_OK);
+    assert_true(c.rope_form == KVC_ROPE_HALF && !c.tie_word_embeddings && c.q_lora_rank == 0 && !c.layer_moe[2]);
+    expect_refusal(YOUTU_BASE ",\"num_key_value_heads\":2}", "num_key_value_heads 2 contradicts");
+}
+
+#define MINICPM3_BASE                                                                                                  \
+    "{\"model_type\":\"minicpm3\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                        \
+    "\"num_hidden_layers\":4,\"num_attention_heads\":4"
+
+/* MiniCPM3 with MiniCPM3Config's defaults (MLA sizes 768 / 256 / 64 + 32, v_head_dim hidden / heads, half-split RoPE,
+ * every layer dense, scale_emb 12, scale_depth 1.4 over sqrt(layers), logits / (hidden / 256), tied, eps 1e-5) and
+ * with scale_depth and dim_model_base null (sqrt(layers): a multiplier of 1; hidden: no division), v_head_dim null;
+ * refused by name: hidden_size not divisible by the heads. */
+static void test_minicpm3_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(MINICPM3_BASE "}", "minicpm3-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DEEPSEEK_V3 && c.q_lora_rank == 768 && c.kv_lora_rank == 256);
+    assert_true(c.qk_nope_head_dim == 64 && c.qk_rope_head_dim == 32 && c.v_head_dim == 16);
+    assert_true(c.rope_form == KVC_ROPE_HALF && !c.layer_moe[0] && !c.layer_moe[3] && c.tie_word_embeddings);
+    assert_true(c.embed_scale == 12.0f && c.residual_multiplier == 1.4 / 2.0 && c.logits_scaling == 64.0 / 256.0);
+    assert_true(c.rms_norm_eps == 1e-5 && !c.mlp_bias);
+    assert_int_equal(kvc_model_config_parse(MINICPM3_BASE ",\"scale_depth\":null,\"dim_model_base\":null,"
+                                                          "\"v_head_dim\":null,\"scale_emb\":1.5,\"mlp_bias\":true}",
+                                            "minicpm3-null", &c),
+                     KVC_OK);
+    assert_true(c.residual_multiplier == 1.0 && c.logits_scaling == 1.0 && c.v_head_dim == 16);
+    assert_true(c.embed_scale == 1.5f && c.mlp_bias);
+    expect_refusal("{\"model_type\":\"minicpm3\",\"vocab_size\":8,\"hidden_size\":66,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":4,\"num_attention_heads\":4}",
+                   "hidden_size");
 }
 
 #define QWEN_VL_TEXT(mt)                                                                                               \
@@ -2801,6 +2890,9 @@ int main(void) {
         cmocka_unit_test(test_qwen2_vl_fields),
         cmocka_unit_test(test_qwen3_vl_fields),
         cmocka_unit_test(test_llava_fields),
+        cmocka_unit_test(test_nanochat_fields),
+        cmocka_unit_test(test_youtu_fields),
+        cmocka_unit_test(test_minicpm3_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -502,6 +502,27 @@ static void test_dbrx(void **state) {
     run_dir("dbrx");
 }
 
+/* NanoChat-like: weightless RMSNorms (the embeddings' too), q/k normalised after RoPE turned the other way, relu2
+ * MLP fc1 / fc2, GQA, logits soft-capped at 15, untied */
+static void test_nanochat(void **state) {
+    (void)state;
+    run_dir("nanochat");
+}
+
+/* Youtu-LLM-like: DeepSeek-V3's MLA (q LoRA, interleaved RoPE) with every layer's dense SwiGLU MLP, tied; also mode 3
+ * over both cache forms (run_dir) */
+static void test_youtu(void **state) {
+    (void)state;
+    run_dir("youtu");
+}
+
+/* MiniCPM3-like: DeepSeek-V2's MLA with half-split RoPE, dense SwiGLU layers, embeddings x scale_emb, sub-layer outputs
+ * x scale_depth / sqrt(layers), the last hidden state / (hidden / dim_model_base), untied; also mode 3 (run_dir) */
+static void test_minicpm3(void **state) {
+    (void)state;
+    run_dir("minicpm3");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -571,10 +592,12 @@ static void test_gpt2(void **state) {
 }
 
 /* OPT-125m-like: learned positions with OPT's offset of 2 (n 64, 66 rows) and no RoPE, pre-norm LayerNorms with
- * bias, every bias, relu, tied */
+ * bias, every bias, relu, tied; OPT-350m-like (opt_350m): post-norm blocks without a final norm, embeddings and
+ * head 32 wide with project_in / project_out to hidden 64 */
 static void test_opt(void **state) {
     (void)state;
     run_dir("opt");
+    run_dir("opt_350m");
 }
 
 /* StarCoder 1 / SantaCoder-like: GPT-2's learned positions (n 64) and no RoPE, nn.Linear layers with biases,
@@ -975,6 +998,9 @@ int main(void) {
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),
         cmocka_unit_test(test_dbrx),
+        cmocka_unit_test(test_nanochat),
+        cmocka_unit_test(test_youtu),
+        cmocka_unit_test(test_minicpm3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

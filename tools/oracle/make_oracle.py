@@ -116,8 +116,14 @@ from transformers import (
     Mamba2ForCausalLM,
     GraniteMoeHybridConfig,
     GraniteMoeHybridForCausalLM,
+    NanoChatConfig,
+    NanoChatForCausalLM,
     OPTConfig,
     OPTForCausalLM,
+    YoutuConfig,
+    YoutuForCausalLM,
+    MiniCPM3Config,
+    MiniCPM3ForCausalLM,
     OlmoConfig,
     OlmoForCausalLM,
     OlmoeConfig,
@@ -1336,6 +1342,46 @@ def opt_config():
                      max_position_embeddings=64, bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def opt_350m_config():
+    # OPT-350m's shape at toy size: post-norm blocks (do_layer_norm_before false: the LayerNorm after each residual
+    # add, no final LayerNorm), embeddings and the tied head 32 wide (word_embed_proj_dim) with project_in [64, 32]
+    # and project_out [32, 64] between them and hidden 64; relu, ffn_dim 96, 2 layers, 4 heads of 16.
+    return OPTConfig(vocab_size=VOCAB, hidden_size=64, word_embed_proj_dim=32, ffn_dim=96, num_hidden_layers=2,
+                     num_attention_heads=4, max_position_embeddings=64, do_layer_norm_before=False,
+                     bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def nanochat_config():
+    # NanoChat at toy size: weightless RMSNorms (the embeddings normalised too), q/k normalised after RoPE turned the
+    # other way, relu2 MLP fc2(relu2(fc1(x))) of 96, 2 layers, 4 heads of 16 over 2 KV heads, logits soft-capped at
+    # 15 (the default), untied.
+    return NanoChatConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                          bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def youtu_config():
+    # Youtu-LLM at toy size: DeepSeek-V3's MLA attention (q LoRA 32, latent 32, nope 16 + rope 8 per head, v 16,
+    # rope_interleave true: the default) in Llama's layers, each with the dense SwiGLU MLP of 96, 2 layers, 4 heads,
+    # tied (the default).
+    return YoutuConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=32,
+                       qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, max_position_embeddings=64,
+                       bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def minicpm3_config():
+    # MiniCPM3 at toy size: DeepSeek-V2's MLA modules (q LoRA 32, latent 32, nope 16 + rope 8 per head, v_head_dim
+    # null: hidden / heads = 16) with half-split RoPE, dense SwiGLU MLP of 96, embeddings x 12 (scale_emb), sub-layer
+    # outputs x 1.4 / sqrt(2) (scale_depth), the last hidden state / (64 / dim_model_base 32), 2 layers, 4 heads;
+    # untied (tied, the default, the random head repeats the last token).
+    return MiniCPM3Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=32,
+                          qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=None, dim_model_base=32,
+                          tie_word_embeddings=False, max_position_embeddings=64, bos_token_id=None, eos_token_id=None,
+                          pad_token_id=None)
+
+
 def qwen2_5_vl_config():
     # Qwen2.5-VL's text model at toy size, built as the multimodal class (transformers 5's nested text_config) with a
     # one-block vision tower: Qwen2's q/k/v biases, 3 layers, 4 heads of 16 over 2 KV heads, multimodal rope
@@ -1454,6 +1500,10 @@ FAMILIES = {
     "gpt_neox_seq": (gpt_neox_seq_config, GPTNeoXForCausalLM),
     "gpt2": (gpt2_config, GPT2LMHeadModel),
     "opt": (opt_config, OPTForCausalLM),
+    "opt_350m": (opt_350m_config, OPTForCausalLM),
+    "nanochat": (nanochat_config, NanoChatForCausalLM),
+    "youtu": (youtu_config, YoutuForCausalLM),
+    "minicpm3": (minicpm3_config, MiniCPM3ForCausalLM),
     "gpt_bigcode": (gpt_bigcode_config, GPTBigCodeForCausalLM),
     "gpt_bigcode_mha": (gpt_bigcode_mha_config, GPTBigCodeForCausalLM),
     "falcon": (falcon_config, FalconForCausalLM),
@@ -2351,7 +2401,7 @@ def main():
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
-                               "dbrx"]:
+                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
