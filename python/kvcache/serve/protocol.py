@@ -116,6 +116,8 @@ class Generation:
     truncate: int = None  # vLLM's truncate_prompt_tokens: the prompt's last this many tokens (-1: max_model_len)
     grammar_field: str = None  # the field that asked for it
     first_call_only: bool = False  # chat: parallel_tool_calls false, a reply keeps its first call (vLLM's)
+    include_reasoning: bool = True  # chat: a reasoning parser's reasoning is in the reply (vLLM's field)
+    thinking: bool = None  # chat with a reasoning parser: the reply begins inside the think block (None: no parser)
 
 
 def _is_int(v):
@@ -553,6 +555,7 @@ def chat_request(body, vocab_size, auto_tools=False):
         gen.tool_calls, gen.tools = True, kwargs["tools"]
     _forced_calls(body, kwargs["tools"], gen)
     gen.first_call_only = not _bool(body, "parallel_tool_calls", True)
+    gen.include_reasoning = _bool(body, "include_reasoning", True)
     # what a client asks for that the server does not have: the deprecated function calling, audio output
     if body.get("functions") or body.get("function_call") not in (None, "none"):
         raise bad("functions and function_call are not supported", "functions")

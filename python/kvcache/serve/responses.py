@@ -261,12 +261,20 @@ def function_call(call, status="completed"):
             "name": call["function"]["name"], "arguments": call["function"]["arguments"]}
 
 
-def output(content, calls, logprobs, reason):
-    """The output items of a whole reply: a message of its text, unless the reply is calls and only whitespace
-    around them (content None), then a function_call item per call."""
+def thought(rid, text, status):
+    """The reasoning output item of a reply's reasoning (a reasoning parser's)."""
+    return {"id": rid, "type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": text}],
+            "encrypted_content": None, "status": status}
+
+
+def output(content, calls, logprobs, reason, reasoning=None):
+    """The output items of a whole reply: a reasoning item of its reasoning (if any), a message of its text,
+    unless the reply is calls, or reasoning, and only whitespace around them (content None), then a function_call
+    item per call."""
     status = "incomplete" if reason == "length" else "completed"
-    items = [message(f"msg_{uuid.uuid4().hex}", content or "", logprobs, status)] \
-        if content is not None or not calls else []
+    items = [thought(f"rs_{uuid.uuid4().hex}", reasoning, status)] if reasoning else []
+    if content is not None or not (calls or items):
+        items.append(message(f"msg_{uuid.uuid4().hex}", content or "", logprobs, status))
     return items + [function_call(c) for c in calls]
 
 
@@ -293,6 +301,7 @@ class Events:
         self.asked, self.model, self.created = asked, model, int(time.time())
         self.seq, self.items, self.calls = 0, [], {}  # output items in order; call index -> its item's index
         self.msg, self.held, self.text, self.logprobs = None, "", [], []  # the message item's index, its pieces
+        self.thought = None  # the reasoning item's index
 
     def _event(self, kind, **fields):
         out = {"type": kind, "sequence_number": self.seq, **fields}
@@ -327,6 +336,17 @@ class Events:
         self.text.append(text)
         return out + self._event("response.output_text.delta", **self._where(), delta=text, logprobs=logprobs)
 
+    def reasoning(self, text):
+        """A piece of the reply's reasoning: the reasoning item opens at the first."""
+        out = ""
+        if self.thought is None:
+            self.thought = len(self.items)
+            out = self._open(thought(f"rs_{uuid.uuid4().hex}", "", "in_progress"))
+        item = self.items[self.thought]
+        item["content"][0]["text"] += text
+        return out + self._event("response.reasoning_text.delta", item_id=item["id"], output_index=self.thought,
+                                 content_index=0, delta=text)
+
     def parsed(self, events):
         """The events of a tool-call parser (tool_calls.Events): content, a call's start, its arguments."""
         out = []
@@ -345,11 +365,15 @@ class Events:
 
     def finish(self, reason, use):
         """The closing events and (the final Response object, the reply as a chat message)."""
-        out = [self.delta("", [], True)] if self.msg is None and not self.calls else []
+        out = [self.delta("", [], True)] if self.msg is None and not self.calls and self.thought is None else []
         status = "incomplete" if reason == "length" else "completed"
         calls = []
         for i, item in enumerate(self.items):
-            if i == self.msg:
+            if i == self.thought:
+                item["status"] = status
+                out.append(self._event("response.reasoning_text.done", item_id=item["id"], output_index=i,
+                                       content_index=0, text=item["content"][0]["text"]))
+            elif i == self.msg:
                 text = "".join(self.text)
                 item.update(message(item["id"], text, self.logprobs if self.asked.logprobs else None, status))
                 out += [self._event("response.output_text.done", **self._where(), text=text, logprobs=self.logprobs),
