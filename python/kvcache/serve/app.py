@@ -316,6 +316,9 @@ class Server:
         gen, prompts = await anyio.to_thread.run_sync(parse, await self._body(request))
         if gen.model:  # a request naming no model (none, or "") asks for the served one, as vLLM takes it
             self._check_model(gen.model)
+        header = request.headers.get("x-request-id")
+        if header is not None:  # vLLM's: the header wins over the body's request_id
+            gen.request_id = protocol.request_id(header, "X-Request-Id")
         if len(prompts) * gen.n > self.engine.engine.max_requests:  # could never be queued at once: not a retry
             raise bad(f"{len(prompts)} prompt(s) x n {gen.n} choices exceed the {self.engine.engine.max_requests} "
                       "requests the server holds at once (--max-requests)", "n")
@@ -472,10 +475,11 @@ class Server:
     def _token_bytes(self, token_id):
         return self.tokenizer.token_bytes(token_id)
 
-    def _reply(self, kind, prefix, every_chunk=None):
-        """The envelope of one answer's chunks: chunk(choices, usage=None, **top-level fields). every_chunk: None,
-        or what a chunk without usage carries as its usage (choices.chunk_usage)."""
-        rid, created = f"{prefix}-{uuid.uuid4().hex}", int(time.time())
+    def _reply(self, kind, prefix, gen, every_chunk=None):
+        """The envelope of one answer's chunks: chunk(choices, usage=None, **top-level fields); its id the
+        request's own (gen.request_id) or a new one after prefix. every_chunk: None, or what a chunk without usage
+        carries as its usage (choices.chunk_usage)."""
+        rid, created = f"{prefix}-{gen.request_id or uuid.uuid4().hex}", int(time.time())
 
         def chunk(items, usage=None, **top):
             out = {"id": rid, "object": kind, "created": created, "model": self.model_name, **top, "choices": items}
@@ -490,7 +494,7 @@ class Server:
     @_stoppable
     async def completions(self, request):
         gen, reqs = await self._start(request, self._parse_completion, "prompt")
-        chunk = self._reply("text_completion", "cmpl", choices.chunk_usage(gen, reqs, self.prompt_tokens_details))
+        chunk = self._reply("text_completion", "cmpl", gen, choices.chunk_usage(gen, reqs, self.prompt_tokens_details))
         if gen.stream:
             async def sse():
                 places = [None] * len(reqs)  # per choice; None: nothing sent yet (the echo goes first)
@@ -608,7 +612,7 @@ class Server:
     async def chat(self, request):
         gen, reqs = await self._start(request, self._parse_chat, "messages")
         if gen.stream:
-            chunk = self._reply("chat.completion.chunk", "chatcmpl", choices.chunk_usage(gen, reqs, self.prompt_tokens_details))
+            chunk = self._reply("chat.completion.chunk", "chatcmpl", gen, choices.chunk_usage(gen, reqs, self.prompt_tokens_details))
 
             async def sse():
                 for i in range(len(reqs)):  # the prompt's ids (one prompt) in the first chunk only
@@ -644,7 +648,7 @@ class Server:
                        "logprobs": self._chat_logprobs(lp, gen) if gen.logprobs is not None else None,
                        **_ids(gen, token_ids=t)}
                       for i, (req, text, lp, t) in enumerate(zip(reqs, texts, lps, ids))]
-            return self._reply("chat.completion", "chatcmpl")(answer, choices.usage(reqs, self.prompt_tokens_details),
+            return self._reply("chat.completion", "chatcmpl", gen)(answer, choices.usage(reqs, self.prompt_tokens_details),
                                                               **_ids(gen, prompt_token_ids=reqs[0].prompt.ids),
                                                               prompt_logprobs=self._prompt_logprobs_field(
                                                                   gen, reqs[0].prompt))
