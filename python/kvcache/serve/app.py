@@ -188,6 +188,7 @@ class Server:
                   Route("/v1/chat/completions", self.chat, methods=["POST"]),
                   Route("/v1/responses", self.respond, methods=["POST"]),
                   Route("/v1/responses/{response_id}", self.stored_response, methods=["GET", "DELETE"]),
+                  Route("/v1/responses/{response_id}/input_items", self.input_items, methods=["GET"]),
                   Route("/v1/models", self.models, methods=["GET"]),
                   Route("/v1/models/{model:path}", self.model, methods=["GET"]),
                   Route("/invocations", self.invocations, methods=["POST"]),
@@ -678,7 +679,7 @@ class Server:
 
         def finished(final, reply):
             if asked.store:
-                self.stored.put(asked.id, tenant, asked.conversation + [reply], final)
+                self.stored.put(asked.id, tenant, asked.conversation + [reply], final, asked.items)
             return final
 
         def use():
@@ -731,6 +732,12 @@ class Server:
             return JSONResponse(self.stored.response(rid, tenant))
         self.stored.delete(rid, tenant)
         return JSONResponse({"id": rid, "object": "response.deleted", "deleted": True})
+
+    async def input_items(self, request):
+        """GET /v1/responses/{id}/input_items (the SDK's responses.input_items.list): a page of a stored response's
+        input items, of the caller's tenant."""
+        items = self.stored.input_items(request.path_params["response_id"], self._tenant(request))
+        return JSONResponse(responses.page(items, request.query_params))
 
     async def invocations(self, request):
         """vLLM's SageMaker entry: a body with messages is a chat request, one with prompt a completion."""
