@@ -107,6 +107,16 @@ def test_responses_give_a_reasoning_item(server, client, model_dir, monkeypatch)
     assert [e.sequence_number for e in events] == list(range(len(events)))
     final = events[-1].response
     assert [i.type for i in final.output] == ["reasoning", "message"] and final.output[0].content[0].text == THOUGHT
+    # with function tools: the calls are read after the reasoning, streamed and not
+    script(monkeypatch, server[1], Tokenizer(model_dir), REPLY, 3)
+    tools = [{"type": "function", **TOOLS[0]["function"]}]
+    whole = client.responses.create(model="test", input="weather?", tools=tools, store=False)
+    final = [e for e in client.responses.create(model="test", input="weather?", tools=tools, store=False,
+                                                stream=True)][-1].response
+    for r in (whole, final):
+        assert [i.type for i in r.output] == ["reasoning", "message", "function_call"]
+        assert (r.output[0].content[0].text, r.output_text, r.output[2].arguments) == \
+            (THOUGHT, "\n\nSure.\n", '{"city": "Paris"}')
 
 
 def test_an_unknown_parser_is_refused_by_name(model_dir, capsys):

@@ -247,8 +247,8 @@ def renamed(exc):
 
 class Store:
     """The stored responses, by id: (tenant, the conversation with the answer, the Response object, its size,
-    its input items), the oldest dropped beyond MAX_STORED of them or MAX_STORED_CHARS characters. The lock: requests are parsed on worker
-    threads."""
+    its input items), the oldest dropped beyond MAX_STORED of them or MAX_STORED_CHARS characters. The lock:
+    requests are parsed on worker threads."""
 
     def __init__(self, max_items=MAX_STORED, max_chars=MAX_STORED_CHARS):
         self.items, self.chars, self.lock = collections.OrderedDict(), 0, threading.Lock()
