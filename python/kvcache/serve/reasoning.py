@@ -10,6 +10,8 @@ began inside the block (it was cut, or never answered), all content otherwise.
 
 One machine (Splitter) reads the text piece by piece for a stream and all at once for a whole reply, so the
 streamed pieces join into the whole reply's two parts (docs/serve.md: Reasoning)."""
+from .tool_calls import _held  # how much of a piece's end may begin a marker: the same rule
+
 OPEN, CLOSE = "<think>", "</think>"
 PARSERS = ("deepseek_r1", "qwen3")  # the --reasoning-parser names
 
@@ -19,14 +21,6 @@ def thinking(name, prompt, template_kwargs):
     if name == "qwen3" and template_kwargs.get("enable_thinking", True) is False:
         return False
     return prompt.rfind(CLOSE) <= prompt.rfind(OPEN)  # neither: -1 <= -1, inside
-
-
-def _held(text, marker):
-    """How many characters at text's end may begin marker (they wait for the next piece)."""
-    for n in range(min(len(text), len(marker) - 1), 0, -1):
-        if marker.startswith(text[-n:]):
-            return n
-    return 0
 
 
 class Splitter:
