@@ -405,3 +405,24 @@ def test_prompt_logprobs_as_vllm_gives_them(server):
     assert post(url, "/v1/chat/completions", chat)["prompt_logprobs"] is None
     lps = post(url, "/v1/chat/completions", {**chat, "prompt_logprobs": 1})["prompt_logprobs"]
     assert lps[0] is None and len(lps) > 1 and all(1 <= len(e) <= 2 for e in lps[1:])
+
+
+def test_a_request_id_names_the_answer_and_whole_vocabulary_logprobs_are_refused_as_vllm(server):
+    url = server[0]
+    with openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=60) as client:
+        ask = dict(model="test", max_tokens=1, extra_body={"request_id": "mine-1"})
+        assert client.completions.create(prompt="Hi", **ask).id == "cmpl-mine-1"
+        r = client.chat.completions.create(messages=[{"role": "user", "content": "Hi"}], stream=True, **ask)
+        assert {c.id for c in r} == {"chatcmpl-mine-1"}
+        r = client.chat.completions.create(messages=[{"role": "user", "content": "Hi"}],
+                                           extra_headers={"X-Request-Id": "trace.7"}, **ask)
+        assert r.id == "chatcmpl-trace.7"  # the header wins, as in vLLM
+    for body, headers, field in (({"request_id": "a b"}, {}, "request_id"), ({"request_id": 5}, {}, "request_id"),
+                                 ({"request_id": "x" * 257}, {}, "request_id"), ({}, {"X-Request-Id": ""}, "X-Request-Id"),
+                                 ({"logprobs": True, "top_logprobs": -1}, {}, "top_logprobs"),
+                                 ({"logprobs": True, "top_logprobs": -2}, {}, "top_logprobs"),
+                                 ({"prompt_logprobs": -1}, {}, "prompt_logprobs")):
+        r = httpx.post(url + "/v1/chat/completions", headers=headers, timeout=60,
+                       json={"model": "test", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1, **body})
+        assert (r.status_code, r.json()["error"]["param"]) == (400, field), (body, r.text)
+    assert "whole vocabulary (512 tokens)" in r.json()["error"]["message"]

@@ -108,6 +108,31 @@ def test_previous_response_id_continues_the_stored_conversation(server, client):
         client.responses.retrieve(streamed.id)
 
 
+def test_input_items_list_a_stored_input(server, client):
+    items = [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "What is it?"},
+             {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+             {"role": "assistant", "content": "42"},
+             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "So?"}]}]
+    r = client.responses.create(model="test", input=items, max_output_tokens=1)
+    listed = client.responses.input_items.list(r.id, order="asc")  # the SDK's pages follow `after` themselves
+    got = [(i.type, getattr(i, "role", None), getattr(i, "call_id", None)) for i in listed]
+    assert got == [("message", "developer", None), ("message", "user", None), ("function_call", None, "c1"),
+                   ("message", "assistant", None), ("message", "user", None)]
+    first = client.responses.input_items.list(r.id, limit=2)  # desc by default, as OpenAI's
+    assert first.has_more and first.data[0].content[0].text == "So?" and first.data[1].content[0].text == "42"
+    assert first.data[1].content[0].type == "output_text"
+    assert [i.id for i in client.responses.input_items.list(r.id, after=first.last_id).data] == \
+        [i.id for i in listed.data][::-1][2:]
+    assert client.responses.input_items.list(client.responses.create(model="test", input="Hi", max_output_tokens=1)
+                                             .id).data[0].content[0].text == "Hi"
+    for query, field in (("limit=0", "limit"), ("order=up", "order"), ("after=nope", "after")):
+        bad = httpx.get(f"{server[0]}/v1/responses/{r.id}/input_items?{query}", timeout=60,
+                        headers={"Authorization": f"Bearer {KEYS[0]}"})
+        assert (bad.status_code, bad.json()["error"]["param"]) == (400, field)
+    with make_client(server, KEYS[1]) as other, pytest.raises(openai.NotFoundError):
+        other.responses.input_items.list(r.id)  # per API key, as the store
+
+
 def test_store_drops_the_oldest_beyond_its_bounds():
     from kvcache.serve.responses import Store
 

@@ -26,7 +26,7 @@ from ..engine import SamplingParams, TokenLogprob
 from .._lib import flag, invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
-from . import choices, forced_calls, http, prompt_cuts, protocol, responses, tool_calls, tool_parsers
+from . import choices, forced_calls, http, prompt_cuts, protocol, reasoning, responses, tool_calls, tool_parsers
 from .metrics import Metrics
 from .protocol import ApiError, bad
 
@@ -41,6 +41,17 @@ def _error_response(exc):
 def _ids(gen, **fields):
     """fields (lists of token ids) when the request asked for them (vLLM's return_token_ids), else none."""
     return {k: list(v) for k, v in fields.items()} if gen.token_ids else {}
+
+
+def _reasoning_fields(text):
+    """A message's reasoning: vLLM's field `reasoning`, and `reasoning_content` (DeepSeek's name, vLLM's until 2026,
+    which many clients read)."""
+    return {"reasoning": text, "reasoning_content": text}
+
+
+def _joined(a, b):
+    """Two (reasoning, content) pairs as one."""
+    return a[0] + b[0], a[1] + b[1]
 
 
 def _sse(obj):
@@ -123,11 +134,15 @@ class Server:
     """The application of one model directory. engine_kwargs go to
     kvcache.Engine; api_keys (none: no authentication) are the bearer
     tokens /v1/ accepts, each one its own prefix-cache tenant. enable_auto_tool_choice: chat replies to requests
-    with tools (tool_choice auto) are parsed for calls by tool_call_parser (one of tool_parsers.PARSERS)."""
+    with tools (tool_choice auto) are parsed for calls by tool_call_parser (one of tool_parsers.PARSERS).
+    reasoning_parser (one of reasoning.PARSERS): chat replies' reasoning is split from their content."""
 
     def __init__(self, model_dir, *, served_model_name=None, api_keys=(), max_body_bytes=1 << 20, read_timeout=30.0,
                  write_timeout=30.0, max_connections=256, enable_prompt_tokens_details=False,
-                 enable_auto_tool_choice=False, tool_call_parser=None, **engine_kwargs):
+                 enable_auto_tool_choice=False, tool_call_parser=None, reasoning_parser=None, **engine_kwargs):
+        if reasoning_parser is not None and reasoning_parser not in reasoning.PARSERS:
+            raise invalid(f"reasoning parser {reasoning_parser!r} is not one of the parsers: "
+                          f"{', '.join(reasoning.PARSERS)}")
         if tool_call_parser is not None and tool_call_parser not in tool_parsers.PARSERS:
             raise invalid(f"tool call parser {tool_call_parser!r} is not one of the parsers: "
                           f"{', '.join(tool_parsers.PARSERS)}")
@@ -158,6 +173,7 @@ class Server:
         self.prompt_tokens_details = flag(enable_prompt_tokens_details, "enable_prompt_tokens_details")
         self.auto_tools = flag(enable_auto_tool_choice, "enable_auto_tool_choice")
         self.tool_format = tool_parsers.FORMATS.get(tool_call_parser)
+        self.reasoning_parser = reasoning_parser
         self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
         # uvicorn's `http` setting for this app: the header and write deadlines, the cap on connections
         self.http_protocol = http.protocol(read_timeout, write_timeout, max_connections)
@@ -172,6 +188,7 @@ class Server:
                   Route("/v1/chat/completions", self.chat, methods=["POST"]),
                   Route("/v1/responses", self.respond, methods=["POST"]),
                   Route("/v1/responses/{response_id}", self.stored_response, methods=["GET", "DELETE"]),
+                  Route("/v1/responses/{response_id}/input_items", self.input_items, methods=["GET"]),
                   Route("/v1/models", self.models, methods=["GET"]),
                   Route("/v1/models/{model:path}", self.model, methods=["GET"]),
                   Route("/invocations", self.invocations, methods=["POST"]),
@@ -300,6 +317,9 @@ class Server:
         gen, prompts = await anyio.to_thread.run_sync(parse, await self._body(request))
         if gen.model:  # a request naming no model (none, or "") asks for the served one, as vLLM takes it
             self._check_model(gen.model)
+        header = request.headers.get("x-request-id")
+        if header is not None:  # vLLM's: the header wins over the body's request_id
+            gen.request_id = protocol.request_id(header, "X-Request-Id")
         if len(prompts) * gen.n > self.engine.engine.max_requests:  # could never be queued at once: not a retry
             raise bad(f"{len(prompts)} prompt(s) x n {gen.n} choices exceed the {self.engine.engine.max_requests} "
                       "requests the server holds at once (--max-requests)", "n")
@@ -456,10 +476,11 @@ class Server:
     def _token_bytes(self, token_id):
         return self.tokenizer.token_bytes(token_id)
 
-    def _reply(self, kind, prefix, every_chunk=None):
-        """The envelope of one answer's chunks: chunk(choices, usage=None, **top-level fields). every_chunk: None,
-        or what a chunk without usage carries as its usage (choices.chunk_usage)."""
-        rid, created = f"{prefix}-{uuid.uuid4().hex}", int(time.time())
+    def _reply(self, kind, prefix, gen, every_chunk=None):
+        """The envelope of one answer's chunks: chunk(choices, usage=None, **top-level fields); its id the
+        request's own (gen.request_id) or a new one after prefix. every_chunk: None, or what a chunk without usage
+        carries as its usage (choices.chunk_usage)."""
+        rid, created = f"{prefix}-{gen.request_id or uuid.uuid4().hex}", int(time.time())
 
         def chunk(items, usage=None, **top):
             out = {"id": rid, "object": kind, "created": created, "model": self.model_name, **top, "choices": items}
@@ -474,7 +495,7 @@ class Server:
     @_stoppable
     async def completions(self, request):
         gen, reqs = await self._start(request, self._parse_completion, "prompt")
-        chunk = self._reply("text_completion", "cmpl", choices.chunk_usage(gen, reqs, self.prompt_tokens_details))
+        chunk = self._reply("text_completion", "cmpl", gen, choices.chunk_usage(gen, reqs, self.prompt_tokens_details))
         if gen.stream:
             async def sse():
                 places = [None] * len(reqs)  # per choice; None: nothing sent yet (the echo goes first)
@@ -511,16 +532,19 @@ class Server:
 
     def _render(self, messages, kwargs, add_special_tokens, keep=None):
         """The token ids of a conversation rendered by the chat template (kwargs: the template's extra arguments)."""
+        return prompt_cuts.encode(self.tokenizer, self._template(messages, kwargs), add_special_tokens, keep)
+
+    def _template(self, messages, kwargs):
+        """The text of a conversation rendered by the chat template."""
         extra = {k: v for k, v in kwargs.items()
                  if k not in ("add_generation_prompt", "continue_final_message", "tools")}
         if any(not isinstance(k, str) or not k.isidentifier() or k in _RESERVED_TEMPLATE_ARGS for k in extra):
             raise bad(f"chat_template_kwargs may not set {', '.join(sorted(_RESERVED_TEMPLATE_ARGS))}",
                       "chat_template_kwargs")
         try:
-            prompt = self.tokenizer.apply_chat_template(messages, **kwargs)
+            return self.tokenizer.apply_chat_template(messages, **kwargs)
         except TemplateError as exc:
             raise bad(str(exc), "messages") from None
-        return prompt_cuts.encode(self.tokenizer, prompt, add_special_tokens, keep)
 
     def _parse_chat(self, body):
         gen, messages, kwargs = protocol.chat_request(body, self.vocab_size, self.auto_tools)
@@ -528,7 +552,10 @@ class Server:
             gen.skip_special_tokens = False
         gen.bad_word_ids = prompt_cuts.bad_word_ids(self.tokenizer, gen.bad_words)
         keep = prompt_cuts.kept(gen.truncate, self.max_model_len)
-        ids = self._render(messages, kwargs, gen.add_special_tokens, keep)
+        text = self._template(messages, kwargs)
+        if self.reasoning_parser is not None:
+            gen.thinking = reasoning.thinking(self.reasoning_parser, text, kwargs)
+        ids = prompt_cuts.encode(self.tokenizer, text, gen.add_special_tokens, keep)
         if not ids:
             raise bad("the conversation renders to no tokens", "messages")
         # what echo repeats (vLLM's): the final message's text when it is the assistant's, the reply continuing it
@@ -546,15 +573,25 @@ class Server:
 
     def _chat_message(self, gen, req, text):
         """A whole choice's message and ending: its text (after an echo), or, parsed for tool calls, the text
-        outside them (null when none) and the calls, finish_reason "tool_calls" when there are some."""
+        outside them (null when none) and the calls, finish_reason "tool_calls" when there are some. With a
+        reasoning parser the reasoning goes apart first (null when none; the calls are read in the content)."""
         echo = self._echo(gen, req)
+        thought = {}
+        if gen.thinking is not None:
+            r, text = reasoning.split(text, gen.thinking)
+            thought = _reasoning_fields(r if gen.include_reasoning else None)
+            if text is None and self._call_parser(gen, False) is None:
+                return {"message": {"role": "assistant", "content": echo or None, **thought},
+                        **req.ending(req.finish_reason)}
+            text = text or ""
         parser = self._call_parser(gen, False)
         if parser is None:
-            return {"message": {"role": "assistant", "content": echo + text}, **req.ending(req.finish_reason)}
+            return {"message": {"role": "assistant", "content": echo + text, **thought},
+                    **req.ending(req.finish_reason)}
         content, calls = tool_calls.parse(text, parser)
         calls = calls[:1] if gen.first_call_only else calls
         content = echo + (content or "") or None
-        return {"message": {"role": "assistant", "content": content, "tool_calls": calls},
+        return {"message": {"role": "assistant", "content": content, "tool_calls": calls, **thought},
                 **req.ending(self._call_reason(gen, req.finish_reason, len(calls)))}
 
     def _call_parser(self, gen, stream):
@@ -576,7 +613,7 @@ class Server:
     async def chat(self, request):
         gen, reqs = await self._start(request, self._parse_chat, "messages")
         if gen.stream:
-            chunk = self._reply("chat.completion.chunk", "chatcmpl", choices.chunk_usage(gen, reqs, self.prompt_tokens_details))
+            chunk = self._reply("chat.completion.chunk", "chatcmpl", gen, choices.chunk_usage(gen, reqs, self.prompt_tokens_details))
 
             async def sse():
                 for i in range(len(reqs)):  # the prompt's ids (one prompt) in the first chunk only
@@ -584,15 +621,20 @@ class Server:
                     yield _sse(chunk([{"index": i, "delta": role, "logprobs": None, **reqs[i].ending(None)}],
                                      **(_ids(gen, prompt_token_ids=reqs[0].prompt.ids) if i == 0 else {})))
                 parsers = [self._call_parser(gen, True) for _ in reqs]
+                splitters = [None if gen.thinking is None else reasoning.Splitter(gen.thinking) for _ in reqs]
                 async for i, delta, lps, reason, ids in choices.merged(reqs):
                     logprobs = self._chat_logprobs(lps or [], gen) if gen.logprobs is not None else None
-                    parser = parsers[i]
+                    parser, thought = parsers[i], {}
+                    if splitters[i] is not None:  # the reasoning apart, the content on to the calls' parser
+                        r, delta = _joined(splitters[i].feed(delta), splitters[i].finish() if reason else ("", ""))
+                        thought = _reasoning_fields(r) if r and gen.include_reasoning else {}
                     if parser is None:
                         message = {"content": delta} if delta else {}
                     else:  # content outside the calls, the calls' beginnings and arguments
                         message = tool_calls.delta(parser.feed(delta) + (parser.finish() if reason else []),
                                                    gen.first_call_only)
                         reason = self._call_reason(gen, reason, parser.n_calls)
+                    message = {**thought, **message}
                     choice = {"index": i, "delta": message, "logprobs": logprobs,
                               **reqs[i].ending(reason), **_ids(gen, token_ids=ids)}
                     yield _sse(chunk([choice]))
@@ -607,7 +649,7 @@ class Server:
                        "logprobs": self._chat_logprobs(lp, gen) if gen.logprobs is not None else None,
                        **_ids(gen, token_ids=t)}
                       for i, (req, text, lp, t) in enumerate(zip(reqs, texts, lps, ids))]
-            return self._reply("chat.completion", "chatcmpl")(answer, choices.usage(reqs, self.prompt_tokens_details),
+            return self._reply("chat.completion", "chatcmpl", gen)(answer, choices.usage(reqs, self.prompt_tokens_details),
                                                               **_ids(gen, prompt_token_ids=reqs[0].prompt.ids),
                                                               prompt_logprobs=self._prompt_logprobs_field(
                                                                   gen, reqs[0].prompt))
@@ -637,7 +679,7 @@ class Server:
 
         def finished(final, reply):
             if asked.store:
-                self.stored.put(asked.id, tenant, asked.conversation + [reply], final)
+                self.stored.put(asked.id, tenant, asked.conversation + [reply], final, asked.items)
             return final
 
         def use():
@@ -645,11 +687,18 @@ class Server:
 
         if gen.stream:
             events, parser = responses.Events(asked, self.model_name), self._call_parser(gen, True)
+            splitter = None if gen.thinking is None else reasoning.Splitter(gen.thinking)
 
             async def sse():
                 yield events.start()
                 try:
                     async for _, delta, lps, reason, _ in choices.merged(reqs):
+                        if splitter is not None:  # the reasoning apart, the content on
+                            r, delta = _joined(splitter.feed(delta), splitter.finish() if reason else ("", ""))
+                            if r and gen.include_reasoning:
+                                yield events.reasoning(r)
+                            if not delta and not reason:
+                                continue
                         if parser is None:
                             yield events.delta(delta, logprobs(lps))
                         else:  # the text outside the calls, each call's start and arguments
@@ -669,7 +718,7 @@ class Server:
             msg = self._chat_message(gen, req, texts[0])["message"]
             calls = msg.get("tool_calls") or []
             items = responses.output(msg["content"], calls, logprobs(lps[0]) if asked.logprobs else None,
-                                     req.finish_reason)
+                                     req.finish_reason, msg.get("reasoning"))
             return finished(responses.response(asked, self.model_name, int(time.time()), "completed", items, use(),
                                                req.finish_reason), responses.assistant(msg["content"], calls))
 
@@ -683,6 +732,12 @@ class Server:
             return JSONResponse(self.stored.response(rid, tenant))
         self.stored.delete(rid, tenant)
         return JSONResponse({"id": rid, "object": "response.deleted", "deleted": True})
+
+    async def input_items(self, request):
+        """GET /v1/responses/{id}/input_items (the SDK's responses.input_items.list): a page of a stored response's
+        input items, of the caller's tenant."""
+        items = self.stored.input_items(request.path_params["response_id"], self._tenant(request))
+        return JSONResponse(responses.page(items, request.query_params))
 
     async def invocations(self, request):
         """vLLM's SageMaker entry: a body with messages is a chat request, one with prompt a completion."""

@@ -9,6 +9,7 @@ import sys
 from ..engine import ACTIVATIONS, WEIGHT_DTYPES
 from ..errors import Error
 from ..plan import parse_bytes
+from .reasoning import PARSERS as REASONING_PARSERS
 from .tool_parsers import PARSERS
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
@@ -109,6 +110,10 @@ def parser():
                         "Qwen 2.5 and 3), mistral ([TOOL_CALLS][{...}, ...]: Mistral 7B Instruct v0.3), llama3_json "
                         "({...}; {...} objects: Llama 3.1 to 3.3), pythonic ([f(a=1), ...]: Llama 3.2 and 4), "
                         "qwen3_coder (<tool_call><function=f><parameter=a>...: Qwen3-Coder)")
+    p.add_argument("--reasoning-parser", action=_Once, choices=REASONING_PARSERS,
+                   help="chat replies' reasoning (<think>...</think>) goes to message.reasoning apart from its "
+                        "content, and to a reasoning item in /v1/responses (as vLLM's option): deepseek_r1 "
+                        "(DeepSeek R1 and its distills), qwen3 (Qwen3, QwQ)")
     p.add_argument("--max-body-bytes", action=_Once, default="1MiB",
                    help="largest request body (default 1MiB; beyond, 413)")
     p.add_argument("--read-timeout", action=_Once, type=_seconds, default=30.0,
@@ -144,6 +149,7 @@ def main(argv=None):
                         write_timeout=args.write_timeout, max_connections=args.max_connections,
                         enable_prompt_tokens_details=args.enable_prompt_tokens_details,
                         enable_auto_tool_choice=args.enable_auto_tool_choice, tool_call_parser=args.tool_call_parser,
+                        reasoning_parser=args.reasoning_parser,
                         kv_dtype=args.kv_dtype, weights=args.weights,
                         activations=args.activations,
                         block_size=args.block_size, kv_memory=args.kv_memory, max_model_len=args.max_model_len,

@@ -8,6 +8,7 @@ from . import forced_calls
 from ..errors import InvalidArgument
 
 MAX_LOGPROBS = 20
+MAX_REQUEST_ID = 256  # characters of a client's request id
 MAX_STOP = 16  # stop strings per request
 MAX_STOP_LEN = 256  # characters of one stop string
 MAX_MESSAGES = 1024
@@ -116,6 +117,29 @@ class Generation:
     truncate: int = None  # vLLM's truncate_prompt_tokens: the prompt's last this many tokens (-1: max_model_len)
     grammar_field: str = None  # the field that asked for it
     first_call_only: bool = False  # chat: parallel_tool_calls false, a reply keeps its first call (vLLM's)
+    include_reasoning: bool = True  # chat: a reasoning parser's reasoning is in the reply (vLLM's field)
+    thinking: bool = None  # chat with a reasoning parser: the reply begins inside the think block (None: no parser)
+    request_id: str = None  # vLLM's request_id (or the X-Request-Id header): the answer's id after its prefix
+
+
+def request_id(value, name):
+    """A client's request id (vLLM's request_id field or X-Request-Id header): 1 to MAX_REQUEST_ID visible ASCII
+    characters, no spaces (it becomes the answer's id)."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_REQUEST_ID or not all("!" <= c <= "~" for c in value):
+        raise bad(f"{name} must be 1 to {MAX_REQUEST_ID} visible ASCII characters (no spaces)", name)
+    return value
+
+
+def _logprob_count(body, name, default, vocab_size):
+    """top_logprobs / prompt_logprobs: 0 to MAX_LOGPROBS, or -1 (vLLM's: the whole vocabulary), which vLLM's
+    default --max-logprobs 20 refuses unless the vocabulary is that small."""
+    v = _int(body, name, default, -1, MAX_LOGPROBS)
+    if v == -1:
+        if vocab_size > MAX_LOGPROBS:
+            raise bad(f"{name} -1 asks for the whole vocabulary ({vocab_size} tokens), more than the {MAX_LOGPROBS} "
+                      "the server gives (vLLM's default --max-logprobs)", name)
+        v = vocab_size
+    return v
 
 
 def _is_int(v):
@@ -342,7 +366,7 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
     if salt is not None and (not isinstance(salt, str) or not 0 < len(salt.encode()) <= 64):
         raise bad("cache_salt must be a string of 1 to 64 bytes", "cache_salt")
     top_k = _int(body, "top_k", 0, -1, vocab_size)
-    prompt_logprobs = _int(body, "prompt_logprobs", None, 0, MAX_LOGPROBS)
+    prompt_logprobs = _logprob_count(body, "prompt_logprobs", None, vocab_size)
     if prompt_logprobs is not None and stream:  # vLLM refuses them streamed too
         raise bad("prompt_logprobs are not available with stream: true", "prompt_logprobs")
     return Generation(model=model, stream=stream, include_usage=bool(options and _bool(options, "include_usage")),
@@ -362,7 +386,9 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
                       repetition_penalty=_repetition_penalty(body), min_tokens=_int(body, "min_tokens", 0, 0, 2**31 - 1),
                       logit_bias=_logit_bias(body, vocab_size), grammar=(asked := _grammar(body))[0],
                       grammar_field=asked[1], allowed_token_ids=_allowed_token_ids(body, vocab_size),
-                      bad_words=_bad_words(body), truncate=_int(body, "truncate_prompt_tokens", None, -1, 2**31 - 1))
+                      bad_words=_bad_words(body), truncate=_int(body, "truncate_prompt_tokens", None, -1, 2**31 - 1),
+                      request_id=None if body.get("request_id") is None else request_id(body["request_id"],
+                                                                                         "request_id"))
 
 
 def _one_prompt(prompt, vocab_size, what):
@@ -538,7 +564,7 @@ def chat_request(body, vocab_size, auto_tools=False):
     messages = _messages(body)
     logprobs = None
     if _bool(body, "logprobs"):
-        logprobs = _int(body, "top_logprobs", 0, 0, MAX_LOGPROBS)
+        logprobs = _logprob_count(body, "top_logprobs", 0, vocab_size)
     elif body.get("top_logprobs") is not None:
         raise bad("top_logprobs needs logprobs: true", "top_logprobs")
     gen = _common(body, vocab_size, ("max_tokens", "max_completion_tokens"), logprobs)
@@ -553,6 +579,7 @@ def chat_request(body, vocab_size, auto_tools=False):
         gen.tool_calls, gen.tools = True, kwargs["tools"]
     _forced_calls(body, kwargs["tools"], gen)
     gen.first_call_only = not _bool(body, "parallel_tool_calls", True)
+    gen.include_reasoning = _bool(body, "include_reasoning", True)
     # what a client asks for that the server does not have: the deprecated function calling, audio output
     if body.get("functions") or body.get("function_call") not in (None, "none"):
         raise bad("functions and function_call are not supported", "functions")

@@ -33,6 +33,7 @@ class Asked:
     store: bool
     logprobs: bool  # include message.output_text.logprobs
     echoed: dict  # the request's fields the Response object repeats
+    items: list  # the request's input as OpenAI's input items (GET /v1/responses/{id}/input_items)
 
 
 def _text_part(part, where):
@@ -69,6 +70,45 @@ def _input(value):
             raise bad(f"input[{i}].content must be a text or a list of text parts", "input")
         out.append({"role": ROLES[role], "content": content})
     return out
+
+
+def _input_items(value):
+    """A checked `input` as OpenAI lists input items: each with a new id and status "completed", a message's
+    content as text parts."""
+    if isinstance(value, str):
+        value = [{"role": "user", "content": value}]
+    out = []
+    for item in value:
+        kind = item.get("type", "message")
+        if kind == "message":
+            part = "output_text" if item["role"] == "assistant" else "input_text"
+            content = item["content"] if isinstance(item["content"], list) else [{"text": item["content"]}]
+            out.append({"id": f"msg_{uuid.uuid4().hex}", "type": "message", "role": item["role"],
+                        "content": [{"type": part, "text": p["text"]} for p in content], "status": "completed"})
+        else:
+            keep = ("call_id", "name", "arguments") if kind == "function_call" else ("call_id", "output")
+            out.append({"id": f"{'fc' if kind == 'function_call' else 'fco'}_{uuid.uuid4().hex}", "type": kind,
+                        **{k: item[k] for k in keep}, "status": "completed"})
+    return out
+
+
+def page(items, query):
+    """OpenAI's list of input items (a page of them: query's limit 1 to 100, default 20; order "desc", the
+    default, or "asc"; after: the id of the item the page follows)."""
+    limit, order, after = query.get("limit", "20"), query.get("order", "desc"), query.get("after")
+    if not limit.isdigit() or not 1 <= int(limit) <= 100:
+        raise bad("limit must be an integer in [1, 100]", "limit")
+    if order not in ("asc", "desc"):
+        raise bad('order must be "asc" or "desc"', "order")
+    items = items if order == "asc" else items[::-1]
+    if after is not None:
+        at = next((i for i, item in enumerate(items) if item["id"] == after), None)
+        if at is None:
+            raise bad(f"after {after[:80]!r} is no input item of this response", "after")
+        items = items[at + 1:]
+    data = items[:int(limit)]
+    return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None, "has_more": len(items) > len(data)}
 
 
 def _call_item(item, i, out):
@@ -166,7 +206,7 @@ def request(body, store, tenant):
     if not isinstance(body, dict):
         raise bad("the request body must be a JSON object")
     _refused(body)
-    messages = _input(body.get("input"))
+    messages = _input(body.get("input"))  # checks the input (_input_items reads it so checked)
     previous = body.get("previous_response_id")
     if previous is not None:
         messages = store.conversation(previous, tenant) + messages
@@ -194,7 +234,8 @@ def request(body, store, tenant):
               "text": {"format": (body.get("text") or {}).get("format") or {"type": "text"}},
               "truncation": "disabled", "user": body.get("user"), "store": body.get("store") is not False,
               "background": False, "reasoning": None, "service_tier": "default"}
-    return chat, Asked(f"resp_{uuid.uuid4().hex}", messages, echoed["store"], logprobs, echoed)
+    return chat, Asked(f"resp_{uuid.uuid4().hex}", messages, echoed["store"], logprobs, echoed,
+                       _input_items(body["input"]))
 
 
 def renamed(exc):
@@ -205,18 +246,18 @@ def renamed(exc):
 
 
 class Store:
-    """The stored responses, by id: (tenant, the conversation with the answer, the Response object), the oldest
-    dropped beyond MAX_STORED of them or MAX_STORED_CHARS characters. The lock: requests are parsed on worker
-    threads."""
+    """The stored responses, by id: (tenant, the conversation with the answer, the Response object, its size,
+    its input items), the oldest dropped beyond MAX_STORED of them or MAX_STORED_CHARS characters. The lock:
+    requests are parsed on worker threads."""
 
     def __init__(self, max_items=MAX_STORED, max_chars=MAX_STORED_CHARS):
         self.items, self.chars, self.lock = collections.OrderedDict(), 0, threading.Lock()
         self.max_items, self.max_chars = max_items, max_chars
 
-    def put(self, rid, tenant, conversation, response):
-        size = len(json.dumps(conversation)) + len(json.dumps(response))
+    def put(self, rid, tenant, conversation, response, items=()):
+        size = len(json.dumps(conversation)) + len(json.dumps(response)) + len(json.dumps(items))
         with self.lock:
-            self.items[rid] = (tenant, conversation, response, size)
+            self.items[rid] = (tenant, conversation, response, size, list(items))
             self.chars += size
             while self.items and (len(self.items) > self.max_items or self.chars > self.max_chars):
                 self.chars -= self.items.popitem(last=False)[1][3]
@@ -234,6 +275,9 @@ class Store:
 
     def response(self, rid, tenant):
         return self._get(rid, tenant, "response_id")[2]
+
+    def input_items(self, rid, tenant):
+        return self._get(rid, tenant, "response_id")[4]
 
     def delete(self, rid, tenant):
         self._get(rid, tenant, "response_id")
@@ -261,12 +305,20 @@ def function_call(call, status="completed"):
             "name": call["function"]["name"], "arguments": call["function"]["arguments"]}
 
 
-def output(content, calls, logprobs, reason):
-    """The output items of a whole reply: a message of its text, unless the reply is calls and only whitespace
-    around them (content None), then a function_call item per call."""
+def thought(rid, text, status):
+    """The reasoning output item of a reply's reasoning (a reasoning parser's)."""
+    return {"id": rid, "type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": text}],
+            "encrypted_content": None, "status": status}
+
+
+def output(content, calls, logprobs, reason, reasoning=None):
+    """The output items of a whole reply: a reasoning item of its reasoning (if any), a message of its text,
+    unless the reply is calls, or reasoning, and only whitespace around them (content None), then a function_call
+    item per call."""
     status = "incomplete" if reason == "length" else "completed"
-    items = [message(f"msg_{uuid.uuid4().hex}", content or "", logprobs, status)] \
-        if content is not None or not calls else []
+    items = [thought(f"rs_{uuid.uuid4().hex}", reasoning, status)] if reasoning else []
+    if content is not None or not (calls or items):
+        items.append(message(f"msg_{uuid.uuid4().hex}", content or "", logprobs, status))
     return items + [function_call(c) for c in calls]
 
 
@@ -293,6 +345,7 @@ class Events:
         self.asked, self.model, self.created = asked, model, int(time.time())
         self.seq, self.items, self.calls = 0, [], {}  # output items in order; call index -> its item's index
         self.msg, self.held, self.text, self.logprobs = None, "", [], []  # the message item's index, its pieces
+        self.thought = None  # the reasoning item's index
 
     def _event(self, kind, **fields):
         out = {"type": kind, "sequence_number": self.seq, **fields}
@@ -327,6 +380,17 @@ class Events:
         self.text.append(text)
         return out + self._event("response.output_text.delta", **self._where(), delta=text, logprobs=logprobs)
 
+    def reasoning(self, text):
+        """A piece of the reply's reasoning: the reasoning item opens at the first."""
+        out = ""
+        if self.thought is None:
+            self.thought = len(self.items)
+            out = self._open(thought(f"rs_{uuid.uuid4().hex}", "", "in_progress"))
+        item = self.items[self.thought]
+        item["content"][0]["text"] += text
+        return out + self._event("response.reasoning_text.delta", item_id=item["id"], output_index=self.thought,
+                                 content_index=0, delta=text)
+
     def parsed(self, events):
         """The events of a tool-call parser (tool_calls.Events): content, a call's start, its arguments."""
         out = []
@@ -345,11 +409,15 @@ class Events:
 
     def finish(self, reason, use):
         """The closing events and (the final Response object, the reply as a chat message)."""
-        out = [self.delta("", [], True)] if self.msg is None and not self.calls else []
+        out = [self.delta("", [], True)] if self.msg is None and not self.calls and self.thought is None else []
         status = "incomplete" if reason == "length" else "completed"
         calls = []
         for i, item in enumerate(self.items):
-            if i == self.msg:
+            if i == self.thought:
+                item["status"] = status
+                out.append(self._event("response.reasoning_text.done", item_id=item["id"], output_index=i,
+                                       content_index=0, text=item["content"][0]["text"]))
+            elif i == self.msg:
                 text = "".join(self.text)
                 item.update(message(item["id"], text, self.logprobs if self.asked.logprobs else None, status))
                 out += [self._event("response.output_text.done", **self._where(), text=text, logprobs=self.logprobs),
