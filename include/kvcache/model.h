@@ -248,6 +248,10 @@ typedef struct kvc_model_config {
      * without the MLP half, a mixer or attention alone. Last, as above. */
     bool layer_no_mixer[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     bool layer_no_ffn[KVC_MODEL_MAX_LAYERS];   /* [num_layers] */
+    /* LFM2's conv layers under tensor parallelism: the channels of one rank's conv (hidden_size / tp; its in_proj
+     * [3 conv_channels, H], conv state [conv_kernel - 1, conv_channels]); 0, as a config read from a checkpoint
+     * holds it: hidden_size. Last, as above. */
+    int64_t conv_channels;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -15,11 +15,7 @@ kvc_status kvci_model_shard_config(const kvc_model_config *full, int64_t tp, kvc
     if (tp < 1 || tp > 4096)
         return kvci_fail(KVC_EINVAL, "model: tensor parallelism %lld outside [1, 4096]", (long long)tp);
     kvc_model_config c = *full;
-    if (tp > 1 && kvci_model_first_state(full) >= 0) /* in_proj holds every channel's parts: no split rule yet */
-        return kvci_fail(KVC_EINVAL,
-                         "model: tensor parallelism %lld over %s: its state layers (layer %lld: short convolution, "
-                         "Mamba2 or Gated DeltaNet) are not sharded by the runtime",
-                         (long long)tp, full->model_type, (long long)kvci_model_first_state(full));
+    KVC_TRY(kvci_shard_state_config(full, tp, &c));
     KVC_TRY(divide("num_attention_heads", full->num_heads, tp, &c.num_heads));
     KVC_TRY(divide("intermediate_size", full->intermediate_size, tp, &c.intermediate_size));
     KVC_TRY(divide("moe_intermediate_size", full->moe_intermediate_size, tp, &c.moe_intermediate_size));
