@@ -16,6 +16,15 @@ kvc_status kvci_model_shard_config(const kvc_model_config *full, int64_t tp, kvc
         return kvci_fail(KVC_EINVAL, "model: tensor parallelism %lld outside [1, 4096]", (long long)tp);
     kvc_model_config c = *full;
     KVC_TRY(kvci_shard_state_config(full, tp, &c));
+    bool attention = false, mlp = false; /* Mamba2ForCausalLM has neither: its placeholder sizes are not split */
+    for (int64_t l = 0; l < full->num_layers; l++) {
+        attention |= !full->layer_no_mixer[l] && !kvci_model_layer_is_state(full, l);
+        mlp |= !full->layer_no_ffn[l];
+    }
+    if (!attention && !mlp) {
+        *out = c;
+        return KVC_OK;
+    }
     KVC_TRY(divide("num_attention_heads", full->num_heads, tp, &c.num_heads));
     KVC_TRY(divide("intermediate_size", full->intermediate_size, tp, &c.intermediate_size));
     KVC_TRY(divide("moe_intermediate_size", full->moe_intermediate_size, tp, &c.moe_intermediate_size));
