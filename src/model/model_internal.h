@@ -309,6 +309,8 @@ kvc_status kvci_model_config_parse_n(const char *json_text, size_t len, const ch
 kvc_status kvci_model_shard_config(const kvc_model_config *full, int64_t tp, kvc_model_config *out);
 /* The first KV head rank r of tp holds (r * num_kv_heads / tp: split, or replicated). */
 int64_t kvci_model_shard_kv_head0(const kvc_model_config *full, int64_t r, int64_t tp);
+/* v / tp into *out; KVC_EINVAL naming `field` when tp does not divide it. */
+kvc_status kvci_shard_divide(const char *field, int64_t v, int64_t tp, int64_t *out);
 /* The state layers' part of kvci_model_shard_config (shard_state.c): LFM2's conv channels (conv_channels =
  * hidden_size / tp), Gated DeltaNet's key and value heads, Mamba2's heads divided by tp and its groups divided, or 1
  * when tp is a multiple of mamba_n_groups (each group on tp / groups ranks); KVC_EINVAL naming the size that does not

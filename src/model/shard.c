@@ -3,7 +3,7 @@
 #include "base/internal.h"
 #include "model/model_internal.h"
 
-static kvc_status divide(const char *field, int64_t v, int64_t tp, int64_t *out) {
+kvc_status kvci_shard_divide(const char *field, int64_t v, int64_t tp, int64_t *out) {
     if (v % tp != 0)
         return kvci_fail(KVC_EINVAL, "model: tensor parallelism %lld does not divide %s %lld", (long long)tp, field,
                          (long long)v);
@@ -25,14 +25,14 @@ kvc_status kvci_model_shard_config(const kvc_model_config *full, int64_t tp, kvc
         *out = c;
         return KVC_OK;
     }
-    KVC_TRY(divide("num_attention_heads", full->num_heads, tp, &c.num_heads));
-    KVC_TRY(divide("intermediate_size", full->intermediate_size, tp, &c.intermediate_size));
-    KVC_TRY(divide("moe_intermediate_size", full->moe_intermediate_size, tp, &c.moe_intermediate_size));
-    KVC_TRY(divide("shared_expert_intermediate_size", full->shared_expert_intermediate_size, tp,
-                   &c.shared_expert_intermediate_size));
+    KVC_TRY(kvci_shard_divide("num_attention_heads", full->num_heads, tp, &c.num_heads));
+    KVC_TRY(kvci_shard_divide("intermediate_size", full->intermediate_size, tp, &c.intermediate_size));
+    KVC_TRY(kvci_shard_divide("moe_intermediate_size", full->moe_intermediate_size, tp, &c.moe_intermediate_size));
+    KVC_TRY(kvci_shard_divide("shared_expert_intermediate_size", full->shared_expert_intermediate_size, tp,
+                              &c.shared_expert_intermediate_size));
     const int64_t nkv = full->num_kv_heads;
     if (nkv >= tp)
-        KVC_TRY(divide("num_key_value_heads", nkv, tp, &c.num_kv_heads));
+        KVC_TRY(kvci_shard_divide("num_key_value_heads", nkv, tp, &c.num_kv_heads));
     else if (tp % nkv != 0)
         return kvci_fail(KVC_EINVAL,
                          "model: tensor parallelism %lld is not a multiple of num_key_value_heads %lld (KV heads "

@@ -5,14 +5,6 @@
 #include "base/internal.h"
 #include "model/model_internal.h"
 
-static kvc_status split(const char *field, int64_t v, int64_t tp, int64_t *out) {
-    if (v % tp != 0)
-        return kvci_fail(KVC_EINVAL, "model: tensor parallelism %lld does not divide %s %lld", (long long)tp, field,
-                         (long long)v);
-    *out = v / tp;
-    return KVC_OK;
-}
-
 kvc_status kvci_shard_state_config(const kvc_model_config *full, int64_t tp, kvc_model_config *c) {
     bool conv = false, mamba = false, gdn = false;
     for (int64_t l = 0; l < full->num_layers; l++) {
@@ -24,13 +16,14 @@ kvc_status kvci_shard_state_config(const kvc_model_config *full, int64_t tp, kvc
                              (long long)tp, full->model_type, (long long)l);
     }
     if (tp == 1) return KVC_OK;
-    if (conv) KVC_TRY(split("hidden_size (the conv layers' channels)", full->hidden_size, tp, &c->conv_channels));
+    if (conv)
+        KVC_TRY(kvci_shard_divide("hidden_size (the conv layers' channels)", full->hidden_size, tp, &c->conv_channels));
     if (gdn) {
-        KVC_TRY(split("linear_num_key_heads", full->gdn_k_heads, tp, &c->gdn_k_heads));
-        KVC_TRY(split("linear_num_value_heads", full->gdn_v_heads, tp, &c->gdn_v_heads));
+        KVC_TRY(kvci_shard_divide("linear_num_key_heads", full->gdn_k_heads, tp, &c->gdn_k_heads));
+        KVC_TRY(kvci_shard_divide("linear_num_value_heads", full->gdn_v_heads, tp, &c->gdn_v_heads));
     }
     if (!mamba) return KVC_OK;
-    KVC_TRY(split("mamba_n_heads", full->mamba_heads, tp, &c->mamba_heads));
+    KVC_TRY(kvci_shard_divide("mamba_n_heads", full->mamba_heads, tp, &c->mamba_heads));
     const int64_t G = full->mamba_groups;
     if (G % tp == 0) {
         c->mamba_groups = G / tp;

@@ -189,11 +189,8 @@ static void check_deterministic(const tp_case *c) {
     close_shard(&o, &tp);
 }
 
-/* Every layer's two caches of the runner against `kvcache plan --tp R --json`'s for this rank. */
-static void check_plan_caches(const tp_case *c) {
-    kvc_test_oracle o;
-    kvc_tp tp;
-    open_shard(c, &o, &tp);
+/* `kvcache plan --tp R --json` of c's config for this many ranks (f32 caches): its parsed JSON. */
+static cJSON *plan_json(const tp_case *c) {
     char dir[1024], path[1100];
     kvc_test_oracle_dir(c->sub, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -207,6 +204,18 @@ static void check_plan_caches(const tp_case *c) {
         fail_msg("plan of %s: %s", dir, kvc_last_error());
     cJSON *doc = cJSON_Parse(json);
     assert_non_null(doc);
+    kvc_plan_json_free(json);
+    kvc_model_plan_destroy(plan);
+    free(config);
+    return doc;
+}
+
+/* Every layer's two caches of the runner against `kvcache plan --tp R --json`'s for this rank. */
+static void check_plan_caches(const tp_case *c) {
+    kvc_test_oracle o;
+    kvc_tp tp;
+    open_shard(c, &o, &tp);
+    cJSON *doc = plan_json(c);
     kvc_runner *r = NULL;
     float *lg = calloc((size_t)(o.N * o.n * o.V), sizeof *lg);
     assert_non_null(lg);
@@ -233,9 +242,6 @@ static void check_plan_caches(const tp_case *c) {
     kvc_runner_destroy(r);
     free(lg);
     cJSON_Delete(doc);
-    kvc_plan_json_free(json);
-    kvc_model_plan_destroy(plan);
-    free(config);
     close_shard(&o, &tp);
 }
 
@@ -257,7 +263,10 @@ static void compare_slice(const kvc_tensor *part, const kvc_tensor *whole, int64
         }
 }
 
-static void check_cache_slices(const tp_case *c) {
+/* c's shard and a one-rank run of the whole model over the same prompts: the logits within the oracle's tolerance,
+ * then `caches` compares the two runners' caches. */
+typedef void (*caches_fn)(const tp_case *c, const kvc_model *whole, const kvc_runner *rp, const kvc_runner *rw);
+static void against_whole(const tp_case *c, caches_fn caches) {
     kvc_test_oracle o;
     kvc_tp tp;
     open_shard(c, &o, &tp);
@@ -275,6 +284,16 @@ static void check_cache_slices(const tp_case *c) {
         if (!(fabsf(lg[i] - lw[i]) <= KVC_TEST_ORACLE_REL_TOL * fabsf(lw[i]) + KVC_TEST_ORACLE_ABS_FLOOR))
             fail_msg("%s rank %d of %d: logit %lld is %.7g, the one-rank run's %.7g", c->sub, g_comm.rank, g_comm.size,
                      (long long)i, (double)lg[i], (double)lw[i]);
+    caches(c, whole, rp, rw);
+    kvc_runner_destroy(rp);
+    kvc_runner_destroy(rw);
+    kvc_model_destroy(whole);
+    free(lg);
+    free(lw);
+    close_shard(&o, &tp);
+}
+
+static void kv_slices(const tp_case *c, const kvc_model *whole, const kvc_runner *rp, const kvc_runner *rw) {
     /* the latent is held whole by every rank; full-form heads from this rank's first KV head */
     const int64_t h0 = c->mode == KVC_RUNNER_MLA_LATENT
                            ? 0
@@ -286,13 +305,9 @@ static void check_cache_slices(const tp_case *c) {
         what[strlen(what) - 1] = 'v';
         compare_slice(&rp->caches.layers[l].v, &rw->caches.layers[l].v, h0, what);
     }
-    kvc_runner_destroy(rp);
-    kvc_runner_destroy(rw);
-    kvc_model_destroy(whole);
-    free(lg);
-    free(lw);
-    close_shard(&o, &tp);
 }
+
+static void check_cache_slices(const tp_case *c) { against_whole(c, kv_slices); }
 
 /* The runs of a whole state row (its last dim, or a recurrent state's heads flattened) rank r of tp holds, written
  * here from the configs apart from the loader's rule: n runs of (start, len). */
@@ -344,19 +359,7 @@ static void compare_state(const kvc_tensor *part, const kvc_tensor *whole, int64
 /* Each state of every state layer of runner r holds the bytes per sequence `kvcache plan --tp R --json` gives this
  * rank (bytes_per_block of its state entries: one block a sequence). */
 static void check_plan_states(const tp_case *c, const kvc_runner *r) {
-    char dir[1024], path[1100];
-    kvc_test_oracle_dir(c->sub, dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    char *config = kvc_test_read_text(path), *json = NULL;
-    kvc_plan_options opt = kvc_plan_default_options();
-    opt.tp = g_comm.size;
-    opt.kv_dtype_set = true, opt.kv_dtype = KVC_DTYPE_F32;
-    kvc_model_plan *plan = NULL;
-    if (kvc_model_plan_create(config, strlen(config), &opt, &plan) != KVC_OK ||
-        kvc_model_plan_to_json(plan, &json) != KVC_OK)
-        fail_msg("plan of %s: %s", dir, kvc_last_error());
-    cJSON *doc = cJSON_Parse(json);
-    assert_non_null(doc);
+    cJSON *doc = plan_json(c);
     const cJSON *layers = cJSON_GetObjectItem(doc, "layers");
     int seen = 0;
     for (int32_t l = 0; l < r->caches.n_layers; l++) {
@@ -374,33 +377,13 @@ static void check_plan_states(const tp_case *c, const kvc_runner *r) {
     }
     assert_true(seen > 0);
     cJSON_Delete(doc);
-    kvc_plan_json_free(json);
-    kvc_model_plan_destroy(plan);
-    free(config);
 }
 
 /* The logits of a one-rank run of the whole model within the oracle's tolerance, and each state layer's states
  * (conv and recurrent) the matching slice of that run's: a misaligned conv or head split fails; their sizes the
  * plan's for this rank. */
-static void check_state_slices(const tp_case *c) {
-    kvc_test_oracle o;
-    kvc_tp tp;
-    open_shard(c, &o, &tp);
-    kvc_model *whole = NULL;
-    char dir[1024];
-    model_dir(c, dir, sizeof dir);
-    assert_int_equal(kvc_model_load(dir, &whole), KVC_OK);
+static void state_slices(const tp_case *c, const kvc_model *whole, const kvc_runner *rp, const kvc_runner *rw) {
     const kvc_model_config *f = kvc_model_config_of(whole);
-    const int64_t count = o.N * o.n * o.V;
-    float *lg = calloc((size_t)count, sizeof *lg), *lw = calloc((size_t)count, sizeof *lw);
-    assert_true(lg && lw);
-    kvc_runner *rp = NULL, *rw = NULL;
-    generate(o.m, &o, c, 0, o.n, lg, &rp);
-    generate(whole, &o, c, 0, o.n, lw, &rw);
-    for (int64_t i = 0; i < count; i++)
-        if (!(fabsf(lg[i] - lw[i]) <= KVC_TEST_ORACLE_REL_TOL * fabsf(lw[i]) + KVC_TEST_ORACLE_ABS_FLOOR))
-            fail_msg("%s rank %d of %d: logit %lld is %.7g, the one-rank run's %.7g", c->sub, g_comm.rank, g_comm.size,
-                     (long long)i, (double)lg[i], (double)lw[i]);
     int checked = 0;
     for (int32_t l = 0; l < rp->caches.n_layers; l++)
         for (int s = 0; s < 2; s++) {
@@ -417,13 +400,9 @@ static void check_state_slices(const tp_case *c) {
         }
     assert_true(checked > 0);
     check_plan_states(c, rp);
-    kvc_runner_destroy(rp);
-    kvc_runner_destroy(rw);
-    kvc_model_destroy(whole);
-    free(lg);
-    free(lw);
-    close_shard(&o, &tp);
 }
+
+static void check_state_slices(const tp_case *c) { against_whole(c, state_slices); }
 
 static double max_abs_diff(const float *a, const float *b, int64_t n) {
     double m = 0;
