@@ -488,14 +488,12 @@ static bool refused(const tp_case *c) {
     return true;
 }
 
+/* The oracle and the one-rank run's states; the determinism checks on Bamba only (its gated norm's extra all-reduce
+ * on 4 ranks: the others add no collective to the ones checked above), to keep the suite's time. */
 #define STATE_TESTS(name, c)                                                                                           \
     static void test_oracle_##name(void **state) {                                                                     \
         (void)state;                                                                                                   \
         if (!refused(&c)) check_oracle(&c);                                                                            \
-    }                                                                                                                  \
-    static void test_deterministic_##name(void **state) {                                                              \
-        (void)state;                                                                                                   \
-        if (!refused(&c)) check_deterministic(&c);                                                                     \
     }                                                                                                                  \
     static void test_state_slices_##name(void **state) {                                                               \
         (void)state;                                                                                                   \
@@ -504,6 +502,10 @@ static bool refused(const tp_case *c) {
 STATE_TESTS(lfm2, LFM2)
 STATE_TESTS(bamba, BAMBA)
 STATE_TESTS(qwen3_next, QWEN3_NEXT)
+static void test_deterministic_bamba(void **state) {
+    (void)state;
+    check_deterministic(&BAMBA);
+}
 
 static void test_oracle_olmo2(void **state) {
     (void)state;
@@ -623,13 +625,12 @@ int main(int argc, char **argv) {
         T(granite),
         T(glm4),
         T(cohere),
-#define S(name)                                                                                                        \
-    cmocka_unit_test(test_oracle_##name), cmocka_unit_test(test_deterministic_##name),                                 \
-        cmocka_unit_test(test_state_slices_##name)
+#define S(name) cmocka_unit_test(test_oracle_##name), cmocka_unit_test(test_state_slices_##name)
         S(lfm2),
         S(bamba),
         S(qwen3_next),
 #undef S
+        cmocka_unit_test(test_deterministic_bamba),
         cmocka_unit_test(test_oracle_olmo2),
         cmocka_unit_test(test_oracle_llama4),
         cmocka_unit_test(test_deterministic_qwen3_q8_0),
