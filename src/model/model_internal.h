@@ -112,8 +112,9 @@ typedef struct kvc_layer_weights {
     bool moe;
     /* the shared experts' biases with mlp_bias (ERNIE 4.5 MoE's use_bias), else NULL: [Ish], [Ish], [H] */
     float *sh_gate_b, *sh_up_b, *sh_down_b;
-    /* LFM2's short convolution (layer_conv): in_proj [3H, H] into B, C, x and its bias [3H] (conv_bias, else
-     * NULL), the depthwise taps [H, L] (L = conv_kernel, oldest input first) and their bias [H]; out_proj is wo
+    /* LFM2's short convolution (layer_conv): in_proj [3W, H] into B, C, x and its bias [3W] (conv_bias, else
+     * NULL), the depthwise taps [W, L] (L = conv_kernel, oldest input first) and their bias [W] (W: its conv
+     * channels, kvci_conv_channels); out_proj is wo
      * (bias bo) */
     kvc_wmat conv_in;
     float *conv_in_b, *conv_w, *conv_b;
