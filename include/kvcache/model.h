@@ -259,6 +259,10 @@ typedef struct kvc_model_config {
     /* NanoChat (model_type nanochat): RoPE turned the other way, by -angle (rotate_half as [x2, -x1]: every
      * inverse frequency negated, the sines' signs flipped, cosines unchanged). Last, as above. */
     bool rope_reversed;
+    /* LFM2's conv layers under tensor parallelism: the channels of one rank's conv (hidden_size / tp; its in_proj
+     * [3 conv_channels, H], conv state [conv_kernel - 1, conv_channels]); 0, as a config read from a checkpoint
+     * holds it: hidden_size. Last, as above. */
+    int64_t conv_channels;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -35,11 +35,12 @@ void kvci_causal_conv(const float *in, int64_t stride, int64_t n, int64_t C, con
         memcpy(st + i * C, in + (n - S + i) * stride, (size_t)C * sizeof(float));
 }
 
-/* The conv of one row: bcx [n, 3H] (Bx in place of x), its state st [L - 1, H] (NULL: zeros), outputs y [n, H]
- * = C * conv; then st holds the row's last L - 1 inputs (when the row has a state). */
+/* The conv of one row: bcx [n, 3W] (Bx in place of x; W the conv channels, hidden_size or a rank's share), its state
+ * st [L - 1, W] (NULL: zeros), outputs y [n, W] = C * conv; then st holds the row's last L - 1 inputs (when the row
+ * has a state). */
 static void conv_row(const kvc_model_config *c, const kvc_layer_weights *w, float *bcx, int64_t n, float *st,
                      bool fresh, float *y) {
-    const int64_t H = c->hidden_size;
+    const int64_t H = kvci_conv_channels(c);
     kvci_causal_conv(bcx + 2 * H, 3 * H, n, H, w->conv_w, c->conv_kernel, w->conv_b, st, fresh, y);
     for (int64_t t = 0; t < n; t++)
         for (int64_t ch = 0; ch < H; ch++) y[t * H + ch] *= bcx[t * 3 * H + H + ch];
@@ -50,8 +51,8 @@ kvc_status kvci_conv_short(const kvc_fwd_step *s, int64_t l) {
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
     const kvc_step_metadata *md = s->md;
-    const int64_t T = s->T, H = c->hidden_size;
-    float *bcx = ws->fused; /* [T, 3H]: B | C | x, x then Bx */
+    const int64_t T = s->T, H = kvci_conv_channels(c); /* the conv channels: hidden_size, or a rank's share */
+    float *bcx = ws->fused;                            /* [T, 3H]: B | C | x, x then Bx */
     double t0 = kvci_sp_begin();
     KVC_TRY(kvci_linear(ws->xn, T, &w->conv_in, w->conv_in_b, bcx));
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();

@@ -266,9 +266,11 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
         return kvci_fail(KVC_EINVAL, "%s: the state layers need %s%s%s%s to size their state", cfg->doc,
                          h1 ? "" : "mamba_n_heads ", h2 ? "" : "mamba_d_head ", h3 ? "" : "mamba_d_state ",
                          h4 ? "" : "mamba_d_conv");
-    int64_t heads_r = 0, conv_r = 0;
+    int64_t heads_r = 0, groups_r = 1; /* a rank's groups: split, or one replicated when tp is a multiple of them */
     KVC_TRY(kvci_family_split_tp(hp, "mamba_n_heads", heads, tp, &heads_r));
-    KVC_TRY(kvci_family_split_tp(hp, "mamba conv channels", heads * hdim + 2 * groups * state, tp, &conv_r));
+    if (groups % tp == 0 || tp % groups != 0)
+        KVC_TRY(kvci_family_split_tp(hp, "mamba_n_groups", groups, tp, &groups_r));
+    const int64_t conv_r = heads_r * hdim + 2 * groups_r * state; /* the runtime's (shard_state.c) */
     *s = (kvc_state_shapes){.n = 2,
                             .names = {"conv_state", "ssm_state"},
                             .n_shape = {2, 3},

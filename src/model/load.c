@@ -43,8 +43,18 @@ static void split_star(const char *name, char *prefix, size_t cap, const char **
  * `per_expert`: the split's dim then counts one expert's dims); dst NULL: checks only. */
 static kvc_status read_part(const load_ctx *c, const char *name, int32_t ndim, const int64_t *shape,
                             const kvc_wsplit *sp, int64_t offset, float *dst) {
-    return kvci_safetensors_read_part(c->st, name, ndim, shape, sp->dim, sp->full, sp->start + offset,
-                                      c->check_only ? NULL : dst);
+    if (sp->runs == 0)
+        return kvci_safetensors_read_part(c->st, name, ndim, shape, sp->dim, sp->full, sp->start + offset,
+                                          c->check_only ? NULL : dst);
+    int64_t part[KVC_MAX_DIMS], inner = 1, at = 0; /* runs of dim 0, stacked in dst */
+    for (int32_t i = 0; i < ndim && i < KVC_MAX_DIMS; i++) part[i] = shape[i], inner *= i > 0 ? shape[i] : 1;
+    for (int32_t r = 0; r < sp->runs; r++) {
+        part[0] = sp->run_len[r];
+        KVC_TRY(kvci_safetensors_read_part(c->st, name, ndim, part, 0, sp->full, sp->run_start[r] + offset,
+                                           c->check_only || !dst ? NULL : dst + at * inner));
+        at += sp->run_len[r];
+    }
+    return KVC_OK;
 }
 
 /* A tensor [N, ...] stacked from the per-module tensors prefix{i}suffix of shape [...] (routed experts, StableLM's

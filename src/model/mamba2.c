@@ -82,24 +82,41 @@ static void scan_row(const kvc_model_config *c, const dims *d, const kvc_layer_w
     }
 }
 
+/* yg [n] *= silu(z [n]); returns the sum of squares of the gated yg. */
+static float gate_group(float *yg, const float *z, int64_t n) {
+    float ss = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        yg[i] *= silu(z[i]);
+        ss += yg[i] * yg[i];
+    }
+    return ss;
+}
+
 /* y [T, I] times silu(z) (z of in [T, rows], column 0), RMS-normed in G groups of I / G channels, times the norm
- * weight, in place. */
-static void gated_norm(const kvc_model_config *c, const dims *d, const kvc_layer_weights *w, const float *in, int64_t T,
-                       float *y) {
-    const int64_t gs = d->I / d->G;
+ * weight, in place. Under tensor parallelism with fewer groups than ranks (each group on span = tp / groups ranks,
+ * this rank one group's I channels of span I), a group's sum of squares is its ranks' sums added (ss [T, groups of
+ * the whole model], over ws->proj, which out_proj writes next; each rank's sum in its group's column). */
+static kvc_status gated_norm(const kvc_fwd_step *s, const dims *d, const kvc_layer_weights *w, const float *in,
+                             int64_t T, float *y) {
+    const kvc_model *m = s->m;
+    const int64_t gs = d->I / d->G, Gf = m->full.mamba_groups, span = m->tp.size > Gf ? m->tp.size / Gf : 1;
+    float *ss = s->ws->proj; /* [T, Gf] when span > 1 (Gf < tp <= hidden_size: shard_state.c) */
+    if (span > 1) {
+        const int64_t g0 = kvci_shard_mamba_group0(m);
+        memset(ss, 0, (size_t)(T * Gf) * sizeof(float));
+        for (int64_t t = 0; t < T; t++) ss[t * Gf + g0] = gate_group(y + t * d->I, in + t * d->rows, d->I);
+        KVC_TRY(m->tp.reduce(m->tp.user, ss, T * Gf));
+        for (int64_t t = 0; t < T; t++) ss[t] = ss[t * Gf + g0];
+    }
 #pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < T; t++)
         for (int64_t g = 0; g < d->G; g++) {
             float *yg = y + t * d->I + g * gs;
-            const float *z = in + t * d->rows + g * gs;
-            float ss = 0.0f;
-            for (int64_t i = 0; i < gs; i++) {
-                yg[i] *= silu(z[i]);
-                ss += yg[i] * yg[i];
-            }
-            const float r = 1.0f / sqrtf(ss / (float)gs + (float)c->rms_norm_eps);
+            const float sum = span > 1 ? ss[t] : gate_group(yg, in + t * d->rows + g * gs, gs);
+            const float r = 1.0f / sqrtf(sum / (float)(gs * span) + (float)m->cfg.rms_norm_eps);
             for (int64_t i = 0; i < gs; i++) yg[i] = w->ssm_norm[g * gs + i] * (yg[i] * r);
         }
+    return KVC_OK;
 }
 
 kvc_status kvci_mamba2_mixer(const kvc_fwd_step *s, int64_t l) {
@@ -128,7 +145,7 @@ kvc_status kvci_mamba2_mixer(const kvc_fwd_step *s, int64_t l) {
         scan_row(c, &d, w, in + q0 * d.rows, xbc + q0 * d.C, n, ssm, fresh, y + q0 * d.I);
         q0 += n;
     }
-    gated_norm(c, &d, w, in, T, y);
+    KVC_TRY(gated_norm(s, &d, w, in, T, y));
     kvci_sp_end(KVC_SP_ATTN, t0), t0 = kvci_sp_begin();
     const kvc_status st = kvci_linear(y, T, &w->wo, w->bo, ws->proj);
     kvci_sp_end(KVC_SP_O, t0);

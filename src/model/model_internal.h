@@ -112,8 +112,9 @@ typedef struct kvc_layer_weights {
     bool moe;
     /* the shared experts' biases with mlp_bias (ERNIE 4.5 MoE's use_bias), else NULL: [Ish], [Ish], [H] */
     float *sh_gate_b, *sh_up_b, *sh_down_b;
-    /* LFM2's short convolution (layer_conv): in_proj [3H, H] into B, C, x and its bias [3H] (conv_bias, else
-     * NULL), the depthwise taps [H, L] (L = conv_kernel, oldest input first) and their bias [H]; out_proj is wo
+    /* LFM2's short convolution (layer_conv): in_proj [3W, H] into B, C, x and its bias [3W] (conv_bias, else
+     * NULL), the depthwise taps [W, L] (L = conv_kernel, oldest input first) and their bias [W] (W: its conv
+     * channels, kvci_conv_channels); out_proj is wo
      * (bias bo) */
     kvc_wmat conv_in;
     float *conv_in_b, *conv_w, *conv_b;
@@ -186,10 +187,16 @@ typedef enum kvc_winit {
  * (whose length there is `full`), the shape[dim] entries from `start`; dim -1: all of it. `zero`:
  * the bias of a row-parallel layer on ranks > 0, held as zeros (rank 0 adds it, once, before the
  * all-reduce). */
+#define KVC_WSPLIT_RUNS 5
 typedef struct kvc_wsplit {
     int32_t dim;
     int64_t full, start;
     bool zero;
+    /* runs > 0 (dim 0 only): the rank's part is runs pieces of dim 0, run i the run_len[i] entries from
+     * run_start[i], one after the other (a fused projection whose segments are each split by heads: LFM2's
+     * in_proj B | C | x, Mamba2's z | x | B | C | dt; shard_state.c); start unused */
+    int32_t runs;
+    int64_t run_start[KVC_WSPLIT_RUNS], run_len[KVC_WSPLIT_RUNS];
 } kvc_wsplit;
 /* Where a GEMM operand (or a bias) lies in a checkpoint that stores it fused with others along dim 0 (Phi-3's
  * self_attn.qkv_proj [q | k | v] and mlp.gate_up_proj [gate | up]): the fused tensor's name, its
@@ -307,6 +314,29 @@ kvc_status kvci_model_config_parse_n(const char *json_text, size_t len, const ch
 kvc_status kvci_model_shard_config(const kvc_model_config *full, int64_t tp, kvc_model_config *out);
 /* The first KV head rank r of tp holds (r * num_kv_heads / tp: split, or replicated). */
 int64_t kvci_model_shard_kv_head0(const kvc_model_config *full, int64_t r, int64_t tp);
+/* v / tp into *out; KVC_EINVAL naming `field` when tp does not divide it. */
+kvc_status kvci_shard_divide(const char *field, int64_t v, int64_t tp, int64_t *out);
+/* The state layers' part of kvci_model_shard_config (shard_state.c): LFM2's conv channels (conv_channels =
+ * hidden_size / tp), Gated DeltaNet's key and value heads, Mamba2's heads divided by tp and its groups divided, or 1
+ * when tp is a multiple of mamba_n_groups (each group on tp / groups ranks); KVC_EINVAL naming the size that does not
+ * divide, or a state layer without a rule. */
+kvc_status kvci_shard_state_config(const kvc_model_config *full, int64_t tp, kvc_model_config *c);
+/* The channels of an LFM2 conv layer of config c (conv_channels, else hidden_size). */
+static inline int64_t kvci_conv_channels(const kvc_model_config *c) {
+    return c->conv_channels > 0 ? c->conv_channels : c->hidden_size;
+}
+/* The first Mamba2 group this rank's heads read (rank * mamba_n_groups / tp: split, or replicated). */
+int64_t kvci_shard_mamba_group0(const kvc_model *m);
+/* The fused projections of the state layers whose segments are each split (kvc_wsplit.runs): LFM2's in_proj
+ * B | C | x, Mamba2's in_proj z | x | B | C | dt and its conv x | B | C, Qwen3.5's in_proj_qkv and Gated DeltaNet's
+ * conv q | k | v. One rank: the whole tensor. */
+typedef enum kvci_state_runs {
+    KVCI_RUNS_LFM2_IN,
+    KVCI_RUNS_MAMBA_IN,
+    KVCI_RUNS_MAMBA_CONV,
+    KVCI_RUNS_GDN_QKV
+} kvci_state_runs;
+kvc_wsplit kvci_shard_state_runs(const kvc_model *m, kvci_state_runs what);
 
 /* kvc_model_load with the GEMM matrices in `weights` (kvci_wmat_dtype_for): KVC_WMAT_CHECKPOINT
  * keeps the checkpoint's dtype (bf16 packed where the file holds BF16, else f32), f32 widens,

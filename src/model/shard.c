@@ -3,7 +3,7 @@
 #include "base/internal.h"
 #include "model/model_internal.h"
 
-static kvc_status divide(const char *field, int64_t v, int64_t tp, int64_t *out) {
+kvc_status kvci_shard_divide(const char *field, int64_t v, int64_t tp, int64_t *out) {
     if (v % tp != 0)
         return kvci_fail(KVC_EINVAL, "model: tensor parallelism %lld does not divide %s %lld", (long long)tp, field,
                          (long long)v);
@@ -15,19 +15,24 @@ kvc_status kvci_model_shard_config(const kvc_model_config *full, int64_t tp, kvc
     if (tp < 1 || tp > 4096)
         return kvci_fail(KVC_EINVAL, "model: tensor parallelism %lld outside [1, 4096]", (long long)tp);
     kvc_model_config c = *full;
-    if (tp > 1 && kvci_model_first_state(full) >= 0) /* in_proj holds every channel's parts: no split rule yet */
-        return kvci_fail(KVC_EINVAL,
-                         "model: tensor parallelism %lld over %s: its state layers (layer %lld: short convolution, "
-                         "Mamba2 or Gated DeltaNet) are not sharded by the runtime",
-                         (long long)tp, full->model_type, (long long)kvci_model_first_state(full));
-    KVC_TRY(divide("num_attention_heads", full->num_heads, tp, &c.num_heads));
-    KVC_TRY(divide("intermediate_size", full->intermediate_size, tp, &c.intermediate_size));
-    KVC_TRY(divide("moe_intermediate_size", full->moe_intermediate_size, tp, &c.moe_intermediate_size));
-    KVC_TRY(divide("shared_expert_intermediate_size", full->shared_expert_intermediate_size, tp,
-                   &c.shared_expert_intermediate_size));
+    KVC_TRY(kvci_shard_state_config(full, tp, &c));
+    bool attention = false, mlp = false; /* Mamba2ForCausalLM has neither: its placeholder sizes are not split */
+    for (int64_t l = 0; l < full->num_layers; l++) {
+        attention |= !full->layer_no_mixer[l] && !kvci_model_layer_is_state(full, l);
+        mlp |= !full->layer_no_ffn[l];
+    }
+    if (!attention && !mlp) {
+        *out = c;
+        return KVC_OK;
+    }
+    KVC_TRY(kvci_shard_divide("num_attention_heads", full->num_heads, tp, &c.num_heads));
+    KVC_TRY(kvci_shard_divide("intermediate_size", full->intermediate_size, tp, &c.intermediate_size));
+    KVC_TRY(kvci_shard_divide("moe_intermediate_size", full->moe_intermediate_size, tp, &c.moe_intermediate_size));
+    KVC_TRY(kvci_shard_divide("shared_expert_intermediate_size", full->shared_expert_intermediate_size, tp,
+                              &c.shared_expert_intermediate_size));
     const int64_t nkv = full->num_kv_heads;
     if (nkv >= tp)
-        KVC_TRY(divide("num_key_value_heads", nkv, tp, &c.num_kv_heads));
+        KVC_TRY(kvci_shard_divide("num_key_value_heads", nkv, tp, &c.num_kv_heads));
     else if (tp % nkv != 0)
         return kvci_fail(KVC_EINVAL,
                          "model: tensor parallelism %lld is not a multiple of num_key_value_heads %lld (KV heads "

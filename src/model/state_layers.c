@@ -7,8 +7,9 @@
 #include "model/model_internal.h"
 
 int32_t kvci_layer_states(const kvc_model_config *c, int64_t l, kvci_state_shape out[KVCI_MAX_LAYER_STATES]) {
-    if (c->layer_conv[l]) { /* LFM2's short convolution: the last conv_kernel - 1 inputs of H channels */
-        out[0] = (kvci_state_shape){.name = "conv_state", .ndim = 2, .shape = {c->conv_kernel - 1, c->hidden_size}};
+    if (c->layer_conv[l]) { /* LFM2's short convolution: the last conv_kernel - 1 inputs of its channels */
+        out[0] =
+            (kvci_state_shape){.name = "conv_state", .ndim = 2, .shape = {c->conv_kernel - 1, kvci_conv_channels(c)}};
         return 1;
     }
     if (c->layer_gdn[l]) { /* Qwen3-Next's Gated DeltaNet: the last K - 1 inputs of q | k | v, and S per value head */

@@ -409,56 +409,64 @@ static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, int64
     return KVC_OK;
 }
 
-/* LFM2's short convolution: conv.in_proj [3H, H] (B, C, x), the depthwise conv.conv [H, 1, L], conv.out_proj
- * [H, H], each with a bias under conv_bias. */
+/* LFM2's short convolution: conv.in_proj [3W, H] (B, C, x), the depthwise conv.conv [W, 1, L], conv.out_proj
+ * [H, W], each with a bias under conv_bias (W: the rank's conv channels, in_proj's runs of B, C and x, out_proj
+ * row-parallel). */
 static kvc_status visit_short_conv(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
-    const int64_t H = c->hidden_size, L = c->conv_kernel, taps[3] = {H, 1, L};
-    TRY(m2(v, "conv.in_proj.weight", 3 * H, H, &w->conv_in, WHOLE));
-    if (c->conv_bias) TRY(v1(v, "conv.in_proj.bias", 3 * H, &w->conv_in_b, KVC_WINIT_BIAS, WHOLE));
-    TRY(visit(v, "conv.conv.weight", 3, taps, &w->conv_w, NULL, false, KVC_WINIT_WEIGHT, WHOLE));
-    if (c->conv_bias) TRY(v1(v, "conv.conv.bias", H, &w->conv_b, KVC_WINIT_BIAS, WHOLE));
-    TRY(m2(v, "conv.out_proj.weight", H, H, &w->wo, WHOLE));
-    if (c->conv_bias) TRY(v1(v, "conv.out_proj.bias", H, &w->bo, KVC_WINIT_BIAS, WHOLE));
+    const int64_t H = c->hidden_size, W = kvci_conv_channels(c), L = c->conv_kernel, taps[3] = {W, 1, L};
+    const kvc_wsplit in = kvci_shard_state_runs(v->m, KVCI_RUNS_LFM2_IN);
+    TRY(m2(v, "conv.in_proj.weight", 3 * W, H, &w->conv_in, in));
+    if (c->conv_bias) TRY(v1(v, "conv.in_proj.bias", 3 * W, &w->conv_in_b, KVC_WINIT_BIAS, in));
+    TRY(visit(v, "conv.conv.weight", 3, taps, &w->conv_w, NULL, false, KVC_WINIT_WEIGHT, even(v, 0, W)));
+    if (c->conv_bias) TRY(v1(v, "conv.conv.bias", W, &w->conv_b, KVC_WINIT_BIAS, even(v, 0, W)));
+    TRY(m2(v, "conv.out_proj.weight", H, W, &w->wo, even(v, 1, W)));
+    if (c->conv_bias) TRY(v1(v, "conv.out_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
     return KVC_OK;
 }
 
 /* Qwen3-Next's Gated DeltaNet under linear_attn.: in_proj_qkvz, in_proj_ba (Qwen3.5: in_proj_qkv, _z, _b, _a), conv1d
- * [C, 1, K] (no bias), dt_bias, A_log, the gated norm, out_proj (no biases). */
+ * [C, 1, K] (no bias), dt_bias, A_log, the gated norm, out_proj (no biases). A rank: its key heads with their value
+ * heads (Qwen3-Next's in_proj rows grouped per key head: one range; q | k | v apart: runs), out_proj row-parallel. */
 static kvc_status visit_gated_delta(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, nk = c->gdn_k_heads, nv = c->gdn_v_heads, dk = c->gdn_k_dim, dv = c->gdn_v_dim;
     const int64_t C = 2 * nk * dk + nv * dv, taps[3] = {C, 1, c->gdn_conv_kernel};
+    const kvc_wsplit qkv = kvci_shard_state_runs(v->m, KVCI_RUNS_GDN_QKV);
     if (c->gdn_split_proj) { /* Qwen3.5 */
-        TRY(m2(v, "linear_attn.in_proj_qkv.weight", C, H, &w->gdn_qkvz, WHOLE));
-        TRY(m2(v, "linear_attn.in_proj_z.weight", nv * dv, H, &w->gdn_z, WHOLE));
-        TRY(m2(v, "linear_attn.in_proj_b.weight", nv, H, &w->gdn_ba, WHOLE));
-        TRY(m2(v, "linear_attn.in_proj_a.weight", nv, H, &w->gdn_a, WHOLE));
+        TRY(m2(v, "linear_attn.in_proj_qkv.weight", C, H, &w->gdn_qkvz, qkv));
+        TRY(m2(v, "linear_attn.in_proj_z.weight", nv * dv, H, &w->gdn_z, even(v, 0, nv * dv)));
+        TRY(m2(v, "linear_attn.in_proj_b.weight", nv, H, &w->gdn_ba, even(v, 0, nv)));
+        TRY(m2(v, "linear_attn.in_proj_a.weight", nv, H, &w->gdn_a, even(v, 0, nv)));
     } else {
-        TRY(m2(v, "linear_attn.in_proj_qkvz.weight", 2 * nk * dk + 2 * nv * dv, H, &w->gdn_qkvz, WHOLE));
-        TRY(m2(v, "linear_attn.in_proj_ba.weight", 2 * nv, H, &w->gdn_ba, WHOLE));
+        const int64_t rows = 2 * nk * dk + 2 * nv * dv;
+        TRY(m2(v, "linear_attn.in_proj_qkvz.weight", rows, H, &w->gdn_qkvz, even(v, 0, rows)));
+        TRY(m2(v, "linear_attn.in_proj_ba.weight", 2 * nv, H, &w->gdn_ba, even(v, 0, 2 * nv)));
     }
-    TRY(visit(v, "linear_attn.conv1d.weight", 3, taps, &w->gdn_conv, NULL, false, KVC_WINIT_WEIGHT, WHOLE));
-    TRY(v1(v, "linear_attn.dt_bias", nv, &w->gdn_dt_bias, KVC_WINIT_BIAS, WHOLE));
-    TRY(v1(v, "linear_attn.A_log", nv, &w->gdn_a_log, KVC_WINIT_BIAS, WHOLE));
+    TRY(visit(v, "linear_attn.conv1d.weight", 3, taps, &w->gdn_conv, NULL, false, KVC_WINIT_WEIGHT, qkv));
+    TRY(v1(v, "linear_attn.dt_bias", nv, &w->gdn_dt_bias, KVC_WINIT_BIAS, even(v, 0, nv)));
+    TRY(v1(v, "linear_attn.A_log", nv, &w->gdn_a_log, KVC_WINIT_BIAS, even(v, 0, nv)));
     TRY(v1(v, KVC_GDN_NORM, dv, &w->gdn_norm, KVC_WINIT_NORM, WHOLE));
-    return m2(v, "linear_attn.out_proj.weight", H, nv * dv, &w->wo, WHOLE);
+    return m2(v, "linear_attn.out_proj.weight", H, nv * dv, &w->wo, even(v, 1, nv * dv));
 }
 
 /* A Mamba2 mixer (mamba2.c): mamba.in_proj [I + C + nh, H], the depthwise mamba.conv1d [C, 1, L], dt_bias,
  * A_log and D [nh], the gated norm mamba.norm [I], mamba.out_proj [H, I]; in_proj / out_proj biases under
- * mamba_proj_bias, the conv's under mamba_conv_bias. */
+ * mamba_proj_bias, the conv's under mamba_conv_bias. A rank: its heads and groups (shard_state.c's runs), out_proj
+ * row-parallel. */
 static kvc_status visit_mamba2(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, nh = c->mamba_heads, I = nh * c->mamba_head_dim;
     const int64_t C = I + 2 * c->mamba_groups * c->mamba_d_state, taps[3] = {C, 1, c->conv_kernel};
-    TRY(m2(v, "mamba.in_proj.weight", I + C + nh, H, &w->conv_in, WHOLE));
-    if (c->mamba_proj_bias) TRY(v1(v, "mamba.in_proj.bias", I + C + nh, &w->conv_in_b, KVC_WINIT_BIAS, WHOLE));
-    TRY(visit(v, "mamba.conv1d.weight", 3, taps, &w->conv_w, NULL, false, KVC_WINIT_WEIGHT, WHOLE));
-    if (c->mamba_conv_bias) TRY(v1(v, "mamba.conv1d.bias", C, &w->conv_b, KVC_WINIT_BIAS, WHOLE));
-    TRY(v1(v, "mamba.dt_bias", nh, &w->ssm_dt_bias, KVC_WINIT_BIAS, WHOLE));
-    TRY(v1(v, "mamba.A_log", nh, &w->ssm_a_log, KVC_WINIT_BIAS, WHOLE));
-    TRY(v1(v, "mamba.D", nh, &w->ssm_d, KVC_WINIT_NORM, WHOLE));
-    TRY(v1(v, "mamba.norm.weight", I, &w->ssm_norm, KVC_WINIT_NORM, WHOLE));
-    TRY(m2(v, "mamba.out_proj.weight", H, I, &w->wo, WHOLE));
-    if (c->mamba_proj_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->bo, KVC_WINIT_BIAS, WHOLE));
+    const kvc_wsplit in = kvci_shard_state_runs(v->m, KVCI_RUNS_MAMBA_IN);
+    const kvc_wsplit xbc = kvci_shard_state_runs(v->m, KVCI_RUNS_MAMBA_CONV);
+    TRY(m2(v, "mamba.in_proj.weight", I + C + nh, H, &w->conv_in, in));
+    if (c->mamba_proj_bias) TRY(v1(v, "mamba.in_proj.bias", I + C + nh, &w->conv_in_b, KVC_WINIT_BIAS, in));
+    TRY(visit(v, "mamba.conv1d.weight", 3, taps, &w->conv_w, NULL, false, KVC_WINIT_WEIGHT, xbc));
+    if (c->mamba_conv_bias) TRY(v1(v, "mamba.conv1d.bias", C, &w->conv_b, KVC_WINIT_BIAS, xbc));
+    TRY(v1(v, "mamba.dt_bias", nh, &w->ssm_dt_bias, KVC_WINIT_BIAS, even(v, 0, nh)));
+    TRY(v1(v, "mamba.A_log", nh, &w->ssm_a_log, KVC_WINIT_BIAS, even(v, 0, nh)));
+    TRY(v1(v, "mamba.D", nh, &w->ssm_d, KVC_WINIT_NORM, even(v, 0, nh)));
+    TRY(v1(v, "mamba.norm.weight", I, &w->ssm_norm, KVC_WINIT_NORM, even(v, 0, I)));
+    TRY(m2(v, "mamba.out_proj.weight", H, I, &w->wo, even(v, 1, I)));
+    if (c->mamba_proj_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
     return KVC_OK;
 }
 
@@ -644,6 +652,9 @@ static kvc_status check_extras(const kvc_model_config *c) {
     if (conv > 0 && (c->conv_kernel < 2 || c->conv_kernel > KVC_HP_MAX_DIM))
         return kvci_fail(KVC_EINVAL, "model: conv_kernel %lld outside [2, %d] (layer_conv marks %lld layers)",
                          (long long)c->conv_kernel, KVC_HP_MAX_DIM, (long long)conv);
+    if (c->conv_channels != 0 && c->conv_channels != c->hidden_size) /* a rank's own: set by the shard */
+        return kvci_fail(KVC_EINVAL, "model: conv_channels %lld is neither 0 nor hidden_size %lld",
+                         (long long)c->conv_channels, (long long)c->hidden_size);
     return KVC_OK;
 }
 

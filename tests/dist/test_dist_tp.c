@@ -43,6 +43,8 @@ typedef struct tp_case {
     kvc_runner_mode mode;
     const char *weights;
     const char *activations;
+    int refuse_tp;       /* the ranks whose load is refused (a size they do not divide), 0: none */
+    const char *refusal; /* the message's words that name it */
 } tp_case;
 
 static const tp_case QWEN3 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED};
@@ -66,6 +68,15 @@ static const tp_case OLMO2 = {.sub = "olmo2", .mode = KVC_RUNNER_PAGED};
 /* Llama 4: chunked and NoPE layers, each rank's heads L2-normalised and scaled alike, the sigmoid-routed experts'
  * and the shared expert's intermediate columns split, the router whole on every rank */
 static const tp_case LLAMA4 = {.sub = "llama4", .mode = KVC_RUNNER_PAGED};
+/* State layers (shard_state.c): LFM2's conv channels, Bamba's Mamba2 heads and groups (2 groups: one per rank on 2,
+ * each replicated on two ranks of 4, its gated norm's sums added over them), Qwen3-Next's key heads with their value
+ * heads; each out_proj row-parallel */
+static const tp_case LFM2 = {.sub = "lfm2", .mode = KVC_RUNNER_PAGED};
+static const tp_case BAMBA = {.sub = "bamba", .mode = KVC_RUNNER_PAGED};
+static const tp_case QWEN3_NEXT = {.sub = "qwen3_next",
+                                   .mode = KVC_RUNNER_PAGED,
+                                   .refuse_tp = 4,
+                                   .refusal = "tensor parallelism 4 does not divide linear_num_key_heads 2"};
 /* Quantized shards, held to a one-rank run with the same weights (not to the f32 oracle). */
 static const tp_case QWEN3_Q8_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q8_0"};
 static const tp_case QWEN3_Q4_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q4_0"};
@@ -178,11 +189,8 @@ static void check_deterministic(const tp_case *c) {
     close_shard(&o, &tp);
 }
 
-/* Every layer's two caches of the runner against `kvcache plan --tp R --json`'s for this rank. */
-static void check_plan_caches(const tp_case *c) {
-    kvc_test_oracle o;
-    kvc_tp tp;
-    open_shard(c, &o, &tp);
+/* `kvcache plan --tp R --json` of c's config for this many ranks (f32 caches): its parsed JSON. */
+static cJSON *plan_json(const tp_case *c) {
     char dir[1024], path[1100];
     kvc_test_oracle_dir(c->sub, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -196,6 +204,18 @@ static void check_plan_caches(const tp_case *c) {
         fail_msg("plan of %s: %s", dir, kvc_last_error());
     cJSON *doc = cJSON_Parse(json);
     assert_non_null(doc);
+    kvc_plan_json_free(json);
+    kvc_model_plan_destroy(plan);
+    free(config);
+    return doc;
+}
+
+/* Every layer's two caches of the runner against `kvcache plan --tp R --json`'s for this rank. */
+static void check_plan_caches(const tp_case *c) {
+    kvc_test_oracle o;
+    kvc_tp tp;
+    open_shard(c, &o, &tp);
+    cJSON *doc = plan_json(c);
     kvc_runner *r = NULL;
     float *lg = calloc((size_t)(o.N * o.n * o.V), sizeof *lg);
     assert_non_null(lg);
@@ -222,9 +242,6 @@ static void check_plan_caches(const tp_case *c) {
     kvc_runner_destroy(r);
     free(lg);
     cJSON_Delete(doc);
-    kvc_plan_json_free(json);
-    kvc_model_plan_destroy(plan);
-    free(config);
     close_shard(&o, &tp);
 }
 
@@ -246,7 +263,10 @@ static void compare_slice(const kvc_tensor *part, const kvc_tensor *whole, int64
         }
 }
 
-static void check_cache_slices(const tp_case *c) {
+/* c's shard and a one-rank run of the whole model over the same prompts: the logits within the oracle's tolerance,
+ * then `caches` compares the two runners' caches. */
+typedef void (*caches_fn)(const tp_case *c, const kvc_model *whole, const kvc_runner *rp, const kvc_runner *rw);
+static void against_whole(const tp_case *c, caches_fn caches) {
     kvc_test_oracle o;
     kvc_tp tp;
     open_shard(c, &o, &tp);
@@ -264,6 +284,16 @@ static void check_cache_slices(const tp_case *c) {
         if (!(fabsf(lg[i] - lw[i]) <= KVC_TEST_ORACLE_REL_TOL * fabsf(lw[i]) + KVC_TEST_ORACLE_ABS_FLOOR))
             fail_msg("%s rank %d of %d: logit %lld is %.7g, the one-rank run's %.7g", c->sub, g_comm.rank, g_comm.size,
                      (long long)i, (double)lg[i], (double)lw[i]);
+    caches(c, whole, rp, rw);
+    kvc_runner_destroy(rp);
+    kvc_runner_destroy(rw);
+    kvc_model_destroy(whole);
+    free(lg);
+    free(lw);
+    close_shard(&o, &tp);
+}
+
+static void kv_slices(const tp_case *c, const kvc_model *whole, const kvc_runner *rp, const kvc_runner *rw) {
     /* the latent is held whole by every rank; full-form heads from this rank's first KV head */
     const int64_t h0 = c->mode == KVC_RUNNER_MLA_LATENT
                            ? 0
@@ -275,13 +305,104 @@ static void check_cache_slices(const tp_case *c) {
         what[strlen(what) - 1] = 'v';
         compare_slice(&rp->caches.layers[l].v, &rw->caches.layers[l].v, h0, what);
     }
-    kvc_runner_destroy(rp);
-    kvc_runner_destroy(rw);
-    kvc_model_destroy(whole);
-    free(lg);
-    free(lw);
-    close_shard(&o, &tp);
 }
+
+static void check_cache_slices(const tp_case *c) { against_whole(c, kv_slices); }
+
+/* The runs of a whole state row (its last dim, or a recurrent state's heads flattened) rank r of tp holds, written
+ * here from the configs apart from the loader's rule: n runs of (start, len). */
+typedef struct state_runs {
+    int n;
+    int64_t start[3], len[3];
+} state_runs;
+
+static state_runs runs_of(const kvc_model_config *f, int64_t l, int state, int64_t r, int64_t tp) {
+    state_runs u = {0};
+    if (f->layer_conv[l]) { /* conv_state [.., L - 1, H]: channels */
+        const int64_t W = f->hidden_size / tp;
+        return (state_runs){1, {r * W}, {W}};
+    }
+    if (f->layer_mamba[l]) {
+        const int64_t P = f->mamba_head_dim, N = f->mamba_d_state, nh = f->mamba_heads / tp, G = f->mamba_groups;
+        if (state == 1) return (state_runs){1, {r * nh * P * N}, {nh * P * N}}; /* ssm [.., nh, P, N]: heads */
+        const int64_t I = f->mamba_heads * P, Gr = G >= tp ? G / tp : 1, g0 = r * G / tp; /* conv: x | B | C */
+        return (state_runs){3, {r * nh * P, I + g0 * N, I + (G + g0) * N}, {nh * P, Gr * N, Gr * N}};
+    }
+    if (f->layer_gdn[l]) {
+        const int64_t K = f->gdn_k_heads * f->gdn_k_dim / tp, nv = f->gdn_v_heads / tp, dv = f->gdn_v_dim;
+        if (state == 1) return (state_runs){1, {r * nv * f->gdn_k_dim * dv}, {nv * f->gdn_k_dim * dv}};
+        return (state_runs){3, {r * K, K * tp + r * K, 2 * K * tp + r * nv * dv}, {K, K, nv * dv}};
+    }
+    return u;
+}
+
+/* A rank's state tensor part against whole's (the same blocks, the one-rank run's), row by row: the rank's row of
+ * sum(len) floats are the runs u of whole's row. */
+static void compare_state(const kvc_tensor *part, const kvc_tensor *whole, int64_t per_row_whole, const state_runs *u,
+                          const char *what) {
+    int64_t pw = 0, np = 1, nw = 1;
+    for (int i = 0; i < u->n; i++) pw += u->len[i];
+    for (int32_t d = 0; d < part->ndim; d++) np *= part->shape[d];
+    for (int32_t d = 0; d < whole->ndim; d++) nw *= whole->shape[d];
+    assert_int_equal(np / pw, nw / per_row_whole); /* as many rows */
+    const float *p = part->data, *w = whole->data;
+    for (int64_t row = 0; row < np / pw; row++)
+        for (int i = 0, at = 0; i < u->n; at += (int)u->len[i], i++)
+            for (int64_t j = 0; j < u->len[i]; j++) {
+                const float x = p[row * pw + at + j], y = w[row * per_row_whole + u->start[i] + j];
+                if (!(fabsf(x - y) <= CACHE_TOL * (1.0f + fabsf(y))) && !(isnan(x) && isnan(y)))
+                    fail_msg("%s rank %d of %d: row %lld, run %d entry %lld holds %.7g, the one-rank run's %.7g", what,
+                             g_comm.rank, g_comm.size, (long long)row, i, (long long)j, (double)x, (double)y);
+            }
+}
+
+/* Each state of every state layer of runner r holds the bytes per sequence `kvcache plan --tp R --json` gives this
+ * rank (bytes_per_block of its state entries: one block a sequence). */
+static void check_plan_states(const tp_case *c, const kvc_runner *r) {
+    cJSON *doc = plan_json(c);
+    const cJSON *layers = cJSON_GetObjectItem(doc, "layers");
+    int seen = 0;
+    for (int32_t l = 0; l < r->caches.n_layers; l++) {
+        const cJSON *caches = cJSON_GetObjectItem(cJSON_GetArrayItem(layers, l), "caches");
+        const kvc_tensor *t[2] = {&r->caches.layers[l].state, &r->caches.layers[l].recurrent};
+        for (int i = 0; i < 2 && t[i]->data; i++, seen++) {
+            int64_t per = 4; /* f32 bytes of one block (a sequence) */
+            for (int32_t d = 1; d < t[i]->ndim; d++) per *= t[i]->shape[d];
+            const cJSON *pc = cJSON_GetArrayItem(caches, i);
+            if (cJSON_GetObjectItem(pc, "bytes_per_block")->valuedouble != (double)per)
+                fail_msg("%s rank %d of %d layer %d %s: the plan says %g bytes a sequence, the rank holds %lld", c->sub,
+                         g_comm.rank, g_comm.size, (int)l, cJSON_GetObjectItem(pc, "name")->valuestring,
+                         cJSON_GetObjectItem(pc, "bytes_per_block")->valuedouble, (long long)per);
+        }
+    }
+    assert_true(seen > 0);
+    cJSON_Delete(doc);
+}
+
+/* The logits of a one-rank run of the whole model within the oracle's tolerance, and each state layer's states
+ * (conv and recurrent) the matching slice of that run's: a misaligned conv or head split fails; their sizes the
+ * plan's for this rank. */
+static void state_slices(const tp_case *c, const kvc_model *whole, const kvc_runner *rp, const kvc_runner *rw) {
+    const kvc_model_config *f = kvc_model_config_of(whole);
+    int checked = 0;
+    for (int32_t l = 0; l < rp->caches.n_layers; l++)
+        for (int s = 0; s < 2; s++) {
+            const state_runs u = runs_of(f, l, s, g_comm.rank, g_comm.size);
+            const kvc_tensor *tp_t = s ? &rp->caches.layers[l].recurrent : &rp->caches.layers[l].state;
+            const kvc_tensor *w_t = s ? &rw->caches.layers[l].recurrent : &rw->caches.layers[l].state;
+            if (u.n == 0 || !w_t->data) continue;
+            int64_t per = 1; /* a whole row: the conv state's last dim, the recurrent state's per block */
+            for (int32_t d = s ? 1 : w_t->ndim - 1; d < w_t->ndim; d++) per *= w_t->shape[d];
+            char what[96];
+            snprintf(what, sizeof what, "%s layer %d %s", c->sub, (int)l, s ? "recurrent state" : "conv state");
+            compare_state(tp_t, w_t, per, &u, what);
+            checked++;
+        }
+    assert_true(checked > 0);
+    check_plan_states(c, rp);
+}
+
+static void check_state_slices(const tp_case *c) { against_whole(c, state_slices); }
 
 static double max_abs_diff(const float *a, const float *b, int64_t n) {
     double m = 0;
@@ -352,6 +473,39 @@ FAMILY_TESTS(phi3, PHI3)
 FAMILY_TESTS(granite, GRANITE)
 FAMILY_TESTS(glm4, GLM4)
 FAMILY_TESTS(cohere, COHERE)
+
+/* Whether c's load on this many ranks is refused (it must be, naming the size): then its checks are skipped. */
+static bool refused(const tp_case *c) {
+    if (c->refuse_tp != g_comm.size) return false;
+    char dir[1024];
+    model_dir(c, dir, sizeof dir);
+    kvc_tp tp;
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_tp_load_model(&tp, &g_comm, dir, NULL, &m), KVC_EINVAL);
+    assert_null(m);
+    if (!strstr(kvc_last_error(), c->refusal)) fail_msg("%s on %d ranks: %s", c->sub, g_comm.size, kvc_last_error());
+    kvc_tp_release(&tp);
+    return true;
+}
+
+/* The oracle and the one-rank run's states; the determinism checks on Bamba only (its gated norm's extra all-reduce
+ * on 4 ranks: the others add no collective to the ones checked above), to keep the suite's time. */
+#define STATE_TESTS(name, c)                                                                                           \
+    static void test_oracle_##name(void **state) {                                                                     \
+        (void)state;                                                                                                   \
+        if (!refused(&c)) check_oracle(&c);                                                                            \
+    }                                                                                                                  \
+    static void test_state_slices_##name(void **state) {                                                               \
+        (void)state;                                                                                                   \
+        if (!refused(&c)) check_state_slices(&c);                                                                      \
+    }
+STATE_TESTS(lfm2, LFM2)
+STATE_TESTS(bamba, BAMBA)
+STATE_TESTS(qwen3_next, QWEN3_NEXT)
+static void test_deterministic_bamba(void **state) {
+    (void)state;
+    check_deterministic(&BAMBA);
+}
 
 static void test_oracle_olmo2(void **state) {
     (void)state;
@@ -471,6 +625,12 @@ int main(int argc, char **argv) {
         T(granite),
         T(glm4),
         T(cohere),
+#define S(name) cmocka_unit_test(test_oracle_##name), cmocka_unit_test(test_state_slices_##name)
+        S(lfm2),
+        S(bamba),
+        S(qwen3_next),
+#undef S
+        cmocka_unit_test(test_deterministic_bamba),
         cmocka_unit_test(test_oracle_olmo2),
         cmocka_unit_test(test_oracle_llama4),
         cmocka_unit_test(test_deterministic_qwen3_q8_0),

@@ -2145,9 +2145,12 @@ static void test_lfm2_fields(void **state) {
     expect_refusal(LFM2_BASE LFM2_KINDS ",\"conv_L_cache\":1}", "conv_L_cache");
     assert_int_equal(kvc_model_config_parse(LFM2_BASE LFM2_KINDS ",\"intermediate_size\":48}", "lfm2-small", &c),
                      KVC_OK);
-    kvc_model_config shard;
-    assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_EINVAL);
-    assert_non_null(strstr(kvc_last_error(), "state layers (layer 0: short convolution, Mamba2 or Gated DeltaNet)"));
+    kvc_model_config shard; /* a rank: its share of the conv channels; a split that does not divide refused */
+    assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_OK);
+    assert_true(shard.conv_channels == 16 && shard.hidden_size == 32 && c.conv_channels == 0);
+    assert_int_equal(kvci_model_shard_config(&c, 3, &shard), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "tensor parallelism 3 does not divide hidden_size (the conv layers' "
+                                             "channels) 32"));
 }
 
 #define BAMBA_BASE                                                                                                     \
@@ -2214,9 +2217,19 @@ static void test_bamba_fields(void **state) {
     expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"hidden_act\":\"Infinity\"}", "\"Infinity\"");
     expect_refusal(BAMBA_BASE ",\"mamba_n_heads\":4,\"time_step_limit\":[0.0,Infinityx]}", "invalid JSON");
     assert_int_equal(kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":4}", "bamba-tp", &c), KVC_OK);
-    kvc_model_config shard;
-    assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_EINVAL);
-    assert_non_null(strstr(kvc_last_error(), "state layers (layer 0: short convolution, Mamba2 or Gated DeltaNet)"));
+    kvc_model_config shard; /* heads split; the one group replicated on every rank (vLLM's rule for 1 group) */
+    assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_OK);
+    assert_true(shard.mamba_heads == 2 && shard.mamba_groups == 1 && c.mamba_heads == 4);
+    assert_int_equal(kvci_model_shard_config(&c, 8, &shard), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "tensor parallelism 8 does not divide mamba_n_heads 4"));
+    assert_int_equal(kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":12,\"mamba_n_groups\":6,\"mamba_expand\":3}",
+                                            "bamba-g6", &c),
+                     KVC_OK);
+    assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_OK);
+    assert_true(shard.mamba_heads == 6 && shard.mamba_groups == 3);
+    assert_int_equal(kvci_model_shard_config(&c, 4, &shard), KVC_EINVAL); /* 6 groups: neither 4 | 6 nor 6 | 4 */
+    assert_non_null(
+        strstr(kvc_last_error(), "tensor parallelism 4 neither divides mamba_n_groups 6 nor is a multiple"));
 }
 
 #define NEMOTRON_H_BASE                                                                                                \
@@ -2438,8 +2451,8 @@ static void test_lfm2_moe_fields(void **state) {
                    "num_experts_per_tok 5 must be in [1, num_experts = 4]");
     assert_int_equal(kvc_model_config_parse(LFM2_MOE_BASE "}", "lfm2-moe", &c), KVC_OK);
     kvc_model_config shard;
-    assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_EINVAL);
-    assert_non_null(strstr(kvc_last_error(), "its state layers (layer 0"));
+    assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_OK);
+    assert_int_equal(shard.conv_channels, 16);
 }
 
 /* A caller's own struct (kvc_model_create_random) with the scales, ALiBi fields or short-convolution layers no

@@ -6,7 +6,8 @@
  * from random checkpoints; Qwen3-MoE, Qwen2-MoE and Mixtral's hub layouts from their oracle checkpoints;
  * Gemma 3, and its text model under a multimodal checkpoint's prefixes, read as the plain checkpoint;
  * Phi-3's fused q/k/v and gate/up, GLM-4's fused gate/up, Cohere and Cohere 2; Phi, GPT-NeoX, GPT-2, OPT);
- * a size that does not divide is refused naming it; with q8_0 / q4_0 weights each shard holds the
+ * the state layers' fused projections and convs by runs (LFM2's channels, Bamba's heads and groups, Qwen3-Next's and
+ * Qwen3.5's key heads); a size that does not divide is refused naming it; with q8_0 / q4_0 weights each shard holds the
  * whole model's quantized blocks of its part. (The collectives are tests/dist/'s.) */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -222,6 +223,116 @@ static void test_gemma3(void **state) {
     for (int i = 0; i < 3; i++) kvc_model_destroy(m[i]);
 }
 
+/* Rows of part, stacked, equal the whole's rows of each run (start[i], len[i]): the fused projections of the state
+ * layers, each segment split by heads (written from the configs, apart from the loader's rule). */
+typedef struct runs {
+    int n;
+    int64_t start[5], len[5];
+} runs;
+
+static void check_runs(const kvc_wmat *part, const kvc_wmat *whole, const runs *u, const char *what) {
+    float *a = malloc((size_t)part->cols * sizeof *a), *b = malloc((size_t)whole->cols * sizeof *b);
+    assert_true(a && b && part->cols == whole->cols);
+    int64_t at = 0;
+    for (int i = 0; i < u->n; i++)
+        for (int64_t j = 0; j < u->len[i]; j++, at++) {
+            kvci_wmat_row(part, at, a);
+            kvci_wmat_row(whole, u->start[i] + j, b);
+            if (memcmp(a, b, (size_t)part->cols * sizeof *a) != 0)
+                fail_msg("%s: row %lld is not the whole model's row %lld", what, (long long)at,
+                         (long long)(u->start[i] + j));
+        }
+    assert_int_equal(at, part->rows);
+    free(a);
+    free(b);
+}
+
+/* The same for f32 rows of `width` floats (conv taps, biases). */
+static void check_vec_runs(const float *part, const float *whole, int64_t width, const runs *u, const char *what) {
+    int64_t at = 0;
+    for (int i = 0; i < u->n; i++, at += u->len[i - 1])
+        check_vec(part + at * width, whole + u->start[i] * width, u->len[i] * width, false, what);
+}
+
+/* A state layer l of rank r's shard s against the whole model m. */
+static void check_state_layer(const kvc_model *s, const kvc_model *m, int64_t l, int64_t r) {
+    const kvc_layer_weights *p = &s->layers[l], *w = &m->layers[l];
+    const kvc_model_config *c = &s->cfg, *f = &m->cfg;
+    const int64_t H = f->hidden_size;
+    if (f->layer_conv[l]) { /* B | C | x, each the rank's channels */
+        const int64_t W = H / s->tp.size, L = f->conv_kernel;
+        const runs in = {3, {r * W, H + r * W, 2 * H + r * W}, {W, W, W}}, ch = {1, {r * W}, {W}};
+        check_runs(&p->conv_in, &w->conv_in, &in, "conv in_proj");
+        if (p->conv_in_b) check_vec_runs(p->conv_in_b, w->conv_in_b, 1, &in, "conv in_proj bias");
+        check_vec_runs(p->conv_w, w->conv_w, L, &ch, "conv taps");
+        if (p->conv_b) check_vec_runs(p->conv_b, w->conv_b, 1, &ch, "conv bias");
+        check_part(&p->wo, &w->wo, 0, r * W, "conv out_proj");
+        if (p->bo) check_vec(p->bo, w->bo, H, r > 0, "conv out_proj bias");
+    } else if (f->layer_mamba[l]) { /* z | x | B | C | dt: heads, groups (replicated when fewer than the ranks) */
+        const int64_t P = f->mamba_head_dim, N = f->mamba_d_state, nh = f->mamba_heads, G = f->mamba_groups;
+        const int64_t h = c->mamba_heads, I = nh * P, Gr = c->mamba_groups, g0 = r * G / s->tp.size;
+        const runs in = {5,
+                         {r * h * P, I + r * h * P, 2 * I + g0 * N, 2 * I + (G + g0) * N, 2 * I + 2 * G * N + r * h},
+                         {h * P, h * P, Gr * N, Gr * N, h}};
+        const runs xbc = {3, {r * h * P, I + g0 * N, I + (G + g0) * N}, {h * P, Gr * N, Gr * N}};
+        const runs heads = {1, {r * h}, {h}};
+        check_runs(&p->conv_in, &w->conv_in, &in, "mamba in_proj");
+        if (p->conv_in_b) check_vec_runs(p->conv_in_b, w->conv_in_b, 1, &in, "mamba in_proj bias");
+        check_vec_runs(p->conv_w, w->conv_w, f->conv_kernel, &xbc, "mamba conv1d");
+        if (p->conv_b) check_vec_runs(p->conv_b, w->conv_b, 1, &xbc, "mamba conv1d bias");
+        check_vec_runs(p->ssm_dt_bias, w->ssm_dt_bias, 1, &heads, "dt_bias");
+        check_vec_runs(p->ssm_a_log, w->ssm_a_log, 1, &heads, "A_log");
+        check_vec_runs(p->ssm_d, w->ssm_d, 1, &heads, "D");
+        check_vec_runs(p->ssm_norm, w->ssm_norm, P, &heads, "gated norm");
+        check_part(&p->wo, &w->wo, 0, r * h * P, "mamba out_proj");
+        if (p->bo) check_vec(p->bo, w->bo, H, r > 0, "mamba out_proj bias");
+    } else if (f->layer_gdn[l]) { /* key heads with their value heads */
+        const int64_t nk = c->gdn_k_heads, nv = c->gdn_v_heads, dk = f->gdn_k_dim, dv = f->gdn_v_dim;
+        const int64_t K = f->gdn_k_heads * dk, k0 = r * nk * dk, v0 = r * nv * dv;
+        const runs qkv = {3, {k0, K + k0, 2 * K + v0}, {nk * dk, nk * dk, nv * dv}}, vh = {1, {r * nv}, {nv}};
+        if (f->gdn_split_proj) { /* Qwen3.5: q | k | v, z, b, a apart */
+            const runs z = {1, {v0}, {nv * dv}};
+            check_runs(&p->gdn_qkvz, &w->gdn_qkvz, &qkv, "in_proj_qkv");
+            check_runs(&p->gdn_z, &w->gdn_z, &z, "in_proj_z");
+            check_runs(&p->gdn_ba, &w->gdn_ba, &vh, "in_proj_b");
+            check_runs(&p->gdn_a, &w->gdn_a, &vh, "in_proj_a");
+        } else { /* grouped per key head: one range */
+            check_part(&p->gdn_qkvz, &w->gdn_qkvz, r * nk * (2 * dk + 2 * (nv / nk) * dv), 0, "in_proj_qkvz");
+            check_part(&p->gdn_ba, &w->gdn_ba, r * 2 * nv, 0, "in_proj_ba");
+        }
+        check_vec_runs(p->gdn_conv, w->gdn_conv, f->gdn_conv_kernel, &qkv, "gdn conv1d");
+        check_vec_runs(p->gdn_dt_bias, w->gdn_dt_bias, 1, &vh, "gdn dt_bias");
+        check_vec_runs(p->gdn_a_log, w->gdn_a_log, 1, &vh, "gdn A_log");
+        check_vec(p->gdn_norm, w->gdn_norm, dv, false, "gdn norm (whole)");
+        check_part(&p->wo, &w->wo, 0, v0, "gdn out_proj");
+    }
+}
+
+/* The state layers of the oracles: every rank of 2 and 4 (those that divide the key heads) holds its runs. */
+static void test_state_layers(void **state) {
+    (void)state;
+    const char *subs[] = {"lfm2", "bamba", "qwen3_next", "qwen3_5_text"};
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+        char dir[1024];
+        kvc_test_oracle_dir(subs[i], dir, sizeof dir);
+        kvc_model *m = NULL;
+        assert_int_equal(kvc_model_load(dir, &m), KVC_OK);
+        for (int64_t size = 2; size <= 4; size *= 2)
+            for (int64_t r = 0; r < size; r++) {
+                const kvc_model_tp tp = {.rank = r, .size = size};
+                kvc_model *s = NULL;
+                if (kvci_model_load_tp(dir, &tp, KVC_WMAT_CHECKPOINT, &s) != KVC_OK) {
+                    assert_true(size == 4 && m->cfg.gdn_k_heads == 2); /* 2 key heads: refused on 4 */
+                    assert_non_null(strstr(kvc_last_error(), "linear_num_key_heads 2"));
+                    continue;
+                }
+                for (int64_t l = 0; l < m->cfg.num_layers; l++) check_state_layer(s, m, l, r);
+                kvc_model_destroy(s);
+            }
+        kvc_model_destroy(m);
+    }
+}
+
 static void test_refusals(void **state) {
     (void)state;
     char dir[1024];
@@ -335,6 +446,7 @@ int main(void) {
         cmocka_unit_test(test_gemma3),
         cmocka_unit_test(test_phi3),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_state_layers),
         cmocka_unit_test(test_olmo2),
         cmocka_unit_test(test_glm4_cohere),
         cmocka_unit_test(test_glm_seed_oss),
