@@ -124,9 +124,15 @@ static kvc_status parse_gemma2(const kvc_hparams *hp, kvc_model_config *cfg) {
 static kvc_status parse_gemma3(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range theta = {1.0, KVC_HP_MAX_THETA, true};
+    /* Gemma3Attention in transformers 5.25 never passes its attn_logit_softcapping on: refused, not guessed */
     KVC_TRY(refuse_set(c, "attn_logit_softcapping", "soft-capped attention logits in gemma3 (gemma2 does)"));
-    KVC_TRY(refuse_set(c, "final_logit_softcapping", "soft-capped final logits in gemma3 (gemma2 does)"));
     KVC_TRY(parse_gemma_sandwich(hp, cfg, "gemma3"));
+    /* final_logit_softcapping (None when absent) as Gemma 2's; Gemma3ForConditionalGeneration never caps its logits
+     * (only Gemma3ForCausalLM does), so the wrapper's text config keeps refusing it */
+    if (hp->cfg.obj != hp->doc)
+        KVC_TRY(refuse_set(c, "final_logit_softcapping", "soft-capped final logits in gemma3's multimodal wrapper"));
+    else
+        KVC_TRY(kvci_family_softcap(c, "final_logit_softcapping", 0.0, &cfg->final_logit_softcapping));
     cfg->qk_norm = true;
     if (!hp->rope_sliding_given) { /* transformers: default rope at rope_local_base_freq (10,000) */
         double base = 10000.0;

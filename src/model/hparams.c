@@ -333,8 +333,9 @@ kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwe
     const bool neo = hp->model_type != NULL && strcmp(hp->model_type, "gpt_neo") == 0;
     const bool no_switch = neo || (hp->model_type != NULL && strcmp(hp->model_type, "dots1") == 0);
     const char *key = neo ? "window_size" : "sliding_window";
-    /* the Qwen types, and any config that states the switch (Qwen2-VL, Qwen2.5-VL) */
-    if (!no_switch && (d.window_switch || kvci_json_find(&hp->cfg, "use_sliding_window") != NULL)) {
+    /* only the types whose transformers config reads use_sliding_window (Qwen, SmolLM3): Mistral, Mixtral, Phi-3,
+     * StarCoder2 ... slide whatever a leftover use_sliding_window says */
+    if (!no_switch && d.window_switch) {
         bool use = false;
         KVC_TRY(kvci_json_bool(&hp->cfg, "use_sliding_window", &use, &have));
         if (!use) return KVC_OK; /* transformers ignores sliding_window then */

@@ -274,9 +274,12 @@ static void test_window_rule(void **state) {
 #define MISTRAL                                                                                                        \
     "{\"model_type\":\"mistral\",\"vocab_size\":16,\"hidden_size\":64,\"intermediate_size\":16,"                       \
     "\"num_hidden_layers\":1,\"num_attention_heads\":16,\"max_position_embeddings\":8192"
-    const int64_t want[2] = {4096, 0};
-    const char *mistral[2] = {MISTRAL "}", MISTRAL ",\"sliding_window\":null}"};
-    for (int i = 0; i < 2; i++) {
+    /* a leftover use_sliding_window (MistralConfig never reads it): every layer still slides */
+    const int64_t want[4] = {4096, 0, 16, 16};
+    const char *mistral[4] = {MISTRAL "}", MISTRAL ",\"sliding_window\":null}",
+                              MISTRAL ",\"sliding_window\":16,\"use_sliding_window\":false}",
+                              MISTRAL ",\"sliding_window\":16,\"use_sliding_window\":true}"};
+    for (int i = 0; i < 4; i++) {
         m = model_of(mistral[i]);
         p = plan_of(mistral[i]);
         assert_int_equal(kvc_model_config_of(m)->sliding_window, want[i]);

@@ -393,8 +393,15 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"mixtral\"," MOE_BASE "\"num_hidden_layers\":2,\"num_local_experts\":2,"
                    "\"num_experts_per_tok\":3}",
                    "num_experts_per_tok 3 must be in [1, num_local_experts = 2]");
-    expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE
-                   "\"num_hidden_layers\":2,\"final_logit_softcapping\":30}",
+    /* Gemma3ForCausalLM caps its logits as Gemma 2 does; Gemma3ForConditionalGeneration never does: refused there */
+    kvc_model_config g3;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"gemma3_text\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"final_logit_softcapping\":30}",
+                                            "gemma3-cap", &g3),
+                     KVC_OK);
+    assert_true(g3.final_logit_softcapping == 30.0 && g3.attn_logit_softcapping == 0.0);
+    expect_refusal("{\"model_type\":\"gemma3\",\"text_config\":{\"model_type\":\"gemma3_text\"," MOE_BASE
+                   "\"num_hidden_layers\":2,\"final_logit_softcapping\":30}}",
                    "final_logit_softcapping is set; the runtime does not run soft-capped final logits");
     expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE "\"num_hidden_layers\":2,\"attn_logit_softcapping\":50}",
                    "attn_logit_softcapping is set");
