@@ -248,6 +248,10 @@ typedef struct kvc_model_config {
      * without the MLP half, a mixer or attention alone. Last, as above. */
     bool layer_no_mixer[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     bool layer_no_ffn[KVC_MODEL_MAX_LAYERS];   /* [num_layers] */
+    /* Nemotron-H's experts (layer_moe on a layer_no_mixer layer): ungated mlp_act experts and shared MLP (up, act,
+     * down), routed by DeepseekV3's grouped sigmoid router; moe_latent_size > 0: the routed experts run in that
+     * latent width between fc1_latent_proj [L, H] and fc2_latent_proj [H, L] (0: in hidden_size). Last, as above. */
+    int64_t moe_latent_size;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -118,7 +118,7 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
     /* a mixer, attention or MLP per layer (Nemotron-H), a mixer alone (Mamba2) */
     const bool one_block = strcmp(cfg->model_type, "nemotron_h") == 0 || strcmp(cfg->model_type, "mamba2") == 0;
     for (int64_t i = 0; i < cfg->num_layers; i++) {
-        cfg->layer_no_mixer[i] = one_block && kinds[i] == KVC_LK_NONE; /* an MLP alone ("E": refused by the hook) */
+        cfg->layer_no_mixer[i] = one_block && kinds[i] == KVC_LK_NONE; /* an MLP or, "E", experts alone */
         cfg->layer_no_ffn[i] = one_block && kinds[i] != KVC_LK_NONE;
         const bool conv = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_LFM2;
         const bool gdn = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_QWEN3_NEXT;

@@ -97,18 +97,47 @@ static kvc_status only_value(const kvc_json_obj *c, const char *key, const char 
     return KVC_OK;
 }
 
-/* Nemotron-H's experts ("moe" in layers_block_type, "E" in hybrid_override_pattern) are not run. */
-static kvc_status refuse_experts(const kvc_json_obj *c) {
+/* Marks Nemotron-H's expert layers ("moe" in layers_block_type, else "E" in hybrid_override_pattern; the layer
+ * kinds, family_hybrid.c, check both against num_hidden_layers) in layer_moe; *any: whether there is one. */
+static void mark_experts(const kvc_json_obj *c, kvc_model_config *cfg, bool *any) {
     const cJSON *list = kvci_json_find(c, "layers_block_type"), *pat = kvci_json_find(c, "hybrid_override_pattern");
-    bool moe = cJSON_IsString(pat) && strchr(pat->valuestring, 'E') != NULL && !cJSON_IsArray(list);
-    for (const cJSON *e = cJSON_IsArray(list) ? list->child : NULL; e != NULL; e = e->next)
-        moe |= cJSON_IsString(e) && strcmp(e->valuestring, "moe") == 0;
-    if (moe)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: layers_block_type / hybrid_override_pattern holds moe (E) layers, which the runtime "
-                         "does not run for nemotron_h",
-                         c->doc);
-    return KVC_OK;
+    const char *p = cJSON_IsString(pat) && !cJSON_IsArray(list) ? pat->valuestring : "";
+    const cJSON *e = cJSON_IsArray(list) ? list->child : NULL;
+    *any = false;
+    for (int64_t l = 0; l < cfg->num_layers; l++) {
+        const bool moe = e ? cJSON_IsString(e) && strcmp(e->valuestring, "moe") == 0 : p[0] == 'E';
+        cfg->layer_moe[l] = moe, *any |= moe;
+        if (e) e = e->next;
+        if (*p) p++;
+    }
+}
+
+/* Nemotron-H's experts (NemotronHMoE): n_routed_experts (8, or num_local_experts) ungated relu2 experts of
+ * moe_intermediate_size (7688), num_experts_per_tok (2) of them by DeepseekV3's grouped sigmoid router (n_group 1,
+ * topk_group 1, norm_topk_prob true, routed_scaling_factor 1.0, e_score_correction_bias), beside the shared relu2
+ * MLP of moe_shared_expert_intermediate_size (7688); moe_latent_size (null: none) the experts' width between the
+ * latent projections. n_shared_experts and moe_shared_expert_overlap are not read by transformers' block. */
+static kvc_status parse_nemotron_experts(const kvc_json_obj *c, kvc_model_config *cfg) {
+    static const char *const experts_n[KVC_HP_ALIASES] = {"n_routed_experts", "num_local_experts"};
+    const kvc_json_range scale = {0.0, KVC_HP_MAX_FACTOR, true};
+    bool any = false, have = false;
+    mark_experts(c, cfg, &any);
+    cfg->first_k_dense_replace = any ? 0 : cfg->num_layers;
+    if (!any) return KVC_OK;
+    cfg->n_routed_experts = 8;
+    KVC_TRY(kvci_hparams_int(c, experts_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
+    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", 2, 1, cfg->n_routed_experts, &cfg->experts_per_tok));
+    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 7688, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "moe_shared_expert_intermediate_size", 7688, 1, KVC_HP_MAX_WIDTH,
+                                &cfg->shared_expert_intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "n_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->n_group));
+    KVC_TRY(kvci_family_opt_int(c, "topk_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group));
+    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", true, &cfg->norm_topk_prob));
+    KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 1.0, scale, &cfg->routed_scaling_factor));
+    const cJSON *lat = kvci_json_find(c, "moe_latent_size");
+    if (lat != NULL && !cJSON_IsNull(lat))
+        KVC_TRY(kvci_json_int_value(lat, "moe_latent_size", 1, KVC_HP_MAX_DIM, &cfg->moe_latent_size));
+    return kvci_family_check_grouped_router(cfg, c->doc);
 }
 
 /* Nemotron-H (NemotronHConfig): one block per layer (config.c: layer_no_mixer / layer_no_ffn); the mixer of
@@ -124,7 +153,7 @@ static kvc_status parse_nemotron_h(const kvc_hparams *hp, kvc_model_config *cfg)
     static const char *const conv_n[KVC_HP_ALIASES] = {"conv_kernel", "mamba_d_conv"};
     const kvc_json_range eps = {0.0, 1.0, false};
     bool have = false;
-    KVC_TRY(refuse_experts(c));
+    KVC_TRY(parse_nemotron_experts(c, cfg));
     KVC_TRY(only_value(c, "mamba_hidden_act", "silu"));
     KVC_TRY(only_value(c, "mlp_hidden_act", "relu2"));
     KVC_TRY(kvci_family_opt_int(c, "head_dim", 128, 1, KVC_HP_MAX_DIM, &cfg->head_dim)); /* not hidden / heads */
@@ -212,7 +241,8 @@ kvc_status kvci_family_parse_mamba2(const kvc_hparams *hp, kvc_model_config *cfg
 }
 
 kvc_status kvci_mamba2_ffn(const kvc_fwd_step *s, int64_t l) {
-    return s->m->cfg.layer_moe[l] ? kvci_ffn_granite_moe(s, l) : kvci_fwd_dense_mlp(s, l);
+    if (!s->m->cfg.layer_moe[l]) return kvci_fwd_dense_mlp(s, l);
+    return granite_hybrid(&s->m->cfg) ? kvci_ffn_granite_moe(s, l) : kvci_ffn_deepseek(s, l, false);
 }
 
 kvc_status kvci_mamba2_softmax_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {

@@ -21,7 +21,7 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
                    &ws->proj,        &ws->ff_a,      &ws->ff_b, &ws->acc,      &ws->xg,    &ws->yg,
                    &ws->router,      &ws->route_tmp, &ws->selw, &ws->tokw,     &ws->mla_a, &ws->mla_b,
                    &ws->q_rope,      &ws->cos,       &ws->sin,  &ws->rope_tmp, &ws->fused, &ws->cos_sliding,
-                   &ws->sin_sliding, &ws->qk_ss,     &ws->gate, &ws->gdn,      &ws->mamba};
+                   &ws->sin_sliding, &ws->qk_ss,     &ws->gate, &ws->gdn,      &ws->mamba, &ws->lat};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->tok);
@@ -86,9 +86,11 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(gate, c->attn_output_gate ? Tm * ws->qw : 1);
     A(gdn, kvci_gated_delta_floats(c, Tm));
     A(mamba, mamba ? kvci_mamba2_scratch(c, Tm) : 1);
-    A(acc, Tm * H);
-    A(xg, Tm * H);
-    A(yg, Tm * H);
+    const int64_t mw = kvci_max64(H, c->moe_latent_size); /* Nemotron-H's experts may run wider than H */
+    A(acc, Tm * mw);
+    A(xg, Tm * mw);
+    A(yg, Tm * mw);
+    A(lat, Tm * c->moe_latent_size);
     A(router, Tm * E);
     A(route_tmp, 2 * E);
     A(selw, Tm * K);
@@ -383,19 +385,9 @@ static void sublayer_input(const kvc_model *m, kvc_model_workspace *ws, int64_t 
 kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l) {
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
-    if (s->m->cfg.mlp_plain) { /* StarCoder2: down(act(up(x))), no gate */
-        double t0 = kvci_sp_begin();
-        KVC_TRY(kvci_linear(ws->xn, s->T, &w->w_up, w->b_up, ws->ff_a));
-        kvci_sp_end(KVC_SP_GATE_UP, t0), t0 = kvci_sp_begin();
-        if (s->m->cfg.mlp_act == KVC_MLP_XIELU)
-            kvci_xielu_rows((const float *const *)w->xielu, ws->ff_a, s->T, w->w_up.rows);
-        else
-            kvci_act_rows(s->m->cfg.mlp_act, ws->ff_a, s->T, w->w_up.rows);
-        kvci_sp_end(KVC_SP_SWIGLU, t0), t0 = kvci_sp_begin();
-        const kvc_status st = kvci_linear(ws->ff_a, s->T, &w->w_down, w->b_down, ws->proj);
-        kvci_sp_end(KVC_SP_DOWN, t0);
-        return st;
-    }
+    if (s->m->cfg.mlp_plain) /* StarCoder2: down(act(up(x))), no gate */
+        return kvci_plain_mlp(s->m->cfg.mlp_act, (const float *const *)w->xielu, ws->xn, s->T, &w->w_up, w->b_up,
+                              &w->w_down, w->b_down, ws->ff_a, ws->proj);
     if (w->w_gu.data) { /* fused: rows [T, gate I | up I] */
         const int64_t T = s->T, I = w->w_gate.rows;
         double t0 = kvci_sp_begin();

@@ -108,6 +108,8 @@ typedef struct kvc_layer_weights {
     float *gate_corr;                 /* [E] e_score_correction_bias (DeepseekV3) */
     kvc_wmat ex_gate, ex_up, ex_down; /* [E][Imoe, H], [E][Imoe, H], [E][H, Imoe] */
     kvc_wmat sh_gate, sh_up, sh_down; /* [Ish, H], [Ish, H], [H, Ish]; data NULL: no shared expert */
+    kvc_wmat lat_in, lat_out;         /* Nemotron-H's fc1 / fc2_latent_proj [L, H], [H, L]; data NULL: none */
+    float *lat_in_b, *lat_out_b;      /* their biases (mlp_bias) [L], [H] */
     kvc_wmat sh_scale;                /* [1, H] Qwen2-MoE shared_expert_gate: the shared output times its sigmoid */
     bool moe;
     /* the shared experts' biases with mlp_bias (ERNIE 4.5 MoE's use_bias), else NULL: [Ish], [Ish], [H] */

@@ -2226,7 +2226,7 @@ static void test_bamba_fields(void **state) {
 /* Nemotron-H with NemotronHConfig's defaults (128 mixer heads of 64, 8 groups of state 128, conv kernel 4 with its
  * bias, no projection biases, head_dim 128, layer_norm_epsilon 1e-5, relu2 MLPs, no positions, untied), its layers
  * counted from hybrid_override_pattern (no num_hidden_layers) or from layers_block_type (transformers 5's save), one
- * block a layer; with its keys set; refused by name: experts, another activation, groups that do not divide the
+ * block a layer; with its keys set; refused by name: another activation, groups that do not divide the
  * heads, an unknown layer type, a model of MLPs alone. */
 static void test_nemotron_h_fields(void **state) {
     (void)state;
@@ -2259,8 +2259,6 @@ static void test_nemotron_h_fields(void **state) {
     assert_int_equal(kvci_layer_states(&c, 0, s), 0);
     assert_int_equal(kvci_layer_states(&c, 1, s), 2);
     assert_true(s[0].shape[0] == 2 && s[0].shape[1] == 64 + 2 * 2 * 8 && s[1].shape[0] == 8 && s[1].shape[1] == 8);
-    expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M-E\"}", "moe (E) layers");
-    expect_refusal(NEMOTRON_H_BASE ",\"layers_block_type\":[\"linear_attention\",\"moe\"]}", "moe (E) layers");
     expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M\",\"mlp_hidden_act\":\"silu\"}", "mlp_hidden_act");
     expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M\",\"mamba_hidden_act\":\"gelu\"}",
                    "mamba_hidden_act");
@@ -2268,6 +2266,44 @@ static void test_nemotron_h_fields(void **state) {
     expect_refusal(NEMOTRON_H_BASE ",\"layers_block_type\":[\"mamba2\"]}", "layers_block_type[0] \"mamba2\"");
     expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"--\"}", "every layer");
     expect_refusal(NEMOTRON_H_BASE "}", "layers_block_type and hybrid_override_pattern are missing");
+}
+
+/* Nemotron-H's expert layers (E / moe) with NemotronHConfig's defaults (8 experts of 7688, top 2 in 1 group, the
+ * shared MLP of 7688, renormalised, x 1, no latent size), an expert layer alone (no cache); with its keys set
+ * (num_local_experts for n_routed_experts, the latent size, groups); refused by name: k above the experts, groups
+ * that do not split them, a latent size or shared width of 0. */
+static void test_nemotron_h_experts(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M-E\"}", "nh-moe", &c),
+                     KVC_OK);
+    assert_true(c.layer_moe[2] && !c.layer_moe[1] && !c.layer_moe[0] && c.layer_no_mixer[2] && !c.layer_no_ffn[2]);
+    assert_true(c.n_routed_experts == 8 && c.experts_per_tok == 2 && c.moe_intermediate_size == 7688);
+    assert_true(c.shared_expert_intermediate_size == 7688 && c.n_group == 1 && c.topk_group == 1);
+    assert_true(c.norm_topk_prob && c.routed_scaling_factor == 1.0 && c.moe_latent_size == 0);
+    assert_true(c.first_k_dense_replace == 0 && c.mlp_plain && c.mlp_act == KVC_MLP_RELU2);
+    assert_int_equal(kvc_model_config_parse(NEMOTRON_H_BASE ",\"layers_block_type\":[\"linear_attention\",\"moe\"],"
+                                                            "\"num_local_experts\":16,\"num_experts_per_tok\":3,"
+                                                            "\"moe_intermediate_size\":24,\"n_group\":4,"
+                                                            "\"topk_group\":2,\"norm_topk_prob\":false,"
+                                                            "\"routed_scaling_factor\":2.5,\"moe_latent_size\":16,"
+                                                            "\"moe_shared_expert_intermediate_size\":40}",
+                                            "nh-moe-set", &c),
+                     KVC_OK);
+    assert_true(c.layer_moe[1] && c.n_routed_experts == 16 && c.experts_per_tok == 3 && c.moe_intermediate_size == 24);
+    assert_true(c.n_group == 4 && c.topk_group == 2 && !c.norm_topk_prob && c.routed_scaling_factor == 2.5);
+    assert_true(c.moe_latent_size == 16 && c.shared_expert_intermediate_size == 40);
+    assert_int_equal(kvc_model_config_parse(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M-\","
+                                                            "\"moe_latent_size\":16}",
+                                            "nh-no-moe", &c),
+                     KVC_OK);
+    assert_true(!c.layer_moe[1] && c.moe_latent_size == 0 && c.n_routed_experts == 0); /* no expert layer: unread */
+    expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"ME\",\"num_experts_per_tok\":9}",
+                   "num_experts_per_tok");
+    expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"ME\",\"n_group\":3}", "n_group 3");
+    expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"ME\",\"moe_latent_size\":0}", "moe_latent_size");
+    expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"ME\",\"moe_shared_expert_intermediate_size\":0}",
+                   "moe_shared_expert_intermediate_size");
 }
 
 #define MAMBA2_BASE "{\"model_type\":\"mamba2\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2"
@@ -2794,6 +2830,7 @@ int main(void) {
         cmocka_unit_test(test_lfm2_moe_fields),
         cmocka_unit_test(test_bamba_fields),
         cmocka_unit_test(test_nemotron_h_fields),
+        cmocka_unit_test(test_nemotron_h_experts),
         cmocka_unit_test(test_mamba2_fields),
         cmocka_unit_test(test_granitemoehybrid_fields),
         cmocka_unit_test(test_caller_extras_refused),

@@ -671,6 +671,14 @@ static void test_nemotron_h(void **state) {
     run_dir("nemotron_h");
 }
 
+/* Nemotron 3 Nano-like experts: hybrid_override_pattern "ME*E", a Mamba2 mixer, attention and two expert layers
+ * (8 ungated relu2 experts of 32, top-2 of the best of 2 groups by sigmoid score + e_score_correction_bias,
+ * renormalised, x 2.5, in moe_latent_size 48 between biased latent projections, beside a shared relu2 MLP of 40) */
+static void test_nemotron_h_moe(void **state) {
+    (void)state;
+    run_dir("nemotron_h_moe");
+}
+
 /* Mamba2 (Mamba2ForCausalLM): 4 layers, each one mixer alone (8 heads of 16, 2 groups of state 16, kernel 4,
  * in/out_proj biases) with its pre-norm and residual; no attention, no MLP. Four mixers in a row are as sensitive in
  * float32 as qwen3_next: transformers' own logits are up to 4.6e-5 from its float64 ones (its cached decode 1.7e-5
@@ -970,6 +978,7 @@ int main(void) {
         cmocka_unit_test(test_lfm2_moe),
         cmocka_unit_test(test_bamba),
         cmocka_unit_test(test_nemotron_h),
+        cmocka_unit_test(test_nemotron_h_moe),
         cmocka_unit_test(test_mamba2),
         cmocka_unit_test(test_granitemoehybrid),
         cmocka_unit_test(test_ernie4_5_moe),
