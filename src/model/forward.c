@@ -161,7 +161,7 @@ static kvc_status check_state_cache(const kvc_model_config *c, const kvc_model_c
     kvci_state_shape s[KVCI_MAX_LAYER_STATES];
     const int32_t n = kvci_layer_states(c, l, s);
     kvc_layer_cache *lc = &cs->layers[l];
-    const char *key = lc->key;
+    const char *key = lc->state_key[0] ? lc->state_key : lc->key;
     for (int32_t i = 0; i < n; i++) {
         const kvc_tensor *t = kvci_layer_state_slot(lc, i);
         bool ok = t->data && t->dtype == KVC_DTYPE_F32 && t->ndim == 1 + s[i].ndim && t->shape[0] >= 1 &&
@@ -184,7 +184,10 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
     const kvc_model_config *c = &m->cfg;
     const kvc_layer_cache *lc = &cs->layers[l];
     if (c->layer_no_mixer[l]) return KVC_OK; /* an MLP alone: no cache */
-    if (kvci_model_layer_is_state(c, l)) return check_state_cache(c, cs, l);
+    if (kvci_model_layer_is_state(c, l)) {
+        KVC_TRY(check_state_cache(c, cs, l));
+        if (!c->mamba_parallel_attn) return KVC_OK; /* Falcon-H1: its K/V too */
+    }
     const kvc_cache_dims cd = kvci_model_cache_dims(c, cs->latent);
     const kvc_tensor *t[2] = {&lc->k, &lc->v};
     const int64_t *heads = cd.heads, *dims = cd.dim;

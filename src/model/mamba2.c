@@ -83,22 +83,37 @@ static void scan_row(const kvc_model_config *c, const dims *d, const kvc_layer_w
 }
 
 /* y [T, I] times silu(z) (z of in [T, rows], column 0), RMS-normed in G groups of I / G channels, times the norm
- * weight, in place. */
+ * weight, in place; Falcon-H1 (mamba_parallel_attn): without mamba_rms_norm gated alone, with mamba_norm_before_gate
+ * normed first, then gated. */
 static void gated_norm(const kvc_model_config *c, const dims *d, const kvc_layer_weights *w, const float *in, int64_t T,
                        float *y) {
     const int64_t gs = d->I / d->G;
+    const bool norm = !c->mamba_parallel_attn || c->mamba_rms_norm;
+    const bool gate_first = !c->mamba_parallel_attn || !c->mamba_norm_before_gate;
 #pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < T; t++)
         for (int64_t g = 0; g < d->G; g++) {
             float *yg = y + t * d->I + g * gs;
             const float *z = in + t * d->rows + g * gs;
             float ss = 0.0f;
-            for (int64_t i = 0; i < gs; i++) {
-                yg[i] *= silu(z[i]);
-                ss += yg[i] * yg[i];
-            }
+            for (int64_t i = 0; gate_first && i < gs; i++) yg[i] *= silu(z[i]);
+            if (!norm) continue;
+            for (int64_t i = 0; i < gs; i++) ss += yg[i] * yg[i];
             const float r = 1.0f / sqrtf(ss / (float)gs + (float)c->rms_norm_eps);
             for (int64_t i = 0; i < gs; i++) yg[i] = w->ssm_norm[g * gs + i] * (yg[i] * r);
+            for (int64_t i = 0; !gate_first && i < gs; i++) yg[i] *= silu(z[i]);
+        }
+}
+
+/* Falcon-H1's in_proj rows [T, rows] times ssm_multipliers: z [I], x [I], B [G N], C [G N], dt [nh]. */
+static void mup_rows(const kvc_model_config *c, const dims *d, int64_t T, float *in) {
+    const int64_t end[5] = {d->I, 2 * d->I, 2 * d->I + d->G * d->N, 2 * d->I + 2 * d->G * d->N, d->rows};
+    float m[5];
+    for (int i = 0; i < 5; i++) m[i] = (float)c->ssm_multipliers[i];
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0, part = 0; j < d->rows; j++) {
+            while (j >= end[part]) part++;
+            in[t * d->rows + j] *= m[part];
         }
 }
 
@@ -113,6 +128,7 @@ kvc_status kvci_mamba2_mixer(const kvc_fwd_step *s, int64_t l) {
     float *xbc = ws->mamba, *y = xbc + T * d.C, *own = y + T * d.I; /* [T, C], [T, I], [nh, P, N] */
     double t0 = kvci_sp_begin();
     KVC_TRY(kvci_linear(ws->xn, T, &w->conv_in, w->conv_in_b, in));
+    if (c->mamba_parallel_attn) mup_rows(c, &d, T, in);
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
     const kvc_layer_cache *lc = s->a->caches ? &s->a->caches->layers[l] : NULL;
     int64_t q0 = 0;
@@ -130,7 +146,7 @@ kvc_status kvci_mamba2_mixer(const kvc_fwd_step *s, int64_t l) {
     }
     gated_norm(c, &d, w, in, T, y);
     kvci_sp_end(KVC_SP_ATTN, t0), t0 = kvci_sp_begin();
-    const kvc_status st = kvci_linear(y, T, &w->wo, w->bo, ws->proj);
+    const kvc_status st = kvci_linear(y, T, &w->ssm_out, w->ssm_out_b, ws->proj);
     kvci_sp_end(KVC_SP_O, t0);
     return st;
 }

@@ -487,28 +487,31 @@ static kvc_status visit_mamba2(visitor *v, const kvc_model_config *c, kvc_layer_
     TRY(v1(v, "mamba.dt_bias", nh, &w->ssm_dt_bias, KVC_WINIT_BIAS, WHOLE));
     TRY(v1(v, "mamba.A_log", nh, &w->ssm_a_log, KVC_WINIT_BIAS, WHOLE));
     TRY(v1(v, "mamba.D", nh, &w->ssm_d, KVC_WINIT_NORM, WHOLE));
-    TRY(v1(v, "mamba.norm.weight", I, &w->ssm_norm, KVC_WINIT_NORM, WHOLE));
-    TRY(m2(v, "mamba.out_proj.weight", H, I, &w->wo, WHOLE));
-    if (c->mamba_proj_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->bo, KVC_WINIT_BIAS, WHOLE));
+    if (!c->mamba_parallel_attn || c->mamba_rms_norm)
+        TRY(v1(v, "mamba.norm.weight", I, &w->ssm_norm, KVC_WINIT_NORM, WHOLE));
+    TRY(m2(v, "mamba.out_proj.weight", H, I, &w->ssm_out, WHOLE));
+    const bool out_bias = c->mamba_parallel_attn ? c->mamba_out_bias : c->mamba_proj_bias;
+    if (out_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->ssm_out_b, KVC_WINIT_BIAS, WHOLE));
     return KVC_OK;
+}
+
+/* Layer l's attention or the mixer in its place (Falcon-H1: both). */
+static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
+    if (c->layer_no_mixer[l]) return KVC_OK; /* Nemotron-H: an MLP alone */
+    if (c->layer_conv[l]) return visit_short_conv(v, c, w);
+    if (c->layer_gdn[l]) return visit_gated_delta(v, c, w);
+    if (c->layer_mamba[l]) {
+        TRY(visit_mamba2(v, c, w));
+        return c->mamba_parallel_attn ? visit_gqa_attn(v, c, w) : KVC_OK; /* Falcon-H1: attention beside it */
+    }
+    return c->family == KVC_FAMILY_DEEPSEEK_V3 ? visit_mla_attn(v, c, w) : visit_gqa_attn(v, c, w);
 }
 
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
     TRY(visit_layer_norms(v, c, l, w));
-    if (c->layer_no_mixer[l])
-        ; /* Nemotron-H: an MLP alone */
-    else if (c->layer_conv[l])
-        TRY(visit_short_conv(v, c, w));
-    else if (c->layer_gdn[l])
-        TRY(visit_gated_delta(v, c, w));
-    else if (c->layer_mamba[l])
-        TRY(visit_mamba2(v, c, w));
-    else if (c->family == KVC_FAMILY_DEEPSEEK_V3)
-        TRY(visit_mla_attn(v, c, w));
-    else
-        TRY(visit_gqa_attn(v, c, w));
+    TRY(visit_mixer(v, c, l, w));
     if (c->layer_no_ffn[l]) return KVC_OK; /* Nemotron-H: a mixer or attention alone */
     if (c->family == KVC_FAMILY_GPT_OSS) {
         const int64_t E = c->num_experts, I = c->intermediate_size;
@@ -549,7 +552,8 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
     v.conv1d = false, v.prefix[0] = '\0';
     const char *final = c->family == KVC_FAMILY_LFM2 ? "model.embedding_norm.weight" : "model.norm.weight";
-    if (strcmp(c->model_type, "bamba") == 0) final = "model.final_layernorm.weight";
+    if (strcmp(c->model_type, "bamba") == 0 || strcmp(c->model_type, "falcon_h1") == 0)
+        final = "model.final_layernorm.weight";
     if (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0) final = "model.norm_f.weight";
     if (!c->norm_weightless) TRY(v1(&v, final, c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
     if (c->norm_bias) TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));

@@ -679,6 +679,14 @@ static void test_nemotron_h_moe(void **state) {
     run_dir("nemotron_h_moe");
 }
 
+/* Falcon-H1-like: 3 layers, each a Mamba2 mixer (mamba_d_ssm 96: 6 heads of 16, 2 groups of state 16, kernel 4, the
+ * gated norm normed before its gate, in_proj and out_proj biases) beside GQA attention with RoPE on the same normed
+ * input, then a SwiGLU MLP; every muP multiplier away from 1; each layer's K/V and states in every mode's caches */
+static void test_falcon_h1(void **state) {
+    (void)state;
+    run_dir("falcon_h1");
+}
+
 /* Mamba2 (Mamba2ForCausalLM): 4 layers, each one mixer alone (8 heads of 16, 2 groups of state 16, kernel 4,
  * in/out_proj biases) with its pre-norm and residual; no attention, no MLP. Four mixers in a row are as sensitive in
  * float32 as qwen3_next: transformers' own logits are up to 4.6e-5 from its float64 ones (its cached decode 1.7e-5
@@ -979,6 +987,7 @@ int main(void) {
         cmocka_unit_test(test_bamba),
         cmocka_unit_test(test_nemotron_h),
         cmocka_unit_test(test_nemotron_h_moe),
+        cmocka_unit_test(test_falcon_h1),
         cmocka_unit_test(test_mamba2),
         cmocka_unit_test(test_granitemoehybrid),
         cmocka_unit_test(test_ernie4_5_moe),
