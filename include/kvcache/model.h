@@ -263,6 +263,23 @@ typedef struct kvc_model_config {
      * [3 conv_channels, H], conv state [conv_kernel - 1, conv_channels]); 0, as a config read from a checkpoint
      * holds it: hidden_size. Last, as above. */
     int64_t conv_channels;
+    /* Nemotron-H's experts (layer_moe on a layer_no_mixer layer): ungated mlp_act experts and shared MLP (up, act,
+     * down), routed by DeepseekV3's grouped sigmoid router; moe_latent_size > 0: the routed experts run in that
+     * latent width between fc1_latent_proj [L, H] and fc2_latent_proj [H, L] (0: in hidden_size). Last, as above. */
+    int64_t moe_latent_size;
+    /* Falcon-H1 (model_type falcon_h1): mamba_parallel_attn makes every layer_mamba layer run its mixer and GQA
+     * attention side by side on the same normed input, their outputs summed into the residual; such a layer keeps
+     * its K/V and its two states (two cache_info layers of one layer_idx, attention first). Under it alone: the
+     * mixer's input times ssm_in_multiplier, its in_proj rows z | x | B | C | dt times ssm_multipliers[0..4], its
+     * output times ssm_out_multiplier; y silu(z) group-RMS-normed only with mamba_rms_norm (mamba_norm_before_gate:
+     * normed, then gated); out_proj's bias by mamba_out_bias (projectors_bias; in_proj's stays mamba_proj_bias); the
+     * attention's input times attention_in_multiplier, its keys times key_multiplier, its output times
+     * attention_out_multiplier; the SwiGLU gate's pre-activation times mlp_gate_multiplier, the MLP's output times
+     * mlp_down_multiplier. Last, as above. */
+    bool mamba_parallel_attn, mamba_rms_norm, mamba_norm_before_gate, mamba_out_bias;
+    double ssm_in_multiplier, ssm_out_multiplier, ssm_multipliers[5];
+    double attention_in_multiplier, attention_out_multiplier, key_multiplier;
+    double mlp_gate_multiplier, mlp_down_multiplier;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config
@@ -368,6 +385,9 @@ typedef struct kvc_layer_cache {
      * per sequence under the same key and block table): Mamba2's ssm_state [.., heads, head_dim, d_state], Gated
      * DeltaNet's recurrent_state. Layers with one state or none leave it empty. Last, as kvc_model_config's. */
     kvc_tensor recurrent;
+    /* paged: the manager key of the states' block table where the layer also keeps K/V under `key` (Falcon-H1's
+     * mamba_parallel_attn); "" where the states, if any, are under `key`. Last, as above. */
+    char state_key[KVC_NAME_MAX];
 } kvc_layer_cache;
 
 /* Whether the forward takes caches of dtype dt: f32, f16, bf16, i8,

@@ -57,10 +57,12 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
         double mlp = (c->mlp_plain ? 2.0 : 3.0) * H * (double)c->intermediate_size; /* StarCoder2's: no gate */
         if (c->family == KVC_FAMILY_GPT_OSS)
             mlp = H * (double)c->num_experts + (double)c->experts_per_tok * 3.0 * H * (double)c->intermediate_size;
-        else if (c->layer_moe[l])
+        else if (c->layer_moe[l]) { /* Nemotron-H's experts: ungated (mlp_plain), in moe_latent_size when set */
+            const double g = c->mlp_plain ? 2.0 : 3.0, W = c->moe_latent_size > 0 ? (double)c->moe_latent_size : H;
             mlp = H * (double)c->n_routed_experts +
-                  (double)c->experts_per_tok * 3.0 * H * (double)c->moe_intermediate_size +
-                  3.0 * H * (double)c->shared_expert_intermediate_size;
+                  (double)c->experts_per_tok * g * W * (double)c->moe_intermediate_size +
+                  g * H * (double)c->shared_expert_intermediate_size + 2.0 * H * (double)c->moe_latent_size;
+        }
         if (c->layer_no_ffn[l]) mlp = 0.0; /* Nemotron-H: one block a layer */
         if (c->layer_no_mixer[l]) {
             token += mlp;
@@ -75,7 +77,8 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
             const double C = I + 2.0 * (double)(c->mamba_groups * c->mamba_d_state);
             token += H * (I + C + (double)c->mamba_heads) + H * I + C * (double)c->conv_kernel +
                      3.0 * I * (double)c->mamba_d_state + mlp;
-            continue;
+            if (!c->mamba_parallel_attn) continue;
+            mlp = 0.0; /* Falcon-H1: attention beside the mixer (its MLP counted above) */
         }
         token += proj + mlp;
         if (c->layer_sliding[l])

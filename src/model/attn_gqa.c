@@ -164,6 +164,10 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     } else {
         qkv_rows(s, l, fused, q, k, v, true, true, true);
     }
+    if (c->mamba_parallel_attn) { /* Falcon-H1: the keys times key_multiplier (rotated: the same to rounding) */
+        const float km = (float)c->key_multiplier;
+        for (int64_t i = 0; i < T * nKV * D; i++) k[i] *= km;
+    }
     kvci_sp_end(KVC_SP_QK_ROPE, t0), t0 = kvci_sp_begin();
     kvc_attn_call call = {.layer = l,
                           .q = q,

@@ -92,8 +92,10 @@ kvc_status kvci_cache_set_build(const kvc_model *m, const kvci_cache_knobs *k, k
                                  .layers = layers};
     for (int32_t i = 0; i < out->ci->n_layer_infos; i++) {
         kvc_layer_cache_info *li = &out->ci->layer_infos[i];
-        snprintf(layers[li->layer_idx].key, sizeof layers[li->layer_idx].key, "%s",
-                 kvc_cache_entry_group_key(&li->caches[0]));
+        kvc_layer_cache *lc = &layers[li->layer_idx];
+        if (li->n_caches == 0) continue;
+        const bool second = li->caches[0].is_state && lc->key[0]; /* Falcon-H1's states after its K/V */
+        snprintf(second ? lc->state_key : lc->key, KVC_NAME_MAX, "%s", kvc_cache_entry_group_key(&li->caches[0]));
         if (k->cache.kv_layout == KVC_BLOCK_BNNDBS && !li->caches[0].is_state) { /* keys in lanes, values head-major */
             li->caches[0].layout = KVC_BLOCK_BNNDBS;
             li->caches[1].layout = KVC_BLOCK_BNNBSD;

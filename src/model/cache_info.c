@@ -50,44 +50,56 @@ int32_t kvci_cache_scale_entries(kvc_dtype kv_dtype, bool latent) {
     return t != NULL && t->scales == KVC_SCALES_PER_TOKEN ? (latent ? 1 : 2) : 0;
 }
 
+/* Fills info li of layer l: its states (from_states, n_states of them) or its K/V entries (and scales). */
+static kvc_status fill_layer(const kvc_model_config *c, int64_t l, bool from_states, int32_t n_states,
+                             const kvci_state_shape *states, bool latent, kvc_dtype kv_dtype, int64_t block_size,
+                             kvc_layer_cache_info *li) {
+    const kvc_cache_dims cd = kvci_model_cache_dims(c, latent);
+    const char *const names[2] = {latent ? "nope_cache" : "k_cache", latent ? "rope_cache" : "v_cache"};
+    const int32_t n_scales = kvci_cache_scale_entries(kv_dtype, latent), kv = KVCI_CACHE_KV_ENTRIES;
+    const int32_t n = c->layer_no_mixer[l] ? 0 : from_states ? n_states : kv + n_scales; /* an MLP: none */
+    li->layer_idx = (int32_t)l;
+    li->caches = kvci_calloc((size_t)kvci_max64(n, 1), sizeof *li->caches);
+    if (!li->caches) return kvci_fail(KVC_ENOMEM, "model cache info: out of memory");
+    li->n_caches = n;
+    if (n == 0) return KVC_OK;
+    if (from_states) {
+        for (int32_t i = 0; i < n_states; i++) li->caches[i] = state_entry(&states[i]);
+        return KVC_OK;
+    }
+    const char *const scale_names[2] = {n_scales == 1 ? "scale" : "k_scale", "v_scale"};
+    for (int i = 0; i < n_scales; i++)
+        li->caches[kv + i] = entry(scale_names[i], c, l, 1, 1, KVC_DTYPE_F32, block_size);
+    for (int i = 0; i < kv; i++) li->caches[i] = entry(names[i], c, l, cd.heads[i], cd.dim[i], kv_dtype, block_size);
+    return KVC_OK;
+}
+
 kvc_status kvci_cache_info_new(const kvc_model_config *c, bool latent, kvc_dtype kv_dtype, int64_t block_size,
                                kvc_model_cache_info **out) {
     *out = NULL;
     kvc_model_cache_info *ci = kvci_calloc(1, sizeof *ci);
-    if (ci) ci->layer_infos = kvci_calloc((size_t)c->num_layers, sizeof *ci->layer_infos);
+    /* a layer keeping K/V and states (Falcon-H1) has two infos of its layer_idx, its attention's first */
+    if (ci) ci->layer_infos = kvci_calloc((size_t)(2 * c->num_layers), sizeof *ci->layer_infos);
     if (!ci || !ci->layer_infos) {
         kvci_free(ci);
         return kvci_fail(KVC_ENOMEM, "model cache info: out of memory");
     }
-    ci->num_layers = (int32_t)c->num_layers;
     ci->is_mla_backend = latent;
-    const kvc_cache_dims cd = kvci_model_cache_dims(c, latent);
-    const char *const names[2] = {latent ? "nope_cache" : "k_cache", latent ? "rope_cache" : "v_cache"};
-    const int32_t n_scales = kvci_cache_scale_entries(kv_dtype, latent), kv = KVCI_CACHE_KV_ENTRIES;
     for (int64_t l = 0; l < c->num_layers; l++) {
-        kvc_layer_cache_info *li = &ci->layer_infos[l];
-        li->layer_idx = (int32_t)l;
         kvci_state_shape states[KVCI_MAX_LAYER_STATES];
         const int32_t n_states = kvci_layer_states(c, l, states);
-        const int32_t n = c->layer_no_mixer[l] ? 0 : n_states > 0 ? n_states : kv + n_scales; /* an MLP: none */
-        li->caches = kvci_calloc((size_t)kvci_max64(n, 1), sizeof *li->caches);
-        if (!li->caches) {
-            kvc_model_cache_info_destroy(ci);
-            return kvci_fail(KVC_ENOMEM, "model cache info: out of memory");
+        const bool both = n_states > 0 && c->mamba_parallel_attn;
+        for (int part = both ? 0 : 1; part < 2; part++) {
+            kvc_layer_cache_info *li = &ci->layer_infos[ci->n_layer_infos++];
+            const kvc_status st =
+                fill_layer(c, l, part == 1 && n_states > 0, n_states, states, latent, kv_dtype, block_size, li);
+            if (st != KVC_OK) {
+                kvc_model_cache_info_destroy(ci);
+                return st;
+            }
         }
-        ci->n_layer_infos = (int32_t)(l + 1);
-        li->n_caches = n;
-        if (n == 0) continue;
-        if (n_states > 0) {
-            for (int32_t i = 0; i < n_states; i++) li->caches[i] = state_entry(&states[i]);
-            continue;
-        }
-        const char *const scale_names[2] = {n_scales == 1 ? "scale" : "k_scale", "v_scale"};
-        for (int i = 0; i < n_scales; i++)
-            li->caches[kv + i] = entry(scale_names[i], c, l, 1, 1, KVC_DTYPE_F32, block_size);
-        for (int i = 0; i < kv; i++)
-            li->caches[i] = entry(names[i], c, l, cd.heads[i], cd.dim[i], kv_dtype, block_size);
     }
+    ci->num_layers = ci->n_layer_infos; /* as the planner's: the infos (Falcon-H1's layers twice) */
     *out = ci;
     return KVC_OK;
 }

@@ -120,13 +120,14 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
     /* a mixer, attention or MLP per layer (Nemotron-H), a mixer alone (Mamba2) */
     const bool one_block = strcmp(cfg->model_type, "nemotron_h") == 0 || strcmp(cfg->model_type, "mamba2") == 0;
     for (int64_t i = 0; i < cfg->num_layers; i++) {
-        cfg->layer_no_mixer[i] = one_block && kinds[i] == KVC_LK_NONE; /* an MLP alone ("E": refused by the hook) */
+        cfg->layer_no_mixer[i] = one_block && kinds[i] == KVC_LK_NONE; /* an MLP or, "E", experts alone */
         cfg->layer_no_ffn[i] = one_block && kinds[i] != KVC_LK_NONE;
         const bool conv = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_LFM2;
         const bool gdn = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_QWEN3_NEXT;
-        const bool mamba = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_MAMBA2_HYBRID;
+        const bool both = kinds[i] == KVC_LK_PARALLEL && cfg->mamba_parallel_attn; /* Falcon-H1: mixer and attention */
+        const bool mamba = (kinds[i] == KVC_LK_STATE || both) && cfg->family == KVC_FAMILY_MAMBA2_HYBRID;
         if ((kinds[i] == KVC_LK_STATE && !conv && !gdn && !mamba) || (kinds[i] == KVC_LK_NONE && !one_block) ||
-            kinds[i] == KVC_LK_PARALLEL)
+            (kinds[i] == KVC_LK_PARALLEL && !mamba))
             return kvci_fail(KVC_EINVAL, "%s: layer %lld is a %s layer, which the runtime does not run", hp->cfg.doc,
                              (long long)i,
                              kinds[i] == KVC_LK_NONE ? "cache-less (MLP/MoE)" : "state (linear_attention or mamba)");

@@ -249,10 +249,18 @@ kvc_status kvci_family_qwen_moe_layers(const kvc_json_obj *c, kvc_model_config *
 kvc_status kvci_family_parse_granite_scales(const kvc_hparams *hp, kvc_model_config *cfg);
 
 /* The Mamba2 hybrids (family_mamba2.c): their keys over the shared reader's, and the operator of layer l, the
- * Mamba2 mixer (kvci_mamba2_mixer) on a mamba layer, else GQA attention. */
+ * Mamba2 mixer (kvci_mamba2_mixer) on a mamba layer (Falcon-H1: with GQA attention beside it), else GQA attention. */
 kvc_status kvci_family_parse_mamba2(const kvc_hparams *hp, kvc_model_config *cfg);
+/* The string key of c, the one value `want` model `type` runs (and `want` when absent); others refused by name. */
+kvc_status kvci_mamba2_only_value(const kvc_json_obj *c, const char *type, const char *key, const char *want);
+/* Falcon-H1 (family_falcon_h1.c): its keys beyond the mixer's; its layer (mixer and attention) into ws->proj; its MLP.
+ */
+kvc_status kvci_falcon_h1_parse(const kvc_json_obj *c, kvc_model_config *cfg);
+kvc_status kvci_falcon_h1_layer(const struct kvc_fwd_step *s, int64_t l);
+kvc_status kvci_falcon_h1_mlp(const struct kvc_fwd_step *s, int64_t l);
 kvc_status kvci_mamba2_operator(const struct kvc_fwd_step *s, int64_t l);
-/* Their feed-forward (Granite 4.0-H's routed experts with the shared MLP on its MoE layers, else the dense MLP) and
+/* Their feed-forward (Granite 4.0-H's routed experts with the shared MLP on its MoE layers, Nemotron-H's experts,
+ * Falcon-H1's MLP, else the dense MLP) and
  * the planner's softmax scale without attention_multiplier (Granite 4.0-H's 1, else head_dim^-1/2). */
 kvc_status kvci_mamba2_ffn(const struct kvc_fwd_step *s, int64_t l);
 kvc_status kvci_mamba2_softmax_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale);

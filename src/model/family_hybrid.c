@@ -288,7 +288,7 @@ static const kvc_family_alias JAMBA[] = {{"jamba", "JambaForCausalLM", "jamba", 
 static const kvc_family_alias MAMBA2[] = {{"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", true},
                                           {"bamba", "BambaForCausalLM", "bamba", true},
                                           {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", true},
-                                          {"falcon_h1", "FalconH1ForCausalLM", "falcon_h1", false},
+                                          {"falcon_h1", "FalconH1ForCausalLM", "falcon_h1", true},
                                           {"mamba2", "Mamba2ForCausalLM", "mamba2", true}};
 
 const kvc_family_desc kvc_family_lfm2 = {

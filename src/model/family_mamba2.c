@@ -1,8 +1,9 @@
 /* The Mamba2 hybrids' runtime keys (transformers 5): Bamba (BambaConfig: mamba_* keys, attn_layer_indices, RoPE
  * over half of each attention head, a SwiGLU MLP after every mixer) and Granite 4.0-H (GraniteMoeHybridConfig: the
  * same mamba_* keys, layer_types, Granite's multipliers, RoPE only with position_embedding_type "rope", routed
- * experts beside a shared MLP after every mixer). The layer kinds and the planner's state shapes are
- * family_hybrid.c's; the mixer is mamba2.c. */
+ * experts beside a shared MLP after every mixer), Nemotron-H's (with its experts), Mamba2's and the mixer's keys of
+ * Falcon-H1 (its own: family_falcon_h1.c). The layer kinds and the planner's state shapes are family_hybrid.c's; the
+ * mixer is mamba2.c. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -86,29 +87,69 @@ static kvc_status parse_granite_hybrid(const kvc_hparams *hp, kvc_model_config *
     return KVC_OK;
 }
 
-/* key, the one value `want` transformers' Nemotron-H runs (and `want` when absent); others refused by name. */
-static kvc_status only_value(const kvc_json_obj *c, const char *key, const char *want) {
+kvc_status kvci_mamba2_only_value(const kvc_json_obj *c, const char *type, const char *key, const char *want) {
     const char *v = NULL;
     bool have = false;
     KVC_TRY(kvci_json_str(c, key, KVC_HP_NAME_MAX, &v, &have));
     if (have && (v == NULL || strcmp(v, want) != 0))
-        return kvci_fail(KVC_EINVAL, "%s: %s \"%s\" is not supported (nemotron_h: %s)", c->doc, key, v ? v : "null",
+        return kvci_fail(KVC_EINVAL, "%s: %s \"%s\" is not supported (%s: %s)", c->doc, key, v ? v : "null", type,
                          want);
     return KVC_OK;
 }
 
-/* Nemotron-H's experts ("moe" in layers_block_type, "E" in hybrid_override_pattern) are not run. */
-static kvc_status refuse_experts(const kvc_json_obj *c) {
+static bool falcon_h1(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "falcon_h1") == 0; }
+
+/* The mixer's width: Falcon-H1's mamba_d_ssm (1024 when absent; null: as the others), else mamba_expand *
+ * hidden_size. */
+static kvc_status mixer_width(const kvc_json_obj *c, const kvc_model_config *cfg, int64_t expand, int64_t *inner) {
+    *inner = expand * cfg->hidden_size; /* each below 2^20: no overflow */
+    if (!falcon_h1(cfg)) return KVC_OK;
+    const cJSON *d = kvci_json_find(c, "mamba_d_ssm");
+    if (kvci_json_missing(c, "mamba_d_ssm")) *inner = 1024;
+    return d != NULL && !cJSON_IsNull(d) ? kvci_json_int_value(d, "mamba_d_ssm", 1, KVC_HP_MAX_WIDTH, inner) : KVC_OK;
+}
+
+/* Marks Nemotron-H's expert layers ("moe" in layers_block_type, else "E" in hybrid_override_pattern; the layer
+ * kinds, family_hybrid.c, check both against num_hidden_layers) in layer_moe; *any: whether there is one. */
+static void mark_experts(const kvc_json_obj *c, kvc_model_config *cfg, bool *any) {
     const cJSON *list = kvci_json_find(c, "layers_block_type"), *pat = kvci_json_find(c, "hybrid_override_pattern");
-    bool moe = cJSON_IsString(pat) && strchr(pat->valuestring, 'E') != NULL && !cJSON_IsArray(list);
-    for (const cJSON *e = cJSON_IsArray(list) ? list->child : NULL; e != NULL; e = e->next)
-        moe |= cJSON_IsString(e) && strcmp(e->valuestring, "moe") == 0;
-    if (moe)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: layers_block_type / hybrid_override_pattern holds moe (E) layers, which the runtime "
-                         "does not run for nemotron_h",
-                         c->doc);
-    return KVC_OK;
+    const char *p = cJSON_IsString(pat) && !cJSON_IsArray(list) ? pat->valuestring : "";
+    const cJSON *e = cJSON_IsArray(list) ? list->child : NULL;
+    *any = false;
+    for (int64_t l = 0; l < cfg->num_layers; l++) {
+        const bool moe = e ? cJSON_IsString(e) && strcmp(e->valuestring, "moe") == 0 : p[0] == 'E';
+        cfg->layer_moe[l] = moe, *any |= moe;
+        if (e) e = e->next;
+        if (*p) p++;
+    }
+}
+
+/* Nemotron-H's experts (NemotronHMoE): n_routed_experts (8, or num_local_experts) ungated relu2 experts of
+ * moe_intermediate_size (7688), num_experts_per_tok (2) of them by DeepseekV3's grouped sigmoid router (n_group 1,
+ * topk_group 1, norm_topk_prob true, routed_scaling_factor 1.0, e_score_correction_bias), beside the shared relu2
+ * MLP of moe_shared_expert_intermediate_size (7688); moe_latent_size (null: none) the experts' width between the
+ * latent projections. n_shared_experts and moe_shared_expert_overlap are not read by transformers' block. */
+static kvc_status parse_nemotron_experts(const kvc_json_obj *c, kvc_model_config *cfg) {
+    static const char *const experts_n[KVC_HP_ALIASES] = {"n_routed_experts", "num_local_experts"};
+    const kvc_json_range scale = {0.0, KVC_HP_MAX_FACTOR, true};
+    bool any = false, have = false;
+    mark_experts(c, cfg, &any);
+    cfg->first_k_dense_replace = any ? 0 : cfg->num_layers;
+    if (!any) return KVC_OK;
+    cfg->n_routed_experts = 8;
+    KVC_TRY(kvci_hparams_int(c, experts_n, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, &have));
+    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", 2, 1, cfg->n_routed_experts, &cfg->experts_per_tok));
+    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 7688, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "moe_shared_expert_intermediate_size", 7688, 1, KVC_HP_MAX_WIDTH,
+                                &cfg->shared_expert_intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "n_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->n_group));
+    KVC_TRY(kvci_family_opt_int(c, "topk_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group));
+    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", true, &cfg->norm_topk_prob));
+    KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 1.0, scale, &cfg->routed_scaling_factor));
+    const cJSON *lat = kvci_json_find(c, "moe_latent_size");
+    if (lat != NULL && !cJSON_IsNull(lat))
+        KVC_TRY(kvci_json_int_value(lat, "moe_latent_size", 1, KVC_HP_MAX_DIM, &cfg->moe_latent_size));
+    return kvci_family_check_grouped_router(cfg, c->doc);
 }
 
 /* Nemotron-H (NemotronHConfig): one block per layer (config.c: layer_no_mixer / layer_no_ffn); the mixer of
@@ -124,9 +165,9 @@ static kvc_status parse_nemotron_h(const kvc_hparams *hp, kvc_model_config *cfg)
     static const char *const conv_n[KVC_HP_ALIASES] = {"conv_kernel", "mamba_d_conv"};
     const kvc_json_range eps = {0.0, 1.0, false};
     bool have = false;
-    KVC_TRY(refuse_experts(c));
-    KVC_TRY(only_value(c, "mamba_hidden_act", "silu"));
-    KVC_TRY(only_value(c, "mlp_hidden_act", "relu2"));
+    KVC_TRY(parse_nemotron_experts(c, cfg));
+    KVC_TRY(kvci_mamba2_only_value(c, cfg->model_type, "mamba_hidden_act", "silu"));
+    KVC_TRY(kvci_mamba2_only_value(c, cfg->model_type, "mlp_hidden_act", "relu2"));
     KVC_TRY(kvci_family_opt_int(c, "head_dim", 128, 1, KVC_HP_MAX_DIM, &cfg->head_dim)); /* not hidden / heads */
     cfg->tie_word_embeddings = false; /* NemotronHForCausalLM ties nothing, whatever tie_word_embeddings says */
     KVC_TRY(kvci_family_opt_int(c, "mamba_num_heads", 128, 1, KVC_HP_MAX_DIM, &cfg->mamba_heads));
@@ -157,7 +198,7 @@ static kvc_status parse_plain_mamba2(const kvc_hparams *hp, kvc_model_config *cf
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     int64_t expand = 2;
-    KVC_TRY(only_value(c, "hidden_act", "silu"));
+    KVC_TRY(kvci_mamba2_only_value(c, cfg->model_type, "hidden_act", "silu"));
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));
     KVC_TRY(kvci_family_opt_int(c, "num_heads", 128, 1, KVC_HP_MAX_DIM, &cfg->mamba_heads));
     KVC_TRY(kvci_family_opt_int(c, "head_dim", 64, 1, KVC_HP_MAX_DIM, &cfg->mamba_head_dim));
@@ -193,26 +234,30 @@ kvc_status kvci_family_parse_mamba2(const kvc_hparams *hp, kvc_model_config *cfg
     KVC_TRY(kvci_family_opt_int(c, "mamba_expand", 2, 1, KVC_HP_MAX_DIM, &expand));
     KVC_TRY(kvci_family_opt_bool(c, "mamba_conv_bias", true, &cfg->mamba_conv_bias));
     KVC_TRY(kvci_family_opt_bool(c, "mamba_proj_bias", false, &cfg->mamba_proj_bias));
-    const int64_t inner = expand * cfg->hidden_size; /* each below 2^20: no overflow */
+    int64_t inner = 0;
+    KVC_TRY(mixer_width(c, cfg, expand, &inner));
+    const char *width = falcon_h1(cfg) ? "mamba_d_ssm" : "mamba_expand * hidden_size";
     if (inner % cfg->mamba_heads != 0)
-        return kvci_fail(KVC_EINVAL, "%s: mamba_n_heads %lld does not divide mamba_expand * hidden_size %lld", c->doc,
-                         (long long)cfg->mamba_heads, (long long)inner);
+        return kvci_fail(KVC_EINVAL, "%s: mamba_n_heads %lld does not divide %s %lld", c->doc,
+                         (long long)cfg->mamba_heads, width, (long long)inner);
     KVC_TRY(read_head_dim(c, inner, cfg));
     if (cfg->mamba_head_dim * cfg->mamba_heads != inner)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: mamba_d_head %lld x mamba_n_heads %lld is not mamba_expand * hidden_size %lld", c->doc,
-                         (long long)cfg->mamba_head_dim, (long long)cfg->mamba_heads, (long long)inner);
+        return kvci_fail(KVC_EINVAL, "%s: mamba_d_head %lld x mamba_n_heads %lld is not %s %lld", c->doc,
+                         (long long)cfg->mamba_head_dim, (long long)cfg->mamba_heads, width, (long long)inner);
     if (cfg->mamba_heads % cfg->mamba_groups != 0)
         return kvci_fail(KVC_EINVAL, "%s: mamba_n_groups %lld does not divide mamba_n_heads %lld", c->doc,
                          (long long)cfg->mamba_groups, (long long)cfg->mamba_heads);
     KVC_TRY(read_dt_limit(c, cfg));
     if (granite_hybrid(cfg)) return parse_granite_hybrid(hp, cfg);
+    if (falcon_h1(cfg)) return kvci_falcon_h1_parse(c, cfg);
     cfg->rope.partial_rotary_factor = 0.5; /* BambaConfig sets it whatever the file says */
     return KVC_OK;
 }
 
 kvc_status kvci_mamba2_ffn(const kvc_fwd_step *s, int64_t l) {
-    return s->m->cfg.layer_moe[l] ? kvci_ffn_granite_moe(s, l) : kvci_fwd_dense_mlp(s, l);
+    if (s->m->cfg.mamba_parallel_attn) return kvci_falcon_h1_mlp(s, l);
+    if (!s->m->cfg.layer_moe[l]) return kvci_fwd_dense_mlp(s, l);
+    return granite_hybrid(&s->m->cfg) ? kvci_ffn_granite_moe(s, l) : kvci_ffn_deepseek(s, l, false);
 }
 
 kvc_status kvci_mamba2_softmax_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
@@ -222,5 +267,6 @@ kvc_status kvci_mamba2_softmax_scale(const kvc_family_ctx *ctx, int64_t head_dim
 }
 
 kvc_status kvci_mamba2_operator(const kvc_fwd_step *s, int64_t l) {
+    if (s->m->cfg.layer_mamba[l] && s->m->cfg.mamba_parallel_attn) return kvci_falcon_h1_layer(s, l);
     return s->m->cfg.layer_mamba[l] ? kvci_mamba2_mixer(s, l) : kvci_attn_gqa(s, l);
 }

@@ -32,6 +32,21 @@ kvc_status kvci_swiglu_mlp(kvc_mlp_act act, const float *x, int64_t n, const kvc
     return st;
 }
 
+kvc_status kvci_plain_mlp(kvc_mlp_act act, const float *const *xielu, const float *x, int64_t n, const kvc_wmat *up,
+                          const float *bu, const kvc_wmat *down, const float *bd, float *a, float *out) {
+    double t0 = kvci_sp_begin();
+    KVC_TRY(kvci_linear(x, n, up, bu, a));
+    kvci_sp_end(KVC_SP_GATE_UP, t0), t0 = kvci_sp_begin();
+    if (act == KVC_MLP_XIELU)
+        kvci_xielu_rows(xielu, a, n, up->rows);
+    else
+        kvci_act_rows(act, a, n, up->rows);
+    kvci_sp_end(KVC_SP_SWIGLU, t0), t0 = kvci_sp_begin();
+    const kvc_status st = kvci_linear(a, n, down, bd, out);
+    kvci_sp_end(KVC_SP_DOWN, t0);
+    return st;
+}
+
 /* Indices of the k largest of v[0..n) into idx (ties: lower index first). */
 static void top_k(const float *v, int64_t n, int64_t k, int32_t *idx) {
     for (int64_t j = 0; j < k; j++) {
@@ -45,15 +60,15 @@ static void top_k(const float *v, int64_t n, int64_t k, int32_t *idx) {
     }
 }
 
-/* Gathers the tokens that chose expert e: ws->tok / ws->tokw, returns their count. */
-static int64_t gather(kvc_model_workspace *ws, int64_t T, int64_t K, int64_t H, int32_t e) {
+/* Gathers the tokens that chose expert e (their rows of x [T, H]): ws->tok / ws->tokw, returns their count. */
+static int64_t gather(kvc_model_workspace *ws, const float *x, int64_t T, int64_t K, int64_t H, int32_t e) {
     int64_t n = 0;
     for (int64_t t = 0; t < T; t++)
         for (int64_t j = 0; j < K; j++)
             if (ws->sel[t * K + j] == e) {
                 ws->tok[n] = (int32_t)t;
                 ws->tokw[n] = ws->selw[t * K + j];
-                memcpy(ws->xg + n * H, ws->xn + t * H, (size_t)H * sizeof(float));
+                memcpy(ws->xg + n * H, x + t * H, (size_t)H * sizeof(float));
                 n++;
             }
     return n;
@@ -86,7 +101,7 @@ kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l) {
     for (int64_t t = 0; t < T; t++) top_k_softmax(ws->router + t * E, E, K, ws->sel + t * K, ws->selw + t * K);
     memset(ws->acc, 0, (size_t)(T * H) * sizeof(float));
     for (int32_t e = 0; e < (int32_t)E; e++) {
-        const int64_t n = gather(ws, T, K, H, e);
+        const int64_t n = gather(ws, ws->xn, T, K, H, e);
         if (n == 0) continue;
         float *u = ws->ff_a; /* [n, 2I] gate/up interleaved */
         float *a = ws->ff_b; /* [n, I] */
@@ -247,44 +262,71 @@ static void phimoe_route(const kvc_model_config *c, const kvc_layer_weights *w, 
 typedef void (*route_fn)(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                          float *sw, float *tmp);
 
+/* Expert e over the n rows gathered in ws->xg into ws->yg: SwiGLU, or (ex_gate NULL: Nemotron-H's) up, mlp_act,
+ * down. */
+static kvc_status run_expert(const kvc_model_config *c, const kvc_layer_weights *w, kvc_model_workspace *ws, int32_t e,
+                             int64_t n) {
+    const kvc_wmat u = kvci_wmat_at(&w->ex_up, e), d = kvci_wmat_at(&w->ex_down, e);
+    if (!w->ex_gate.data) return kvci_plain_mlp(c->mlp_act, NULL, ws->xg, n, &u, NULL, &d, NULL, ws->ff_a, ws->yg);
+    const kvc_wmat g = kvci_wmat_at(&w->ex_gate, e);
+    return kvci_swiglu_mlp(KVC_MLP_SILU, ws->xg, n, &g, NULL, &u, NULL, &d, NULL, ws->ff_a, ws->ff_b, ws->yg);
+}
+
+/* The shared experts of x [T, H] into ws->proj: SwiGLU, or (sh_gate NULL: Nemotron-H's) up, mlp_act, down; Qwen2-MoE's
+ * scaled by sigmoid(shared_expert_gate x) [T, 1], computed in the router logits' place. */
+static kvc_status shared_experts(const kvc_model_config *c, const kvc_layer_weights *w, kvc_model_workspace *ws,
+                                 int64_t T) {
+    const int64_t H = c->hidden_size;
+    if (!w->sh_gate.data)
+        return kvci_plain_mlp(c->mlp_act, NULL, ws->xn, T, &w->sh_up, w->sh_up_b, &w->sh_down, w->sh_down_b, ws->ff_a,
+                              ws->proj);
+    KVC_TRY(kvci_swiglu_mlp(KVC_MLP_SILU, ws->xn, T, &w->sh_gate, w->sh_gate_b, &w->sh_up, w->sh_up_b, &w->sh_down,
+                            w->sh_down_b, ws->ff_a, ws->ff_b, ws->proj));
+    if (!w->sh_scale.data) return KVC_OK;
+    KVC_TRY(kvci_linear(ws->xn, T, &w->sh_scale, NULL, ws->router));
+    for (int64_t t = 0; t < T; t++) {
+        const float g = 1.0f / (1.0f + expf(-ws->router[t]));
+        for (int64_t j = 0; j < H; j++) ws->proj[t * H + j] *= g;
+    }
+    return KVC_OK;
+}
+
 /* A routed MoE layer: router logits [T, E] (gate_w), each token's k experts and weights by `route`,
- * the SwiGLU experts over their gathered tokens (ex_gate / ex_up / ex_down), summed per token in
- * expert-index order, plus the shared experts when the layer has them (DeepseekV3, Granite MoE Shared; Qwen2-MoE's
- * scaled by the sigmoid of its gate). */
+ * the experts over their gathered tokens, summed per token in expert-index order (Nemotron-H's latent
+ * projections: the experts read fc1_latent_proj x [T, L] and their sum [T, L] passes fc2_latent_proj), plus the
+ * shared experts when the layer has them (DeepseekV3, Granite MoE Shared, Nemotron-H, Qwen2-MoE). */
 static kvc_status routed_experts(const kvc_fwd_step *s, int64_t l, route_fn route) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
     const int64_t T = s->T, H = c->hidden_size, E = c->n_routed_experts, K = c->experts_per_tok;
+    const int64_t W = w->lat_in.data ? w->lat_in.rows : H;         /* the experts' width */
     KVC_TRY(kvci_linear(ws->xn, T, &w->gate_w, NULL, ws->router)); /* [T, E] */
     for (int64_t t = 0; t < T; t++) route(c, w, ws->router + t * E, ws->sel + t * K, ws->selw + t * K, ws->route_tmp);
-    memset(ws->acc, 0, (size_t)(T * H) * sizeof(float));
+    if (w->lat_in.data) KVC_TRY(kvci_linear(ws->xn, T, &w->lat_in, w->lat_in_b, ws->lat));
+    const float *x = w->lat_in.data ? ws->lat : ws->xn; /* [T, W] */
+    memset(ws->acc, 0, (size_t)(T * W) * sizeof(float));
     for (int32_t e = 0; e < (int32_t)E; e++) {
-        const int64_t n = gather(ws, T, K, H, e);
+        const int64_t n = gather(ws, x, T, K, W, e);
         if (n == 0) continue;
         for (int64_t i = 0; c->moe_sigmoid_input && i < n; i++) { /* Llama 4: the input times the score */
-            for (int64_t j = 0; j < H; j++) ws->xg[i * H + j] *= ws->tokw[i];
+            for (int64_t j = 0; j < W; j++) ws->xg[i * W + j] *= ws->tokw[i];
             ws->tokw[i] = 1.0f;
         }
-        const kvc_wmat g = kvci_wmat_at(&w->ex_gate, e), u = kvci_wmat_at(&w->ex_up, e);
-        const kvc_wmat d = kvci_wmat_at(&w->ex_down, e);
-        KVC_TRY(kvci_swiglu_mlp(KVC_MLP_SILU, ws->xg, n, &g, NULL, &u, NULL, &d, NULL, ws->ff_a, ws->ff_b, ws->yg));
-        scatter_add(ws, n, H);
+        KVC_TRY(run_expert(c, w, ws, e, n));
+        scatter_add(ws, n, W);
     }
-    if (w->sh_gate.data) {
-        KVC_TRY(kvci_swiglu_mlp(KVC_MLP_SILU, ws->xn, T, &w->sh_gate, w->sh_gate_b, &w->sh_up, w->sh_up_b, &w->sh_down,
-                                w->sh_down_b, ws->ff_a, ws->ff_b, ws->proj));
-        if (w->sh_scale.data) { /* Qwen2-MoE: sigmoid(shared_expert_gate x) [T, 1], in the router logits' place */
-            KVC_TRY(kvci_linear(ws->xn, T, &w->sh_scale, NULL, ws->router));
-            for (int64_t t = 0; t < T; t++) {
-                const float g = 1.0f / (1.0f + expf(-ws->router[t]));
-                for (int64_t j = 0; j < H; j++) ws->proj[t * H + j] *= g;
-            }
-        }
-        for (int64_t i = 0; i < T * H; i++) ws->proj[i] += ws->acc[i];
-    } else {
-        memcpy(ws->proj, ws->acc, (size_t)(T * H) * sizeof(float));
+    const float *routed = ws->acc; /* [T, H] */
+    if (w->lat_out.data) {
+        KVC_TRY(kvci_linear(ws->acc, T, &w->lat_out, w->lat_out_b, ws->xg));
+        routed = ws->xg;
     }
+    if (!w->sh_up.data) {
+        memcpy(ws->proj, routed, (size_t)(T * H) * sizeof(float));
+        return KVC_OK;
+    }
+    KVC_TRY(shared_experts(c, w, ws, T));
+    for (int64_t i = 0; i < T * H; i++) ws->proj[i] += routed[i];
     return KVC_OK;
 }
 

@@ -21,7 +21,7 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
                    &ws->proj,        &ws->ff_a,      &ws->ff_b, &ws->acc,      &ws->xg,    &ws->yg,
                    &ws->router,      &ws->route_tmp, &ws->selw, &ws->tokw,     &ws->mla_a, &ws->mla_b,
                    &ws->q_rope,      &ws->cos,       &ws->sin,  &ws->rope_tmp, &ws->fused, &ws->cos_sliding,
-                   &ws->sin_sliding, &ws->qk_ss,     &ws->gate, &ws->gdn,      &ws->mamba};
+                   &ws->sin_sliding, &ws->qk_ss,     &ws->gate, &ws->gdn,      &ws->mamba, &ws->lat};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->tok);
@@ -86,9 +86,11 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(gate, c->attn_output_gate ? Tm * ws->qw : 1);
     A(gdn, kvci_gated_delta_floats(c, Tm));
     A(mamba, mamba ? kvci_mamba2_scratch(c, Tm) : 1);
-    A(acc, Tm * kvci_max64(H, kvci_model_embed_width(c))); /* also OPT-350m's embedding rows [T, E] */
-    A(xg, Tm * H);
-    A(yg, Tm * H);
+    const int64_t mw = kvci_max64(H, c->moe_latent_size); /* Nemotron-H's experts may run wider than H */
+    A(acc, Tm * kvci_max64(mw, kvci_model_embed_width(c))); /* also OPT-350m's embedding rows [T, E] */
+    A(xg, Tm * mw);
+    A(yg, Tm * mw);
+    A(lat, Tm * c->moe_latent_size);
     A(router, Tm * E);
     A(route_tmp, 2 * E);
     A(selw, Tm * K);
@@ -159,7 +161,7 @@ static kvc_status check_state_cache(const kvc_model_config *c, const kvc_model_c
     kvci_state_shape s[KVCI_MAX_LAYER_STATES];
     const int32_t n = kvci_layer_states(c, l, s);
     kvc_layer_cache *lc = &cs->layers[l];
-    const char *key = lc->key;
+    const char *key = lc->state_key[0] ? lc->state_key : lc->key;
     for (int32_t i = 0; i < n; i++) {
         const kvc_tensor *t = kvci_layer_state_slot(lc, i);
         bool ok = t->data && t->dtype == KVC_DTYPE_F32 && t->ndim == 1 + s[i].ndim && t->shape[0] >= 1 &&
@@ -182,7 +184,10 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
     const kvc_model_config *c = &m->cfg;
     const kvc_layer_cache *lc = &cs->layers[l];
     if (c->layer_no_mixer[l]) return KVC_OK; /* an MLP alone: no cache */
-    if (kvci_model_layer_is_state(c, l)) return check_state_cache(c, cs, l);
+    if (kvci_model_layer_is_state(c, l)) {
+        KVC_TRY(check_state_cache(c, cs, l));
+        if (!c->mamba_parallel_attn) return KVC_OK; /* Falcon-H1: its K/V too */
+    }
     const kvc_cache_dims cd = kvci_model_cache_dims(c, cs->latent);
     const kvc_tensor *t[2] = {&lc->k, &lc->v};
     const int64_t *heads = cd.heads, *dims = cd.dim;
@@ -383,19 +388,9 @@ static void sublayer_input(const kvc_model *m, kvc_model_workspace *ws, int64_t 
 kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l) {
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
-    if (s->m->cfg.mlp_plain) { /* StarCoder2: down(act(up(x))), no gate */
-        double t0 = kvci_sp_begin();
-        KVC_TRY(kvci_linear(ws->xn, s->T, &w->w_up, w->b_up, ws->ff_a));
-        kvci_sp_end(KVC_SP_GATE_UP, t0), t0 = kvci_sp_begin();
-        if (s->m->cfg.mlp_act == KVC_MLP_XIELU)
-            kvci_xielu_rows((const float *const *)w->xielu, ws->ff_a, s->T, w->w_up.rows);
-        else
-            kvci_act_rows(s->m->cfg.mlp_act, ws->ff_a, s->T, w->w_up.rows);
-        kvci_sp_end(KVC_SP_SWIGLU, t0), t0 = kvci_sp_begin();
-        const kvc_status st = kvci_linear(ws->ff_a, s->T, &w->w_down, w->b_down, ws->proj);
-        kvci_sp_end(KVC_SP_DOWN, t0);
-        return st;
-    }
+    if (s->m->cfg.mlp_plain) /* StarCoder2: down(act(up(x))), no gate */
+        return kvci_plain_mlp(s->m->cfg.mlp_act, (const float *const *)w->xielu, ws->xn, s->T, &w->w_up, w->b_up,
+                              &w->w_down, w->b_down, ws->ff_a, ws->proj);
     if (w->w_gu.data) { /* fused: rows [T, gate I | up I] */
         const int64_t T = s->T, I = w->w_gate.rows;
         double t0 = kvci_sp_begin();

@@ -38,9 +38,10 @@ struct kvc_model_workspace {
     float *fused;           /* [Tm, fw] output of a fused GEMM (q|k|v or gate|up; LFM2's B|C|x), fw = max(qw + kw +
                              * vw, 2 I, 3 H with conv layers; Qwen3-Next's q|gate|k|v: 2 qw + kw + vw) */
     float *mamba;           /* [kvci_mamba2_scratch(Tm)] Mamba2 mixers: conv out, y, states of a step without caches */
-    float *acc;             /* [Tm, H] MoE accumulator */
-    float *xg;              /* [Tm, H] MoE gathered rows */
-    float *yg;              /* [Tm, H] MoE expert outputs of the gathered rows */
+    float *acc;             /* [Tm, mw] MoE accumulator (mw = max(H, moe_latent_size)) */
+    float *xg;              /* [Tm, mw] MoE gathered rows */
+    float *yg;              /* [Tm, mw] MoE expert outputs of the gathered rows */
+    float *lat;             /* [Tm, moe_latent_size] Nemotron-H's latent expert inputs (1 float without) */
     float *router;          /* [Tm, E] router logits / scores */
     float *route_tmp;       /* [2E] */
     int32_t *sel;           /* [Tm, k] chosen experts */
@@ -127,6 +128,10 @@ int64_t kvci_gated_delta_floats(const kvc_model_config *c, int64_t Tm);
 kvc_status kvci_swiglu_mlp(kvc_mlp_act act, const float *x, int64_t n, const kvc_wmat *g, const float *bg,
                            const kvc_wmat *u, const float *bu, const kvc_wmat *d, const float *bd, float *ga, float *gb,
                            float *out);
+/* Ungated MLP (StarCoder2's, Nemotron-H's experts) of x [n, H] into out [n, H]: down(act(up x)); xielu: Apertus's
+ * four parameters when act is xielu (else NULL); a: [n, up->rows] scratch. */
+kvc_status kvci_plain_mlp(kvc_mlp_act act, const float *const *xielu, const float *x, int64_t n, const kvc_wmat *up,
+                          const float *bu, const kvc_wmat *down, const float *bd, float *a, float *out);
 /* The dense gated MLP of layer l (its w_gate / w_up / w_down and biases, the config's mlp_act) into ws->proj. */
 kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l);

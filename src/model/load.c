@@ -167,6 +167,17 @@ static const char *text_prefix(const kvc_safetensors *st) {
     return NULL;
 }
 
+/* Whether the file holds `name`, for a virtual expert name (weights_internal.h) its expert 0 or its fused form. */
+static bool has_module(const load_ctx *c, const char *name) {
+    const char *star = strchr(name, '*');
+    if (!star) return kvc_safetensors_has(c->st, name);
+    char n[320];
+    snprintf(n, sizeof n, "%.*s0%s", (int)(star - name), name, star + 1);
+    if (kvc_safetensors_has(c->st, n)) return true;
+    snprintf(n, sizeof n, "%.*s%s", (int)(star - name), name, strstr(star, "down_proj") ? "down_proj" : "gate_up_proj");
+    return kvc_safetensors_has(c->st, n);
+}
+
 /* The file's name of tensor `name` into buf: its model type's (kvci_checkpoint_name); under c->text in place of
  * "model.", and the head as lm_head.weight (transformers 5) or language_model.lm_head.weight (the hub's earlier
  * layout). */
@@ -174,7 +185,7 @@ static const char *file_name(const load_ctx *c, const char *name, char *buf, siz
     char own[320], other[320];
     if (c->model_type) name = kvci_checkpoint_name(c->model_type, name, own, sizeof own);
     const char *bare = c->model_type ? kvci_checkpoint_bare(c->model_type, name, other, sizeof other) : NULL;
-    if (bare && !kvc_safetensors_has(c->st, name) && kvc_safetensors_has(c->st, bare)) name = bare;
+    if (bare && !has_module(c, name) && has_module(c, bare)) name = bare;
     if (c->text && strncmp(name, "model.", 6) == 0)
         snprintf(buf, cap, "%s%s", c->text, name + 6);
     else if (c->text && strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))

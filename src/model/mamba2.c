@@ -93,12 +93,17 @@ static float gate_group(float *yg, const float *z, int64_t n) {
 }
 
 /* y [T, I] times silu(z) (z of in [T, rows], column 0), RMS-normed in G groups of I / G channels, times the norm
- * weight, in place. Under tensor parallelism with fewer groups than ranks (each group on span = tp / groups ranks,
- * this rank one group's I channels of span I), a group's sum of squares is its ranks' sums added (ss [T, groups of
- * the whole model], over ws->proj, which out_proj writes next; each rank's sum in its group's column). */
+ * weight, in place; Falcon-H1 (mamba_parallel_attn): without mamba_rms_norm gated alone, with mamba_norm_before_gate
+ * normed first, then gated. Under tensor parallelism with fewer groups than ranks (each group on span = tp / groups
+ * ranks, this rank one group's I channels of span I; not Falcon-H1, whose tensor parallelism is refused), a group's
+ * sum of squares is its ranks' sums added (ss [T, groups of the whole model], over ws->proj, which out_proj writes
+ * next; each rank's sum in its group's column). */
 static kvc_status gated_norm(const kvc_fwd_step *s, const dims *d, const kvc_layer_weights *w, const float *in,
                              int64_t T, float *y) {
     const kvc_model *m = s->m;
+    const kvc_model_config *c = &m->cfg;
+    const bool norm = !c->mamba_parallel_attn || c->mamba_rms_norm;
+    const bool gate_first = !norm || !c->mamba_parallel_attn || !c->mamba_norm_before_gate;
     const int64_t gs = d->I / d->G, Gf = m->full.mamba_groups, span = m->tp.size > Gf ? m->tp.size / Gf : 1;
     float *ss = s->ws->proj; /* [T, Gf] when span > 1 (Gf < tp <= hidden_size: shard_state.c) */
     if (span > 1) {
@@ -112,11 +117,33 @@ static kvc_status gated_norm(const kvc_fwd_step *s, const dims *d, const kvc_lay
     for (int64_t t = 0; t < T; t++)
         for (int64_t g = 0; g < d->G; g++) {
             float *yg = y + t * d->I + g * gs;
-            const float sum = span > 1 ? ss[t] : gate_group(yg, in + t * d->rows + g * gs, gs);
-            const float r = 1.0f / sqrtf(sum / (float)(gs * span) + (float)m->cfg.rms_norm_eps);
+            const float *z = in + t * d->rows + g * gs;
+            float sum = 0.0f;
+            if (span > 1) {
+                sum = ss[t];
+            } else if (gate_first) {
+                sum = gate_group(yg, z, gs);
+            } else {
+                for (int64_t i = 0; i < gs; i++) sum += yg[i] * yg[i];
+            }
+            if (!norm) continue;
+            const float r = 1.0f / sqrtf(sum / (float)(gs * span) + (float)c->rms_norm_eps);
             for (int64_t i = 0; i < gs; i++) yg[i] = w->ssm_norm[g * gs + i] * (yg[i] * r);
+            for (int64_t i = 0; !gate_first && i < gs; i++) yg[i] *= silu(z[i]);
         }
     return KVC_OK;
+}
+
+/* Falcon-H1's in_proj rows [T, rows] times ssm_multipliers: z [I], x [I], B [G N], C [G N], dt [nh]. */
+static void mup_rows(const kvc_model_config *c, const dims *d, int64_t T, float *in) {
+    const int64_t end[5] = {d->I, 2 * d->I, 2 * d->I + d->G * d->N, 2 * d->I + 2 * d->G * d->N, d->rows};
+    float m[5];
+    for (int i = 0; i < 5; i++) m[i] = (float)c->ssm_multipliers[i];
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0, part = 0; j < d->rows; j++) {
+            while (j >= end[part]) part++;
+            in[t * d->rows + j] *= m[part];
+        }
 }
 
 kvc_status kvci_mamba2_mixer(const kvc_fwd_step *s, int64_t l) {
@@ -130,6 +157,7 @@ kvc_status kvci_mamba2_mixer(const kvc_fwd_step *s, int64_t l) {
     float *xbc = ws->mamba, *y = xbc + T * d.C, *own = y + T * d.I; /* [T, C], [T, I], [nh, P, N] */
     double t0 = kvci_sp_begin();
     KVC_TRY(kvci_linear(ws->xn, T, &w->conv_in, w->conv_in_b, in));
+    if (c->mamba_parallel_attn) mup_rows(c, &d, T, in);
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
     const kvc_layer_cache *lc = s->a->caches ? &s->a->caches->layers[l] : NULL;
     int64_t q0 = 0;
@@ -147,7 +175,7 @@ kvc_status kvci_mamba2_mixer(const kvc_fwd_step *s, int64_t l) {
     }
     KVC_TRY(gated_norm(s, &d, w, in, T, y));
     kvci_sp_end(KVC_SP_ATTN, t0), t0 = kvci_sp_begin();
-    const kvc_status st = kvci_linear(y, T, &w->wo, w->bo, ws->proj);
+    const kvc_status st = kvci_linear(y, T, &w->ssm_out, w->ssm_out_b, ws->proj);
     kvci_sp_end(KVC_SP_O, t0);
     return st;
 }

@@ -108,6 +108,8 @@ typedef struct kvc_layer_weights {
     float *gate_corr;                 /* [E] e_score_correction_bias (DeepseekV3) */
     kvc_wmat ex_gate, ex_up, ex_down; /* [E][Imoe, H], [E][Imoe, H], [E][H, Imoe] */
     kvc_wmat sh_gate, sh_up, sh_down; /* [Ish, H], [Ish, H], [H, Ish]; data NULL: no shared expert */
+    kvc_wmat lat_in, lat_out;         /* Nemotron-H's fc1 / fc2_latent_proj [L, H], [H, L]; data NULL: none */
+    float *lat_in_b, *lat_out_b;      /* their biases (mlp_bias) [L], [H] */
     kvc_wmat sh_scale;                /* [1, H] Qwen2-MoE shared_expert_gate: the shared output times its sigmoid */
     bool moe;
     /* the shared experts' biases with mlp_bias (ERNIE 4.5 MoE's use_bias), else NULL: [Ish], [Ish], [H] */
@@ -127,8 +129,11 @@ typedef struct kvc_layer_weights {
     kvc_wmat gdn_qkvz, gdn_ba, gdn_z, gdn_a;
     float *gdn_conv, *gdn_dt_bias, *gdn_a_log, *gdn_norm;
     /* A Mamba2 mixer (layer_mamba) also reads conv_in (in_proj [I + C + nh, H], bias conv_in_b), conv_w / conv_b
-     * (conv1d [C, L], [C]) and wo / bo (out_proj), and these: [nh] each, then the gated norm's [I] */
+     * (conv1d [C, L], [C]), ssm_out / ssm_out_b (out_proj, below), and these: [nh] each, then the gated norm's [I]
+     * (NULL: Falcon-H1 without mamba_rms_norm) */
     float *ssm_dt_bias, *ssm_a_log, *ssm_d, *ssm_norm;
+    kvc_wmat ssm_out; /* the mixer's out_proj [H, I] (beside Falcon-H1's attention o_proj, wo) */
+    float *ssm_out_b; /* its bias [H] (mamba_proj_bias; Falcon-H1: projectors_bias), else NULL */
 } kvc_layer_weights;
 
 /* Tensor parallelism (docs/distributed.md): rank `rank` of `size` holds a shard of every split

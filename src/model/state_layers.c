@@ -58,10 +58,11 @@ kvc_status kvci_row_state(const kvc_fwd_step *s, const kvc_layer_cache *lc, cons
     const int64_t n = t->shape[0];
     int64_t idx = s->a->cache_rows ? s->a->cache_rows[r] : r;
     if (cs->kind == KVC_MCACHE_PAGED) {
-        const kvc_step_key *k = kvc_step_metadata_key(s->md, lc->key);
+        const char *key = lc->state_key[0] ? lc->state_key : lc->key;
+        const kvc_step_key *k = kvc_step_metadata_key(s->md, key);
         if (!k || !k->block_table || k->width < 1)
             return kvci_fail(KVC_EINVAL, "forward: layer %lld (state): the step has no block table of state key \"%s\"",
-                             (long long)l, lc->key);
+                             (long long)l, key);
         idx = k->block_table[r * k->width];
     }
     if (idx < 0 || idx >= n)

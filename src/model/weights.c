@@ -225,29 +225,57 @@ static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, kvc_laye
     return KVC_OK;
 }
 
-/* The ungated MLP: StarCoder2's c_fc [I, H] (as up, split by rows) and c_proj [H, I] (as down, by columns), or
- * Arcee's up_proj and down_proj of the same shapes; their biases with mlp_bias. */
-static kvc_status visit_plain_mlp(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
-    const int64_t H = c->hidden_size, I = c->intermediate_size;
+/* An ungated MLP of width I: the dense one (sub ""), StarCoder2's c_fc [I, H] (as up, split by rows) and c_proj
+ * [H, I] (as down, by columns), or Arcee's up_proj and down_proj of the same shapes; or Nemotron-H's shared experts
+ * (sub "shared_experts."); their biases with mlp_bias. */
+static kvc_status visit_plain_mlp(visitor *v, const kvc_model_config *c, const char *sub, int64_t I, kvc_wmat *up_w,
+                                  float **up_b, kvc_wmat *down_w, float **down_b) {
+    const int64_t H = c->hidden_size;
     const bool sc2 = strcmp(c->model_type, "starcoder2") == 0;
     const char *up = sc2 ? "c_fc" : "up_proj", *down = sc2 ? "c_proj" : "down_proj";
+    char n[96];
+    snprintf(n, sizeof n, "mlp.%s%s.weight", sub, up);
+    TRY(m2(v, n, I, H, up_w, even(v, 0, I)));
+    snprintf(n, sizeof n, "mlp.%s%s.bias", sub, up);
+    if (c->mlp_bias) TRY(v1(v, n, I, up_b, KVC_WINIT_BIAS, even(v, 0, I)));
+    snprintf(n, sizeof n, "mlp.%s%s.weight", sub, down);
+    TRY(m2(v, n, H, I, down_w, even(v, 1, I)));
+    snprintf(n, sizeof n, "mlp.%s%s.bias", sub, down);
+    if (c->mlp_bias) TRY(v1(v, n, H, down_b, KVC_WINIT_BIAS, rank0_bias(v)));
+    return KVC_OK;
+}
+
+/* Apertus's xIELU parameters, per layer: alpha_p, alpha_n [1]; beta, eps []. */
+static kvc_status visit_xielu(visitor *v, kvc_layer_weights *w) {
+    static const char *const names[4] = {"alpha_p", "alpha_n", "beta", "eps"};
+    const int64_t one[1] = {1};
     char n[64];
-    snprintf(n, sizeof n, "mlp.%s.weight", up);
-    TRY(m2(v, n, I, H, &w->w_up, even(v, 0, I)));
-    snprintf(n, sizeof n, "mlp.%s.bias", up);
-    if (c->mlp_bias) TRY(v1(v, n, I, &w->b_up, KVC_WINIT_BIAS, even(v, 0, I)));
-    snprintf(n, sizeof n, "mlp.%s.weight", down);
-    TRY(m2(v, n, H, I, &w->w_down, even(v, 1, I)));
-    snprintf(n, sizeof n, "mlp.%s.bias", down);
-    if (c->mlp_bias) TRY(v1(v, n, H, &w->b_down, KVC_WINIT_BIAS, rank0_bias(v)));
-    if (c->mlp_act == KVC_MLP_XIELU) { /* Apertus's per-layer scalars: alpha_p, alpha_n [1]; beta, eps [] */
-        static const char *const names[4] = {"alpha_p", "alpha_n", "beta", "eps"};
-        const int64_t one[1] = {1};
-        for (int i = 0; i < 4; i++) {
-            snprintf(n, sizeof n, "mlp.act_fn.%s", names[i]);
-            TRY(visit(v, n, i < 2 ? 1 : 0, one, &w->xielu[i], NULL, false, KVC_WINIT_BIAS, WHOLE));
-        }
+    for (int i = 0; i < 4; i++) {
+        snprintf(n, sizeof n, "mlp.act_fn.%s", names[i]);
+        TRY(visit(v, n, i < 2 ? 1 : 0, one, &w->xielu[i], NULL, false, KVC_WINIT_BIAS, WHOLE));
     }
+    return KVC_OK;
+}
+
+/* Nemotron-H's experts (under mixer. in its checkpoints, ckpt_names.c): the router gate [E, H] and its
+ * e_score_correction_bias [E], ungated experts up [E, Im, L] / down [E, L, Im] (L: moe_latent_size, else H), the
+ * shared MLP, and with a latent size fc1_latent_proj [L, H] / fc2_latent_proj [H, L] (biases with mlp_bias; the
+ * second's on rank 0 only, as the experts' partial sums pass it on every rank). */
+static kvc_status visit_nemotron_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
+    const int64_t L = c->moe_latent_size > 0 ? c->moe_latent_size : H;
+    w->moe = true;
+    TRY(m2(v, "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
+    TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
+    TRY(m3(v, KVC_DS_EXPERTS_UP, E, Im, L, &w->ex_up, false, KVC_WINIT_WEIGHT, even(v, 1, Im)));
+    TRY(m3(v, KVC_DS_EXPERTS_DOWN, E, L, Im, &w->ex_down, false, KVC_WINIT_WEIGHT, even(v, 2, Im)));
+    TRY(visit_plain_mlp(v, c, "shared_experts.", c->shared_expert_intermediate_size, &w->sh_up, &w->sh_up_b,
+                        &w->sh_down, &w->sh_down_b));
+    if (c->moe_latent_size == 0) return KVC_OK;
+    TRY(m2(v, "mlp.fc1_latent_proj.weight", L, H, &w->lat_in, WHOLE));
+    if (c->mlp_bias) TRY(v1(v, "mlp.fc1_latent_proj.bias", L, &w->lat_in_b, KVC_WINIT_BIAS, WHOLE));
+    TRY(m2(v, "mlp.fc2_latent_proj.weight", H, L, &w->lat_out, WHOLE));
+    if (c->mlp_bias) TRY(v1(v, "mlp.fc2_latent_proj.bias", H, &w->lat_out_b, KVC_WINIT_BIAS, rank0_bias(v)));
     return KVC_OK;
 }
 
@@ -256,7 +284,10 @@ static kvc_status visit_plain_mlp(visitor *v, const kvc_model_config *c, kvc_lay
 static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_layer_weights *w, const char *sub,
                                   int64_t I, kvc_wmat *g, kvc_wmat *u, kvc_wmat *d) {
     const int64_t H = c->hidden_size, fI = v->m->full.intermediate_size; /* the checkpoint's rows (dense MLP) */
-    if (c->mlp_plain && !*sub) return visit_plain_mlp(v, c, w);
+    if (c->mlp_plain && !*sub) {
+        TRY(visit_plain_mlp(v, c, "", I, &w->w_up, &w->b_up, &w->w_down, &w->b_down));
+        return c->mlp_act == KVC_MLP_XIELU ? visit_xielu(v, w) : KVC_OK;
+    }
     const char *gu = fused_gate_up(c) && !*sub ? "mlp.gate_up_proj.weight" : NULL;
     const bool lfm2 = c->family == KVC_FAMILY_LFM2; /* feed_forward.w1 (gate), w3 (up), w2 (down) */
     const char *ff = c->family == KVC_FAMILY_LLAMA4 || lfm2 ? "feed_forward." : "mlp.";
@@ -464,28 +495,31 @@ static kvc_status visit_mamba2(visitor *v, const kvc_model_config *c, kvc_layer_
     TRY(v1(v, "mamba.dt_bias", nh, &w->ssm_dt_bias, KVC_WINIT_BIAS, even(v, 0, nh)));
     TRY(v1(v, "mamba.A_log", nh, &w->ssm_a_log, KVC_WINIT_BIAS, even(v, 0, nh)));
     TRY(v1(v, "mamba.D", nh, &w->ssm_d, KVC_WINIT_NORM, even(v, 0, nh)));
-    TRY(v1(v, "mamba.norm.weight", I, &w->ssm_norm, KVC_WINIT_NORM, even(v, 0, I)));
-    TRY(m2(v, "mamba.out_proj.weight", H, I, &w->wo, even(v, 1, I)));
-    if (c->mamba_proj_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
+    if (!c->mamba_parallel_attn || c->mamba_rms_norm)
+        TRY(v1(v, "mamba.norm.weight", I, &w->ssm_norm, KVC_WINIT_NORM, even(v, 0, I)));
+    TRY(m2(v, "mamba.out_proj.weight", H, I, &w->ssm_out, even(v, 1, I)));
+    const bool out_bias = c->mamba_parallel_attn ? c->mamba_out_bias : c->mamba_proj_bias;
+    if (out_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->ssm_out_b, KVC_WINIT_BIAS, rank0_bias(v)));
     return KVC_OK;
+}
+
+/* Layer l's attention or the mixer in its place (Falcon-H1: both). */
+static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
+    if (c->layer_no_mixer[l]) return KVC_OK; /* Nemotron-H: an MLP alone */
+    if (c->layer_conv[l]) return visit_short_conv(v, c, w);
+    if (c->layer_gdn[l]) return visit_gated_delta(v, c, w);
+    if (c->layer_mamba[l]) {
+        TRY(visit_mamba2(v, c, w));
+        return c->mamba_parallel_attn ? visit_gqa_attn(v, c, w) : KVC_OK; /* Falcon-H1: attention beside it */
+    }
+    return c->family == KVC_FAMILY_DEEPSEEK_V3 ? visit_mla_attn(v, c, w) : visit_gqa_attn(v, c, w);
 }
 
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
     TRY(visit_layer_norms(v, c, l, w));
-    if (c->layer_no_mixer[l])
-        ; /* Nemotron-H: an MLP alone */
-    else if (c->layer_conv[l])
-        TRY(visit_short_conv(v, c, w));
-    else if (c->layer_gdn[l])
-        TRY(visit_gated_delta(v, c, w));
-    else if (c->layer_mamba[l])
-        TRY(visit_mamba2(v, c, w));
-    else if (c->family == KVC_FAMILY_DEEPSEEK_V3)
-        TRY(visit_mla_attn(v, c, w));
-    else
-        TRY(visit_gqa_attn(v, c, w));
+    TRY(visit_mixer(v, c, l, w));
     if (c->layer_no_ffn[l]) return KVC_OK; /* Nemotron-H: a mixer or attention alone */
     if (c->family == KVC_FAMILY_GPT_OSS) {
         const int64_t E = c->num_experts, I = c->intermediate_size;
@@ -496,6 +530,8 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(v2(v, "mlp.experts.gate_up_proj_bias", E, 2 * I, &w->gu_b, KVC_WINIT_BIAS, even(v, 1, 2 * I)));
         TRY(m3(v, "mlp.experts.down_proj", E, H, I, &w->dn, true, KVC_WINIT_WEIGHT, even(v, 1, I)));
         TRY(v2(v, "mlp.experts.down_proj_bias", E, H, &w->dn_b, KVC_WINIT_BIAS, rank0_bias(v)));
+    } else if (c->layer_moe[l] && strcmp(c->model_type, "nemotron_h") == 0) {
+        TRY(visit_nemotron_moe(v, c, w));
     } else if (c->layer_moe[l] && strncmp(c->model_type, "granitemoe", 10) == 0) {
         TRY(visit_granite_moe(v, c, w));
     } else if (c->layer_moe[l]) {
@@ -529,7 +565,8 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
     v.conv1d = false, v.prefix[0] = '\0';
     const char *final = c->family == KVC_FAMILY_LFM2 ? "model.embedding_norm.weight" : "model.norm.weight";
-    if (strcmp(c->model_type, "bamba") == 0) final = "model.final_layernorm.weight";
+    if (strcmp(c->model_type, "bamba") == 0 || strcmp(c->model_type, "falcon_h1") == 0)
+        final = "model.final_layernorm.weight";
     if (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0) final = "model.norm_f.weight";
     const bool final_norm = !c->final_norm_none;
     if (final_norm && !c->norm_weightless) TRY(v1(&v, final, c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
@@ -618,6 +655,7 @@ static kvc_status check_sizes(const kvc_model_config *c) {
         {"n_shared_experts", c->n_shared_experts, 0},
         {"shared_expert_intermediate_size", c->shared_expert_intermediate_size, 0},
         {"first_k_dense_replace", c->first_k_dense_replace, 0},
+        {"moe_latent_size", c->moe_latent_size, 0},
     };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (sizes[i].value < sizes[i].min || sizes[i].value > KVC_MODEL_MAX_DIM)
@@ -712,11 +750,13 @@ static kvc_status check_fields(const kvc_model_config *c) {
                          c->query_scale_beta, KVC_HP_MAX_FACTOR, (long long)c->query_scale_positions);
     const bool one_block = c->family == KVC_FAMILY_MAMBA2_HYBRID &&
                            (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0);
-    if (c->mlp_plain && ((c->family != KVC_FAMILY_DENSE && !one_block) || c->shared_expert_intermediate_size > 0))
+    if (c->mlp_plain && (c->family != KVC_FAMILY_DENSE || c->shared_expert_intermediate_size > 0) && !one_block)
         return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only (or nemotron_h's)");
+    if (c->moe_latent_size > 0 && (!one_block || strcmp(c->model_type, "nemotron_h") != 0))
+        return kvci_fail(KVC_EINVAL, "model: moe_latent_size is nemotron_h's only");
     for (int64_t l = 0; l < c->num_layers; l++)
         if ((c->layer_no_mixer[l] || c->layer_no_ffn[l]) &&
-            (!one_block || (c->layer_no_mixer[l] && (c->layer_no_ffn[l] || c->layer_mamba[l] || c->layer_moe[l]))))
+            (!one_block || (c->layer_no_mixer[l] && (c->layer_no_ffn[l] || c->layer_mamba[l]))))
             return kvci_fail(KVC_EINVAL,
                              "model: layer %lld: layer_no_mixer / layer_no_ffn are nemotron_h's and mamba2's, one of "
                              "them a layer (layer_no_mixer: a dense MLP, no Mamba2)",

@@ -116,7 +116,9 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_
             *slot = (kvc_tensor){.data = st, .dtype = KVC_DTYPE_F32, .ndim = 1 + ss[i].ndim, .shape = {NREQ}};
             for (int32_t j = 0; j < ss[i].ndim; j++) slot->shape[1 + j] = ss[i].shape[j];
             st += (size_t)(NREQ * kvci_layer_state_floats(&ss[i])) * 4;
-            snprintf(lc->key, sizeof lc->key, "%s", kvc_attn_type_name(KVC_ATTN_MAMBA));
+            /* Falcon-H1's layers keep their K/V under key, their states under state_key */
+            char *key = c->mamba_parallel_attn ? lc->state_key : lc->key;
+            snprintf(key, KVC_NAME_MAX, "%s", kvc_attn_type_name(KVC_ATTN_MAMBA));
         }
         cur += state;
     }
@@ -414,6 +416,24 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"mamba_n_heads\":4,\"mamba_n_groups\":2,\"mamba_d_state\":8,\"mamba_d_conv\":3,\"mamba_proj_bias\":true,"        \
     "\"max_position_embeddings\":512}"
 
+/* Nemotron-H with experts: a Mamba2 mixer, attention, then 8 ungated relu2 experts (top 2 of the best of 2 groups)
+ * in a latent width of 48 beside the shared MLP: a token's experts, gathered with other rows', give what it gets
+ * alone */
+#define NEMOTRON_H_MOE                                                                                                 \
+    "{\"model_type\":\"nemotron_h\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                    \
+    "\"hybrid_override_pattern\":\"M*E\",\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"         \
+    "\"mamba_num_heads\":4,\"mamba_head_dim\":32,\"n_groups\":2,\"ssm_state_size\":8,\"conv_kernel\":3,"               \
+    "\"n_routed_experts\":8,\"moe_intermediate_size\":32,\"moe_shared_expert_intermediate_size\":32,"                  \
+    "\"n_group\":2,\"moe_latent_size\":48,\"max_position_embeddings\":512}"
+
+/* Falcon-H1: in both layers a Mamba2 mixer (mamba_d_ssm 64: 4 heads of 16) beside GQA attention, the K/V under one
+ * manager key and the states under another: preempted and resumed rows restart both, batched rows share neither */
+#define FALCON_H1                                                                                                      \
+    "{\"model_type\":\"falcon_h1\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                     \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"                     \
+    "\"mamba_d_ssm\":64,\"mamba_n_heads\":4,\"mamba_n_groups\":2,\"mamba_d_state\":8,\"mamba_d_conv\":3,"              \
+    "\"mamba_rms_norm\":true,\"key_multiplier\":0.5,\"max_position_embeddings\":512}"
+
 /* Wider than one k chunk of the AMX kernel (128) in every GEMM, so that steps of up to 35 tokens run
  * the M <= 16 path, the 16-row tiles and the k-blocked accumulation against the requests alone. */
 #define QWEN3_WIDE                                                                                                     \
@@ -502,6 +522,8 @@ static void test_lfm2_contiguous(void **s) { (void)s, run_family(LFM2, CONTIG, f
 static void test_qwen3_next_paged(void **s) { (void)s, run_family(QWEN3_NEXT, PAGED, false, F32, 73); }
 static void test_qwen3_next_contiguous(void **s) { (void)s, run_family(QWEN3_NEXT, CONTIG, false, F32, 74); }
 static void test_bamba_paged(void **s) { (void)s, run_family(BAMBA, PAGED, false, F32, 73); }
+static void test_nemotron_h_moe_paged(void **s) { (void)s, run_family(NEMOTRON_H_MOE, PAGED, false, F32, 75); }
+static void test_falcon_h1_paged(void **s) { (void)s, run_family(FALCON_H1, PAGED, false, F32, 76); }
 static void test_gemma3_contiguous_int8(void **s) { (void)s, run_family(GEMMA3, CONTIG, false, KVC_DTYPE_I8, 30); }
 static void test_gemma2_paged(void **s) { (void)s, run_family(GEMMA2, PAGED, false, F32, 32); }
 static void test_gemma2_contiguous_bf16(void **s) { (void)s, run_family(GEMMA2, CONTIG, false, KVC_DTYPE_BF16, 33); }
@@ -575,6 +597,8 @@ int main(void) {
         cmocka_unit_test(test_qwen3_next_paged),
         cmocka_unit_test(test_qwen3_next_contiguous),
         cmocka_unit_test(test_bamba_paged),
+        cmocka_unit_test(test_nemotron_h_moe_paged),
+        cmocka_unit_test(test_falcon_h1_paged),
         cmocka_unit_test(test_gemma2_paged),
         cmocka_unit_test(test_gemma2_contiguous_bf16),
         cmocka_unit_test(test_llama4_paged),

@@ -2246,7 +2246,7 @@ static void test_bamba_fields(void **state) {
 /* Nemotron-H with NemotronHConfig's defaults (128 mixer heads of 64, 8 groups of state 128, conv kernel 4 with its
  * bias, no projection biases, head_dim 128, layer_norm_epsilon 1e-5, relu2 MLPs, no positions, untied), its layers
  * counted from hybrid_override_pattern (no num_hidden_layers) or from layers_block_type (transformers 5's save), one
- * block a layer; with its keys set; refused by name: experts, another activation, groups that do not divide the
+ * block a layer; with its keys set; refused by name: another activation, groups that do not divide the
  * heads, an unknown layer type, a model of MLPs alone. */
 static void test_nemotron_h_fields(void **state) {
     (void)state;
@@ -2279,8 +2279,6 @@ static void test_nemotron_h_fields(void **state) {
     assert_int_equal(kvci_layer_states(&c, 0, s), 0);
     assert_int_equal(kvci_layer_states(&c, 1, s), 2);
     assert_true(s[0].shape[0] == 2 && s[0].shape[1] == 64 + 2 * 2 * 8 && s[1].shape[0] == 8 && s[1].shape[1] == 8);
-    expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M-E\"}", "moe (E) layers");
-    expect_refusal(NEMOTRON_H_BASE ",\"layers_block_type\":[\"linear_attention\",\"moe\"]}", "moe (E) layers");
     expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M\",\"mlp_hidden_act\":\"silu\"}", "mlp_hidden_act");
     expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M\",\"mamba_hidden_act\":\"gelu\"}",
                    "mamba_hidden_act");
@@ -2288,6 +2286,90 @@ static void test_nemotron_h_fields(void **state) {
     expect_refusal(NEMOTRON_H_BASE ",\"layers_block_type\":[\"mamba2\"]}", "layers_block_type[0] \"mamba2\"");
     expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"--\"}", "every layer");
     expect_refusal(NEMOTRON_H_BASE "}", "layers_block_type and hybrid_override_pattern are missing");
+}
+
+/* Nemotron-H's expert layers (E / moe) with NemotronHConfig's defaults (8 experts of 7688, top 2 in 1 group, the
+ * shared MLP of 7688, renormalised, x 1, no latent size), an expert layer alone (no cache); with its keys set
+ * (num_local_experts for n_routed_experts, the latent size, groups); refused by name: k above the experts, groups
+ * that do not split them, a latent size or shared width of 0. */
+static void test_nemotron_h_experts(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M-E\"}", "nh-moe", &c),
+                     KVC_OK);
+    assert_true(c.layer_moe[2] && !c.layer_moe[1] && !c.layer_moe[0] && c.layer_no_mixer[2] && !c.layer_no_ffn[2]);
+    assert_true(c.n_routed_experts == 8 && c.experts_per_tok == 2 && c.moe_intermediate_size == 7688);
+    assert_true(c.shared_expert_intermediate_size == 7688 && c.n_group == 1 && c.topk_group == 1);
+    assert_true(c.norm_topk_prob && c.routed_scaling_factor == 1.0 && c.moe_latent_size == 0);
+    assert_true(c.first_k_dense_replace == 0 && c.mlp_plain && c.mlp_act == KVC_MLP_RELU2);
+    assert_int_equal(kvc_model_config_parse(NEMOTRON_H_BASE ",\"layers_block_type\":[\"linear_attention\",\"moe\"],"
+                                                            "\"num_local_experts\":16,\"num_experts_per_tok\":3,"
+                                                            "\"moe_intermediate_size\":24,\"n_group\":4,"
+                                                            "\"topk_group\":2,\"norm_topk_prob\":false,"
+                                                            "\"routed_scaling_factor\":2.5,\"moe_latent_size\":16,"
+                                                            "\"moe_shared_expert_intermediate_size\":40}",
+                                            "nh-moe-set", &c),
+                     KVC_OK);
+    assert_true(c.layer_moe[1] && c.n_routed_experts == 16 && c.experts_per_tok == 3 && c.moe_intermediate_size == 24);
+    assert_true(c.n_group == 4 && c.topk_group == 2 && !c.norm_topk_prob && c.routed_scaling_factor == 2.5);
+    assert_true(c.moe_latent_size == 16 && c.shared_expert_intermediate_size == 40);
+    assert_int_equal(kvc_model_config_parse(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M-\","
+                                                            "\"moe_latent_size\":16}",
+                                            "nh-no-moe", &c),
+                     KVC_OK);
+    assert_true(!c.layer_moe[1] && c.moe_latent_size == 0 && c.n_routed_experts == 0); /* no expert layer: unread */
+    expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"ME\",\"num_experts_per_tok\":9}",
+                   "num_experts_per_tok");
+    expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"ME\",\"n_group\":3}", "n_group 3");
+    expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"ME\",\"moe_latent_size\":0}", "moe_latent_size");
+    expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"ME\",\"moe_shared_expert_intermediate_size\":0}",
+                   "moe_shared_expert_intermediate_size");
+}
+
+#define FALCON_H1_BASE                                                                                                 \
+    "{\"model_type\":\"falcon_h1\",\"vocab_size\":8,\"hidden_size\":64,\"num_attention_heads\":4,"                     \
+    "\"num_hidden_layers\":2,\"intermediate_size\":48"
+
+/* Falcon-H1 with FalconH1Config's defaults (mamba_d_ssm 1024: 128 heads of 8, 1 group of state 256, conv kernel 4
+ * with its bias, no in_proj / out_proj biases, no gated norm, every multiplier 1), each layer a mixer and attention
+ * with RoPE; with its keys set (mamba_d_ssm null: mamba_expand x hidden_size); refused by name: another hidden_act,
+ * a multiplier list of another length or a multiplier outside (0, 1e6], heads that do not split mamba_d_ssm. */
+static void test_falcon_h1_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(FALCON_H1_BASE "}", "falcon-h1-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_MAMBA2_HYBRID && c.layer_mamba[0] && c.layer_mamba[1] && c.mamba_parallel_attn);
+    assert_true(c.mamba_heads == 128 && c.mamba_head_dim == 8 && c.mamba_groups == 1 && c.mamba_d_state == 256);
+    assert_true(c.conv_kernel == 4 && c.mamba_conv_bias && !c.mamba_proj_bias && !c.mamba_out_bias);
+    assert_true(!c.mamba_rms_norm && c.mamba_norm_before_gate && !c.layer_nope[0] && !c.layer_no_ffn[0]);
+    assert_true(c.embed_scale == 1.0f && c.logit_scale == 1.0 && c.key_multiplier == 1.0 &&
+                c.ssm_multipliers[4] == 1.0);
+    assert_true(c.mlp_gate_multiplier == 1.0 && c.mlp_down_multiplier == 1.0 && c.head_dim == 16);
+    kvci_state_shape s[KVCI_MAX_LAYER_STATES];
+    assert_int_equal(kvci_layer_states(&c, 1, s), 2);
+    assert_true(s[0].shape[0] == 3 && s[0].shape[1] == 1024 + 2 * 256 && s[1].shape[0] == 128);
+    assert_int_equal(kvc_model_config_parse(FALCON_H1_BASE ",\"mamba_d_ssm\":null,\"mamba_n_heads\":8,"
+                                                           "\"mamba_n_groups\":2,\"mamba_d_state\":16,"
+                                                           "\"mamba_rms_norm\":true,\"mamba_norm_before_gate\":false,"
+                                                           "\"projectors_bias\":true,\"mamba_proj_bias\":true,"
+                                                           "\"embedding_multiplier\":2.5,\"lm_head_multiplier\":0.5,"
+                                                           "\"key_multiplier\":0.25,\"ssm_in_multiplier\":1.5,"
+                                                           "\"ssm_out_multiplier\":0.75,\"attention_in_multiplier\":2,"
+                                                           "\"attention_out_multiplier\":3,\"mlp_multipliers\":[4,5],"
+                                                           "\"ssm_multipliers\":[0.1,0.2,0.3,0.4,0.5]}",
+                                            "falcon-h1-set", &c),
+                     KVC_OK);
+    assert_true(c.mamba_heads == 8 && c.mamba_head_dim == 16 && c.mamba_groups == 2 && c.mamba_rms_norm);
+    assert_true(!c.mamba_norm_before_gate && c.mamba_out_bias && c.mamba_proj_bias && c.embed_scale == 2.5f);
+    assert_true(c.logit_scale == 0.5 && c.key_multiplier == 0.25 && c.ssm_in_multiplier == 1.5);
+    assert_true(c.ssm_out_multiplier == 0.75 && c.attention_in_multiplier == 2 && c.attention_out_multiplier == 3);
+    assert_true(c.mlp_gate_multiplier == 4 && c.mlp_down_multiplier == 5 && c.ssm_multipliers[0] == 0.1);
+    assert_true(c.ssm_multipliers[4] == 0.5);
+    expect_refusal(FALCON_H1_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\"");
+    expect_refusal(FALCON_H1_BASE ",\"mlp_multipliers\":[1]}", "mlp_multipliers has 1 entries");
+    expect_refusal(FALCON_H1_BASE ",\"ssm_multipliers\":[1,1,0,1,1]}", "ssm_multipliers[2]");
+    expect_refusal(FALCON_H1_BASE ",\"key_multiplier\":0}", "key_multiplier");
+    expect_refusal(FALCON_H1_BASE ",\"mamba_d_ssm\":100}", "does not divide mamba_d_ssm 100");
 }
 
 #define MAMBA2_BASE "{\"model_type\":\"mamba2\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2"
@@ -2903,6 +2985,8 @@ int main(void) {
         cmocka_unit_test(test_lfm2_moe_fields),
         cmocka_unit_test(test_bamba_fields),
         cmocka_unit_test(test_nemotron_h_fields),
+        cmocka_unit_test(test_nemotron_h_experts),
+        cmocka_unit_test(test_falcon_h1_fields),
         cmocka_unit_test(test_mamba2_fields),
         cmocka_unit_test(test_granitemoehybrid_fields),
         cmocka_unit_test(test_caller_extras_refused),

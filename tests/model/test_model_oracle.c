@@ -694,6 +694,22 @@ static void test_nemotron_h(void **state) {
     run_dir("nemotron_h");
 }
 
+/* Nemotron 3 Nano-like experts: hybrid_override_pattern "ME*E", a Mamba2 mixer, attention and two expert layers
+ * (8 ungated relu2 experts of 32, top-2 of the best of 2 groups by sigmoid score + e_score_correction_bias,
+ * renormalised, x 2.5, in moe_latent_size 48 between biased latent projections, beside a shared relu2 MLP of 40) */
+static void test_nemotron_h_moe(void **state) {
+    (void)state;
+    run_dir("nemotron_h_moe");
+}
+
+/* Falcon-H1-like: 3 layers, each a Mamba2 mixer (mamba_d_ssm 96: 6 heads of 16, 2 groups of state 16, kernel 4, the
+ * gated norm normed before its gate, in_proj and out_proj biases) beside GQA attention with RoPE on the same normed
+ * input, then a SwiGLU MLP; every muP multiplier away from 1; each layer's K/V and states in every mode's caches */
+static void test_falcon_h1(void **state) {
+    (void)state;
+    run_dir("falcon_h1");
+}
+
 /* Mamba2 (Mamba2ForCausalLM): 4 layers, each one mixer alone (8 heads of 16, 2 groups of state 16, kernel 4,
  * in/out_proj biases) with its pre-norm and residual; no attention, no MLP. Four mixers in a row are as sensitive in
  * float32 as qwen3_next: transformers' own logits are up to 4.6e-5 from its float64 ones (its cached decode 1.7e-5
@@ -993,6 +1009,8 @@ int main(void) {
         cmocka_unit_test(test_lfm2_moe),
         cmocka_unit_test(test_bamba),
         cmocka_unit_test(test_nemotron_h),
+        cmocka_unit_test(test_nemotron_h_moe),
+        cmocka_unit_test(test_falcon_h1),
         cmocka_unit_test(test_mamba2),
         cmocka_unit_test(test_granitemoehybrid),
         cmocka_unit_test(test_ernie4_5_moe),

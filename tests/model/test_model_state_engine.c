@@ -306,6 +306,8 @@ static void test_two_state_prefix_cache(void **state) {
     two_state_prefix_cache("bamba", true);
     two_state_prefix_cache("qwen3_next", true);
     two_state_prefix_cache("nemotron_h", true);
+    two_state_prefix_cache("nemotron_h_moe", true);
+    two_state_prefix_cache("falcon_h1", true); /* K/V and states in every layer */
     /* states alone: the engine snapshots them every 16 tokens, past the shared 14 (no hit; tokens still equal) */
     two_state_prefix_cache("mamba2", false);
 }
@@ -373,12 +375,15 @@ static void plan_agrees(const char *name, int32_t cached, int64_t state_bytes) {
 }
 
 /* Nemotron-H: layers 0, 2, 4, 5 cached (its MLP layers 1, 3 keep nothing), three of them Mamba2 as Bamba's; Mamba2:
- * four mixers of the same shapes */
+ * four mixers of the same shapes; Nemotron-H with experts: one mixer, one attention layer; Falcon-H1: three layers
+ * each of attention and a mixer (mamba_d_ssm 96 + 2 x 2 x 16 conv channels, 6 heads of 16 x 16) */
 static void test_plan_agrees(void **state) {
     (void)state;
     const int64_t layer_bytes = (3 * 192 + 8 * 16 * 16) * 4;
     plan_agrees("nemotron_h", 4, 3 * layer_bytes);
     plan_agrees("mamba2", 4, 4 * layer_bytes);
+    plan_agrees("nemotron_h_moe", 2, layer_bytes);                /* "ME*E": the expert layers 1, 3 keep nothing */
+    plan_agrees("falcon_h1", 6, 3 * (3 * 160 + 6 * 16 * 16) * 4); /* each layer twice: attention, then its states */
 }
 
 int main(void) {

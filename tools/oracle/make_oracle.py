@@ -112,6 +112,8 @@ from transformers import (
     BambaForCausalLM,
     NemotronHConfig,
     NemotronHForCausalLM,
+    FalconH1Config,
+    FalconH1ForCausalLM,
     Mamba2Config,
     Mamba2ForCausalLM,
     GraniteMoeHybridConfig,
@@ -1306,6 +1308,38 @@ def nemotron_h_config():
                            bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def nemotron_h_moe_config():
+    # Nemotron-H's experts (Nemotron 3 Nano style) at toy size: 4 layers by hybrid_override_pattern "ME*E", a Mamba2
+    # mixer (as nemotron_h's), attention, two expert layers: 8 ungated relu2 experts of 32 in 2 groups, top-1 group
+    # and top-2 experts by the sigmoid router with its random e_score_correction_bias, norm_topk_prob, times 2.5,
+    # running in moe_latent_size 48 between the latent projections (biases by mlp_bias), beside the shared relu2
+    # MLP of 40; untied.
+    return NemotronHConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, hybrid_override_pattern="ME*E",
+                           num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+                           mamba_num_heads=8, mamba_head_dim=16, n_groups=2, ssm_state_size=16, conv_kernel=4,
+                           chunk_size=8, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+                           moe_shared_expert_intermediate_size=40, moe_latent_size=48, n_group=2, topk_group=1,
+                           routed_scaling_factor=2.5, norm_topk_prob=True, mlp_bias=True,
+                           bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def falcon_h1_config():
+    # Falcon-H1 at toy size: 3 layers, each a Mamba2 mixer (mamba_d_ssm 96: 6 heads of 16, not expand x hidden; 2
+    # groups of state 16, conv kernel 4 with its bias, in_proj bias, out_proj bias by projectors_bias, the gated norm
+    # by mamba_rms_norm, normed before the gate) beside GQA attention with RoPE (4 heads of 16, 2 KV heads) on the
+    # same normed input, then a SwiGLU MLP of 96; every muP multiplier away from 1 (ssm_multipliers per in_proj part,
+    # mlp_multipliers gate and down), mamba_chunk_size 8, untied; time_step_limit (0, inf) as nemotron_h's.
+    return FalconH1Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                          num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+                          mamba_d_ssm=96, mamba_n_heads=6, mamba_d_head=16, mamba_n_groups=2, mamba_d_state=16,
+                          mamba_d_conv=4, mamba_chunk_size=8, mamba_proj_bias=True, projectors_bias=True,
+                          mamba_rms_norm=True, mamba_norm_before_gate=True, embedding_multiplier=2.5,
+                          lm_head_multiplier=0.6, key_multiplier=0.7, attention_in_multiplier=1.3,
+                          attention_out_multiplier=0.8, ssm_in_multiplier=1.2, ssm_out_multiplier=0.9,
+                          ssm_multipliers=[0.5, 1.5, 0.8, 1.2, 0.7], mlp_multipliers=[1.4, 0.6],
+                          bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def mamba2_config():
     # Mamba2 at toy size: 4 layers, each one mixer (8 heads of 16 = expand 2 x 64, 2 groups of state 16, conv kernel
     # 4 with its bias, in/out_proj biases by use_bias, the gated norm in 2 groups) with its pre-norm and residual,
@@ -1524,6 +1558,8 @@ FAMILIES = {
     "bamba": (bamba_config, BambaForCausalLM),
     "granitemoehybrid": (granitemoehybrid_config, GraniteMoeHybridForCausalLM),
     "nemotron_h": (nemotron_h_config, NemotronHForCausalLM),
+    "nemotron_h_moe": (nemotron_h_moe_config, NemotronHForCausalLM),
+    "falcon_h1": (falcon_h1_config, FalconH1ForCausalLM),
     "mamba2": (mamba2_config, Mamba2ForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
@@ -1635,6 +1671,8 @@ def param_std(name, shape, config):
             "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2", "solar_open",
             "phimoe", "qwen3_next", "lfm2_moe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
+        return 1.0 / math.sqrt(shape[2])
+    if name.endswith(("mixer.experts.up_proj", "mixer.experts.down_proj")):  # Nemotron-H [E, I, L], [E, L, I]
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("mlp.experts.gate_up_proj"):  # GptOss [E, H, 2I], used as x @ W
         # large enough that the clamps (gate <= 7, |up| <= 7) are exercised
@@ -2351,7 +2389,7 @@ RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deep
                     "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
                     "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
-                    "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5}
+                    "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5}
 
 
 def verify(family, out):
@@ -2397,7 +2435,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "glm4_moe_lite", "exaone_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
-                               "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "bamba", "granitemoehybrid", "nemotron_h", "mamba2", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
+                               "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "bamba", "granitemoehybrid", "nemotron_h", "nemotron_h_moe", "falcon_h1", "mamba2", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
