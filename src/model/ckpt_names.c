@@ -195,11 +195,14 @@ static const rename_rule BARE[] = {
 
 /* Types whose checkpoints name their modules as another type's: GPT-BigCode (GPTBigCodeForCausalLM) as GPT-2's
  * (its layers nn.Linear where GPT-2's are Conv1D: weights.c), CodeGen (CodeGenForCausalLM) as GPT-J's (its q/k/v fused
- * in attn.qkv_proj: weights.c), HunYuan MoE as HunYuan dense's, Mamba2 as Nemotron-H's (backbone., mixer., norm_f). */
+ * in attn.qkv_proj: weights.c), HunYuan MoE as HunYuan dense's, Mamba2, Mamba and FalconMamba as Nemotron-H's
+ * (backbone., mixer., norm_f). */
 static const char *names_of(const char *model_type) {
     if (strcmp(model_type, "codegen") == 0) return "gptj";
     if (strcmp(model_type, "hunyuan_v1_moe") == 0) return "hunyuan_v1_dense";
-    if (strcmp(model_type, "mamba2") == 0) return "nemotron_h";
+    if (strcmp(model_type, "mamba2") == 0 || strcmp(model_type, "mamba") == 0 ||
+        strcmp(model_type, "falcon_mamba") == 0)
+        return "nemotron_h";
     return strcmp(model_type, "gpt_bigcode") == 0 ? "gpt2" : model_type;
 }
 

@@ -128,6 +128,10 @@ typedef struct kvc_layer_weights {
     /* A Mamba2 mixer (layer_mamba) also reads conv_in (in_proj [I + C + nh, H], bias conv_in_b), conv_w / conv_b
      * (conv1d [C, L], [C]) and wo / bo (out_proj), and these: [nh] each, then the gated norm's [I] */
     float *ssm_dt_bias, *ssm_a_log, *ssm_d, *ssm_norm;
+    /* A Mamba-1 mixer (layer_mamba1) reads conv_in (in_proj [2 I, H]), conv_w / conv_b ([I, L], [I]), wo / bo,
+     * these two, x_proj [R + 2 N, I] and dt_proj [I, R], and ssm_dt_bias (dt_proj's bias [I]), ssm_a_log [I, N] and
+     * ssm_d [I] */
+    kvc_wmat ssm_x_proj, ssm_dt_proj;
 } kvc_layer_weights;
 
 /* Tensor parallelism (docs/distributed.md): rank `rank` of `size` holds a shard of every split

@@ -462,6 +462,26 @@ static kvc_status visit_mamba2(visitor *v, const kvc_model_config *c, kvc_layer_
     return KVC_OK;
 }
 
+/* A Mamba-1 mixer (mamba1.c): mamba.in_proj [2 I, H], the depthwise mamba.conv1d [I, 1, L], x_proj [R + 2 N, I],
+ * dt_proj [I, R] and its bias [I], A_log [I, N], D [I], out_proj [H, I]; in_proj / out_proj biases under
+ * mamba_proj_bias, the conv's under mamba_conv_bias. */
+static kvc_status visit_mamba1(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, I = c->mamba_inner, N = c->mamba_d_state, R = c->mamba_dt_rank;
+    const int64_t taps[3] = {I, 1, c->conv_kernel};
+    TRY(m2(v, "mamba.in_proj.weight", 2 * I, H, &w->conv_in, WHOLE));
+    if (c->mamba_proj_bias) TRY(v1(v, "mamba.in_proj.bias", 2 * I, &w->conv_in_b, KVC_WINIT_BIAS, WHOLE));
+    TRY(visit(v, "mamba.conv1d.weight", 3, taps, &w->conv_w, NULL, false, KVC_WINIT_WEIGHT, WHOLE));
+    if (c->mamba_conv_bias) TRY(v1(v, "mamba.conv1d.bias", I, &w->conv_b, KVC_WINIT_BIAS, WHOLE));
+    TRY(m2(v, "mamba.x_proj.weight", R + 2 * N, I, &w->ssm_x_proj, WHOLE));
+    TRY(m2(v, "mamba.dt_proj.weight", I, R, &w->ssm_dt_proj, WHOLE));
+    TRY(v1(v, "mamba.dt_proj.bias", I, &w->ssm_dt_bias, KVC_WINIT_BIAS, WHOLE));
+    TRY(v2(v, "mamba.A_log", I, N, &w->ssm_a_log, KVC_WINIT_BIAS, WHOLE));
+    TRY(v1(v, "mamba.D", I, &w->ssm_d, KVC_WINIT_NORM, WHOLE));
+    TRY(m2(v, "mamba.out_proj.weight", H, I, &w->wo, WHOLE));
+    if (c->mamba_proj_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->bo, KVC_WINIT_BIAS, WHOLE));
+    return KVC_OK;
+}
+
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
@@ -474,6 +494,8 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(visit_gated_delta(v, c, w));
     else if (c->layer_mamba[l])
         TRY(visit_mamba2(v, c, w));
+    else if (c->layer_mamba1[l])
+        TRY(visit_mamba1(v, c, w));
     else if (c->family == KVC_FAMILY_DEEPSEEK_V3)
         TRY(visit_mla_attn(v, c, w));
     else
@@ -517,7 +539,9 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     v.conv1d = false, v.prefix[0] = '\0';
     const char *final = c->family == KVC_FAMILY_LFM2 ? "model.embedding_norm.weight" : "model.norm.weight";
     if (strcmp(c->model_type, "bamba") == 0) final = "model.final_layernorm.weight";
-    if (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0) final = "model.norm_f.weight";
+    if (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0 ||
+        c->family == KVC_FAMILY_JAMBA)
+        final = "model.norm_f.weight";
     if (!c->norm_weightless) TRY(v1(&v, final, c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
     if (c->norm_bias) TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, c->hidden_size, &m->lm_head, WHOLE));
@@ -692,8 +716,9 @@ static kvc_status check_fields(const kvc_model_config *c) {
                          "model: query_scale_beta %g must be in [0, %g] and, when > 0, query_scale_positions %lld "
                          ">= 1 outside MLA",
                          c->query_scale_beta, KVC_HP_MAX_FACTOR, (long long)c->query_scale_positions);
-    const bool one_block = c->family == KVC_FAMILY_MAMBA2_HYBRID &&
-                           (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0);
+    const bool one_block = (c->family == KVC_FAMILY_MAMBA2_HYBRID &&
+                            (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0)) ||
+                           c->family == KVC_FAMILY_JAMBA;
     if (c->mlp_plain && ((c->family != KVC_FAMILY_DENSE && !one_block) || c->shared_expert_intermediate_size > 0))
         return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only (or nemotron_h's)");
     for (int64_t l = 0; l < c->num_layers; l++)

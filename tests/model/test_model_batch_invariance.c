@@ -414,6 +414,12 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"mamba_n_heads\":4,\"mamba_n_groups\":2,\"mamba_d_state\":8,\"mamba_d_conv\":3,\"mamba_proj_bias\":true,"        \
     "\"max_position_embeddings\":512}"
 
+/* FalconMamba: Mamba-1 mixers (128 channels, state 8, kernel 3, projection biases, dt / B / C normed) in both
+ * layers: as Bamba's, the conv and ssm states carried over chunks, restarted on preemption, never shared */
+#define FALCON_MAMBA                                                                                                   \
+    "{\"model_type\":\"falcon_mamba\",\"vocab_size\":96,\"hidden_size\":64,\"num_hidden_layers\":2,"                   \
+    "\"state_size\":8,\"conv_kernel\":3,\"use_bias\":true,\"max_position_embeddings\":512}"
+
 /* Wider than one k chunk of the AMX kernel (128) in every GEMM, so that steps of up to 35 tokens run
  * the M <= 16 path, the 16-row tiles and the k-blocked accumulation against the requests alone. */
 #define QWEN3_WIDE                                                                                                     \
@@ -502,6 +508,7 @@ static void test_lfm2_contiguous(void **s) { (void)s, run_family(LFM2, CONTIG, f
 static void test_qwen3_next_paged(void **s) { (void)s, run_family(QWEN3_NEXT, PAGED, false, F32, 73); }
 static void test_qwen3_next_contiguous(void **s) { (void)s, run_family(QWEN3_NEXT, CONTIG, false, F32, 74); }
 static void test_bamba_paged(void **s) { (void)s, run_family(BAMBA, PAGED, false, F32, 73); }
+static void test_falcon_mamba_paged(void **s) { (void)s, run_family(FALCON_MAMBA, PAGED, false, F32, 75); }
 static void test_gemma3_contiguous_int8(void **s) { (void)s, run_family(GEMMA3, CONTIG, false, KVC_DTYPE_I8, 30); }
 static void test_gemma2_paged(void **s) { (void)s, run_family(GEMMA2, PAGED, false, F32, 32); }
 static void test_gemma2_contiguous_bf16(void **s) { (void)s, run_family(GEMMA2, CONTIG, false, KVC_DTYPE_BF16, 33); }
@@ -575,6 +582,7 @@ int main(void) {
         cmocka_unit_test(test_qwen3_next_paged),
         cmocka_unit_test(test_qwen3_next_contiguous),
         cmocka_unit_test(test_bamba_paged),
+        cmocka_unit_test(test_falcon_mamba_paged),
         cmocka_unit_test(test_gemma2_paged),
         cmocka_unit_test(test_gemma2_contiguous_bf16),
         cmocka_unit_test(test_llama4_paged),

@@ -2301,6 +2301,47 @@ static void test_mamba2_fields(void **state) {
     expect_refusal(MAMBA2_BASE ",\"num_heads\":8,\"head_dim\":8,\"n_groups\":1,\"hidden_act\":\"gelu\"}", "hidden_act");
 }
 
+#define MAMBA1_BASE "{\"model_type\":\"mamba\",\"vocab_size\":8,\"hidden_size\":40,\"num_hidden_layers\":2"
+
+/* Mamba (MambaConfig's defaults: expand 2, state 16, kernel 4, time_step_rank auto = ceil(hidden / 16), conv bias, no
+ * projection biases, eps 1e-5, tied; no heads or intermediate_size needed), every layer a mixer alone; with its keys
+ * set; FalconMamba's dt / B / C norms (mixer_rms_eps 1e-6 by default); jamba still planned only; refused by name:
+ * another hidden_act, a time_step_rank that is neither a rank nor "auto", an expand of 0. */
+static void test_mamba_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(MAMBA1_BASE "}", "mamba-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_JAMBA && c.layer_mamba1[0] && c.layer_mamba1[1] && c.layer_no_ffn[1]);
+    assert_true(!c.layer_mamba[0] && c.mamba_inner == 80 && c.mamba_dt_rank == 3 && c.mamba_d_state == 16);
+    assert_true(c.conv_kernel == 4 && c.mamba_conv_bias && !c.mamba_proj_bias && !c.mamba_bcdt_norm);
+    assert_true(c.rms_norm_eps == 1e-5 && c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(MAMBA1_BASE ",\"expand\":3,\"state_size\":8,\"conv_kernel\":2,"
+                                                        "\"time_step_rank\":7,\"use_bias\":true,"
+                                                        "\"use_conv_bias\":false,\"layer_norm_epsilon\":1e-6,"
+                                                        "\"tie_word_embeddings\":false,\"use_mambapy\":true}",
+                                            "mamba-set", &c),
+                     KVC_OK);
+    assert_true(c.mamba_inner == 120 && c.mamba_dt_rank == 7 && c.mamba_d_state == 8 && c.conv_kernel == 2);
+    assert_true(c.mamba_proj_bias && !c.mamba_conv_bias && c.rms_norm_eps == 1e-6 && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"falcon_mamba\",\"vocab_size\":8,\"hidden_size\":16,"
+                                            "\"num_hidden_layers\":1}",
+                                            "falcon-mamba-defaults", &c),
+                     KVC_OK);
+    assert_true(c.layer_mamba1[0] && c.mamba_bcdt_norm && c.mamba_bcdt_eps == 1e-6 && c.mamba_dt_rank == 1);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"falcon_mamba\",\"vocab_size\":8,\"hidden_size\":16,"
+                                            "\"num_hidden_layers\":1,\"mixer_rms_eps\":1e-3}",
+                                            "falcon-mamba-set", &c),
+                     KVC_OK);
+    assert_true(c.mamba_bcdt_eps == 1e-3);
+    expect_refusal(MAMBA1_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\"");
+    expect_refusal(MAMBA1_BASE ",\"time_step_rank\":\"big\"}", "time_step_rank");
+    expect_refusal(MAMBA1_BASE ",\"time_step_rank\":0}", "time_step_rank");
+    expect_refusal(MAMBA1_BASE ",\"expand\":0}", "expand");
+    expect_refusal(MAMBA1_BASE ",\"conv_kernel\":1}", "conv_kernel");
+    expect_refusal("{\"model_type\":\"jamba\",\"vocab_size\":8,\"hidden_size\":16,\"num_hidden_layers\":1}",
+                   "model_type \"jamba\" is not supported");
+}
+
 #define GRANITE_H_BASE                                                                                                 \
     "{\"model_type\":\"granitemoehybrid\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"                \
     "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":48,\"mamba_n_heads\":4,"                \
@@ -2795,6 +2836,7 @@ int main(void) {
         cmocka_unit_test(test_bamba_fields),
         cmocka_unit_test(test_nemotron_h_fields),
         cmocka_unit_test(test_mamba2_fields),
+        cmocka_unit_test(test_mamba_fields),
         cmocka_unit_test(test_granitemoehybrid_fields),
         cmocka_unit_test(test_caller_extras_refused),
         cmocka_unit_test(test_refusals),

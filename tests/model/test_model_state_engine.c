@@ -308,6 +308,7 @@ static void test_two_state_prefix_cache(void **state) {
     two_state_prefix_cache("nemotron_h", true);
     /* states alone: the engine snapshots them every 16 tokens, past the shared 14 (no hit; tokens still equal) */
     two_state_prefix_cache("mamba2", false);
+    two_state_prefix_cache("mamba", false); /* Mamba-1's states alone, as Mamba2's */
 }
 
 /* LFM2: 3 conv layers, each (3 - 1) inputs x 64 channels x 4 bytes a request */
@@ -379,6 +380,8 @@ static void test_plan_agrees(void **state) {
     const int64_t layer_bytes = (3 * 192 + 8 * 16 * 16) * 4;
     plan_agrees("nemotron_h", 4, 3 * layer_bytes);
     plan_agrees("mamba2", 4, 4 * layer_bytes);
+    plan_agrees("mamba", 3, 3 * ((4 - 1) * 96 + 96 * 8) * 4); /* 3 Mamba-1 mixers: conv [3, 96], ssm [96, 8] */
+    plan_agrees("falcon_mamba", 3, 3 * ((3 - 1) * 64 + 64 * 16) * 4);
 }
 
 int main(void) {
