@@ -170,6 +170,12 @@ static const rename_rule RULES[] = {
     {"dbrx", "self_attn.qkv_proj.", "norm_attn_norm.attn.Wqkv."},
     {"dbrx", "self_attn.o_proj.", "norm_attn_norm.attn.out_proj."},
     {"dbrx", "model.norm.", "transformer.norm_f."},
+    /* Jamba (JambaForCausalLM): the router feed_forward.router, the MLP (or experts) feed_forward, the MLP's input
+     * norm pre_ff_layernorm, the final norm final_layernorm */
+    {"jamba", "mlp.gate.", "feed_forward.router."},
+    {"jamba", "mlp.", "feed_forward."},
+    {"jamba", "post_attention_layernorm.", "pre_ff_layernorm."},
+    {"jamba", "model.norm.", "model.final_layernorm."},
     /* Bamba (BambaForCausalLM): the MLP's input norm is pre_ff_layernorm, the MLP feed_forward */
     {"bamba", "post_attention_layernorm.", "pre_ff_layernorm."},
     {"bamba", "mlp.", "feed_forward."},

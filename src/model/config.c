@@ -117,7 +117,7 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
     bool any_sliding = false, any_chunked = false;
     /* a mixer, attention or MLP per layer (Nemotron-H), a mixer alone (Mamba2, Mamba, FalconMamba) */
     const bool one_block = strcmp(cfg->model_type, "nemotron_h") == 0 || strcmp(cfg->model_type, "mamba2") == 0 ||
-                           cfg->family == KVC_FAMILY_JAMBA;
+                           (cfg->family == KVC_FAMILY_JAMBA && strcmp(cfg->model_type, "jamba") != 0);
     for (int64_t i = 0; i < cfg->num_layers; i++) {
         cfg->layer_no_mixer[i] = one_block && kinds[i] == KVC_LK_NONE; /* an MLP alone ("E": refused by the hook) */
         cfg->layer_no_ffn[i] = one_block && kinds[i] != KVC_LK_NONE;
@@ -206,7 +206,7 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
         const int64_t def = strcmp(cfg->model_type, "lfm2_moe") == 0 ? 7168 : 12288;
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", def, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "solar_open") == 0 || strcmp(cfg->model_type, "mamba2") == 0 ||
-               cfg->family == KVC_FAMILY_JAMBA) {
+               (cfg->family == KVC_FAMILY_JAMBA && strcmp(cfg->model_type, "jamba") != 0)) {
         /* no dense MLP, no key: Solar Open's hook sets the experts' width; Mamba2 and Mamba have mixers alone */
         cfg->intermediate_size = 1;
     } else {

@@ -1,6 +1,7 @@
 /* The Mamba-1 family: MambaForCausalLM (MambaConfig) and FalconMambaForCausalLM (FalconMambaConfig), a
- * selective-scan mixer (mamba1.c) with its pre-norm and residual in every layer (config.c: layer_no_ffn), run; and
- * Jamba (Mamba-1 layers, an attention layer every attn_layer_period from attn_layer_offset), planned only. Their
+ * selective-scan mixer (mamba1.c) with its pre-norm and residual in every layer (config.c: layer_no_ffn), and Jamba
+ * (JambaForCausalLM: Mamba-1 layers, an attention layer every attn_layer_period from attn_layer_offset, experts or a
+ * dense MLP after each). Their
  * state caches per sequence and tensor-parallel rank: the last conv_kernel - 1 inputs of the I = expand x
  * hidden_size conv channels (as vLLM and the runtime keep them; transformers' cache holds one column more, never
  * read) and the [I, state_size] ssm state. Every size read is at most 2^16 (KVC_HP_MAX_DIM) and hidden_size at
@@ -25,9 +26,9 @@ static kvc_status mamba1_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
         for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_STATE;
         return KVC_OK;
     }
-    int64_t period = 0, offset = 0;
-    KVC_TRY(kvci_json_int(cfg, "attn_layer_period", 1, KVC_HP_MAX_LAYERS, &period, NULL));
-    KVC_TRY(kvci_json_int(cfg, "attn_layer_offset", 0, KVC_HP_MAX_LAYERS, &offset, NULL));
+    int64_t period = 8, offset = 4; /* JambaConfig's */
+    KVC_TRY(kvci_family_opt_int(cfg, "attn_layer_period", 8, 1, KVC_HP_MAX_LAYERS, &period));
+    KVC_TRY(kvci_family_opt_int(cfg, "attn_layer_offset", 4, 0, KVC_HP_MAX_LAYERS, &offset));
     if (offset >= period)
         return kvci_fail(KVC_EINVAL, "%s: attn_layer_offset %lld must be in [0, attn_layer_period %lld)", cfg->doc,
                          (long long)offset, (long long)period);
@@ -35,8 +36,8 @@ static kvc_status mamba1_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
     return KVC_OK;
 }
 
-/* The state sizes: Mamba's and FalconMamba's state_size (16), conv_kernel (4), expand (2) with their classes'
- * defaults; Jamba's mamba_d_state, mamba_d_conv, mamba_expand, required. */
+/* The state sizes with their config classes' defaults: Mamba's and FalconMamba's state_size (16), conv_kernel (4),
+ * expand (2); Jamba's mamba_d_state, mamba_d_conv, mamba_expand (the same). */
 static kvc_status mamba1_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
     const kvc_json_obj *cfg = &hp->cfg;
     int64_t state = 16, conv = 4, expand = 2, inner_r = 0;
@@ -45,9 +46,9 @@ static kvc_status mamba1_states(const kvc_hparams *hp, int64_t hidden_size, int6
         KVC_TRY(kvci_family_opt_int(cfg, "conv_kernel", 4, 2, KVC_HP_MAX_DIM, &conv));
         KVC_TRY(kvci_family_opt_int(cfg, "expand", 2, 1, KVC_HP_MAX_DIM, &expand));
     } else {
-        KVC_TRY(kvci_json_int(cfg, "mamba_d_state", 1, KVC_HP_MAX_DIM, &state, NULL));
-        KVC_TRY(kvci_json_int(cfg, "mamba_d_conv", 2, KVC_HP_MAX_DIM, &conv, NULL));
-        KVC_TRY(kvci_json_int(cfg, "mamba_expand", 1, KVC_HP_MAX_DIM, &expand, NULL));
+        KVC_TRY(kvci_family_opt_int(cfg, "mamba_d_state", 16, 1, KVC_HP_MAX_DIM, &state));
+        KVC_TRY(kvci_family_opt_int(cfg, "mamba_d_conv", 4, 2, KVC_HP_MAX_DIM, &conv));
+        KVC_TRY(kvci_family_opt_int(cfg, "mamba_expand", 2, 1, KVC_HP_MAX_DIM, &expand));
     }
     if (hidden_size < 1)
         return kvci_fail(KVC_EINVAL, "%s: hidden_size is missing (Mamba layers are expand * hidden_size wide)",
@@ -60,29 +61,58 @@ static kvc_status mamba1_states(const kvc_hparams *hp, int64_t hidden_size, int6
     return KVC_OK;
 }
 
-/* key, when present, must be `want`; others refused by name. */
-static kvc_status only_value(const kvc_json_obj *c, const char *key, const char *want) {
-    const char *v = NULL;
-    bool have = false;
-    KVC_TRY(kvci_json_str(c, key, KVC_HP_NAME_MAX, &v, &have));
-    if (have && (v == NULL || strcmp(v, want) != 0))
-        return kvci_fail(KVC_EINVAL, "%s: %s \"%s\" is not supported (mamba: %s)", c->doc, key, v ? v : "null", want);
-    return KVC_OK;
-}
-
-/* time_step_rank: a rank, or "auto" (the default): ceil(hidden_size / 16). */
-static kvc_status read_dt_rank(const kvc_json_obj *c, kvc_model_config *cfg) {
-    const cJSON *v = kvci_json_find(c, "time_step_rank");
+/* key (time_step_rank, Jamba's mamba_dt_rank): a rank, or "auto" (the default): ceil(hidden_size / 16). */
+static kvc_status read_dt_rank(const kvc_json_obj *c, const char *key, kvc_model_config *cfg) {
+    const cJSON *v = kvci_json_find(c, key);
     if (v == NULL || (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0)) {
         cfg->mamba_dt_rank = (cfg->hidden_size + 15) / 16;
         return KVC_OK;
     }
-    return kvci_json_int_value(v, "time_step_rank", 1, KVC_HP_MAX_DIM, &cfg->mamba_dt_rank);
+    return kvci_json_int_value(v, key, 1, KVC_HP_MAX_DIM, &cfg->mamba_dt_rank);
+}
+
+/* Jamba (JambaConfig): the mixer's keys mamba_d_state (16), mamba_d_conv (4), mamba_expand (2), mamba_dt_rank
+ * ("auto"), mamba_conv_bias (true), mamba_proj_bias (false), its dt / B / C norms with weights and rms_norm_eps
+ * (1e-6, every norm's); attention without positions or biases (head_dim: hidden_size / heads); num_experts (16) of
+ * intermediate_size on every expert_layer_period-th layer (2) from expert_layer_offset (1) when num_experts > 1,
+ * routed by the top num_experts_per_tok (2) of a softmax, the weights not renormalised; the dense SwiGLU MLP
+ * elsewhere; untied (tie_word_embeddings false). use_mamba_kernels, use_mambapy and use_associative_scan choose
+ * kernels or training paths only. */
+static kvc_status parse_jamba(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    static const char *const experts_n[KVC_HP_ALIASES] = {"num_experts", "num_local_experts"};
+    const kvc_json_range eps = {0.0, 1.0, false};
+    int64_t expand = 2, experts = 16, period = 2, offset = 1;
+    bool have = false;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_expand", 2, 1, KVC_HP_MAX_DIM, &expand));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_d_state", 16, 1, KVC_HP_MAX_DIM, &cfg->mamba_d_state));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_d_conv", 4, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel));
+    KVC_TRY(kvci_family_opt_bool(c, "mamba_conv_bias", true, &cfg->mamba_conv_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "mamba_proj_bias", false, &cfg->mamba_proj_bias));
+    KVC_TRY(read_dt_rank(c, "mamba_dt_rank", cfg));
+    cfg->mamba_inner = expand * cfg->hidden_size; /* each below 2^20: no overflow */
+    cfg->mamba_bcdt_norm = true, cfg->mamba_bcdt_eps = cfg->rms_norm_eps;
+    KVC_TRY(kvci_hparams_int(c, experts_n, 1, KVC_HP_MAX_EXPERTS, &experts, &have));
+    KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", 2, 1, experts, &cfg->experts_per_tok));
+    KVC_TRY(kvci_family_opt_int(c, "expert_layer_period", 2, 1, KVC_HP_MAX_LAYERS, &period));
+    KVC_TRY(kvci_family_opt_int(c, "expert_layer_offset", 1, 0, KVC_HP_MAX_LAYERS, &offset));
+    cfg->qkv_bias = cfg->o_bias = false;
+    for (int64_t l = 0; l < cfg->num_layers; l++) {
+        cfg->layer_nope[l] = true;
+        cfg->layer_moe[l] = experts > 1 && l % period == offset;
+    }
+    if (experts > 1) cfg->n_routed_experts = experts, cfg->moe_intermediate_size = cfg->intermediate_size;
+    cfg->norm_topk_prob = false;
+    return KVC_OK;
 }
 
 /* MambaForCausalLM / FalconMambaForCausalLM: expand (2) x hidden_size channels (transformers recomputes
  * intermediate_size from them, whatever the file says), state_size (16), conv_kernel (4), time_step_rank ("auto"),
- * use_conv_bias (true), use_bias on in_proj / out_proj (false), hidden_act silu (the mixer's activation),
+ * use_conv_bias (true), use_bias on in_proj / out_proj (false), hidden_act silu (the mixer's activation; config.c
+ * refuses any other),
  * layer_norm_epsilon (1e-5), tie_word_embeddings (true); FalconMamba's weightless norms of dt, B and C after x_proj
  * with mixer_rms_eps (1e-6). residual_in_fp32 changes nothing here (the runtime's residual is f32); use_mambapy,
  * use_associative_scan and the time_step_* init keys only choose training paths and initial weights. No attention:
@@ -91,7 +121,7 @@ static kvc_status parse_mamba1(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     int64_t expand = 2;
-    KVC_TRY(only_value(c, "hidden_act", "silu"));
+    if (strcmp(cfg->model_type, "jamba") == 0) return parse_jamba(hp, cfg);
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
     KVC_TRY(kvci_family_opt_int(c, "expand", 2, 1, KVC_HP_MAX_DIM, &expand));
     KVC_TRY(kvci_family_opt_int(c, "state_size", 16, 1, KVC_HP_MAX_DIM, &cfg->mamba_d_state));
@@ -99,7 +129,7 @@ static kvc_status parse_mamba1(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_bool(c, "use_conv_bias", true, &cfg->mamba_conv_bias));
     KVC_TRY(kvci_family_opt_bool(c, "use_bias", false, &cfg->mamba_proj_bias));
     KVC_TRY(kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps));
-    KVC_TRY(read_dt_rank(c, cfg));
+    KVC_TRY(read_dt_rank(c, "time_step_rank", cfg));
     cfg->mamba_inner = expand * cfg->hidden_size; /* each below 2^20: no overflow */
     cfg->mamba_bcdt_norm = strcmp(cfg->model_type, "falcon_mamba") == 0;
     if (cfg->mamba_bcdt_norm) KVC_TRY(kvci_family_opt_num(c, "mixer_rms_eps", 1e-6, eps, &cfg->mamba_bcdt_eps));
@@ -128,19 +158,25 @@ static kvc_status mamba1_operator(const kvc_fwd_step *s, int64_t l) {
     return s->m->cfg.layer_mamba1[l] ? kvci_mamba1_mixer(s, l) : kvci_attn_gqa(s, l);
 }
 
+/* Jamba's feed-forward: its experts (softmax top-k, not renormalised) or the dense SwiGLU MLP. */
+static kvc_status mamba1_ffn(const kvc_fwd_step *s, int64_t l) {
+    return s->m->cfg.layer_moe[l] ? kvci_ffn_softmax_moe(s, l) : kvci_fwd_dense_mlp(s, l);
+}
+
 static const kvc_family_alias MAMBA1[] = {{"mamba", "MambaForCausalLM", "mamba", true},
                                           {"falcon_mamba", "FalconMambaForCausalLM", "falcon_mamba", true},
-                                          {"jamba", "JambaForCausalLM", "jamba", false}};
+                                          {"jamba", "JambaForCausalLM", "jamba", true}};
 
 const kvc_family_desc kvc_family_jamba = {
     .id = KVC_FAMILY_JAMBA,
     .name = "jamba",
     .aliases = MAMBA1,
     .n_aliases = 3,
-    .rms_norm_eps = 1e-5,
+    .rms_norm_eps = 1e-6,
     .parse = parse_mamba1,
     .check = check_mamba1,
     .default_kinds = mamba1_kinds,
     .attention = mamba1_operator,
+    .ffn = mamba1_ffn,
     .state_shapes = mamba1_states,
 };

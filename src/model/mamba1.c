@@ -2,11 +2,10 @@
  * attention: in_proj of the normed input into x [I] and the gate z [I]; a causal depthwise convolution of
  * conv_kernel taps over each channel of x (tap j reading the input L - 1 - j steps back; before a row's first token
  * its conv state, or zeros when the row starts its sequence), its bias, SiLU; x_proj into dt [R], B and C [N]
- * (FalconMamba: each RMS-normed without weights, eps mamba_bcdt_eps); dt = softplus(dt_proj dt + bias) [I]; per
- * channel i, A = -exp(A_log[i]) [N], and per token
- *   state = state * exp(dt A) + (dt B) x,   y = state . C + D x   (state [I, N]),
- * the recurrence transformers' sequential scan runs; then y * silu(z) and out_proj. The conv state
- * (kvc_layer_cache.state [L - 1, I], the row's last L - 1 x inputs, oldest first) and the ssm state (.recurrent
+ * (FalconMamba: each RMS-normed without weights, Jamba: with them; eps mamba_bcdt_eps); dt = softplus(dt_proj dt +
+ * bias) [I]; per channel i, A = -exp(A_log[i]) [N], and per token state = state * exp(dt A) + (dt B) x,   y = state . C
+ * + D x   (state [I, N]), the recurrence transformers' sequential scan runs; then y * silu(z) and out_proj. The conv
+ * state (kvc_layer_cache.state [L - 1, I], the row's last L - 1 x inputs, oldest first) and the ssm state (.recurrent
  * [I, N]) are read and rewritten by every step. Each output element is one fixed-order sum on one thread (channels
  * in parallel, each one's tokens in order), whatever the step's rows or chunks: a sequence's bits do not depend on
  * how it was split into steps or batched. */
@@ -40,24 +39,25 @@ static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
 static float silu(float x) { return x / (1.0f + expf(-x)); }
 
-/* v [n] times rsqrt(mean(v^2) + eps) in place (FalconMamba's weightless RMSNorm). */
-static void rms_plain(float *v, int64_t n, float eps) {
+/* v [n] times rsqrt(mean(v^2) + eps) in place, then times w [n] (Jamba's) when not NULL (FalconMamba's: none). */
+static void rms_norm(float *v, int64_t n, float eps, const float *w) {
     float ss = 0.0f;
     for (int64_t i = 0; i < n; i++) ss += v[i] * v[i];
     const float r = 1.0f / sqrtf(ss / (float)n + eps);
-    for (int64_t i = 0; i < n; i++) v[i] *= r;
+    for (int64_t i = 0; i < n; i++) v[i] = w ? w[i] * (v[i] * r) : v[i] * r;
 }
 
 /* x_proj's output xp [T, X] (dt | B | C), normed in place when mamba_bcdt_norm; dt's input copied to dtr [T, R]. */
-static void split_xproj(const kvc_model_config *c, const dims *d, int64_t T, float *xp, float *dtr) {
+static void split_xproj(const kvc_model_config *c, const dims *d, const kvc_layer_weights *w, int64_t T, float *xp,
+                        float *dtr) {
     const float eps = (float)c->mamba_bcdt_eps;
 #pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < T; t++) {
         float *row = xp + t * d->X;
         if (c->mamba_bcdt_norm) {
-            rms_plain(row, d->R, eps);
-            rms_plain(row + d->R, d->N, eps);
-            rms_plain(row + d->R + d->N, d->N, eps);
+            rms_norm(row, d->R, eps, w->ssm_dt_norm);
+            rms_norm(row + d->R, d->N, eps, w->ssm_b_norm);
+            rms_norm(row + d->R + d->N, d->N, eps, w->ssm_c_norm);
         }
         memcpy(dtr + t * d->R, row, (size_t)d->R * sizeof(float));
     }
@@ -112,7 +112,7 @@ kvc_status kvci_mamba1_mixer(const kvc_fwd_step *s, int64_t l) {
     }
     for (int64_t i = 0; i < T * d.I; i++) xc[i] = silu(xc[i]);
     KVC_TRY(kvci_linear(xc, T, &w->ssm_x_proj, NULL, xp));
-    split_xproj(c, &d, T, xp, dtr);
+    split_xproj(c, &d, w, T, xp, dtr);
     KVC_TRY(kvci_linear(dtr, T, &w->ssm_dt_proj, w->ssm_dt_bias, dt));
     q0 = 0;
     for (int64_t r = 0; r < md->n_rows; r++) {

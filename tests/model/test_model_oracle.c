@@ -697,6 +697,14 @@ static void test_falcon_mamba(void **state) {
     run_dir("falcon_mamba");
 }
 
+/* Jamba: 4 layers, Mamba-1 mixers with weighted dt / B / C norms (128 channels, state 8, kernel 4, dt rank 4,
+ * in/out_proj biases) on 0, 1, 3, GQA attention without positions on 2; 4 softmax-routed experts (top-2, not
+ * renormalised) on 1 and 3, the dense MLP on 0 and 2; untied. */
+static void test_jamba(void **state) {
+    (void)state;
+    run_dir("jamba");
+}
+
 /* Granite 4.0-H-like: Mamba2 mixers (8 heads of 16, 2 groups of state 16, kernel 4, time_step_limit [0, 2.5]) on
  * layers 0, 2, 3 by layer_types beside GQA attention with RoPE on layer 1; Granite's multipliers; on every layer 4
  * routed experts (top-2) beside the shared MLP; the states as Bamba's */
@@ -988,6 +996,7 @@ int main(void) {
         cmocka_unit_test(test_mamba2),
         cmocka_unit_test(test_mamba),
         cmocka_unit_test(test_falcon_mamba),
+        cmocka_unit_test(test_jamba),
         cmocka_unit_test(test_granitemoehybrid),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),
