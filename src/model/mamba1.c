@@ -14,6 +14,7 @@
 
 #include "base/internal.h"
 #include "kvcache/batch.h"
+#include "model/act.h"
 #include "model/forward_internal.h"
 #include "model/step_profile.h"
 
@@ -33,9 +34,6 @@ int64_t kvci_mamba1_scratch(const kvc_model_config *c, int64_t tokens) {
     /* conv out, x_proj out, dt's input, dt, y; then a row's ssm and conv states for a step without caches */
     return tokens * (3 * d.I + d.X + d.R) + d.I * d.N + (d.L - 1) * d.I;
 }
-
-/* torch's softplus (beta 1, threshold 20): x above 20 as is, else log1p(exp(x)). */
-static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
 static float silu(float x) { return x / (1.0f + expf(-x)); }
 
@@ -75,7 +73,7 @@ static void scan_row(const dims *d, const kvc_layer_weights *w, const float *in,
         float *s = ssm + i * N;
         const float *alog = w->ssm_a_log + i * N, Di = w->ssm_d[i];
         for (int64_t t = 0; t < n; t++) {
-            const float delta = softplus(dt[t * I + i]), x = xc[t * I + i];
+            const float delta = kvci_softplus(dt[t * I + i]), x = xc[t * I + i];
             const float *B = xp + t * d->X + d->R, *C = B + N;
             float acc = 0.0f;
             for (int64_t k = 0; k < N; k++) {
