@@ -2346,7 +2346,8 @@ static void test_mamba_fields(void **state) {
 
 /* Jamba with JambaConfig's defaults (attention on layer 4 of every 8, 16 experts on every odd layer, top-2 of a
  * softmax not renormalised, the mixer's mamba_* keys: expand 2, state 16, kernel 4, dt rank auto, conv bias, no
- * projection biases; the dt / B / C norms with rms_norm_eps 1e-6; untied, no positions), with them set (one expert:
+ * projection biases; the dt / B / C norms with rms_norm_eps 1e-6; untied, no positions; sliding_window not read),
+ * with them set (one expert:
  * the dense MLP everywhere); refused by name: an attn_layer_offset past its period, a top-k above the experts,
  * another hidden_act. */
 static void test_jamba_fields(void **state) {
@@ -2360,6 +2361,8 @@ static void test_jamba_fields(void **state) {
     assert_true(c.mamba_inner == 128 && c.mamba_d_state == 16 && c.conv_kernel == 4 && c.mamba_dt_rank == 4);
     assert_true(c.mamba_conv_bias && !c.mamba_proj_bias && c.mamba_bcdt_norm && c.mamba_bcdt_eps == 1e-6);
     assert_true(c.rms_norm_eps == 1e-6 && !c.tie_word_embeddings && c.head_dim == 16);
+    assert_int_equal(kvc_model_config_parse(JAMBA_BASE ",\"sliding_window\":4}", "jamba-window", &c), KVC_OK);
+    assert_true(!c.layer_sliding[4] && c.sliding_window == 0); /* JambaAttention has no window */
     assert_int_equal(kvc_model_config_parse(JAMBA_BASE
                                             ",\"attn_layer_period\":2,\"attn_layer_offset\":1,"
                                             "\"num_experts\":1,\"mamba_expand\":1,\"mamba_d_state\":4,"
