@@ -48,7 +48,8 @@ typedef enum kvc_model_family {
     KVC_FAMILY_GEMMA3,        /* runs gemma3_text and gemma3's text model (sliding_window_pattern or layer_types:
                                * sliding / full layers, each kind its own rope; Gemma norms, GeGLU) */
     KVC_FAMILY_QWEN3_NEXT,    /* runs qwen3_next: linear attention (Gated DeltaNet) + gated full attention, MoE */
-    KVC_FAMILY_JAMBA,         /* plans jamba: Mamba + attention every attn_layer_period layers */
+    KVC_FAMILY_JAMBA,         /* runs mamba, falcon_mamba (Mamba-1 mixers alone) and jamba (Mamba-1 + attention
+                               * every attn_layer_period layers, experts every expert_layer_period layers) */
     KVC_FAMILY_MAMBA2_HYBRID, /* plans granitemoehybrid (layer_types), bamba, nemotron_h, falcon_h1 */
     KVC_FAMILY_GENERIC,       /* plans any other architecture from the generic fields */
     KVC_FAMILY_LFM2,          /* plans lfm2, lfm2_moe: short-convolution layers + full attention */
@@ -280,6 +281,19 @@ typedef struct kvc_model_config {
     double ssm_in_multiplier, ssm_out_multiplier, ssm_multipliers[5];
     double attention_in_multiplier, attention_out_multiplier, key_multiplier;
     double mlp_gate_multiplier, mlp_down_multiplier;
+    /* Mamba-1 (model_type mamba, falcon_mamba, jamba): the layers layer_mamba1 marks are selective-scan mixers instead
+     * of attention (kvci_mamba1_mixer, src/model/mamba1.c): in_proj [2 I, H] into x and the gate z (I = mamba_inner;
+     * mamba_proj_bias: in_proj and out_proj biases); a causal depthwise convolution of conv_kernel taps over x
+     * (mamba_conv_bias: with its bias), SiLU; x_proj [R + 2 N, I] into dt [R], B and C [N] (R = mamba_dt_rank,
+     * N = mamba_d_state), each RMS-normed with eps mamba_bcdt_eps when mamba_bcdt_norm (falcon_mamba without
+     * weights, jamba with its dt_layernorm, b_layernorm, c_layernorm); dt_proj [I, R] and its bias, softplus; per
+     * channel state = state exp(dt A) + dt B x (A = -exp(A_log) [I, N]), y = C . state + D x; y silu(z); out_proj [H,
+     * I]. Such a layer keeps no K/V but a conv state (kvc_layer_cache.state [conv_kernel - 1, I]) and an ssm state
+     * (.recurrent [I, N]) per sequence. Last, as above. */
+    bool layer_mamba1[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    int64_t mamba_inner, mamba_dt_rank;
+    bool mamba_bcdt_norm;
+    double mamba_bcdt_eps;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -80,6 +80,12 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
             if (!c->mamba_parallel_attn) continue;
             mlp = 0.0; /* Falcon-H1: attention beside the mixer (its MLP counted above) */
         }
+        if (c->layer_mamba1[l]) { /* Mamba-1: in_proj, x_proj, dt_proj, out_proj, the conv taps, the scan's I N */
+            const double I = (double)c->mamba_inner, X = (double)(c->mamba_dt_rank + 2 * c->mamba_d_state);
+            token += 3.0 * H * I + I * X + I * (double)c->mamba_dt_rank + I * (double)c->conv_kernel +
+                     3.0 * I * (double)c->mamba_d_state + mlp;
+            continue;
+        }
         token += proj + mlp;
         if (c->layer_sliding[l])
             token += pair * (double)c->sliding_window;

@@ -172,6 +172,12 @@ static const rename_rule RULES[] = {
     {"dbrx", "self_attn.qkv_proj.", "norm_attn_norm.attn.Wqkv."},
     {"dbrx", "self_attn.o_proj.", "norm_attn_norm.attn.out_proj."},
     {"dbrx", "model.norm.", "transformer.norm_f."},
+    /* Jamba (JambaForCausalLM): the router feed_forward.router, the MLP (or experts) feed_forward, the MLP's input
+     * norm pre_ff_layernorm, the final norm final_layernorm */
+    {"jamba", "mlp.gate.", "feed_forward.router."},
+    {"jamba", "mlp.", "feed_forward."},
+    {"jamba", "post_attention_layernorm.", "pre_ff_layernorm."},
+    {"jamba", "model.norm.", "model.final_layernorm."},
     /* Bamba (BambaForCausalLM): the MLP's input norm is pre_ff_layernorm, the MLP feed_forward */
     {"bamba", "post_attention_layernorm.", "pre_ff_layernorm."},
     {"bamba", "mlp.", "feed_forward."},
@@ -200,12 +206,15 @@ static const rename_rule BARE[] = {
 
 /* Types whose checkpoints name their modules as another type's: GPT-BigCode (GPTBigCodeForCausalLM) as GPT-2's
  * (its layers nn.Linear where GPT-2's are Conv1D: weights.c), CodeGen (CodeGenForCausalLM) as GPT-J's (its q/k/v fused
- * in attn.qkv_proj: weights.c), HunYuan MoE as HunYuan dense's, Mamba2 as Nemotron-H's (backbone., mixer., norm_f),
+ * in attn.qkv_proj: weights.c), HunYuan MoE as HunYuan dense's, Mamba2, Mamba and FalconMamba as Nemotron-H's
+ * (backbone., mixer., norm_f),
  * Falcon-H1 as Bamba's (pre_ff_layernorm, feed_forward). */
 static const char *names_of(const char *model_type) {
     if (strcmp(model_type, "codegen") == 0) return "gptj";
     if (strcmp(model_type, "hunyuan_v1_moe") == 0) return "hunyuan_v1_dense";
-    if (strcmp(model_type, "mamba2") == 0) return "nemotron_h";
+    if (strcmp(model_type, "mamba2") == 0 || strcmp(model_type, "mamba") == 0 ||
+        strcmp(model_type, "falcon_mamba") == 0)
+        return "nemotron_h";
     if (strcmp(model_type, "falcon_h1") == 0) return "bamba";
     return strcmp(model_type, "gpt_bigcode") == 0 ? "gpt2" : model_type;
 }

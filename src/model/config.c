@@ -117,8 +117,9 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
     kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
     KVC_TRY(kvci_family_layer_kinds(fam, &ctx, kinds));
     bool any_sliding = false, any_chunked = false;
-    /* a mixer, attention or MLP per layer (Nemotron-H), a mixer alone (Mamba2) */
-    const bool one_block = strcmp(cfg->model_type, "nemotron_h") == 0 || strcmp(cfg->model_type, "mamba2") == 0;
+    /* a mixer, attention or MLP per layer (Nemotron-H), a mixer alone (Mamba2, Mamba, FalconMamba) */
+    const bool one_block = strcmp(cfg->model_type, "nemotron_h") == 0 || strcmp(cfg->model_type, "mamba2") == 0 ||
+                           (cfg->family == KVC_FAMILY_JAMBA && strcmp(cfg->model_type, "jamba") != 0);
     for (int64_t i = 0; i < cfg->num_layers; i++) {
         cfg->layer_no_mixer[i] = one_block && kinds[i] == KVC_LK_NONE; /* an MLP or, "E", experts alone */
         cfg->layer_no_ffn[i] = one_block && kinds[i] != KVC_LK_NONE;
@@ -126,8 +127,9 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
         const bool gdn = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_QWEN3_NEXT;
         const bool both = kinds[i] == KVC_LK_PARALLEL && cfg->mamba_parallel_attn; /* Falcon-H1: mixer and attention */
         const bool mamba = (kinds[i] == KVC_LK_STATE || both) && cfg->family == KVC_FAMILY_MAMBA2_HYBRID;
-        if ((kinds[i] == KVC_LK_STATE && !conv && !gdn && !mamba) || (kinds[i] == KVC_LK_NONE && !one_block) ||
-            (kinds[i] == KVC_LK_PARALLEL && !mamba))
+        const bool mamba1 = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_JAMBA;
+        if ((kinds[i] == KVC_LK_STATE && !conv && !gdn && !mamba && !mamba1) ||
+            (kinds[i] == KVC_LK_NONE && !one_block) || (kinds[i] == KVC_LK_PARALLEL && !mamba))
             return kvci_fail(KVC_EINVAL, "%s: layer %lld is a %s layer, which the runtime does not run", hp->cfg.doc,
                              (long long)i,
                              kinds[i] == KVC_LK_NONE ? "cache-less (MLP/MoE)" : "state (linear_attention or mamba)");
@@ -139,6 +141,7 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
         cfg->layer_conv[i] = conv;
         cfg->layer_gdn[i] = gdn;
         cfg->layer_mamba[i] = mamba;
+        cfg->layer_mamba1[i] = mamba1;
         cfg->layer_sliding[i] = kinds[i] == KVC_LK_SLIDING;
         cfg->layer_chunked[i] = kinds[i] == KVC_LK_CHUNKED;
         any_sliding |= cfg->layer_sliding[i];
@@ -205,8 +208,9 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
                                                   * the hook) */
         const int64_t def = strcmp(cfg->model_type, "lfm2_moe") == 0 ? 7168 : 12288;
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", def, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
-    } else if (strcmp(cfg->model_type, "solar_open") == 0 || strcmp(cfg->model_type, "mamba2") == 0) {
-        /* no dense MLP, no key: Solar Open's hook sets the experts' width; Mamba2 has mixers alone */
+    } else if (strcmp(cfg->model_type, "solar_open") == 0 || strcmp(cfg->model_type, "mamba2") == 0 ||
+               (cfg->family == KVC_FAMILY_JAMBA && strcmp(cfg->model_type, "jamba") != 0)) {
+        /* no dense MLP, no key: Solar Open's hook sets the experts' width; Mamba2 and Mamba have mixers alone */
         cfg->intermediate_size = 1;
     } else {
         KVC_TRY(kvci_json_int(c, "intermediate_size", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, NULL));

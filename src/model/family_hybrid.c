@@ -2,9 +2,8 @@
  * hybrid: family_qwen3_next.c): LFM2 (short
  * convolutions, layer_types "conv"), Kimi-Linear (Kimi Delta Attention
  * layers beside MLA ones), MiniMax-Text-01 / M1 (lightning attention,
- * attn_type_list 0, beside softmax layers, 1), Jamba (Mamba, an
- * attention layer every attn_layer_period from attn_layer_offset) and the
- * Mamba2 hybrids, whose layers come from layer_types (Granite 4),
+ * attn_type_list 0, beside softmax layers, 1) and the
+ * Mamba2 hybrids (Jamba's Mamba-1 layers: family_mamba1.c), whose layers come from layer_types (Granite 4),
  * attn_layer_indices (Bamba) or hybrid_override_pattern (Nemotron-H), or hold
  * both side by side (Falcon-H1); the
  * shapes of their state caches per tensor-parallel rank. Every size read is
@@ -16,33 +15,6 @@
 
 #include "base/internal.h"
 #include "model/family.h"
-
-static kvc_status jamba_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
-    const kvc_json_obj *cfg = &ctx->hp->cfg;
-    int64_t period = 0, offset = 0;
-    KVC_TRY(kvci_json_int(cfg, "attn_layer_period", 1, KVC_HP_MAX_LAYERS, &period, NULL));
-    KVC_TRY(kvci_json_int(cfg, "attn_layer_offset", 0, KVC_HP_MAX_LAYERS, &offset, NULL));
-    if (offset >= period)
-        return kvci_fail(KVC_EINVAL, "%s: attn_layer_offset %lld must be in [0, attn_layer_period %lld)", cfg->doc,
-                         (long long)offset, (long long)period);
-    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = i % period == offset ? KVC_LK_FULL : KVC_LK_STATE;
-    return KVC_OK;
-}
-
-static kvc_status jamba_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
-    const kvc_json_obj *cfg = &hp->cfg;
-    int64_t state = 0, conv = 0, expand = 0, inner_r = 0;
-    KVC_TRY(kvci_json_int(cfg, "mamba_d_state", 1, KVC_HP_MAX_DIM, &state, NULL));
-    KVC_TRY(kvci_json_int(cfg, "mamba_d_conv", 1, KVC_HP_MAX_DIM, &conv, NULL));
-    KVC_TRY(kvci_json_int(cfg, "mamba_expand", 1, KVC_HP_MAX_DIM, &expand, NULL));
-    if (hidden_size < 1)
-        return kvci_fail(KVC_EINVAL, "%s: hidden_size is missing (Mamba layers are mamba_expand * hidden_size wide)",
-                         cfg->doc);
-    KVC_TRY(kvci_family_split_tp(hp, "mamba_expand * hidden_size", expand * hidden_size, tp, &inner_r));
-    *s = (kvc_state_shapes){
-        .n = 2, .names = {"conv_state", "ssm_state"}, .n_shape = {2, 2}, .shape = {{inner_r, conv}, {inner_r, state}}};
-    return KVC_OK;
-}
 
 /* A list of attention layer indices (Bamba's attn_layer_indices, LFM2's full_attn_idxs): the others are state
  * layers. */
@@ -284,7 +256,6 @@ static const kvc_family_alias KIMI_LINEAR[] = {{"kimi_linear", "KimiLinearForCau
 static const kvc_family_alias MINIMAX[] = {{"minimax_text_01", "MiniMaxText01ForCausalLM", "minimax_text_01", false},
                                            {"minimax_m1", "MiniMaxM1ForCausalLM", "minimax_m1", false},
                                            {"minimax", "MiniMaxForCausalLM", "minimax", false}};
-static const kvc_family_alias JAMBA[] = {{"jamba", "JambaForCausalLM", "jamba", false}};
 static const kvc_family_alias MAMBA2[] = {{"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", true},
                                           {"bamba", "BambaForCausalLM", "bamba", true},
                                           {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", true},
@@ -323,15 +294,6 @@ const kvc_family_desc kvc_family_minimax = {
     .n_aliases = 3,
     .default_kinds = minimax_kinds,
     .state_shapes = minimax_states,
-};
-
-const kvc_family_desc kvc_family_jamba = {
-    .id = KVC_FAMILY_JAMBA,
-    .name = "jamba",
-    .aliases = JAMBA,
-    .n_aliases = 1,
-    .default_kinds = jamba_kinds,
-    .state_shapes = jamba_states,
 };
 
 const kvc_family_desc kvc_family_mamba2_hybrid = {

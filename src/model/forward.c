@@ -79,13 +79,13 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(ff_b, Tm * ws->ffw);
     const int64_t conv_w = c->conv_kernel > 0 ? 3 * H : 0; /* LFM2's in_proj rows B | C | x */
     const int64_t gq = c->attn_output_gate ? 2 : 1;        /* Qwen3-Next's q_proj: a query and a gate per head */
-    bool mamba = false; /* Mamba2 mixers: their in_proj rows in fused, their scratch */
-    for (int64_t l = 0; l < c->num_layers; l++) mamba |= c->layer_mamba[l];
-    A(fused, Tm * max3(gq * ws->qw + ws->kw + ws->vw, 2 * c->intermediate_size,
-                       kvci_max64(conv_w, mamba ? kvci_mamba2_in_width(c) : 0)));
+    bool mamba = false, mamba1 = false; /* Mamba2 / Mamba-1 mixers: their in_proj rows in fused, their scratch */
+    for (int64_t l = 0; l < c->num_layers; l++) mamba |= c->layer_mamba[l], mamba1 |= c->layer_mamba1[l];
+    const int64_t mamba_w = mamba ? kvci_mamba2_in_width(c) : mamba1 ? 2 * c->mamba_inner : 0;
+    A(fused, Tm * max3(gq * ws->qw + ws->kw + ws->vw, 2 * c->intermediate_size, kvci_max64(conv_w, mamba_w)));
     A(gate, c->attn_output_gate ? Tm * ws->qw : 1);
     A(gdn, kvci_gated_delta_floats(c, Tm));
-    A(mamba, mamba ? kvci_mamba2_scratch(c, Tm) : 1);
+    A(mamba, mamba ? kvci_mamba2_scratch(c, Tm) : mamba1 ? kvci_mamba1_scratch(c, Tm) : 1);
     const int64_t mw = kvci_max64(H, c->moe_latent_size); /* Nemotron-H's experts may run wider than H */
     A(acc, Tm * kvci_max64(mw, kvci_model_embed_width(c))); /* also OPT-350m's embedding rows [T, E] */
     A(xg, Tm * mw);

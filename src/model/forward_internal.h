@@ -107,6 +107,10 @@ kvc_status kvci_mamba2_mixer(const kvc_fwd_step *s, int64_t l);
 /* The in_proj rows of c's mixer (I + C + nh) and the floats of ws->mamba for `tokens` tokens. */
 int64_t kvci_mamba2_in_width(const kvc_model_config *c);
 int64_t kvci_mamba2_scratch(const kvc_model_config *c, int64_t tokens);
+/* The Mamba-1 mixer in place of attention (mamba1.c): reads ws->xn, writes ws->proj, uses ws->fused [T, 2 I] and
+ * ws->mamba [kvci_mamba1_scratch(T)], reads and rewrites each row's conv and ssm states when the step has caches. */
+kvc_status kvci_mamba1_mixer(const kvc_fwd_step *s, int64_t l);
+int64_t kvci_mamba1_scratch(const kvc_model_config *c, int64_t tokens);
 /* The causal depthwise convolution of one row's n tokens (conv_short.c; LFM2's and Mamba2's): out [n, C], channel
  * ch of token t = bias[ch] (NULL: none) + sum over j < L of taps[ch L + j] x the input L - 1 - j steps back, the
  * inputs n rows `stride` floats apart (channels from in's column 0) and, before the row's first token, st [L - 1,

@@ -261,10 +261,13 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
         KVC_TRY(nemotron_h_layers(c, &hp->n_layers));
     else if (!have_layers)
         KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
-    const bool mamba2 = hp->model_type != NULL && strcmp(hp->model_type, "mamba2") == 0;
-    bool have_heads = false; /* optional for Mamba2 only */
-    hp->n_heads = 128;       /* Mamba2Config's num_heads, read as the heads (its mixer's: it has no attention) */
-    KVC_TRY(kvci_hparams_int(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads, mamba2 ? &have_heads : NULL));
+    const char *type = hp->model_type != NULL ? hp->model_type : "";
+    const bool mamba1 = strcmp(type, "mamba") == 0 || strcmp(type, "falcon_mamba") == 0;
+    const bool mamba2 = strcmp(type, "mamba2") == 0;
+    bool have_heads = false;        /* optional for Mamba2 and Mamba (no attention) only */
+    hp->n_heads = mamba1 ? 1 : 128; /* Mamba2Config's num_heads, read as the heads (its mixer's); Mamba has none */
+    KVC_TRY(kvci_hparams_int(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads,
+                             mamba1 || mamba2 ? &have_heads : NULL));
     hp->n_kv_heads = hp->n_heads;
     if (defaults_of(hp).mha_only) { /* its keys unread, as transformers' attention never reads them */
         hp->have_kv_heads = true;

@@ -134,6 +134,11 @@ typedef struct kvc_layer_weights {
     float *ssm_dt_bias, *ssm_a_log, *ssm_d, *ssm_norm;
     kvc_wmat ssm_out; /* the mixer's out_proj [H, I] (beside Falcon-H1's attention o_proj, wo) */
     float *ssm_out_b; /* its bias [H] (mamba_proj_bias; Falcon-H1: projectors_bias), else NULL */
+    /* A Mamba-1 mixer (layer_mamba1) reads conv_in (in_proj [2 I, H]), conv_w / conv_b ([I, L], [I]), wo / bo,
+     * these two, x_proj [R + 2 N, I] and dt_proj [I, R], and ssm_dt_bias (dt_proj's bias [I]), ssm_a_log [I, N] and
+     * ssm_d [I]; Jamba's dt, B and C norm weights [R], [N], [N] (else NULL) */
+    kvc_wmat ssm_x_proj, ssm_dt_proj;
+    float *ssm_dt_norm, *ssm_b_norm, *ssm_c_norm;
 } kvc_layer_weights;
 
 /* Tensor parallelism (docs/distributed.md): rank `rank` of `size` holds a shard of every split

@@ -508,11 +508,38 @@ static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, 
     if (c->layer_no_mixer[l]) return KVC_OK; /* Nemotron-H: an MLP alone */
     if (c->layer_conv[l]) return visit_short_conv(v, c, w);
     if (c->layer_gdn[l]) return visit_gated_delta(v, c, w);
+    if (c->layer_mamba1[l]) return visit_mamba1(v, c, w);
     if (c->layer_mamba[l]) {
         TRY(visit_mamba2(v, c, w));
         return c->mamba_parallel_attn ? visit_gqa_attn(v, c, w) : KVC_OK; /* Falcon-H1: attention beside it */
     }
     return c->family == KVC_FAMILY_DEEPSEEK_V3 ? visit_mla_attn(v, c, w) : visit_gqa_attn(v, c, w);
+}
+
+/* A Mamba-1 mixer (mamba1.c): mamba.in_proj [2 I, H], the depthwise mamba.conv1d [I, 1, L], x_proj [R + 2 N, I],
+ * dt_proj [I, R] and its bias [I], A_log [I, N], D [I], out_proj [H, I] (Jamba: the weights of its dt, B and C
+ * norms, [R], [N], [N]); in_proj / out_proj biases under
+ * mamba_proj_bias, the conv's under mamba_conv_bias. */
+static kvc_status visit_mamba1(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, I = c->mamba_inner, N = c->mamba_d_state, R = c->mamba_dt_rank;
+    const int64_t taps[3] = {I, 1, c->conv_kernel};
+    TRY(m2(v, "mamba.in_proj.weight", 2 * I, H, &w->conv_in, WHOLE));
+    if (c->mamba_proj_bias) TRY(v1(v, "mamba.in_proj.bias", 2 * I, &w->conv_in_b, KVC_WINIT_BIAS, WHOLE));
+    TRY(visit(v, "mamba.conv1d.weight", 3, taps, &w->conv_w, NULL, false, KVC_WINIT_WEIGHT, WHOLE));
+    if (c->mamba_conv_bias) TRY(v1(v, "mamba.conv1d.bias", I, &w->conv_b, KVC_WINIT_BIAS, WHOLE));
+    TRY(m2(v, "mamba.x_proj.weight", R + 2 * N, I, &w->ssm_x_proj, WHOLE));
+    if (strcmp(c->model_type, "jamba") == 0) { /* Jamba's dt / B / C norms have weights */
+        TRY(v1(v, "mamba.dt_layernorm.weight", R, &w->ssm_dt_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(v1(v, "mamba.b_layernorm.weight", N, &w->ssm_b_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(v1(v, "mamba.c_layernorm.weight", N, &w->ssm_c_norm, KVC_WINIT_NORM, WHOLE));
+    }
+    TRY(m2(v, "mamba.dt_proj.weight", I, R, &w->ssm_dt_proj, WHOLE));
+    TRY(v1(v, "mamba.dt_proj.bias", I, &w->ssm_dt_bias, KVC_WINIT_BIAS, WHOLE));
+    TRY(v2(v, "mamba.A_log", I, N, &w->ssm_a_log, KVC_WINIT_BIAS, WHOLE));
+    TRY(v1(v, "mamba.D", I, &w->ssm_d, KVC_WINIT_NORM, WHOLE));
+    TRY(m2(v, "mamba.out_proj.weight", H, I, &w->wo, WHOLE));
+    if (c->mamba_proj_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->bo, KVC_WINIT_BIAS, WHOLE));
+    return KVC_OK;
 }
 
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
@@ -567,7 +594,9 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     const char *final = c->family == KVC_FAMILY_LFM2 ? "model.embedding_norm.weight" : "model.norm.weight";
     if (strcmp(c->model_type, "bamba") == 0 || strcmp(c->model_type, "falcon_h1") == 0)
         final = "model.final_layernorm.weight";
-    if (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0) final = "model.norm_f.weight";
+    if (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0 ||
+        (c->family == KVC_FAMILY_JAMBA && strcmp(c->model_type, "jamba") != 0))
+        final = "model.norm_f.weight";
     const bool final_norm = !c->final_norm_none;
     if (final_norm && !c->norm_weightless) TRY(v1(&v, final, c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
     if (final_norm && c->norm_bias)
@@ -748,8 +777,9 @@ static kvc_status check_fields(const kvc_model_config *c) {
                          "model: query_scale_beta %g must be in [0, %g] and, when > 0, query_scale_positions %lld "
                          ">= 1 outside MLA",
                          c->query_scale_beta, KVC_HP_MAX_FACTOR, (long long)c->query_scale_positions);
-    const bool one_block = c->family == KVC_FAMILY_MAMBA2_HYBRID &&
-                           (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0);
+    const bool one_block = (c->family == KVC_FAMILY_MAMBA2_HYBRID &&
+                            (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0)) ||
+                           (c->family == KVC_FAMILY_JAMBA && strcmp(c->model_type, "jamba") != 0);
     if (c->mlp_plain && (c->family != KVC_FAMILY_DENSE || c->shared_expert_intermediate_size > 0) && !one_block)
         return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only (or nemotron_h's)");
     if (c->moe_latent_size > 0 && (!one_block || strcmp(c->model_type, "nemotron_h") != 0))

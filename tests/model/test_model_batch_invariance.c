@@ -434,6 +434,20 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"mamba_d_ssm\":64,\"mamba_n_heads\":4,\"mamba_n_groups\":2,\"mamba_d_state\":8,\"mamba_d_conv\":3,"              \
     "\"mamba_rms_norm\":true,\"key_multiplier\":0.5,\"max_position_embeddings\":512}"
 
+/* FalconMamba: Mamba-1 mixers (128 channels, state 8, kernel 3, projection biases, dt / B / C normed) in both
+ * layers: as Bamba's, the conv and ssm states carried over chunks, restarted on preemption, never shared */
+#define FALCON_MAMBA                                                                                                   \
+    "{\"model_type\":\"falcon_mamba\",\"vocab_size\":96,\"hidden_size\":64,\"num_hidden_layers\":2,"                   \
+    "\"state_size\":8,\"conv_kernel\":3,\"use_bias\":true,\"max_position_embeddings\":512}"
+
+/* Jamba: Mamba-1 mixers (weighted dt / B / C norms) on layers 0 and 2 around a GQA layer without positions, 4
+ * softmax-routed experts on layer 1 */
+#define JAMBA                                                                                                          \
+    "{\"model_type\":\"jamba\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":32,"                         \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"attn_layer_period\":3,"             \
+    "\"attn_layer_offset\":1,\"num_experts\":4,\"mamba_d_state\":8,\"mamba_d_conv\":3,\"max_position_embeddings\":"    \
+    "512}"
+
 /* Wider than one k chunk of the AMX kernel (128) in every GEMM, so that steps of up to 35 tokens run
  * the M <= 16 path, the 16-row tiles and the k-blocked accumulation against the requests alone. */
 #define QWEN3_WIDE                                                                                                     \
@@ -524,6 +538,8 @@ static void test_qwen3_next_contiguous(void **s) { (void)s, run_family(QWEN3_NEX
 static void test_bamba_paged(void **s) { (void)s, run_family(BAMBA, PAGED, false, F32, 73); }
 static void test_nemotron_h_moe_paged(void **s) { (void)s, run_family(NEMOTRON_H_MOE, PAGED, false, F32, 75); }
 static void test_falcon_h1_paged(void **s) { (void)s, run_family(FALCON_H1, PAGED, false, F32, 76); }
+static void test_falcon_mamba_paged(void **s) { (void)s, run_family(FALCON_MAMBA, PAGED, false, F32, 75); }
+static void test_jamba_paged(void **s) { (void)s, run_family(JAMBA, PAGED, false, F32, 76); }
 static void test_gemma3_contiguous_int8(void **s) { (void)s, run_family(GEMMA3, CONTIG, false, KVC_DTYPE_I8, 30); }
 static void test_gemma2_paged(void **s) { (void)s, run_family(GEMMA2, PAGED, false, F32, 32); }
 static void test_gemma2_contiguous_bf16(void **s) { (void)s, run_family(GEMMA2, CONTIG, false, KVC_DTYPE_BF16, 33); }
@@ -599,6 +615,8 @@ int main(void) {
         cmocka_unit_test(test_bamba_paged),
         cmocka_unit_test(test_nemotron_h_moe_paged),
         cmocka_unit_test(test_falcon_h1_paged),
+        cmocka_unit_test(test_falcon_mamba_paged),
+        cmocka_unit_test(test_jamba_paged),
         cmocka_unit_test(test_gemma2_paged),
         cmocka_unit_test(test_gemma2_contiguous_bf16),
         cmocka_unit_test(test_llama4_paged),

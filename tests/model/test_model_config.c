@@ -2403,6 +2403,83 @@ static void test_mamba2_fields(void **state) {
     expect_refusal(MAMBA2_BASE ",\"num_heads\":8,\"head_dim\":8,\"n_groups\":1,\"hidden_act\":\"gelu\"}", "hidden_act");
 }
 
+#define MAMBA1_BASE "{\"model_type\":\"mamba\",\"vocab_size\":8,\"hidden_size\":40,\"num_hidden_layers\":2"
+
+/* Mamba (MambaConfig's defaults: expand 2, state 16, kernel 4, time_step_rank auto = ceil(hidden / 16), conv bias, no
+ * projection biases, eps 1e-5, tied; no heads or intermediate_size needed), every layer a mixer alone; with its keys
+ * set; FalconMamba's dt / B / C norms (mixer_rms_eps 1e-6 by default); refused by name:
+ * another hidden_act, a time_step_rank that is neither a rank nor "auto", an expand of 0. */
+static void test_mamba_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(MAMBA1_BASE "}", "mamba-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_JAMBA && c.layer_mamba1[0] && c.layer_mamba1[1] && c.layer_no_ffn[1]);
+    assert_true(!c.layer_mamba[0] && c.mamba_inner == 80 && c.mamba_dt_rank == 3 && c.mamba_d_state == 16);
+    assert_true(c.conv_kernel == 4 && c.mamba_conv_bias && !c.mamba_proj_bias && !c.mamba_bcdt_norm);
+    assert_true(c.rms_norm_eps == 1e-5 && c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(MAMBA1_BASE ",\"expand\":3,\"state_size\":8,\"conv_kernel\":2,"
+                                                        "\"time_step_rank\":7,\"use_bias\":true,"
+                                                        "\"use_conv_bias\":false,\"layer_norm_epsilon\":1e-6,"
+                                                        "\"tie_word_embeddings\":false,\"use_mambapy\":true}",
+                                            "mamba-set", &c),
+                     KVC_OK);
+    assert_true(c.mamba_inner == 120 && c.mamba_dt_rank == 7 && c.mamba_d_state == 8 && c.conv_kernel == 2);
+    assert_true(c.mamba_proj_bias && !c.mamba_conv_bias && c.rms_norm_eps == 1e-6 && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"falcon_mamba\",\"vocab_size\":8,\"hidden_size\":16,"
+                                            "\"num_hidden_layers\":1}",
+                                            "falcon-mamba-defaults", &c),
+                     KVC_OK);
+    assert_true(c.layer_mamba1[0] && c.mamba_bcdt_norm && c.mamba_bcdt_eps == 1e-6 && c.mamba_dt_rank == 1);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"falcon_mamba\",\"vocab_size\":8,\"hidden_size\":16,"
+                                            "\"num_hidden_layers\":1,\"mixer_rms_eps\":1e-3}",
+                                            "falcon-mamba-set", &c),
+                     KVC_OK);
+    assert_true(c.mamba_bcdt_eps == 1e-3);
+    expect_refusal(MAMBA1_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\"");
+    expect_refusal(MAMBA1_BASE ",\"time_step_rank\":\"big\"}", "time_step_rank");
+    expect_refusal(MAMBA1_BASE ",\"time_step_rank\":0}", "time_step_rank");
+    expect_refusal(MAMBA1_BASE ",\"expand\":0}", "expand");
+    expect_refusal(MAMBA1_BASE ",\"conv_kernel\":1}", "conv_kernel");
+}
+
+#define JAMBA_BASE                                                                                                     \
+    "{\"model_type\":\"jamba\",\"vocab_size\":8,\"hidden_size\":64,\"num_hidden_layers\":8,"                           \
+    "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":32,\"max_position_embeddings\":64"
+
+/* Jamba with JambaConfig's defaults (attention on layer 4 of every 8, 16 experts on every odd layer, top-2 of a
+ * softmax not renormalised, the mixer's mamba_* keys: expand 2, state 16, kernel 4, dt rank auto, conv bias, no
+ * projection biases; the dt / B / C norms with rms_norm_eps 1e-6; untied, no positions; sliding_window not read),
+ * with them set (one expert:
+ * the dense MLP everywhere); refused by name: an attn_layer_offset past its period, a top-k above the experts,
+ * another hidden_act. */
+static void test_jamba_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(JAMBA_BASE "}", "jamba-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_JAMBA && c.layer_mamba1[0] && !c.layer_mamba1[4] && c.layer_mamba1[7]);
+    assert_true(!c.layer_no_ffn[0] && c.layer_nope[4] && c.layer_moe[1] && !c.layer_moe[2] && c.layer_moe[7]);
+    assert_true(c.n_routed_experts == 16 && c.experts_per_tok == 2 && !c.norm_topk_prob &&
+                c.moe_intermediate_size == 32);
+    assert_true(c.mamba_inner == 128 && c.mamba_d_state == 16 && c.conv_kernel == 4 && c.mamba_dt_rank == 4);
+    assert_true(c.mamba_conv_bias && !c.mamba_proj_bias && c.mamba_bcdt_norm && c.mamba_bcdt_eps == 1e-6);
+    assert_true(c.rms_norm_eps == 1e-6 && !c.tie_word_embeddings && c.head_dim == 16);
+    assert_int_equal(kvc_model_config_parse(JAMBA_BASE ",\"sliding_window\":4}", "jamba-window", &c), KVC_OK);
+    assert_true(!c.layer_sliding[4] && c.sliding_window == 0); /* JambaAttention has no window */
+    assert_int_equal(kvc_model_config_parse(JAMBA_BASE
+                                            ",\"attn_layer_period\":2,\"attn_layer_offset\":1,"
+                                            "\"num_experts\":1,\"mamba_expand\":1,\"mamba_d_state\":4,"
+                                            "\"mamba_d_conv\":2,\"mamba_dt_rank\":6,\"mamba_proj_bias\":true,"
+                                            "\"rms_norm_eps\":1e-5}",
+                                            "jamba-set", &c),
+                     KVC_OK);
+    assert_true(c.layer_mamba1[0] && !c.layer_mamba1[1] && !c.layer_moe[1] && c.mamba_inner == 64);
+    assert_true(c.mamba_d_state == 4 && c.conv_kernel == 2 && c.mamba_dt_rank == 6 && c.mamba_proj_bias);
+    assert_true(c.mamba_bcdt_eps == 1e-5);
+    expect_refusal(JAMBA_BASE ",\"attn_layer_period\":2,\"attn_layer_offset\":2}", "attn_layer_offset 2");
+    expect_refusal(JAMBA_BASE ",\"num_experts\":4,\"num_experts_per_tok\":5}", "num_experts_per_tok");
+    expect_refusal(JAMBA_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act");
+}
+
 #define GRANITE_H_BASE                                                                                                 \
     "{\"model_type\":\"granitemoehybrid\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"                \
     "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":48,\"mamba_n_heads\":4,"                \
@@ -2988,6 +3065,8 @@ int main(void) {
         cmocka_unit_test(test_nemotron_h_experts),
         cmocka_unit_test(test_falcon_h1_fields),
         cmocka_unit_test(test_mamba2_fields),
+        cmocka_unit_test(test_mamba_fields),
+        cmocka_unit_test(test_jamba_fields),
         cmocka_unit_test(test_granitemoehybrid_fields),
         cmocka_unit_test(test_caller_extras_refused),
         cmocka_unit_test(test_refusals),

@@ -721,6 +721,29 @@ static void test_mamba2(void **state) {
     kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
 }
 
+/* Mamba (Mamba-1): 3 layers, each one selective-scan mixer alone (96 channels, state 8, kernel 4 with its bias,
+ * time_step_rank auto = 3, in/out_proj biases) with its pre-norm and residual; the head tied. The conv and ssm states
+ * in every mode's caches. */
+static void test_mamba(void **state) {
+    (void)state;
+    run_dir("mamba");
+}
+
+/* FalconMamba: Mamba's mixer plus the weightless RMS norms of dt, B and C (eps 1e-6); 3 layers of 64 channels,
+ * state 16, kernel 3 without bias, time_step_rank 4, untied head. */
+static void test_falcon_mamba(void **state) {
+    (void)state;
+    run_dir("falcon_mamba");
+}
+
+/* Jamba: 4 layers, Mamba-1 mixers with weighted dt / B / C norms (128 channels, state 8, kernel 4, dt rank 4,
+ * in/out_proj biases) on 0, 1, 3, GQA attention without positions on 2; 4 softmax-routed experts (top-2, not
+ * renormalised) on 1 and 3, the dense MLP on 0 and 2; untied. */
+static void test_jamba(void **state) {
+    (void)state;
+    run_dir("jamba");
+}
+
 /* Granite 4.0-H-like: Mamba2 mixers (8 heads of 16, 2 groups of state 16, kernel 4, time_step_limit [0, 2.5]) on
  * layers 0, 2, 3 by layer_types beside GQA attention with RoPE on layer 1; Granite's multipliers; on every layer 4
  * routed experts (top-2) beside the shared MLP; the states as Bamba's */
@@ -1012,6 +1035,9 @@ int main(void) {
         cmocka_unit_test(test_nemotron_h_moe),
         cmocka_unit_test(test_falcon_h1),
         cmocka_unit_test(test_mamba2),
+        cmocka_unit_test(test_mamba),
+        cmocka_unit_test(test_falcon_mamba),
+        cmocka_unit_test(test_jamba),
         cmocka_unit_test(test_granitemoehybrid),
         cmocka_unit_test(test_ernie4_5_moe),
         cmocka_unit_test(test_phimoe),

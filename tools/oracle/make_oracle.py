@@ -116,6 +116,12 @@ from transformers import (
     FalconH1ForCausalLM,
     Mamba2Config,
     Mamba2ForCausalLM,
+    MambaConfig,
+    MambaForCausalLM,
+    JambaConfig,
+    JambaForCausalLM,
+    FalconMambaConfig,
+    FalconMambaForCausalLM,
     GraniteMoeHybridConfig,
     GraniteMoeHybridForCausalLM,
     NanoChatConfig,
@@ -1350,6 +1356,35 @@ def mamba2_config():
                         bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def mamba_config():
+    # Mamba (Mamba-1) at toy size: 3 layers, each one selective-scan mixer (expand 2 x 48 = 96 channels, state 8,
+    # conv kernel 4 with its bias, time_step_rank "auto" = 3, in/out_proj biases by use_bias) with its pre-norm and
+    # residual, the head tied to the embeddings (the class's default).
+    return MambaConfig(vocab_size=VOCAB, hidden_size=48, num_hidden_layers=3, state_size=8, conv_kernel=4, expand=2,
+                       use_bias=True, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def falcon_mamba_config():
+    # FalconMamba at toy size: Mamba's mixer plus the weightless RMS norms of dt, B and C (mixer_rms_eps 1e-6): 3
+    # layers, expand 2 x 32 = 64 channels, state 16, conv kernel 3 without bias, time_step_rank 4, no projection
+    # biases, an untied head.
+    return FalconMambaConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=3, state_size=16, conv_kernel=3,
+                             expand=2, time_step_rank=4, use_conv_bias=False, tie_word_embeddings=False,
+                             bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def jamba_config():
+    # Jamba at toy size: 4 layers, Mamba-1 mixers on 0, 1, 3 (expand 2 x 64 = 128 channels, state 8, kernel 4 with its
+    # bias, mamba_dt_rank "auto" = 4, in/out_proj biases, the dt / B / C norms with weights), GQA attention without
+    # positions on layer 2 (attn_layer_period 4, offset 2); 4 experts of 96 (top-2, softmax weights not
+    # renormalised) on layers 1 and 3 (expert_layer_period 2, offset 1), the dense MLP of 96 on 0 and 2; untied.
+    return JambaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
+                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, num_experts=4,
+                       num_experts_per_tok=2, expert_layer_period=2, expert_layer_offset=1, attn_layer_period=4,
+                       attn_layer_offset=2, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_proj_bias=True,
+                       use_mamba_kernels=False, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def granitemoehybrid_config():
     # Granite 4.0-H at toy size: 4 layers by layer_types, Mamba2 mixers on 0, 2, 3 (8 heads of 16, 2 groups of state
     # 16, conv kernel 4 with its bias, no projection biases, time_step_limit [0, 2.5]: finite, JSON has no
@@ -1561,6 +1596,9 @@ FAMILIES = {
     "nemotron_h_moe": (nemotron_h_moe_config, NemotronHForCausalLM),
     "falcon_h1": (falcon_h1_config, FalconH1ForCausalLM),
     "mamba2": (mamba2_config, Mamba2ForCausalLM),
+    "mamba": (mamba_config, MambaForCausalLM),
+    "falcon_mamba": (falcon_mamba_config, FalconMambaForCausalLM),
+    "jamba": (jamba_config, JambaForCausalLM),
     "olmo": (olmo_config, OlmoForCausalLM),
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
@@ -2435,7 +2473,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "glm4_moe_lite", "exaone_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
-                               "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "bamba", "granitemoehybrid", "nemotron_h", "nemotron_h_moe", "falcon_h1", "mamba2", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
+                               "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "bamba", "granitemoehybrid", "nemotron_h", "nemotron_h_moe", "falcon_h1", "mamba2", "mamba", "falcon_mamba", "jamba", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
