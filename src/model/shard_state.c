@@ -6,6 +6,12 @@
 #include "model/model_internal.h"
 
 kvc_status kvci_shard_state_config(const kvc_model_config *full, int64_t tp, kvc_model_config *c) {
+    if (tp == 1) return KVC_OK;
+    if (full->mamba_parallel_attn) /* Falcon-H1: its mixer and attention share a layer's residual add */
+        return kvci_fail(KVC_EINVAL,
+                         "model: tensor parallelism %lld over %s: its layers' mixer beside attention "
+                         "(mamba_parallel_attn) has no shard rule",
+                         (long long)tp, full->model_type);
     bool conv = false, mamba = false, gdn = false;
     for (int64_t l = 0; l < full->num_layers; l++) {
         conv |= full->layer_conv[l], mamba |= full->layer_mamba[l], gdn |= full->layer_gdn[l];
@@ -15,7 +21,6 @@ kvc_status kvci_shard_state_config(const kvc_model_config *full, int64_t tp, kvc
                              "shard rule (short convolution, Mamba2 and Gated DeltaNet have)",
                              (long long)tp, full->model_type, (long long)l);
     }
-    if (tp == 1) return KVC_OK;
     if (conv)
         KVC_TRY(kvci_shard_divide("hidden_size (the conv layers' channels)", full->hidden_size, tp, &c->conv_channels));
     if (gdn) {

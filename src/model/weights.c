@@ -503,19 +503,6 @@ static kvc_status visit_mamba2(visitor *v, const kvc_model_config *c, kvc_layer_
     return KVC_OK;
 }
 
-/* Layer l's attention or the mixer in its place (Falcon-H1: both). */
-static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
-    if (c->layer_no_mixer[l]) return KVC_OK; /* Nemotron-H: an MLP alone */
-    if (c->layer_conv[l]) return visit_short_conv(v, c, w);
-    if (c->layer_gdn[l]) return visit_gated_delta(v, c, w);
-    if (c->layer_mamba1[l]) return visit_mamba1(v, c, w);
-    if (c->layer_mamba[l]) {
-        TRY(visit_mamba2(v, c, w));
-        return c->mamba_parallel_attn ? visit_gqa_attn(v, c, w) : KVC_OK; /* Falcon-H1: attention beside it */
-    }
-    return c->family == KVC_FAMILY_DEEPSEEK_V3 ? visit_mla_attn(v, c, w) : visit_gqa_attn(v, c, w);
-}
-
 /* A Mamba-1 mixer (mamba1.c): mamba.in_proj [2 I, H], the depthwise mamba.conv1d [I, 1, L], x_proj [R + 2 N, I],
  * dt_proj [I, R] and its bias [I], A_log [I, N], D [I], out_proj [H, I] (Jamba: the weights of its dt, B and C
  * norms, [R], [N], [N]); in_proj / out_proj biases under
@@ -540,6 +527,19 @@ static kvc_status visit_mamba1(visitor *v, const kvc_model_config *c, kvc_layer_
     TRY(m2(v, "mamba.out_proj.weight", H, I, &w->wo, WHOLE));
     if (c->mamba_proj_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->bo, KVC_WINIT_BIAS, WHOLE));
     return KVC_OK;
+}
+
+/* Layer l's attention or the mixer in its place (Falcon-H1: both). */
+static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
+    if (c->layer_no_mixer[l]) return KVC_OK; /* Nemotron-H: an MLP alone */
+    if (c->layer_conv[l]) return visit_short_conv(v, c, w);
+    if (c->layer_gdn[l]) return visit_gated_delta(v, c, w);
+    if (c->layer_mamba1[l]) return visit_mamba1(v, c, w);
+    if (c->layer_mamba[l]) {
+        TRY(visit_mamba2(v, c, w));
+        return c->mamba_parallel_attn ? visit_gqa_attn(v, c, w) : KVC_OK; /* Falcon-H1: attention beside it */
+    }
+    return c->family == KVC_FAMILY_DEEPSEEK_V3 ? visit_mla_attn(v, c, w) : visit_gqa_attn(v, c, w);
 }
 
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
