@@ -86,7 +86,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(gate, c->attn_output_gate ? Tm * ws->qw : 1);
     A(gdn, kvci_gated_delta_floats(c, Tm));
     A(mamba, mamba ? kvci_mamba2_scratch(c, Tm) : mamba1 ? kvci_mamba1_scratch(c, Tm) : 1);
-    const int64_t mw = kvci_max64(H, c->moe_latent_size); /* Nemotron-H's experts may run wider than H */
+    const int64_t mw = kvci_max64(H, c->moe_latent_size);   /* Nemotron-H's experts may run wider than H */
     A(acc, Tm * kvci_max64(mw, kvci_model_embed_width(c))); /* also OPT-350m's embedding rows [T, E] */
     A(xg, Tm * mw);
     A(yg, Tm * mw);

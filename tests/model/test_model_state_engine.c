@@ -308,7 +308,7 @@ static void test_two_state_prefix_cache(void **state) {
     two_state_prefix_cache("nemotron_h", true);
     two_state_prefix_cache("nemotron_h_moe", true);
     two_state_prefix_cache("falcon_h1", true); /* K/V and states in every layer */
-    two_state_prefix_cache("jamba", true); /* Mamba-1 states beside attention */
+    two_state_prefix_cache("jamba", true);     /* Mamba-1 states beside attention */
     /* states alone: the engine snapshots them every 16 tokens, past the shared 14 (no hit; tokens still equal) */
     two_state_prefix_cache("mamba2", false);
     two_state_prefix_cache("mamba", false); /* Mamba-1's states alone, as Mamba2's */
@@ -386,7 +386,7 @@ static void test_plan_agrees(void **state) {
     plan_agrees("mamba2", 4, 4 * layer_bytes);
     plan_agrees("nemotron_h_moe", 2, layer_bytes);                /* "ME*E": the expert layers 1, 3 keep nothing */
     plan_agrees("falcon_h1", 6, 3 * (3 * 160 + 6 * 16 * 16) * 4); /* each layer twice: attention, then its states */
-    plan_agrees("mamba", 3, 3 * ((4 - 1) * 96 + 96 * 8) * 4); /* 3 Mamba-1 mixers: conv [3, 96], ssm [96, 8] */
+    plan_agrees("mamba", 3, 3 * ((4 - 1) * 96 + 96 * 8) * 4);     /* 3 Mamba-1 mixers: conv [3, 96], ssm [96, 8] */
     plan_agrees("falcon_mamba", 3, 3 * ((3 - 1) * 64 + 64 * 16) * 4);
     plan_agrees("jamba", 4, 3 * ((4 - 1) * 128 + 128 * 8) * 4); /* 3 mixers beside the attention layer */
 }
