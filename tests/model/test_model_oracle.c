@@ -710,6 +710,13 @@ static void test_falcon_h1(void **state) {
     run_dir("falcon_h1");
 }
 
+/* Falcon-H1 under its config class's defaults for the mixer's output (mamba_rms_norm false: y silu(z) without the
+ * norm although mamba_norm_before_gate is true), tied, 2 layers of 4 mixer heads in 1 group */
+static void test_falcon_h1_gated(void **state) {
+    (void)state;
+    run_dir("falcon_h1_gated");
+}
+
 /* Mamba2 (Mamba2ForCausalLM): 4 layers, each one mixer alone (8 heads of 16, 2 groups of state 16, kernel 4,
  * in/out_proj biases) with its pre-norm and residual; no attention, no MLP. Four mixers in a row are as sensitive in
  * float32 as qwen3_next: transformers' own logits are up to 4.6e-5 from its float64 ones (its cached decode 1.7e-5
@@ -1034,6 +1041,7 @@ int main(void) {
         cmocka_unit_test(test_nemotron_h),
         cmocka_unit_test(test_nemotron_h_moe),
         cmocka_unit_test(test_falcon_h1),
+        cmocka_unit_test(test_falcon_h1_gated),
         cmocka_unit_test(test_mamba2),
         cmocka_unit_test(test_mamba),
         cmocka_unit_test(test_falcon_mamba),

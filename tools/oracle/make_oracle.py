@@ -1346,6 +1346,17 @@ def falcon_h1_config():
                           bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def falcon_h1_gated_config():
+    # Falcon-H1 under FalconH1Config's defaults for the mixer's output: mamba_rms_norm false (y silu(z), no norm,
+    # whatever mamba_norm_before_gate says), tied head, no projection biases; 2 layers, 4 heads of 16 in 1 group of
+    # state 8, kernel 3; the muP multipliers left at 1 (falcon_h1 covers them).
+    return FalconH1Config(vocab_size=VOCAB, hidden_size=48, intermediate_size=64, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, head_dim=12, max_position_embeddings=64,
+                          mamba_d_ssm=64, mamba_n_heads=4, mamba_d_head=16, mamba_n_groups=1, mamba_d_state=8,
+                          mamba_d_conv=3, mamba_chunk_size=8, tie_word_embeddings=True,
+                          bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def mamba2_config():
     # Mamba2 at toy size: 4 layers, each one mixer (8 heads of 16 = expand 2 x 64, 2 groups of state 16, conv kernel
     # 4 with its bias, in/out_proj biases by use_bias, the gated norm in 2 groups) with its pre-norm and residual,
@@ -1595,6 +1606,7 @@ FAMILIES = {
     "nemotron_h": (nemotron_h_config, NemotronHForCausalLM),
     "nemotron_h_moe": (nemotron_h_moe_config, NemotronHForCausalLM),
     "falcon_h1": (falcon_h1_config, FalconH1ForCausalLM),
+    "falcon_h1_gated": (falcon_h1_gated_config, FalconH1ForCausalLM),
     "mamba2": (mamba2_config, Mamba2ForCausalLM),
     "mamba": (mamba_config, MambaForCausalLM),
     "falcon_mamba": (falcon_mamba_config, FalconMambaForCausalLM),
@@ -2473,7 +2485,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "glm4_moe_lite", "exaone_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
-                               "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "bamba", "granitemoehybrid", "nemotron_h", "nemotron_h_moe", "falcon_h1", "mamba2", "mamba", "falcon_mamba", "jamba", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
+                               "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "bamba", "granitemoehybrid", "nemotron_h", "nemotron_h_moe", "falcon_h1", "falcon_h1_gated", "mamba2", "mamba", "falcon_mamba", "jamba", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
