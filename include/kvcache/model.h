@@ -294,6 +294,9 @@ typedef struct kvc_model_config {
     int64_t mamba_inner, mamba_dt_rank;
     bool mamba_bcdt_norm;
     double mamba_bcdt_eps;
+    /* GPT-2's scale_attn_by_inverse_layer_idx: layer l's softmax scale is kvc_model_attn_scale's divided by l + 1.
+     * Last, as above. */
+    bool attn_scale_inverse_layer;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -177,7 +177,7 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
                           .nKV = nKV,
                           .D = D,
                           .Dv = D,
-                          .scale = kvc_model_attn_scale(c),
+                          .scale = kvc_model_attn_scale(c) / (c->attn_scale_inverse_layer ? (double)(l + 1) : 1.0),
                           .softcap = c->attn_logit_softcapping,
                           .window = c->layer_sliding[l] ? c->sliding_window : 0,
                           .chunk = c->layer_chunked[l] ? c->attention_chunk_size : 0,

@@ -95,9 +95,11 @@ static kvc_status parse_gpt_neox(const kvc_hparams *hp, kvc_model_config *cfg) {
  * q/k/v fused in c_attn, LayerNorms with bias (layer_norm_epsilon, 1e-5), the MLP c_proj(act(c_fc(x))) of n_inner
  * (4 x n_embd when absent or null, config.c) by activation_function (gelu_new when absent; GPT-BigCode's
  * gelu_pytorch_tanh, the same function), tied by default. GPT-BigCode's multi_query (true when absent) gives one KV
- * head, else as many as heads (hparams.c; c_attn then holds [q, k, v] or [heads, 3, D], weights.c). Refused by name:
- * scale_attn_by_inverse_layer_idx, reorder_and_upcast_attn (GPT-2's), add_cross_attention, and scale_attn_weights
- * false (an unscaled softmax the planner would not report). */
+ * head, else as many as heads (hparams.c; c_attn then holds [q, k, v] or [heads, 3, D], weights.c). GPT-2's
+ * scale_attn_by_inverse_layer_idx divides layer l's softmax scale by l + 1 (attn_scale_inverse_layer); its
+ * reorder_and_upcast_attn (scores in float32, scaled before the product) is taken: the runtime's scores are float32
+ * already, equal to rounding. Refused by name: those two keys true for GPT-BigCode (whose class has neither),
+ * add_cross_attention, and scale_attn_weights false (an unscaled softmax the planner would not report). */
 static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
@@ -106,16 +108,21 @@ static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
     static const struct {
         const char *key;
         bool refused; /* the value refused; the other is the default */
-    } flags[] = {{"scale_attn_by_inverse_layer_idx", true},
-                 {"reorder_and_upcast_attn", true},
-                 {"add_cross_attention", true},
-                 {"scale_attn_weights", false}};
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    } flags[] = {{"add_cross_attention", true},
+                 {"scale_attn_weights", false},
+                 {"scale_attn_by_inverse_layer_idx", true},
+                 {"reorder_and_upcast_attn", true}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0] - (bigcode ? 0 : 2); i++) {
         bool v = !flags[i].refused;
         KVC_TRY(kvci_family_opt_bool(c, flags[i].key, v, &v));
         if (v == flags[i].refused)
             return kvci_fail(KVC_EINVAL, "%s: %s with %s %s is not supported", c->doc, type, flags[i].key,
                              v ? "true" : "false");
+    }
+    if (!bigcode) {
+        bool upcast = false;
+        KVC_TRY(kvci_family_opt_bool(c, "scale_attn_by_inverse_layer_idx", false, &cfg->attn_scale_inverse_layer));
+        KVC_TRY(kvci_family_opt_bool(c, "reorder_and_upcast_attn", false, &upcast)); /* read: must be a bool */
     }
     KVC_TRY(gelu_act(c, "activation_function", type, bigcode ? "gelu_pytorch_tanh" : "gelu_new", cfg));
     KVC_TRY(

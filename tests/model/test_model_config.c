@@ -1325,9 +1325,17 @@ static void test_gpt2_fields(void **state) {
     assert_non_null(strstr(kvc_last_error(), "positions[4] = 4 is beyond the model's 4 learned positions"));
     assert_int_equal(kvc_model_config_parse(GPT2_BASE ",\"n_inner\":48}", "gpt2-inner", &c), KVC_OK);
     assert_true(c.intermediate_size == 48);
-    expect_refusal(GPT2_BASE ",\"scale_attn_by_inverse_layer_idx\":true}",
-                   "gpt2 with scale_attn_by_inverse_layer_idx true is not supported");
-    expect_refusal(GPT2_BASE ",\"reorder_and_upcast_attn\":true}", "gpt2 with reorder_and_upcast_attn true");
+    /* stanford-crfm's keys: layer l's scale divided by l + 1; float32 scores (the runtime's); strict bools */
+    assert_int_equal(kvc_model_config_parse(GPT2_BASE ",\"scale_attn_by_inverse_layer_idx\":true,"
+                                                      "\"reorder_and_upcast_attn\":true}",
+                                            "gpt2-crfm", &c),
+                     KVC_OK);
+    assert_true(c.attn_scale_inverse_layer);
+    assert_int_equal(kvc_model_config_parse(GPT2_BASE "}", "gpt2-plain", &c), KVC_OK);
+    assert_false(c.attn_scale_inverse_layer);
+    expect_refusal(GPT2_BASE ",\"reorder_and_upcast_attn\":1}", "reorder_and_upcast_attn");
+    expect_refusal(BIGCODE_BASE ",\"scale_attn_by_inverse_layer_idx\":true}",
+                   "gpt_bigcode with scale_attn_by_inverse_layer_idx true is not supported");
     expect_refusal(GPT2_BASE ",\"add_cross_attention\":true}", "gpt2 with add_cross_attention true");
     expect_refusal(GPT2_BASE ",\"scale_attn_weights\":false}", "gpt2 with scale_attn_weights false");
     expect_refusal(GPT2_BASE ",\"activation_function\":\"silu\"}", "activation_function \"silu\" is not supported");

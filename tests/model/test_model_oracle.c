@@ -591,6 +591,13 @@ static void test_gpt2(void **state) {
     run_dir("gpt2");
 }
 
+/* GPT-2 as stanford-crfm's checkpoints: scale_attn_by_inverse_layer_idx (layer l's scale / (l + 1)) and
+ * reorder_and_upcast_attn (float32 scores, as the runtime's) */
+static void test_gpt2_layer_scale(void **state) {
+    (void)state;
+    run_dir("gpt2_layer_scale");
+}
+
 /* OPT-125m-like: learned positions with OPT's offset of 2 (n 64, 66 rows) and no RoPE, pre-norm LayerNorms with
  * bias, every bias, relu, tied; OPT-350m-like (opt_350m): post-norm blocks without a final norm, embeddings and
  * head 32 wide with project_in / project_out to hidden 64 */
@@ -1005,6 +1012,7 @@ int main(void) {
         cmocka_unit_test(test_xglm),
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),
+        cmocka_unit_test(test_gpt2_layer_scale),
         cmocka_unit_test(test_opt),
         cmocka_unit_test(test_qwen2_5_vl),
         cmocka_unit_test(test_qwen2_vl),
