@@ -31,8 +31,8 @@ static dims dims_of(const kvc_model_config *c) {
 
 int64_t kvci_mamba1_scratch(const kvc_model_config *c, int64_t tokens) {
     const dims d = dims_of(c);
-    /* conv out, x_proj out, dt's input, dt, y; then a row's ssm and conv states for a step without caches */
-    return tokens * (3 * d.I + d.X + d.R) + d.I * d.N + (d.L - 1) * d.I;
+    /* conv out, x_proj out, dt's input, dt, y; a row's ssm and conv states for a step without caches; A */
+    return tokens * (3 * d.I + d.X + d.R) + 2 * d.I * d.N + (d.L - 1) * d.I;
 }
 
 static float silu(float x) { return x / (1.0f + expf(-x)); }
@@ -62,22 +62,22 @@ static void split_xproj(const kvc_model_config *c, const dims *d, const kvc_laye
 }
 
 /* The scan of one row of n tokens: xc [n, I] (x after the conv), dt [n, I] (before softplus, bias added), xp [n, X]
- * (B at column R, C at R + N), z of in [n, 2 I] (column I), ssm [I, N] (fresh: zeros); y [n, I] = (state . C + D x)
- * silu(z). Channels in parallel, each one's tokens in order. */
+ * (B at column R, C at R + N), z of in [n, 2 I] (column I), A [I, N] = -exp(A_log), ssm [I, N] (fresh: zeros);
+ * y [n, I] = (state . C + D x) silu(z). Channels in parallel, each one's tokens in order. */
 static void scan_row(const dims *d, const kvc_layer_weights *w, const float *in, const float *xc, const float *dt,
-                     const float *xp, int64_t n, float *ssm, bool fresh, float *y) {
+                     const float *xp, const float *A, int64_t n, float *ssm, bool fresh, float *y) {
     const int64_t I = d->I, N = d->N;
     if (fresh) memset(ssm, 0, (size_t)(I * N) * sizeof(float));
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < I; i++) {
         float *s = ssm + i * N;
-        const float *alog = w->ssm_a_log + i * N, Di = w->ssm_d[i];
+        const float *Ai = A + i * N, Di = w->ssm_d[i];
         for (int64_t t = 0; t < n; t++) {
             const float delta = kvci_softplus(dt[t * I + i]), x = xc[t * I + i];
             const float *B = xp + t * d->X + d->R, *C = B + N;
             float acc = 0.0f;
             for (int64_t k = 0; k < N; k++) {
-                s[k] = expf(-expf(alog[k]) * delta) * s[k] + (delta * B[k]) * x;
+                s[k] = expf(Ai[k] * delta) * s[k] + (delta * B[k]) * x;
                 acc += s[k] * C[k];
             }
             y[t * I + i] = (acc + x * Di) * silu(in[t * 2 * I + I + i]);
@@ -95,6 +95,7 @@ kvc_status kvci_mamba1_mixer(const kvc_fwd_step *s, int64_t l) {
     float *in = ws->fused;                                            /* [T, 2 I]: x | z */
     float *xc = ws->mamba, *xp = xc + T * d.I, *dtr = xp + T * d.X;   /* [T, I], [T, X], [T, R] */
     float *dt = dtr + T * d.R, *y = dt + T * d.I, *own = y + T * d.I; /* [T, I], [T, I], [I, N] + [L - 1, I] */
+    float *A = own + d.I * d.N + (d.L - 1) * d.I;                     /* [I, N]: -exp(A_log), once per call */
     double t0 = kvci_sp_begin();
     KVC_TRY(kvci_linear(ws->xn, T, &w->conv_in, w->conv_in_b, in));
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
@@ -112,13 +113,14 @@ kvc_status kvci_mamba1_mixer(const kvc_fwd_step *s, int64_t l) {
     KVC_TRY(kvci_linear(xc, T, &w->ssm_x_proj, NULL, xp));
     split_xproj(c, &d, w, T, xp, dtr);
     KVC_TRY(kvci_linear(dtr, T, &w->ssm_dt_proj, w->ssm_dt_bias, dt));
+    for (int64_t i = 0; i < d.I * d.N; i++) A[i] = -expf(w->ssm_a_log[i]);
     q0 = 0;
     for (int64_t r = 0; r < md->n_rows; r++) {
         float *ss = own; /* no caches: the row's own state, from zeros */
         if (lc) KVC_TRY(kvci_row_state(s, lc, &lc->recurrent, l, r, &ss));
         const int64_t n = md->cu_seq_lens_q[r] - q0;
-        scan_row(&d, w, in + q0 * 2 * d.I, xc + q0 * d.I, dt + q0 * d.I, xp + q0 * d.X, n, ss, md->seq_lens_kv[r] == n,
-                 y + q0 * d.I);
+        scan_row(&d, w, in + q0 * 2 * d.I, xc + q0 * d.I, dt + q0 * d.I, xp + q0 * d.X, A, n, ss,
+                 md->seq_lens_kv[r] == n, y + q0 * d.I);
         q0 += n;
     }
     kvci_sp_end(KVC_SP_ATTN, t0), t0 = kvci_sp_begin();
