@@ -1,4 +1,4 @@
-"""The reasoning parsers (--reasoning-parser deepseek_r1 / qwen3) through the server with the official `openai`
+"""The reasoning parsers (--reasoning-parser qwen3; the others at the module's level) through the server with the official `openai`
 client: the engine's stream gives the token ids of a chosen reply (test_serve_tools' script), so a reply's
 reasoning and content, streamed (pieces of 1 and 3 tokens) and not, its tool calls (read in the content only),
 enable_thinking false, include_reasoning false and the Responses API's reasoning item can be checked; the
@@ -23,18 +23,34 @@ REPLY = THOUGHT + "</think>\n\nSure.\n<tool_call>\n{\"name\": \"get_weather\", \
     "</tool_call>"
 
 
-@pytest.mark.parametrize("text, inside, want", [
+CASES = [
     ("a</think>b", True, ("a", "b")), (" <think>a</think>b", True, ("a", "b")), ("a", True, ("a", None)),
     ("a", False, (None, "a")), ("a</think>b", False, (None, "a</think>b")), ("</think>", True, (None, None)),
-    ("x<think>a</think>", True, ("x<think>a", None))])
-def test_the_splitter_and_its_pieces(text, inside, want):
-    assert reasoning.split(text, inside) == want
+    ("x<think>a</think>", True, ("x<think>a", None))]
+
+
+def _marked(text, p):  # a case written with <think> / </think> in parser p's markers
+    return None if text is None else text.replace("</think>", "\0").replace("<think>", p.open).replace("\0", p.close)
+
+
+@pytest.mark.parametrize("name", sorted(reasoning.PARSERS))
+@pytest.mark.parametrize("text, inside, want", CASES)
+def test_the_splitter_and_its_pieces(name, text, inside, want):
+    p = reasoning.PARSERS[name]
+    text, want = _marked(text, p), tuple(_marked(w, p) for w in want)
+    assert reasoning.split(name, text, inside) == want
     for step in (1, 2, 5):  # the pieces join into the whole split, a marker cut anywhere
-        s, got = reasoning.Splitter(inside), ["", ""]
+        s, got = reasoning.Splitter(name, inside), ["", ""]
         for piece in [text[i:i + step] for i in range(0, len(text), step)] + [None]:
             r, c = s.finish() if piece is None else s.feed(piece)
             got = [got[0] + r, got[1] + c]
         assert (got[0] or None, got[1] or None) == want
+
+
+def test_a_parser_reads_its_own_markers_only():
+    assert reasoning.split("seed_oss", "a</think>b", True) == ("a</think>b", None)
+    assert reasoning.split("seed_oss", "<seed:think>a</seed:think>b", True) == ("a", "b")
+    assert reasoning.split("qwen3", "a</seed:think>b", True) == ("a</seed:think>b", None)
 
 
 def test_where_a_reply_begins():
@@ -42,7 +58,20 @@ def test_where_a_reply_begins():
     assert reasoning.thinking("qwen3", "<|im_start|>assistant\n", {})  # no marker: inside (vLLM's qwen3 today)
     assert not reasoning.thinking("qwen3", "<|im_start|>assistant\n<think>\n\n</think>\n\n", {})  # closed by it
     assert not reasoning.thinking("qwen3", "<|im_start|>assistant\n", {"enable_thinking": False})
+    assert reasoning.thinking("qwen3", "<|im_start|>assistant\n", {"enable_thinking": None})  # `is false` only
     assert reasoning.thinking("deepseek_r1", "<|im_start|>assistant\n", {"enable_thinking": False})
+    assert not reasoning.thinking("glm45", "<|assistant|>", {"enable_thinking": False})
+    assert reasoning.thinking("glm45", "<|assistant|>", {})
+    # DeepSeek V3.1's switch is `thinking`, off unless a true value asks for it
+    assert not reasoning.thinking("deepseek_v3", "<｜Assistant｜><think>", {})
+    assert not reasoning.thinking("deepseek_v3", "<｜Assistant｜><think>", {"thinking": 0})
+    assert reasoning.thinking("deepseek_v3", "<｜Assistant｜><think>", {"thinking": True})
+    assert not reasoning.thinking("deepseek_v3", "<｜Assistant｜></think>", {"thinking": True})
+    # Seed-OSS's markers: the prompt's <think> does not count
+    assert reasoning.thinking("seed_oss", "<seed:bos>assistant\n", {})
+    assert not reasoning.thinking("seed_oss", "<seed:think></seed:think>", {})
+    assert reasoning.thinking("seed_oss", "</think>", {})
+    assert reasoning.thinking("minimax_m2", "]~b]ai\n<think>\n", {})
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +149,7 @@ def test_responses_give_a_reasoning_item(server, client, model_dir, monkeypatch)
 
 
 def test_an_unknown_parser_is_refused_by_name(model_dir, capsys):
-    with pytest.raises(InvalidArgument, match="parsers: deepseek_r1, qwen3"):
+    with pytest.raises(InvalidArgument, match="parsers: deepseek_r1, deepseek_v3, glm45, minimax_m2, qwen3, seed_oss"):
         Server(model_dir, reasoning_parser="nope")
     from kvcache.serve.cli import main
 

@@ -578,7 +578,7 @@ class Server:
         echo = self._echo(gen, req)
         thought = {}
         if gen.thinking is not None:
-            r, text = reasoning.split(text, gen.thinking)
+            r, text = reasoning.split(self.reasoning_parser, text, gen.thinking)
             thought = _reasoning_fields(r if gen.include_reasoning else None)
             if text is None and self._call_parser(gen, False) is None:
                 return {"message": {"role": "assistant", "content": echo or None, **thought},
@@ -593,6 +593,10 @@ class Server:
         content = echo + (content or "") or None
         return {"message": {"role": "assistant", "content": content, "tool_calls": calls, **thought},
                 **req.ending(self._call_reason(gen, req.finish_reason, len(calls)))}
+
+    def _splitter(self, gen):
+        """What reads a chat reply's reasoning apart, piece by piece (None: no reasoning parser)."""
+        return None if gen.thinking is None else reasoning.Splitter(self.reasoning_parser, gen.thinking)
 
     def _call_parser(self, gen, stream):
         """What reads a chat reply's calls (None: the reply is text): tool_choice auto's parser, or the calls
@@ -621,7 +625,7 @@ class Server:
                     yield _sse(chunk([{"index": i, "delta": role, "logprobs": None, **reqs[i].ending(None)}],
                                      **(_ids(gen, prompt_token_ids=reqs[0].prompt.ids) if i == 0 else {})))
                 parsers = [self._call_parser(gen, True) for _ in reqs]
-                splitters = [None if gen.thinking is None else reasoning.Splitter(gen.thinking) for _ in reqs]
+                splitters = [self._splitter(gen) for _ in reqs]
                 async for i, delta, lps, reason, ids in choices.merged(reqs):
                     logprobs = self._chat_logprobs(lps or [], gen) if gen.logprobs is not None else None
                     parser, thought = parsers[i], {}
@@ -687,7 +691,7 @@ class Server:
 
         if gen.stream:
             events, parser = responses.Events(asked, self.model_name), self._call_parser(gen, True)
-            splitter = None if gen.thinking is None else reasoning.Splitter(gen.thinking)
+            splitter = self._splitter(gen)
 
             async def sse():
                 yield events.start()

@@ -113,7 +113,8 @@ def parser():
     p.add_argument("--reasoning-parser", action=_Once, choices=REASONING_PARSERS,
                    help="chat replies' reasoning (<think>...</think>) goes to message.reasoning apart from its "
                         "content, and to a reasoning item in /v1/responses (as vLLM's option): deepseek_r1 "
-                        "(DeepSeek R1 and its distills), qwen3 (Qwen3, QwQ)")
+                        "(DeepSeek R1 and its distills), deepseek_v3 (V3.1+, chat_template_kwargs thinking), "
+                        "glm45 (GLM-4.5+), minimax_m2, qwen3 (Qwen3, QwQ), seed_oss (<seed:think>)")
     p.add_argument("--max-body-bytes", action=_Once, default="1MiB",
                    help="largest request body (default 1MiB; beyond, 413)")
     p.add_argument("--read-timeout", action=_Once, type=_seconds, default=30.0,
