@@ -1,8 +1,8 @@
-"""The reasoning parsers (--reasoning-parser qwen3; the others at the module's level) through the server with the official `openai`
-client: the engine's stream gives the token ids of a chosen reply (test_serve_tools' script), so a reply's
-reasoning and content, streamed (pieces of 1 and 3 tokens) and not, its tool calls (read in the content only),
-enable_thinking false, include_reasoning false and the Responses API's reasoning item can be checked; the
-splitter's rules at the module's level."""
+"""The reasoning parsers: qwen3 through the server with the official `openai` client (the engine's stream gives
+the token ids of a chosen reply, test_serve_tools' script), so a reply's reasoning and content, streamed (pieces
+of 1 and 3 tokens) and not, its tool calls (read in the content only), enable_thinking false, include_reasoning
+false and the Responses API's reasoning item can be checked; every parser's markers, switch and splitter rules
+at the module's level."""
 import pytest
 
 for module in ("tokenizers", "jinja2", "starlette", "uvicorn", "prometheus_client", "openai", "httpx"):
