@@ -155,8 +155,9 @@ static void layer_caches_text(const kvc_plan_layer *L, char *out, size_t cap) {
 static bool same_row(const kvc_plan_layer *a, const kvc_plan_layer *b) {
     char ta[512], tb[512];
     if (a->attn_type != b->attn_type || a->sliding_window != b->sliding_window ||
-        a->attention_chunk_size != b->attention_chunk_size || a->sparse_prefill != b->sparse_prefill ||
-        a->sparse_decode != b->sparse_decode || a->pre_tokens != b->pre_tokens)
+        a->compress_ratio != b->compress_ratio || a->attention_chunk_size != b->attention_chunk_size ||
+        a->sparse_prefill != b->sparse_prefill || a->sparse_decode != b->sparse_decode ||
+        a->pre_tokens != b->pre_tokens)
         return false;
     layer_caches_text(a, ta, sizeof ta);
     layer_caches_text(b, tb, sizeof tb);
@@ -170,6 +171,8 @@ static void plain_attention(const kvc_model_plan *p, const kvc_plan_layer *L, ch
         snprintf(out, cap, "sliding window of %lld%s", (long long)L->sliding_window, p->sinks ? ", sinks" : "");
     else if (L->attn_type == KVC_ATTN_CHUNKED_LOCAL)
         snprintf(out, cap, "causal in chunks of %lld%s", (long long)L->attention_chunk_size, p->sinks ? ", sinks" : "");
+    else if (L->attn_type == KVC_ATTN_FULL && L->compress_ratio > 0)
+        snprintf(out, cap, "causal, 1 entry per %lld positions", (long long)L->compress_ratio);
     else if (L->attn_type == KVC_ATTN_FULL)
         snprintf(out, cap, "causal%s%s", p->mla ? ", MLA latent" : "", p->sinks ? ", sinks" : "");
     else

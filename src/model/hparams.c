@@ -99,7 +99,8 @@ static const type_defaults DEFAULTS[] = {
     {"qwen3_5", 256, 10000.0, 0, false, 4, false, false}, /* its text config's when text_config names no type */
     {"qwen3_5_moe_text", 256, 10000.0, 0, false, 2, false, false},
     {"qwen3_5_moe", 256, 10000.0, 0, false, 2, false, false},
-    {"lfm2_moe", 0, 1000000.0, 0, false, 8, false, false}, /* Lfm2MoeConfig's */
+    {"lfm2_moe", 0, 1000000.0, 0, false, 8, false, false},      /* Lfm2MoeConfig's */
+    {"deepseek_v4", 512, 10000.0, 128, false, 1, false, false}, /* DeepseekV4Config's */
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

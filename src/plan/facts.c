@@ -163,6 +163,7 @@ kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kv
     f->window = ctx.window;
     KVC_TRY(share_kv_layers(hp, plan, f));
     f->chunk = ctx.chunk;
+    if (f->fam == &kvc_family_deepseek_v4) KVC_TRY(kvci_plan_v4_read(hp, plan, f));
     /* a window or chunk as long as the longest sequence never drops a key: such layers are full attention */
     const struct {
         kvc_layer_kind kind;
