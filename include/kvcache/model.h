@@ -59,6 +59,7 @@ typedef enum kvc_model_family {
                                * full (NoPE), a sigmoid-routed MoE with a shared expert */
     KVC_FAMILY_DEEPSEEK_V4,   /* plans deepseek_v4: a shared-KV sliding window on every layer, compressed KV entries
                                * (CSA with its indexer keys, HCA) and the compressors' pending states beside it */
+    KVC_FAMILY_HY_V4,         /* plans hy_v4: MLA latent caches, sinks, indexer keys on its "full" indexer layers */
     KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
 } kvc_model_family;
 

@@ -191,6 +191,7 @@ static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {
     if (st == KVC_OK) st = kvci_plan_build_layers(plan, &f, &states, kv_per_rank);
     kvci_free(f.kinds);
     kvci_free(f.v4);
+    kvci_free(f.index_layers);
     if (st == KVC_OK) st = kvci_plan_build_cache_info(plan);
     if (st == KVC_OK) st = kvci_plan_unify_pages(plan);
     if (st == KVC_OK) st = kvci_plan_run_planner(plan);

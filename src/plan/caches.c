@@ -245,22 +245,21 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
     const kvc_cache_dims cd = kvci_family_cache_dims(f->fam, &fd, plan->mla); /* MLA plans latent caches */
     kvc_plan_layer *L = plan->layers;
     for (int32_t i = 0; i < (int32_t)f->n_layers; i++) {
+        const int64_t index_dim = f->index_layers == NULL || f->index_layers[i] ? f->index_head_dim : 0;
         if (f->v4 != NULL) {
             L += kvci_plan_v4_layer(plan, f, i, L);
             continue;
         }
         switch (f->kinds[i]) {
-        case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, f->index_head_dim); break;
+        case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim); break;
         case KVC_LK_SLIDING:
-            plan_entry(plan, L++, i, KVC_ATTN_SLIDING_WINDOW, f->window, states, &cd, f->index_head_dim);
+            plan_entry(plan, L++, i, KVC_ATTN_SLIDING_WINDOW, f->window, states, &cd, index_dim);
             break;
-        case KVC_LK_CHUNKED:
-            plan_entry(plan, L++, i, KVC_ATTN_CHUNKED_LOCAL, f->chunk, states, &cd, f->index_head_dim);
-            break;
-        case KVC_LK_STATE: plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, f->index_head_dim); break;
+        case KVC_LK_CHUNKED: plan_entry(plan, L++, i, KVC_ATTN_CHUNKED_LOCAL, f->chunk, states, &cd, index_dim); break;
+        case KVC_LK_STATE: plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim); break;
         case KVC_LK_PARALLEL:
-            plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, f->index_head_dim);
-            plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, f->index_head_dim);
+            plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim);
+            plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim);
             break;
         case KVC_LK_NONE: break;
         }

@@ -34,6 +34,7 @@ typedef struct kvc_model_facts {
     int64_t kv_shared_layers; /* the last ones, KVC_LK_NONE: they read an earlier layer's caches */
     kvc_v4_layer *v4;         /* [n_layers] DeepSeek-V4's compressed parts (NULL: another family) */
     int64_t v4_index_dim;     /* DeepSeek-V4's indexer head dim (index_head_dim) */
+    bool *index_layers;       /* [n_layers] the layers keeping indexer keys (HY V4's "full" ones); NULL: all */
 } kvc_model_facts;
 
 /* kvci_plan_warn of a finished message, as a family rule's warn callback (kvc_family_ctx). */

@@ -1220,6 +1220,36 @@ static void test_deepseek_v4(void **state) {
     kvc_model_plan_destroy(p);
 }
 
+/* HY V4: DeepSeek-V3.2's latent caches and indexer keys, the keys only on its "full" indexer layers (the default:
+ * layer 0, then every fourth from layer 1), sinks. */
+static void test_hy_v4(void **state) {
+    (void)state;
+    kvc_plan_options o = kvc_plan_default_options();
+    o.kv_dtype_set = true;
+    o.kv_dtype = KVC_DTYPE_BF16;
+    const char *cfg = "{\"architectures\": [\"HYV4ForCausalLM\"], \"model_type\": \"hy_v4\", \"num_hidden_layers\": 6,"
+                      " \"num_attention_heads\": 32, \"hidden_size\": 2816, \"kv_lora_rank\": 512,"
+                      " \"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 192, \"v_head_dim\": 256,"
+                      " \"max_position_embeddings\": 262144%s}";
+    char json[512];
+    snprintf(json, sizeof json, cfg, "");
+    kvc_model_plan *p = plan_text(json, &o);
+    assert_string_equal(p->family, "hy_v4");
+    assert_true(p->mla && p->sinks);
+    for (int32_t l = 0; l < 6; l++) assert_int_equal(p->layers[l].n_caches, l == 0 || l == 1 || l == 5 ? 4 : 2);
+    assert_int_equal(p->layers[1].caches[2].bytes_per_token, 128); /* index_head_dim 128 by default, fp8 */
+    assert_int_equal(p->blocks.per_token_bytes, 6 * (512 + 64) * 2 + 3 * (128 + 4));
+    assert_true(has_warning(p, "3 of the 6 layers run their own indexer"));
+    kvc_model_plan_destroy(p);
+    snprintf(json, sizeof json, cfg,
+             ", \"index_head_dim\": 64, \"indexer_types\": [\"full\", \"shared\", \"shared\", \"full\", \"shared\","
+             " \"shared\"], \"layer_types\": null");
+    p = plan_text(json, &o);
+    for (int32_t l = 0; l < 6; l++) assert_int_equal(p->layers[l].n_caches, l == 0 || l == 3 ? 4 : 2);
+    assert_int_equal(p->layers[3].caches[2].dim, 64);
+    kvc_model_plan_destroy(p);
+}
+
 static void test_malformed_configs(void **state) {
     (void)state;
     const bad_case cases[] = {
@@ -1247,6 +1277,14 @@ static void test_malformed_configs(void **state) {
         {"{\"model_type\": \"gpt_oss\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
          " \"max_position_embeddings\": 4096, \"sliding_window\": 8, \"layer_types\": [\"local\", \"full_attention\"]}",
          "layer_types[0]"},
+#define HY_V4_HEAD                                                                                                     \
+    "{\"model_type\": \"hy_v4\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"hidden_size\": 256, "         \
+    "\"max_position_embeddings\": 4096, \"kv_lora_rank\": 64, \"qk_rope_head_dim\": 16, \"qk_nope_head_dim\": 32, "    \
+    "\"v_head_dim\": 32, "
+        {HY_V4_HEAD "\"indexer_types\": [\"shared\", \"full\"]}", "indexer_types[0] is \"shared\""},
+        {HY_V4_HEAD "\"indexer_types\": [\"full\", \"sparse\"]}", "indexer_types[1] must be"},
+        {HY_V4_HEAD "\"indexer_types\": [\"full\"]}", "indexer_types has 1 entries"},
+        {HY_V4_HEAD "\"layer_types\": [\"indexed_attention\", \"full_attention\"]}", "layer_types[1] must be"},
 #define DSV4_HEAD                                                                                                      \
     "{\"model_type\": \"deepseek_v4\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"hidden_size\": 256, "   \
     "\"max_position_embeddings\": 4096, "
@@ -1407,6 +1445,7 @@ int main(void) {
         cmocka_unit_test(test_size_parser),
         cmocka_unit_test(test_llama4_chunked_layers),
         cmocka_unit_test(test_deepseek_v4),
+        cmocka_unit_test(test_hy_v4),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
