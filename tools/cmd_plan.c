@@ -253,11 +253,12 @@ static void print_layer_rows(const kvc_model_plan *p, bool *done, bool porting) 
 
 /* The model's attention in one line of plain words. */
 static void print_attention_summary(const kvc_model_plan *p) {
-    int32_t full = 0, sliding = 0, state = 0, chunked = 0;
+    int32_t full = 0, sliding = 0, state = 0, chunked = 0, compressed = 0;
     int64_t window = 0, chunk = 0;
     for (int32_t i = 0; i < p->n_layers; i++) {
         const kvc_plan_layer *L = &p->layers[i];
-        full += L->attn_type == KVC_ATTN_FULL;
+        full += L->attn_type == KVC_ATTN_FULL && L->compress_ratio == 0;
+        compressed += L->compress_ratio > 0;
         state += L->attn_type == KVC_ATTN_MAMBA;
         if (L->attn_type == KVC_ATTN_SLIDING_WINDOW) {
             sliding++;
@@ -276,8 +277,12 @@ static void print_attention_summary(const kvc_model_plan *p) {
     if (chunked > 0)
         printf("%scausal in chunks of %lld positions on %d layer%s", full + sliding ? ", " : "", (long long)chunk,
                chunked, chunked == 1 ? "" : "s");
+    if (compressed > 0) /* DeepSeek-V4 */
+        printf("%scompressed entries on %d layer%s", full + sliding + chunked ? ", " : "", compressed,
+               compressed == 1 ? "" : "s");
     if (state > 0)
-        printf("%sstate (Mamba) on %d layer%s", full + sliding + chunked ? ", " : "", state, state == 1 ? "" : "s");
+        printf("%sstate (Mamba) on %d layer%s", full + sliding + chunked + compressed ? ", " : "", state,
+               state == 1 ? "" : "s");
     if (p->sinks) printf("; attention sinks");
     if (p->mla) printf("; MLA: one latent cache per token shared by every head%s", p->mla_absorb ? " (absorbed)" : "");
     printf("\n");
