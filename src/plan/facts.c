@@ -119,8 +119,8 @@ static kvc_status read_rope(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_fac
     if (st != KVC_OK) return st;
     f->rope = hp->rope;
     if (hp->rope_per_layer_type)
-        kvci_plan_warn(plan, "%s holds one rope per layer type: the full-attention entry is reported (%s)",
-                       hp->rope_source, kvc_rope_type_name(hp->rope.type));
+        kvci_plan_warn(plan, "%s holds one rope per layer type: the %s entry is reported (%s)", hp->rope_source,
+                       hp->rope_entry, kvc_rope_type_name(hp->rope.type));
     kvci_plan_copy_text(plan->rope_type, sizeof plan->rope_type, kvc_rope_type_name(hp->rope.type));
     return KVC_OK;
 }

@@ -1209,7 +1209,8 @@ static void test_deepseek_v4(void **state) {
     p = plan_text("{\"model_type\": \"deepseek_v4\", \"num_hidden_layers\": 4, \"num_attention_heads\": 8,"
                   " \"hidden_size\": 256, \"head_dim\": 128, \"index_head_dim\": 64, \"sliding_window\": 64,"
                   " \"max_position_embeddings\": 4096, \"compress_ratios\": [0, 4, 128, 4, 0],"
-                  " \"compress_rate_csa\": 8}",
+                  " \"compress_rate_csa\": 8, \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 16,"
+                  " \"original_max_position_embeddings\": 256}}",
                   &o);
     assert_int_equal(p->n_layers, 1 + 3 + 3 + 3);
     assert_true(p->layers[0].layer == 0 && p->layers[1].layer == 1 && p->layers[0].sliding_window == 64);
@@ -1217,6 +1218,9 @@ static void test_deepseek_v4(void **state) {
     assert_int_equal(p->layers[3].caches[1].shape[0], 8); /* compressor_overlap [8, 2 x 128] */
     assert_int_equal(p->layers[5].compress_ratio, 128);   /* layer 2: HCA */
     assert_int_equal(p->layers[8].compress_ratio, 8);     /* layer 3: CSA */
+    /* the compressed layers' YaRN without its attention factor (DeepseekV4Config sets 1) */
+    assert_string_equal(p->rope_type, "yarn");
+    assert_true(p->rope_factor == 16.0 && p->rope_attention_factor == 1.0);
     kvc_model_plan_destroy(p);
 }
 
