@@ -224,7 +224,8 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
                          "plan options: kv_dtype %s is stored in blocks of %d channels: MLA latent caches cannot "
                          "hold it",
                          t->name, (int)t->block);
-    /* entries: none for a cache-less layer (MLP or experts only), two for a parallel one (attention, then state) */
+    /* entries: none for a cache-less layer (MLP or experts only), two for a parallel one (attention, then state),
+     * up to three for DeepSeek-V4's (window, compressed entries, pending state: compressed.c) */
     int32_t n = 0;
     for (int64_t i = 0; i < f->n_layers; i++)
         n += f->v4 != NULL                    ? kvci_plan_v4_layer(plan, f, (int32_t)i, NULL)
