@@ -155,8 +155,9 @@ static void layer_caches_text(const kvc_plan_layer *L, char *out, size_t cap) {
 static bool same_row(const kvc_plan_layer *a, const kvc_plan_layer *b) {
     char ta[512], tb[512];
     if (a->attn_type != b->attn_type || a->sliding_window != b->sliding_window ||
-        a->attention_chunk_size != b->attention_chunk_size || a->sparse_prefill != b->sparse_prefill ||
-        a->sparse_decode != b->sparse_decode || a->pre_tokens != b->pre_tokens)
+        a->compress_ratio != b->compress_ratio || a->attention_chunk_size != b->attention_chunk_size ||
+        a->sparse_prefill != b->sparse_prefill || a->sparse_decode != b->sparse_decode ||
+        a->pre_tokens != b->pre_tokens)
         return false;
     layer_caches_text(a, ta, sizeof ta);
     layer_caches_text(b, tb, sizeof tb);
@@ -170,6 +171,8 @@ static void plain_attention(const kvc_model_plan *p, const kvc_plan_layer *L, ch
         snprintf(out, cap, "sliding window of %lld%s", (long long)L->sliding_window, p->sinks ? ", sinks" : "");
     else if (L->attn_type == KVC_ATTN_CHUNKED_LOCAL)
         snprintf(out, cap, "causal in chunks of %lld%s", (long long)L->attention_chunk_size, p->sinks ? ", sinks" : "");
+    else if (L->attn_type == KVC_ATTN_FULL && L->compress_ratio > 0)
+        snprintf(out, cap, "causal, 1 entry per %lld positions", (long long)L->compress_ratio);
     else if (L->attn_type == KVC_ATTN_FULL)
         snprintf(out, cap, "causal%s%s", p->mla ? ", MLA latent" : "", p->sinks ? ", sinks" : "");
     else
@@ -250,11 +253,12 @@ static void print_layer_rows(const kvc_model_plan *p, bool *done, bool porting) 
 
 /* The model's attention in one line of plain words. */
 static void print_attention_summary(const kvc_model_plan *p) {
-    int32_t full = 0, sliding = 0, state = 0, chunked = 0;
+    int32_t full = 0, sliding = 0, state = 0, chunked = 0, compressed = 0;
     int64_t window = 0, chunk = 0;
     for (int32_t i = 0; i < p->n_layers; i++) {
         const kvc_plan_layer *L = &p->layers[i];
-        full += L->attn_type == KVC_ATTN_FULL;
+        full += L->attn_type == KVC_ATTN_FULL && L->compress_ratio == 0;
+        compressed += L->compress_ratio > 0;
         state += L->attn_type == KVC_ATTN_MAMBA;
         if (L->attn_type == KVC_ATTN_SLIDING_WINDOW) {
             sliding++;
@@ -273,8 +277,12 @@ static void print_attention_summary(const kvc_model_plan *p) {
     if (chunked > 0)
         printf("%scausal in chunks of %lld positions on %d layer%s", full + sliding ? ", " : "", (long long)chunk,
                chunked, chunked == 1 ? "" : "s");
+    if (compressed > 0) /* DeepSeek-V4 */
+        printf("%scompressed entries on %d layer%s", full + sliding + chunked ? ", " : "", compressed,
+               compressed == 1 ? "" : "s");
     if (state > 0)
-        printf("%sstate (Mamba) on %d layer%s", full + sliding + chunked ? ", " : "", state, state == 1 ? "" : "s");
+        printf("%sstate (Mamba) on %d layer%s", full + sliding + chunked + compressed ? ", " : "", state,
+               state == 1 ? "" : "s");
     if (p->sinks) printf("; attention sinks");
     if (p->mla) printf("; MLA: one latent cache per token shared by every head%s", p->mla_absorb ? " (absorbed)" : "");
     printf("\n");

@@ -78,6 +78,9 @@ typedef struct kvc_plan_layer {
      * (3); the vendor operator has no chunked mask: 3 applies to each request split into one virtual request
      * per chunk over the same block table (docs/plan.md). */
     int64_t attention_chunk_size;
+    /* DeepSeek-V4's compressed caches: positions per stored entry (a block of block_size x compress_ratio
+     * positions holds block_size entries); 0 = not a compressed entry. */
+    int64_t compress_ratio;
 } kvc_plan_layer;
 
 /* What one pool for a state key and an attention key would cost (issue 24

@@ -25,6 +25,8 @@ static const kvc_family_desc *registry[MAX_FAMILIES] = {
     [KVC_FAMILY_KIMI_LINEAR] = &kvc_family_kimi_linear,
     [KVC_FAMILY_MINIMAX] = &kvc_family_minimax,
     [KVC_FAMILY_LLAMA4] = &kvc_family_llama4,
+    [KVC_FAMILY_DEEPSEEK_V4] = &kvc_family_deepseek_v4,
+    [KVC_FAMILY_HY_V4] = &kvc_family_hy_v4,
 };
 static int n_registered = KVC_FAMILY_BUILTIN_COUNT;
 
@@ -189,6 +191,8 @@ kvc_status kvci_family_layer_kinds(const kvc_family_desc *d, kvc_family_ctx *ctx
     if (mt != NULL && strcmp(mt, "gpt_neo") == 0) { /* its own list; layer_types is not read */
         KVC_TRY(kvci_family_gpt_neo_kinds(ctx, kinds));
         given = true;
+    } else if (d->layer_list != NULL) {
+        KVC_TRY(d->layer_list(ctx, kinds, &given));
     } else {
         KVC_TRY(layer_types_list(ctx, kinds, &given));
     }

@@ -113,12 +113,32 @@ typedef struct kvc_family_desc {
     /* Whether the model type's attention applies config.json's sliding_window (false: the key is not read and a
      * "sliding_attention" layer is a full one, as transformers runs such a config); NULL: it does. */
     bool (*reads_window)(const kvc_hparams *hp);
+    /* The family's own reading of its layer list in place of layer_types (DeepSeek-V4's attention types),
+     * *given set when it fills kinds; NULL: layer_types. */
+    kvc_status (*layer_list)(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, bool *given);
 } kvc_family_desc;
 
 /* The built-in families, one file each. */
 extern const kvc_family_desc kvc_family_dense, kvc_family_gpt_oss, kvc_family_deepseek_v3, kvc_family_gemma2,
     kvc_family_gemma3, kvc_family_qwen3_next, kvc_family_jamba, kvc_family_mamba2_hybrid, kvc_family_generic,
-    kvc_family_lfm2, kvc_family_kimi_linear, kvc_family_minimax, kvc_family_llama4;
+    kvc_family_lfm2, kvc_family_kimi_linear, kvc_family_minimax, kvc_family_llama4, kvc_family_deepseek_v4,
+    kvc_family_hy_v4;
+
+/* One DeepSeek-V4 layer (family_deepseek_v4.c): positions per compressed entry beside its window (0: the
+ * window only) and whether it is compressed sparse attention (CSA: a Lightning Indexer and overlapping windows)
+ * rather than heavily compressed attention (HCA). */
+typedef struct kvc_v4_layer {
+    int64_t ratio;
+    bool indexed;
+} kvc_v4_layer;
+/* The n_layers layers of a DeepSeek-V4 config into out[n_layers] (DeepseekV4Config's reading: layer_types, else
+ * compress_ratios, else its default schedule; compress_rates and the legacy rate keys); refused by key. */
+kvc_status kvci_deepseek_v4_layers(const kvc_hparams *hp, int64_t n_layers, kvc_v4_layer *out);
+
+/* Which of HY V4's n_layers layers run their own indexer (family_hy_v4.c): indexer_types "full" (true) or
+ * "shared" (false, reusing the last full layer's top-k; no indexer keys), else HYV4Config's default (layer 0,
+ * then every fourth from layer 1); refused by key, also when the first layer is shared. */
+kvc_status kvci_hy_v4_indexed(const kvc_hparams *hp, int64_t n_layers, bool *out);
 
 /* Adds a family (a test's): its id is set and returned; its names must not
  * be taken already. Not thread-safe: register before any parse. */

@@ -99,7 +99,8 @@ static const type_defaults DEFAULTS[] = {
     {"qwen3_5", 256, 10000.0, 0, false, 4, false, false}, /* its text config's when text_config names no type */
     {"qwen3_5_moe_text", 256, 10000.0, 0, false, 2, false, false},
     {"qwen3_5_moe", 256, 10000.0, 0, false, 2, false, false},
-    {"lfm2_moe", 0, 1000000.0, 0, false, 8, false, false}, /* Lfm2MoeConfig's */
+    {"lfm2_moe", 0, 1000000.0, 0, false, 8, false, false},      /* Lfm2MoeConfig's */
+    {"deepseek_v4", 512, 10000.0, 128, false, 1, false, false}, /* DeepseekV4Config's */
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
@@ -368,8 +369,10 @@ static const kvc_json_range MSCALE_RANGE = {0.0, KVC_HP_MAX_FACTOR, false};
 /* Whether the dict holds one rope dict per layer type (transformers 5.x's
  * nested form: every key a layer type, every value an object). */
 static bool per_layer_type(const cJSON *dict) {
-    static const char *const types[] = {"full_attention", "sliding_attention", "chunked_attention", "linear_attention",
-                                        "mamba",          "attention"};
+    /* DeepSeek-V4's keys are its rope labels: "main" (window-only layers), "compress" (the compressed ones) */
+    static const char *const types[] = {
+        "full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba", "attention",
+        "main",           "compress"};
     for (const cJSON *c = dict->child; c != NULL; c = c->next) {
         bool known = false;
         for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) known |= strcmp(c->string, types[i]) == 0;
@@ -394,8 +397,10 @@ static kvc_status rope_dict(kvc_hparams *hp, char *path, size_t cap, kvc_json_ob
     }
     if (hp->rope_source == NULL || !per_layer_type(dict->obj)) return KVC_OK;
     /* nested: the full-attention layers' dict stands for the model (the first one without them) */
-    const cJSON *full = cJSON_GetObjectItemCaseSensitive(dict->obj, "full_attention");
-    const char *name = full != NULL ? "full_attention" : dict->obj->child->string;
+    const char *name = dict->obj->child->string;
+    if (cJSON_GetObjectItemCaseSensitive(dict->obj, "compress") != NULL) name = "compress";
+    if (cJSON_GetObjectItemCaseSensitive(dict->obj, "full_attention") != NULL) name = "full_attention";
+    hp->rope_entry = name;
     hp->rope_per_layer_type = true;
     char outer_path[64];
     snprintf(outer_path, sizeof outer_path, "%s", path);
@@ -632,6 +637,10 @@ kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
     bool have_sliding = false;
     KVC_TRY(rope_dict(hp, dict_path, sizeof dict_path, &dict, sliding_path, &sliding, &have_sliding));
     KVC_TRY(read_rope_entry(hp, hp->rope_source != NULL ? &dict : NULL, &hp->rope));
+    /* DeepSeek-V4's compressed layers take YaRN without its attention factor (DeepseekV4Config sets 1 when unset) */
+    if (hp->model_type != NULL && strcmp(hp->model_type, "deepseek_v4") == 0 && hp->rope.type == KVC_ROPE_YARN &&
+        hp->rope.attention_factor == 0.0)
+        hp->rope.attention_factor = 1.0;
     hp->rope_sliding_given = have_sliding;
     if (!have_sliding) {
         hp->rope_sliding = hp->rope;

@@ -45,8 +45,9 @@ typedef struct kvc_hparams {
     bool have_max_pos;
     /* kvci_hparams_read_rope */
     kvc_rope_config rope;
-    const char *rope_source;      /* "rope_scaling", "rope_parameters" or NULL (no dict) */
-    bool rope_per_layer_type;     /* the dict is nested per layer type; `rope` is its full_attention entry */
+    const char *rope_source;  /* "rope_scaling", "rope_parameters" or NULL (no dict) */
+    bool rope_per_layer_type; /* the dict is nested per layer type; `rope` is its full_attention entry */
+    const char *rope_entry;   /* nested: the entry `rope` was read from ("full_attention", DeepSeek-V4's "compress") */
     kvc_rope_config rope_sliding; /* nested: its sliding_attention entry (rope_sliding_given), else `rope` */
     bool rope_sliding_given;
 } kvc_hparams;

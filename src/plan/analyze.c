@@ -161,7 +161,10 @@ static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts 
     if (st == KVC_OK) st = kvci_plan_compute_scale(hp, plan, f);
     if (st != KVC_OK) return st;
     plan->head_dim = f->head_dim;
+    bool compressed = false; /* DeepSeek-V4: compressed entries and pending states beside the windows */
+    for (int64_t i = 0; f->v4 != NULL && i < f->n_layers; i++) compressed |= f->v4[i].ratio > 0;
     plan->hybrid =
+        compressed ||
         (int)seen[KVC_LK_FULL] + (int)seen[KVC_LK_SLIDING] + (int)seen[KVC_LK_STATE] + (int)seen[KVC_LK_CHUNKED] > 1;
     kvci_plan_select_mode(plan, f, kv_per_rank, seen[KVC_LK_FULL] || seen[KVC_LK_SLIDING] || seen[KVC_LK_CHUNKED]);
     /* a chunk as long as max_position_embeddings turned its layers full already, with its own warning */
@@ -187,6 +190,8 @@ static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {
     st = decide(hp, plan, &f, kv_per_rank, &states);
     if (st == KVC_OK) st = kvci_plan_build_layers(plan, &f, &states, kv_per_rank);
     kvci_free(f.kinds);
+    kvci_free(f.v4);
+    kvci_free(f.index_layers);
     if (st == KVC_OK) st = kvci_plan_build_cache_info(plan);
     if (st == KVC_OK) st = kvci_plan_unify_pages(plan);
     if (st == KVC_OK) st = kvci_plan_run_planner(plan);

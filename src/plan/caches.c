@@ -11,8 +11,8 @@
 
 /* ---- caches and the cache description --------------------------------------- */
 
-static void add_cache(kvc_plan_layer *L, const char *name, int64_t heads, int64_t dim, kvc_dtype dtype,
-                      int64_t block_size) {
+void kvci_plan_add_cache(kvc_plan_layer *L, const char *name, int64_t heads, int64_t dim, kvc_dtype dtype,
+                         int64_t block_size) {
     kvc_plan_cache *c = &L->caches[L->n_caches++];
     *c = (kvc_plan_cache){.num_head = heads, .dim = dim, .dtype = dtype};
     kvci_plan_copy_text(c->name, sizeof c->name, name);
@@ -22,7 +22,7 @@ static void add_cache(kvc_plan_layer *L, const char *name, int64_t heads, int64_
     c->bytes_per_block = c->bytes_per_token * block_size;
 }
 
-static void add_state(kvc_plan_layer *L, const kvc_state_shapes *s, int32_t k, kvc_dtype dtype) {
+void kvci_plan_add_state(kvc_plan_layer *L, const kvc_state_shapes *s, int32_t k, kvc_dtype dtype) {
     kvc_plan_cache *c = &L->caches[L->n_caches++];
     *c = (kvc_plan_cache){.is_state = true, .n_shape = s->n_shape[k], .dtype = dtype};
     kvci_plan_copy_text(c->name, sizeof c->name, s->names[k]);
@@ -141,7 +141,11 @@ kvc_status kvci_plan_build_cache_info(kvc_model_plan *plan) {
             e->n_dims = 1;
             e->dim[0] = pc->dim;
             e->block_size = plan->options.block_size;
-            if (L->attn_type == KVC_ATTN_SLIDING_WINDOW) {
+            if (L->compress_ratio > 0) { /* a block of block_size compressed entries (DeepSeek-V4) */
+                e->compress_ratio = L->compress_ratio;
+                e->block_size *= L->compress_ratio;
+                snprintf(e->manager_key, sizeof e->manager_key, "Compressed_%lld", (long long)L->compress_ratio);
+            } else if (L->attn_type == KVC_ATTN_SLIDING_WINDOW) {
                 e->sliding_window = L->sliding_window;
                 if (multi_window)
                     snprintf(e->manager_key, sizeof e->manager_key, "SlidingWindow_%lld", (long long)L->sliding_window);
@@ -196,16 +200,16 @@ static void plan_entry(kvc_model_plan *plan, kvc_plan_layer *L, int32_t layer, k
     L->attention_chunk_size = type == KVC_ATTN_CHUNKED_LOCAL ? span : 0;
     kvci_plan_set_layer_masks(plan, L);
     if (type == KVC_ATTN_MAMBA) {
-        for (int32_t k = 0; k < states->n; k++) add_state(L, states, k, dt);
+        for (int32_t k = 0; k < states->n; k++) kvci_plan_add_state(L, states, k, dt);
     } else {
         /* int8 latent keeps a bf16 rope cache (AO 3.8 full-quant variant). */
         const kvc_dtype v_dt = plan->mla && dt == KVC_DTYPE_I8 ? KVC_DTYPE_BF16 : dt;
-        add_cache(L, plan->mla ? "nope_cache" : "k_cache", cd->heads[0], cd->dim[0], dt, o->block_size);
-        add_cache(L, plan->mla ? "rope_cache" : "v_cache", cd->heads[1], cd->dim[1], v_dt, o->block_size);
+        kvci_plan_add_cache(L, plan->mla ? "nope_cache" : "k_cache", cd->heads[0], cd->dim[0], dt, o->block_size);
+        kvci_plan_add_cache(L, plan->mla ? "rope_cache" : "v_cache", cd->heads[1], cd->dim[1], v_dt, o->block_size);
         if (index_head_dim > 0) { /* DeepSeek sparse attention's indexer keys, in vLLM's fp8 form */
-            add_cache(L, "indexer_k_cache", 1, index_head_dim, KVC_DTYPE_F8E4M3, o->block_size);
-            add_cache(L, "indexer_k_scale", 1, kvci_cdiv(index_head_dim, KVC_PLAN_INDEXER_SCALE_GROUP), KVC_DTYPE_F32,
-                      o->block_size);
+            kvci_plan_add_cache(L, "indexer_k_cache", 1, index_head_dim, KVC_DTYPE_F8E4M3, o->block_size);
+            kvci_plan_add_cache(L, "indexer_k_scale", 1, kvci_cdiv(index_head_dim, KVC_PLAN_INDEXER_SCALE_GROUP),
+                                KVC_DTYPE_F32, o->block_size);
         }
     }
 }
@@ -220,10 +224,14 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
                          "plan options: kv_dtype %s is stored in blocks of %d channels: MLA latent caches cannot "
                          "hold it",
                          t->name, (int)t->block);
-    /* entries: none for a cache-less layer (MLP or experts only), two for a parallel one (attention, then state) */
+    /* entries: none for a cache-less layer (MLP or experts only), two for a parallel one (attention, then state),
+     * up to three for DeepSeek-V4's (window, compressed entries, pending state: compressed.c) */
     int32_t n = 0;
     for (int64_t i = 0; i < f->n_layers; i++)
-        n += f->kinds[i] == KVC_LK_NONE ? 0 : f->kinds[i] == KVC_LK_PARALLEL ? 2 : 1;
+        n += f->v4 != NULL                    ? kvci_plan_v4_layer(plan, f, (int32_t)i, NULL)
+             : f->kinds[i] == KVC_LK_NONE     ? 0
+             : f->kinds[i] == KVC_LK_PARALLEL ? 2
+                                              : 1;
     if (n == 0) return kvci_fail(KVC_EINVAL, "plan: none of the %lld layers keeps a cache", (long long)f->n_layers);
     plan->n_layers = n;
     plan->layers = kvci_calloc((size_t)n, sizeof *plan->layers);
@@ -238,18 +246,21 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
     const kvc_cache_dims cd = kvci_family_cache_dims(f->fam, &fd, plan->mla); /* MLA plans latent caches */
     kvc_plan_layer *L = plan->layers;
     for (int32_t i = 0; i < (int32_t)f->n_layers; i++) {
+        const int64_t index_dim = f->index_layers == NULL || f->index_layers[i] ? f->index_head_dim : 0;
+        if (f->v4 != NULL) {
+            L += kvci_plan_v4_layer(plan, f, i, L);
+            continue;
+        }
         switch (f->kinds[i]) {
-        case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, f->index_head_dim); break;
+        case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim); break;
         case KVC_LK_SLIDING:
-            plan_entry(plan, L++, i, KVC_ATTN_SLIDING_WINDOW, f->window, states, &cd, f->index_head_dim);
+            plan_entry(plan, L++, i, KVC_ATTN_SLIDING_WINDOW, f->window, states, &cd, index_dim);
             break;
-        case KVC_LK_CHUNKED:
-            plan_entry(plan, L++, i, KVC_ATTN_CHUNKED_LOCAL, f->chunk, states, &cd, f->index_head_dim);
-            break;
-        case KVC_LK_STATE: plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, f->index_head_dim); break;
+        case KVC_LK_CHUNKED: plan_entry(plan, L++, i, KVC_ATTN_CHUNKED_LOCAL, f->chunk, states, &cd, index_dim); break;
+        case KVC_LK_STATE: plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim); break;
         case KVC_LK_PARALLEL:
-            plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, f->index_head_dim);
-            plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, f->index_head_dim);
+            plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim);
+            plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim);
             break;
         case KVC_LK_NONE: break;
         }

@@ -49,10 +49,14 @@ static void list_append(char *list, size_t cap, const char *name) {
  * query attends to. Absent: none (f->index_head_dim 0). */
 static kvc_status read_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
     bool have = false;
+    const bool hy = f->fam == &kvc_family_hy_v4; /* HYV4Config's defaults: 128 channels, 2048 keys */
+    f->index_head_dim = hy ? 128 : 0;
     KVC_TRY(kvci_json_int(&hp->cfg, "index_head_dim", 1, KVC_HP_MAX_DIM, &f->index_head_dim, &have));
-    if (!have) return KVC_OK;
-    int64_t topk = 0;
-    KVC_TRY(kvci_json_int(&hp->cfg, "index_topk", 1, INT32_MAX, &topk, NULL));
+    if (!have && !hy) return KVC_OK;
+    int64_t topk = hy ? 2048 : 0;
+    bool have_topk = false;
+    KVC_TRY(kvci_json_int(&hp->cfg, "index_topk", 1, INT32_MAX, &topk, &have_topk));
+    if (!have_topk && !hy) return kvci_fail(KVC_EINVAL, "%s: index_topk is missing", hp->cfg.doc);
     kvci_plan_warn(plan,
                    "DeepSeek sparse attention (index_topk %lld): its indexer keys are planned (indexer_k_cache fp8, "
                    "one f32 scale per %d channels); the operator parameters below are dense MLA's, another attention",
@@ -115,8 +119,8 @@ static kvc_status read_rope(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_fac
     if (st != KVC_OK) return st;
     f->rope = hp->rope;
     if (hp->rope_per_layer_type)
-        kvci_plan_warn(plan, "%s holds one rope per layer type: the full-attention entry is reported (%s)",
-                       hp->rope_source, kvc_rope_type_name(hp->rope.type));
+        kvci_plan_warn(plan, "%s holds one rope per layer type: the %s entry is reported (%s)", hp->rope_source,
+                       hp->rope_entry, kvc_rope_type_name(hp->rope.type));
     kvci_plan_copy_text(plan->rope_type, sizeof plan->rope_type, kvc_rope_type_name(hp->rope.type));
     return KVC_OK;
 }
@@ -163,6 +167,19 @@ kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kv
     f->window = ctx.window;
     KVC_TRY(share_kv_layers(hp, plan, f));
     f->chunk = ctx.chunk;
+    if (f->fam == &kvc_family_deepseek_v4) KVC_TRY(kvci_plan_v4_read(hp, plan, f));
+    if (f->fam == &kvc_family_hy_v4) { /* indexer keys on the layers that run their own indexer */
+        f->index_layers = kvci_calloc((size_t)f->n_layers, sizeof *f->index_layers);
+        if (f->index_layers == NULL)
+            return kvci_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
+        KVC_TRY(kvci_hy_v4_indexed(hp, f->n_layers, f->index_layers));
+        int64_t own = 0;
+        for (int64_t i = 0; i < f->n_layers; i++) own += f->index_layers[i];
+        kvci_plan_warn(plan,
+                       "indexer_types: %lld of the %lld layers run their own indexer and keep its keys; the others "
+                       "reuse the last one's top-k",
+                       (long long)own, (long long)f->n_layers);
+    }
     /* a window or chunk as long as the longest sequence never drops a key: such layers are full attention */
     const struct {
         kvc_layer_kind kind;

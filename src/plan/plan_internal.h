@@ -32,6 +32,9 @@ typedef struct kvc_model_facts {
     kvc_rope_config rope;     /* as the config reader resolved it */
     kvc_layer_kind *kinds;    /* [n_layers] */
     int64_t kv_shared_layers; /* the last ones, KVC_LK_NONE: they read an earlier layer's caches */
+    kvc_v4_layer *v4;         /* [n_layers] DeepSeek-V4's compressed parts (NULL: another family) */
+    int64_t v4_index_dim;     /* DeepSeek-V4's indexer head dim (index_head_dim) */
+    bool *index_layers;       /* [n_layers] the layers keeping indexer keys (HY V4's "full" ones); NULL: all */
 } kvc_model_facts;
 
 /* kvci_plan_warn of a finished message, as a family rule's warn callback (kvc_family_ctx). */
@@ -53,6 +56,19 @@ kvc_status kvci_plan_compute_scale(const kvc_hparams *hp, kvc_model_plan *plan, 
 void kvci_plan_select_mode(kvc_model_plan *plan, const kvc_model_facts *f, int64_t kv_per_rank, bool any_attention);
 /* select.c: the mask modes and band of one layer (needs the mode chosen). */
 void kvci_plan_set_layer_masks(const kvc_model_plan *plan, kvc_plan_layer *L);
+
+/* caches.c: one cache of heads x dim (bytes for block_size positions) or one state (states' k-th) appended to
+ * L's caches. */
+void kvci_plan_add_cache(kvc_plan_layer *L, const char *name, int64_t heads, int64_t dim, kvc_dtype dtype,
+                         int64_t block_size);
+void kvci_plan_add_state(kvc_plan_layer *L, const kvc_state_shapes *s, int32_t k, kvc_dtype dtype);
+
+/* compressed.c: DeepSeek-V4's layers (f->v4, f->v4_index_dim; the caller frees f->v4, also after a failure),
+ * read when f's family is DeepSeek-V4. */
+kvc_status kvci_plan_v4_read(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
+/* compressed.c: the plan entries of DeepSeek-V4's layer i (its window, its compressed caches, its compressors'
+ * pending states), written from L on when L is not NULL; returns how many. */
+int32_t kvci_plan_v4_layer(kvc_model_plan *plan, const kvc_model_facts *f, int32_t i, kvc_plan_layer *L);
 
 /* caches.c: plan->layers with attention type, masks and caches per rank. */
 kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f, const kvc_state_shapes *states,

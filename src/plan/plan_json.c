@@ -40,7 +40,8 @@ static cJSON *layer_json(const kvc_plan_layer *L) {
     bool ok = add_num(o, "layer", L->layer) &&
               cJSON_AddStringToObject(o, "attn_type", kvc_attn_type_name(L->attn_type)) != NULL &&
               add_int_or_null(o, "sliding_window", L->sliding_window, L->sliding_window > 0) &&
-              add_int_or_null(o, "attention_chunk_size", L->attention_chunk_size, L->attention_chunk_size > 0);
+              add_int_or_null(o, "attention_chunk_size", L->attention_chunk_size, L->attention_chunk_size > 0) &&
+              add_int_or_null(o, "compress_ratio", L->compress_ratio, L->compress_ratio > 0);
     if (ok && L->sparse_prefill == KVC_PLAN_NO_MODE) {
         ok = cJSON_AddNullToObject(o, "sparse_mode") != NULL;
     } else if (ok) {

@@ -14,8 +14,8 @@ kvc_status kvci_plan_unify_pages(kvc_model_plan *plan) {
     for (int32_t i = 0; i < plan->n_layers; i++) /* the layers' figures follow their entries */
         for (int32_t c = 0; c < plan->layers[i].n_caches; c++) {
             kvc_plan_cache *pc = &plan->layers[i].caches[c];
-            if (!pc->is_state)
-                pc->bytes_per_block = pc->bytes_per_token * plan->cache_info.layer_infos[i].caches[c].block_size;
+            if (!pc->is_state) /* block_size / compress_ratio stored rows */
+                pc->bytes_per_block = kvci_entry_block_bytes(&plan->cache_info.layer_infos[i].caches[c]);
         }
     return KVC_OK;
 }

@@ -1160,6 +1160,100 @@ typedef struct bad_case {
     const char *needle; /* must appear in the error */
 } bad_case;
 
+/* DeepSeek-V4: a K = V window on every layer; compressed entries (Compressed_<ratio> keys, block_size entries
+ * per block) with the indexer's keys on CSA layers; the compressors' pending positions as states. */
+static void test_deepseek_v4(void **state) {
+    (void)state;
+    kvc_plan_options o = kvc_plan_default_options();
+    o.kv_dtype_set = true;
+    o.kv_dtype = KVC_DTYPE_BF16;
+    /* the config class's defaults (head_dim 512, one KV head, window 128): layers 0-2 HCA (128), 3 CSA (4) */
+    kvc_model_plan *p = plan_text("{\"architectures\": [\"DeepseekV4ForCausalLM\"], \"model_type\": \"deepseek_v4\","
+                                  " \"num_hidden_layers\": 4, \"num_attention_heads\": 64, \"hidden_size\": 4096,"
+                                  " \"max_position_embeddings\": 1048576}",
+                                  &o);
+    assert_string_equal(p->family, "deepseek_v4");
+    assert_true(p->sinks && p->hybrid);
+    assert_int_equal(p->n_layers, 12);
+    const kvc_plan_layer *w = &p->layers[0], *hca = &p->layers[1], *hs = &p->layers[2];
+    assert_true(w->attn_type == KVC_ATTN_SLIDING_WINDOW && w->sliding_window == 128 && w->n_caches == 1);
+    assert_string_equal(w->caches[0].name, "kv_cache");
+    assert_int_equal(w->caches[0].bytes_per_token, 512 * 2);
+    assert_true(hca->layer == 0 && hca->attn_type == KVC_ATTN_FULL && hca->compress_ratio == 128);
+    assert_string_equal(hca->caches[0].name, "compressed_kv");
+    assert_int_equal(hca->caches[0].bytes_per_token, 512 * 2 / 128);
+    assert_true(hs->attn_type == KVC_ATTN_MAMBA && hs->n_caches == 1);
+    assert_string_equal(hs->caches[0].name, "compressor_buffer");
+    assert_int_equal(hs->caches[0].bytes_per_block, 127 * 2 * 512 * 2);
+    const kvc_plan_layer *csa = &p->layers[10], *cs = &p->layers[11];
+    assert_true(csa->layer == 3 && csa->compress_ratio == 4 && csa->n_caches == 2);
+    assert_string_equal(csa->caches[1].name, "indexer_kv");
+    assert_int_equal(csa->caches[1].bytes_per_token, 128 * 2 / 4);
+    assert_int_equal(cs->n_caches, 4);
+    const int64_t csa_state[4] = {3 * 4 * 512, 4 * 2 * 512, 3 * 4 * 128, 4 * 2 * 128};
+    for (int32_t c = 0; c < 4; c++) assert_int_equal(cs->caches[c].bytes_per_block, 2 * csa_state[c]);
+    /* the cache description: block_size entries per block of a compressed key */
+    bool seen = false;
+    for (int32_t l = 0; l < p->cache_info.n_layer_infos; l++) {
+        const kvc_cache_entry *e = &p->cache_info.layer_infos[l].caches[0];
+        if (strcmp(e->manager_key, "Compressed_128") != 0) continue;
+        assert_int_equal(e->compress_ratio, 128);
+        assert_int_equal(e->block_size % 128, 0);
+        seen = true;
+    }
+    assert_true(seen);
+    assert_true(has_warning(p, "1 CSA and 3 HCA layers"));
+    kvc_model_plan_destroy(p);
+
+    /* legacy keys: compress_ratios (one more entry, the MTP layer's), compress_rate_csa; a window-only layer */
+    p = plan_text("{\"model_type\": \"deepseek_v4\", \"num_hidden_layers\": 4, \"num_attention_heads\": 8,"
+                  " \"hidden_size\": 256, \"head_dim\": 128, \"index_head_dim\": 64, \"sliding_window\": 64,"
+                  " \"max_position_embeddings\": 4096, \"compress_ratios\": [0, 4, 128, 4, 0],"
+                  " \"compress_rate_csa\": 8, \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 16,"
+                  " \"original_max_position_embeddings\": 256}}",
+                  &o);
+    assert_int_equal(p->n_layers, 1 + 3 + 3 + 3);
+    assert_true(p->layers[0].layer == 0 && p->layers[1].layer == 1 && p->layers[0].sliding_window == 64);
+    assert_true(p->layers[2].compress_ratio == 8 && p->layers[2].caches[1].dim == 64);
+    assert_int_equal(p->layers[3].caches[1].shape[0], 8); /* compressor_overlap [8, 2 x 128] */
+    assert_int_equal(p->layers[5].compress_ratio, 128);   /* layer 2: HCA */
+    assert_int_equal(p->layers[8].compress_ratio, 8);     /* layer 3: CSA */
+    /* the compressed layers' YaRN without its attention factor (DeepseekV4Config sets 1) */
+    assert_string_equal(p->rope_type, "yarn");
+    assert_true(p->rope_factor == 16.0 && p->rope_attention_factor == 1.0);
+    kvc_model_plan_destroy(p);
+}
+
+/* HY V4: DeepSeek-V3.2's latent caches and indexer keys, the keys only on its "full" indexer layers (the default:
+ * layer 0, then every fourth from layer 1), sinks. */
+static void test_hy_v4(void **state) {
+    (void)state;
+    kvc_plan_options o = kvc_plan_default_options();
+    o.kv_dtype_set = true;
+    o.kv_dtype = KVC_DTYPE_BF16;
+    const char *cfg = "{\"architectures\": [\"HYV4ForCausalLM\"], \"model_type\": \"hy_v4\", \"num_hidden_layers\": 6,"
+                      " \"num_attention_heads\": 32, \"hidden_size\": 2816, \"kv_lora_rank\": 512,"
+                      " \"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 192, \"v_head_dim\": 256,"
+                      " \"max_position_embeddings\": 262144%s}";
+    char json[512];
+    snprintf(json, sizeof json, cfg, "");
+    kvc_model_plan *p = plan_text(json, &o);
+    assert_string_equal(p->family, "hy_v4");
+    assert_true(p->mla && p->sinks);
+    for (int32_t l = 0; l < 6; l++) assert_int_equal(p->layers[l].n_caches, l == 0 || l == 1 || l == 5 ? 4 : 2);
+    assert_int_equal(p->layers[1].caches[2].bytes_per_token, 128); /* index_head_dim 128 by default, fp8 */
+    assert_int_equal(p->blocks.per_token_bytes, 6 * (512 + 64) * 2 + 3 * (128 + 4));
+    assert_true(has_warning(p, "3 of the 6 layers run their own indexer"));
+    kvc_model_plan_destroy(p);
+    snprintf(json, sizeof json, cfg,
+             ", \"index_head_dim\": 64, \"indexer_types\": [\"full\", \"shared\", \"shared\", \"full\", \"shared\","
+             " \"shared\"], \"layer_types\": null");
+    p = plan_text(json, &o);
+    for (int32_t l = 0; l < 6; l++) assert_int_equal(p->layers[l].n_caches, l == 0 || l == 3 ? 4 : 2);
+    assert_int_equal(p->layers[3].caches[2].dim, 64);
+    kvc_model_plan_destroy(p);
+}
+
 static void test_malformed_configs(void **state) {
     (void)state;
     const bad_case cases[] = {
@@ -1187,6 +1281,24 @@ static void test_malformed_configs(void **state) {
         {"{\"model_type\": \"gpt_oss\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
          " \"max_position_embeddings\": 4096, \"sliding_window\": 8, \"layer_types\": [\"local\", \"full_attention\"]}",
          "layer_types[0]"},
+#define HY_V4_HEAD                                                                                                     \
+    "{\"model_type\": \"hy_v4\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"hidden_size\": 256, "         \
+    "\"max_position_embeddings\": 4096, \"kv_lora_rank\": 64, \"qk_rope_head_dim\": 16, \"qk_nope_head_dim\": 32, "    \
+    "\"v_head_dim\": 32, "
+        {HY_V4_HEAD "\"indexer_types\": [\"shared\", \"full\"]}", "indexer_types[0] is \"shared\""},
+        {HY_V4_HEAD "\"indexer_types\": [\"full\", \"sparse\"]}", "indexer_types[1] must be"},
+        {HY_V4_HEAD "\"indexer_types\": [\"full\"]}", "indexer_types has 1 entries"},
+        {HY_V4_HEAD "\"layer_types\": [\"indexed_attention\", \"full_attention\"]}", "layer_types[1] must be"},
+#define DSV4_HEAD                                                                                                      \
+    "{\"model_type\": \"deepseek_v4\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"hidden_size\": 256, "   \
+    "\"max_position_embeddings\": 4096, "
+        {DSV4_HEAD "\"layer_types\": [\"sliding_attention\", \"full_attention\"]}", "layer_types[1] must be one of"},
+        {DSV4_HEAD "\"layer_types\": [\"sliding_attention\"]}", "layer_types has 1 entries"},
+        {DSV4_HEAD "\"compress_ratios\": [0, 5]}", "compress_ratios[1] is 5"},
+        {DSV4_HEAD "\"compress_ratios\": [0]}", "compress_ratios has 1 entries"},
+        {DSV4_HEAD "\"compress_rates\": {\"compressed_sparse_attention\": 4}}",
+         "compress_rates has no entry \"heavily_compressed_attention\" for layer 0"},
+        {DSV4_HEAD "\"compress_rate_hca\": 0}", "compress_rate_hca"},
         {"{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 16,"
          " \"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 128, \"max_position_embeddings\": 4096}",
          "kv_lora_rank is missing"},
@@ -1336,6 +1448,8 @@ int main(void) {
         cmocka_unit_test(test_invalid_arguments),
         cmocka_unit_test(test_size_parser),
         cmocka_unit_test(test_llama4_chunked_layers),
+        cmocka_unit_test(test_deepseek_v4),
+        cmocka_unit_test(test_hy_v4),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
