@@ -297,6 +297,9 @@ typedef struct kvc_model_config {
     /* GPT-2's scale_attn_by_inverse_layer_idx: layer l's softmax scale is kvc_model_attn_scale's divided by l + 1.
      * Last, as above. */
     bool attn_scale_inverse_layer;
+    /* Granite SWA (granite_swa, granitemoe_swa): per-head attention sinks, self_attn.sinks [nH] (GptOss has its own
+     * always). Last, as above. */
+    bool attn_sinks;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config
