@@ -199,6 +199,9 @@ kvc_status kvci_family_parse_granite_swa(const kvc_hparams *hp, kvc_model_config
 /* Flint (family_flint.c; run by the dense family): its keys, and its layer kinds without layer_types. */
 kvc_status kvci_family_parse_flint(const kvc_hparams *hp, kvc_model_config *cfg);
 kvc_status kvci_family_flint_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+/* Cohere 2 MoE (family_cohere2_moe.c; run by the dense family): its keys, and its layer kinds without layer_types. */
+kvc_status kvci_family_parse_cohere2_moe(const kvc_hparams *hp, kvc_model_config *cfg);
+kvc_status kvci_family_cohere2_moe_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
 /* Hy3 (family_hy_v3.c; run by the dense family): its keys (DeepSeek-V3's router with one group). */
 kvc_status kvci_family_parse_hy_v3(const kvc_hparams *hp, kvc_model_config *cfg);
 /* Why model_type is refused by name (the runtime and the planner say it), or NULL. */

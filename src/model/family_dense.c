@@ -936,6 +936,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "hyperclovax") == 0) return parse_hyperclovax(hp, cfg);
     if (strcmp(mt, "flint") == 0) return kvci_family_parse_flint(hp, cfg);
     if (strcmp(mt, "hy_v3") == 0) return kvci_family_parse_hy_v3(hp, cfg);
+    if (strcmp(mt, "cohere2_moe") == 0) return kvci_family_parse_cohere2_moe(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (strcmp(mt, "nanochat") == 0) return kvci_family_parse_nanochat(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
@@ -994,7 +995,8 @@ static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
     const kvc_model_config *c = &s->m->cfg;
     if (!c->layer_moe[l]) return kvci_fwd_dense_mlp(s, l);
     if (granite_moe(c->model_type)) return kvci_ffn_granite_moe(s, l);
-    if (strcmp(c->model_type, "flint") == 0) return kvci_ffn_sigmoid_moe(s, l);
+    if (strcmp(c->model_type, "flint") == 0 || c->moe_route_sigmoid) return kvci_ffn_sigmoid_moe(s, l);
+    if (strcmp(c->model_type, "cohere2_moe") == 0) return kvci_ffn_granite_moe(s, l); /* softmax of the top k */
     if (strcmp(c->model_type, "ernie4_5_moe") == 0) return kvci_ffn_ernie_moe(s, l);
     if (strcmp(c->model_type, "phimoe") == 0) return kvci_ffn_phimoe(s, l);
     return c->n_group > 0 ? kvci_ffn_deepseek(s, l, false) : kvci_ffn_softmax_moe(s, l);
@@ -1029,6 +1031,7 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0 || strcmp(mt, "exaone_moe") == 0))
         return cohere2_kinds(ctx, kinds);
     if (mt && strcmp(mt, "flint") == 0) return kvci_family_flint_kinds(ctx, kinds);
+    if (mt && strcmp(mt, "cohere2_moe") == 0) return kvci_family_cohere2_moe_kinds(ctx, kinds);
     if (mt && (strcmp(mt, "cwm") == 0 || kvci_family_is_granite_swa(mt))) {
         /* CwmConfig's and GraniteSWAConfig's layer_types: every fourth from layer 0 full, the others slide */
         for (int64_t i = 0; i < ctx->n_layers; i++)
@@ -1060,7 +1063,7 @@ static bool dense_reads_window(const kvc_hparams *hp) {
         "mistral",    "mixtral",   "ministral",  "ministral3",    "mistral3",        "qwen2",   "qwen2_moe",
         "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
         "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",  "gpt_neo",
-        "dots1",      "cwm",       "exaone_moe", "granite_swa",   "granitemoe_swa",  "flint"};
+        "dots1",      "cwm",       "exaone_moe", "granite_swa",   "granitemoe_swa",  "flint",   "cohere2_moe"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -1142,6 +1145,7 @@ static const kvc_family_alias ALIASES[] = {
     {"nanochat", "NanoChatForCausalLM", "nanochat", true},
     {"flint", "FlintForCausalLM", "flint", true},
     {"hy_v3", "HYV3ForCausalLM", "hy_v3", true},
+    {"cohere2_moe", "Cohere2MoeForCausalLM", "cohere2_moe", true},
 };
 
 bool kvci_family_attn_sinks(const char *mt) {

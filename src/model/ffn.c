@@ -329,6 +329,7 @@ static kvc_status routed_experts(const kvc_fwd_step *s, int64_t l, route_fn rout
     }
     KVC_TRY(shared_experts(c, w, ws, T));
     for (int64_t i = 0; i < T * H; i++) ws->proj[i] += routed[i];
+    for (int64_t i = 0; c->moe_shared_average && i < T * H; i++) ws->proj[i] *= 0.5f; /* (routed + shared) / 2 */
     return KVC_OK;
 }
 

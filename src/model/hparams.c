@@ -55,6 +55,7 @@ static const type_defaults DEFAULTS[] = {
     {"granitemoe_swa", 0, 10000.0, 128, false, 0, false, false}, /* GraniteMoeSWAConfig's */
     {"flint", 128, 10000.0, 513, false, 4, false, false},        /* FlintConfig's */
     {"hy_v3", 128, 11158840.0, 0, false, 8, false, false},       /* HYV3Config's */
+    {"cohere2_moe", 128, 10000.0, 4096, false, 0, false, false}, /* Cohere2MoeConfig's */
     {"gemma", 256, 10000.0, 0, false, 16, false, false},
     {"smollm3", 0, 2000000.0, 0, true, 4, false, false},
     {"glm", 128, 10000.0, 0, false, 2, false, false},

@@ -392,6 +392,8 @@ static void test_published_configs_agree(void **state) {
         "oracle/granitemoe_swa/config.json",
         "oracle/flint/config.json",
         "oracle/hy_v3/config.json",
+        "oracle/cohere2_moe/config.json",
+        "oracle/cohere2_moe_sigmoid/config.json",
         "oracle/glm4_moe/config.json",
         "oracle/llama4/config.json",
         "oracle/llama4/multimodal/config.json",

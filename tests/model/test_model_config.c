@@ -2007,6 +2007,48 @@ static void test_hy_v3_fields(void **state) {
 #undef HY3_BASE
 }
 
+/* Cohere 2 MoE with Cohere2MoeConfig's defaults (head_dim 128, as many KV heads as heads, LayerNorms of eps 1e-5 as
+ * rms_norm_eps is absent, window 4096 with three sliding layers then one full, the full ones unrotated, 8 experts of
+ * intermediate_size, top 2 by softmax, no shared expert, logit scale 0.0625, tied) and with first_k_dense_replace,
+ * RMSNorms, sigmoid routing, shared experts summed and prefix_dense_intermediate_size set; refused by name: an unknown
+ * expert_selection_fn or shared_expert_combination_strategy. */
+static void test_cohere2_moe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define C2M_BASE                                                                                                       \
+    "{\"model_type\":\"cohere2_moe\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":40,"                    \
+    "\"num_attention_heads\":8,\"num_hidden_layers\":5,\"max_position_embeddings\":8192"
+    assert_int_equal(kvc_model_config_parse(C2M_BASE "}", "cohere2_moe", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 && c.layer_norm);
+    assert_true(c.rms_norm_eps == 1e-5 && c.parallel_block && c.rope_form == KVC_ROPE_PAIRS && c.tie_word_embeddings);
+    assert_true(c.sliding_window == 4096 && c.layer_sliding[0] && c.layer_sliding[2] && !c.layer_sliding[3]);
+    assert_true(c.layer_sliding[4] && c.layer_nope[3] && !c.layer_nope[0] && c.logit_scale == 0.0625);
+    assert_true(c.n_routed_experts == 8 && c.experts_per_tok == 2 && c.moe_intermediate_size == 40);
+    assert_true(c.shared_expert_intermediate_size == 0 && !c.moe_shared_average && !c.moe_route_sigmoid);
+    assert_true(c.layer_moe[0] && c.layer_moe[4]);
+    kvc_model_plan *plan = plan_of(C2M_BASE "}", "cohere2_moe");
+    assert_true(plan->hybrid && plan->layers[0].sliding_window == 4096 && plan->layers[3].sliding_window == 0);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(C2M_BASE ",\"first_k_dense_replace\":2,\"rms_norm_eps\":1e-6,"
+                                                     "\"expert_selection_fn\":\"sigmoid\",\"num_shared_experts\":2,"
+                                                     "\"shared_expert_combination_strategy\":\"sum\","
+                                                     "\"prefix_dense_intermediate_size\":24,\"sliding_window\":16}",
+                                            "cohere2_moe-set", &c),
+                     KVC_OK);
+    assert_true(!c.layer_norm && c.rms_norm_eps == 1e-6 && c.moe_route_sigmoid && !c.moe_shared_average);
+    assert_true(c.shared_expert_intermediate_size == 80 && c.intermediate_size == 24 && c.moe_intermediate_size == 40);
+    assert_true(!c.layer_moe[0] && !c.layer_moe[1] && c.layer_moe[2] && c.sliding_window == 16);
+    /* the dense prefix: full by prefix_dense_sliding_window_pattern 1, rotated (force_rope); then 3 sliding */
+    assert_true(!c.layer_sliding[0] && !c.layer_sliding[1] && !c.layer_nope[0] && !c.layer_nope[1]);
+    assert_true(c.layer_sliding[2] && c.layer_sliding[4]);
+    assert_int_equal(kvc_model_config_parse(C2M_BASE ",\"num_shared_experts\":1}", "cohere2_moe-avg", &c), KVC_OK);
+    assert_true(c.moe_shared_average && c.shared_expert_intermediate_size == 40);
+    expect_refusal(C2M_BASE ",\"expert_selection_fn\":\"tanh\"}", "expert_selection_fn \"tanh\" is not supported");
+    expect_refusal(C2M_BASE ",\"shared_expert_combination_strategy\":\"max\"}",
+                   "shared_expert_combination_strategy \"max\" is not supported");
+#undef C2M_BASE
+}
+
 /* HRM-Text (a looped recurrent reasoning model) refused by name with the reason, by the runtime and the planner. */
 static void test_hrm_text_refused(void **state) {
     (void)state;
@@ -3168,6 +3210,7 @@ int main(void) {
         cmocka_unit_test(test_granite_swa_fields),
         cmocka_unit_test(test_flint_fields),
         cmocka_unit_test(test_hy_v3_fields),
+        cmocka_unit_test(test_cohere2_moe_fields),
         cmocka_unit_test(test_hrm_text_refused),
         cmocka_unit_test(test_jais2_fields),
         cmocka_unit_test(test_iquestcoder_fields),

@@ -586,6 +586,15 @@ static void test_hy_v3(void **state) {
     run_dir("hy_v3");
 }
 
+/* Cohere 2 MoE-like: parallel LayerNorm blocks, RoPE on pairs, biases, layer 0 dense (its own width), full and rotated
+ * (force_rope), then sliding, full unrotated, sliding (window 8); 6 experts top-2 by the softmax of the top logits,
+ * a shared expert averaged with them; and with RMSNorms, sigmoid scores renormalised, two shared experts summed */
+static void test_cohere2_moe(void **state) {
+    (void)state;
+    run_dir("cohere2_moe");
+    run_dir("cohere2_moe_sigmoid");
+}
+
 /* Persimmon-like: LayerNorms with bias, q/k/v fused per head, q/k LayerNorms with bias shared by the heads, RoPE on
  * half of each head, relu2 MLP, every bias but the head's, untied */
 static void test_persimmon(void **state) {
@@ -1034,6 +1043,7 @@ int main(void) {
         cmocka_unit_test(test_granite_swa),
         cmocka_unit_test(test_flint),
         cmocka_unit_test(test_hy_v3),
+        cmocka_unit_test(test_cohere2_moe),
         cmocka_unit_test(test_jais2),
         cmocka_unit_test(test_iquestcoder),
         cmocka_unit_test(test_hyperclovax),
