@@ -300,6 +300,13 @@ typedef struct kvc_model_config {
     /* GPT-2's scale_attn_by_inverse_layer_idx: layer l's softmax scale is kvc_model_attn_scale's divided by l + 1.
      * Last, as above. */
     bool attn_scale_inverse_layer;
+    /* Granite SWA (granite_swa, granitemoe_swa): per-head attention sinks, self_attn.sinks [nH] (GptOss has its own
+     * always). Last, as above. */
+    bool attn_sinks;
+    /* Cohere 2 MoE (cohere2_moe): the routed experts chosen by the top-k logits weighted by their sigmoid (renormalised
+     * by norm_topk_prob) instead of their softmax (moe_route_sigmoid), and the shared experts' output averaged with
+     * the routed ones', (routed + shared) / 2, instead of summed (moe_shared_average). Last, as above. */
+    bool moe_route_sigmoid, moe_shared_average;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -189,6 +189,19 @@ static const rename_rule RULES[] = {
     {"nemotron_h", "self_attn.", "mixer."},
     {"nemotron_h", "mamba.", "mixer."},
     {"nemotron_h", "mlp.", "mixer."},
+    /* Granite MoE SWA (GraniteMoeSWAForCausalLM): Granite MoE's experts under transformers 5's own names (no legacy
+     * checkpoint to convert from): the router block_sparse_moe.router, the experts' fused gate / up rows
+     * experts.gate_up_proj [E, 2 I, H] and down experts.down_proj [E, H, I] */
+    {"granitemoe_swa", "block_sparse_moe.router.layer.", "block_sparse_moe.router."},
+    {"granitemoe_swa", "block_sparse_moe.input_linear.weight", "block_sparse_moe.experts.gate_up_proj"},
+    {"granitemoe_swa", "block_sparse_moe.output_linear.weight", "block_sparse_moe.experts.down_proj"},
+    /* Flint (FlintForCausalLM): the sinks are saved as softmax_offset */
+    {"flint", "self_attn.sinks", "self_attn.softmax_offset"},
+    /* Hy3 (HYV3ForCausalLM): the router mlp.router.gate, its correction bias mlp.expert_bias, the shared MLP
+     * mlp.shared_mlp */
+    {"hy_v3", "mlp.gate.weight", "mlp.router.gate.weight"},
+    {"hy_v3", "mlp.gate.e_score_correction_bias", "mlp.expert_bias"},
+    {"hy_v3", "mlp.shared_experts.", "mlp.shared_mlp."},
     /* NanoChat (NanoChatForCausalLM): the MLP fc1 (up) and fc2 (down) */
     {"nanochat", "mlp.up_proj.", "mlp.fc1."},
     {"nanochat", "mlp.down_proj.", "mlp.fc2."},

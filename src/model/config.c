@@ -99,6 +99,8 @@ static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, con
         return kvci_fail(KVC_EINVAL, "%s: model_type \"%.40s...\" is %zu bytes long, the runtime keeps at most %zu",
                          doc, t, strlen(t), sizeof cfg->model_type - 1);
     snprintf(cfg->model_type, sizeof cfg->model_type, "%s", t);
+    if (kvci_family_refusal(t) != NULL)
+        return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not supported: %s", doc, t, kvci_family_refusal(t));
     const kvc_family_alias *alias = NULL;
     *fam = kvci_family_find(t, NULL, &alias);
     if (*fam == NULL || !alias->runs) {

@@ -57,6 +57,22 @@ const kvc_family_desc *kvci_family_find(const char *model_type, const char *arch
     return NULL;
 }
 
+/* Model types refused by name, with the reason, by the runtime and the planner alike. */
+static const struct {
+    const char *model_type, *why;
+} REFUSED[] = {
+    {"hrm_text", "HRM-Text is a looped (hierarchical recurrent) reasoning model: two weight-shared stacks run "
+                 "H_cycles x (L_cycles + 1) times per token over two hidden streams (z_H, z_L), each run with a "
+                 "cache of its own, and a prefix-LM mask over the prompt; neither the runtime's layer stack nor the "
+                 "planner's cache layout is that"},
+};
+
+const char *kvci_family_refusal(const char *model_type) {
+    for (size_t i = 0; model_type != NULL && i < sizeof REFUSED / sizeof REFUSED[0]; i++)
+        if (strcmp(model_type, REFUSED[i].model_type) == 0) return REFUSED[i].why;
+    return NULL;
+}
+
 bool kvci_family_type_runs(const char *model_type) {
     const kvc_family_alias *alias = NULL;
     return model_type != NULL && kvci_family_find(model_type, NULL, &alias) != NULL && alias->runs;

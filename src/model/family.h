@@ -211,6 +211,23 @@ kvc_status kvci_family_parse_gemma(const kvc_hparams *hp, kvc_model_config *cfg)
  * falcon, gptj, nemotron, gpt_neo, codegen, biogpt. */
 bool kvci_family_is_classic(const char *model_type);
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg);
+/* Granite SWA and Granite MoE SWA (family_granite_swa.c; run by the dense family after Granite's and Granite MoE
+ * Shared's reading): attention sinks, their eps and tie defaults, layer_rope_theta onto layer_nope and the two ropes.
+ */
+bool kvci_family_is_granite_swa(const char *model_type);
+kvc_status kvci_family_parse_granite_swa(const kvc_hparams *hp, kvc_model_config *cfg);
+/* Flint (family_flint.c; run by the dense family): its keys, and its layer kinds without layer_types. */
+kvc_status kvci_family_parse_flint(const kvc_hparams *hp, kvc_model_config *cfg);
+kvc_status kvci_family_flint_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+/* Cohere 2 MoE (family_cohere2_moe.c; run by the dense family): its keys, and its layer kinds without layer_types. */
+kvc_status kvci_family_parse_cohere2_moe(const kvc_hparams *hp, kvc_model_config *cfg);
+kvc_status kvci_family_cohere2_moe_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+/* Hy3 (family_hy_v3.c; run by the dense family): its keys (DeepSeek-V3's router with one group). */
+kvc_status kvci_family_parse_hy_v3(const kvc_hparams *hp, kvc_model_config *cfg);
+/* Why model_type is refused by name (the runtime and the planner say it), or NULL. */
+const char *kvci_family_refusal(const char *model_type);
+/* Whether the dense family's model type has per-head attention sinks (Granite SWA, Granite MoE SWA, Flint). */
+bool kvci_family_attn_sinks(const char *model_type);
 /* NanoChat (family_nanochat.c; run by the dense family): weightless RMSNorms (the embeddings' too), q/k normalised
  * after RoPE turned the other way, a relu2 MLP, soft-capped logits. */
 kvc_status kvci_family_parse_nanochat(const kvc_hparams *hp, kvc_model_config *cfg);

@@ -15,9 +15,15 @@
 #include "model/family.h"
 #include "model/forward_internal.h"
 
-/* Granite MoE (GraniteMoeForCausalLM) and Granite MoE Shared (GraniteMoeSharedForCausalLM). */
+/* Granite MoE (GraniteMoeForCausalLM), Granite MoE Shared (GraniteMoeSharedForCausalLM) and Granite MoE SWA. */
 static bool granite_moe(const char *mt) {
-    return mt && (strcmp(mt, "granitemoe") == 0 || strcmp(mt, "granitemoeshared") == 0);
+    return mt &&
+           (strcmp(mt, "granitemoe") == 0 || strcmp(mt, "granitemoeshared") == 0 || strcmp(mt, "granitemoe_swa") == 0);
+}
+
+/* Granite and Granite SWA (dense). */
+static bool granite_dense(const char *mt) {
+    return mt && (strcmp(mt, "granite") == 0 || strcmp(mt, "granite_swa") == 0);
 }
 
 kvc_status kvci_family_expert_counts(const kvc_json_obj *c, const char *const e_keys[KVC_HP_ALIASES], int64_t def_e,
@@ -928,6 +934,9 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "jais2") == 0) return parse_jais2(hp, cfg);
     if (strcmp(mt, "iquestcoder") == 0) return parse_iquestcoder(hp, cfg);
     if (strcmp(mt, "hyperclovax") == 0) return parse_hyperclovax(hp, cfg);
+    if (strcmp(mt, "flint") == 0) return kvci_family_parse_flint(hp, cfg);
+    if (strcmp(mt, "hy_v3") == 0) return kvci_family_parse_hy_v3(hp, cfg);
+    if (strcmp(mt, "cohere2_moe") == 0) return kvci_family_parse_cohere2_moe(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (strcmp(mt, "nanochat") == 0) return kvci_family_parse_nanochat(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
@@ -939,8 +948,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
      * Qwen3 and the MoEs attention_bias); Mistral's, Mixtral's and Qwen2's never do */
     const bool no_bias_keys = strcmp(mt, "mistral") == 0 || strcmp(mt, "mixtral") == 0 || qwen2 || qwen2_moe;
     const bool exaone = strcmp(mt, "exaone") == 0; /* ExaoneConfig: LlamaForCausalLM's reading of its keys */
-    const bool reads_mlp_bias =
-        strcmp(mt, "llama") == 0 || strcmp(mt, "granite") == 0 || strcmp(mt, "smollm3") == 0 || exaone;
+    const bool reads_mlp_bias = strcmp(mt, "llama") == 0 || granite_dense(mt) || strcmp(mt, "smollm3") == 0 || exaone;
     bool attn_bias = false, mlp_bias = false;
     if (!no_bias_keys) KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &attn_bias));
     if (reads_mlp_bias) KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &mlp_bias));
@@ -949,11 +957,11 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     cfg->o_bias = (qwen2 || qwen2_moe) ? false : attn_bias;
     cfg->mlp_bias = mlp_bias;
     cfg->qk_norm = qwen3;
-    if (strcmp(mt, "granite") == 0) return kvci_family_parse_granite_scales(hp, cfg);
-    if (granite_moe(mt)) {
-        cfg->mlp_bias = false; /* no dense MLP */
+    if (granite_dense(mt) || granite_moe(mt)) {
+        if (granite_moe(mt)) cfg->mlp_bias = false; /* no dense MLP */
         KVC_TRY(kvci_family_parse_granite_scales(hp, cfg));
-        return parse_moe(hp, mt, cfg);
+        if (granite_moe(mt)) KVC_TRY(parse_moe(hp, mt, cfg));
+        return kvci_family_is_granite_swa(mt) ? kvci_family_parse_granite_swa(hp, cfg) : KVC_OK;
     }
     if (strcmp(mt, "smollm3") == 0) return parse_smollm3(hp, cfg);
     if (exaone) { /* rms_norm_eps, also layer_norm_epsilon (its attribute map), 1e-5 when absent */
@@ -987,6 +995,8 @@ static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
     const kvc_model_config *c = &s->m->cfg;
     if (!c->layer_moe[l]) return kvci_fwd_dense_mlp(s, l);
     if (granite_moe(c->model_type)) return kvci_ffn_granite_moe(s, l);
+    if (strcmp(c->model_type, "flint") == 0 || c->moe_route_sigmoid) return kvci_ffn_sigmoid_moe(s, l);
+    if (strcmp(c->model_type, "cohere2_moe") == 0) return kvci_ffn_granite_moe(s, l); /* softmax of the top k */
     if (strcmp(c->model_type, "ernie4_5_moe") == 0) return kvci_ffn_ernie_moe(s, l);
     if (strcmp(c->model_type, "phimoe") == 0) return kvci_ffn_phimoe(s, l);
     return c->n_group > 0 ? kvci_ffn_deepseek(s, l, false) : kvci_ffn_softmax_moe(s, l);
@@ -1020,7 +1030,10 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     }
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0 || strcmp(mt, "exaone_moe") == 0))
         return cohere2_kinds(ctx, kinds);
-    if (mt && strcmp(mt, "cwm") == 0) { /* CwmConfig's layer_types: every fourth from layer 0 full, the others slide */
+    if (mt && strcmp(mt, "flint") == 0) return kvci_family_flint_kinds(ctx, kinds);
+    if (mt && strcmp(mt, "cohere2_moe") == 0) return kvci_family_cohere2_moe_kinds(ctx, kinds);
+    if (mt && (strcmp(mt, "cwm") == 0 || kvci_family_is_granite_swa(mt))) {
+        /* CwmConfig's and GraniteSWAConfig's layer_types: every fourth from layer 0 full, the others slide */
         for (int64_t i = 0; i < ctx->n_layers; i++)
             kinds[i] = i % 4 != 0 && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL;
         return KVC_OK;
@@ -1047,10 +1060,10 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
  * shared template, or a fine-tune's leftover key, runs as transformers runs it. Types planned only keep the key. */
 static bool dense_reads_window(const kvc_hparams *hp) {
     static const char *const WINDOW_TYPES[] = {
-        "mistral",         "mixtral", "ministral",  "ministral3", "mistral3",   "qwen2",
-        "qwen2_moe",       "qwen3",   "qwen3_moe",  "phi3",       "olmo3",      "smollm3",
-        "cohere2",         "exaone4", "starcoder2", "qwen2_vl",   "qwen2_5_vl", "qwen2_vl_text",
-        "qwen2_5_vl_text", "phimoe",  "gpt_neo",    "dots1",      "cwm",        "exaone_moe"};
+        "mistral",    "mixtral",   "ministral",  "ministral3",    "mistral3",        "qwen2",   "qwen2_moe",
+        "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
+        "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",  "gpt_neo",
+        "dots1",      "cwm",       "exaone_moe", "granite_swa",   "granitemoe_swa",  "flint",   "cohere2_moe"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -1088,6 +1101,8 @@ static const kvc_family_alias ALIASES[] = {
     {"olmoe", "OlmoeForCausalLM", "olmoe", true},
     {"granitemoe", "GraniteMoeForCausalLM", "granitemoe", true},
     {"granitemoeshared", "GraniteMoeSharedForCausalLM", "granitemoeshared", true},
+    {"granite_swa", "GraniteSWAForCausalLM", "granite_swa", true},
+    {"granitemoe_swa", "GraniteMoeSWAForCausalLM", "granitemoe_swa", true},
     {"glm4_moe", "Glm4MoeForCausalLM", "glm4_moe", true},
     {"phi", "PhiForCausalLM", "phi", true},
     {"persimmon", "PersimmonForCausalLM", "persimmon", true},
@@ -1128,14 +1143,21 @@ static const kvc_family_alias ALIASES[] = {
     {"iquestcoder", "IQuestCoderForCausalLM", "iquestcoder", true},
     {"hyperclovax", "HyperCLOVAXForCausalLM", "hyperclovax", true},
     {"nanochat", "NanoChatForCausalLM", "nanochat", true},
+    {"flint", "FlintForCausalLM", "flint", true},
+    {"hy_v3", "HYV3ForCausalLM", "hy_v3", true},
+    {"cohere2_moe", "Cohere2MoeForCausalLM", "cohere2_moe", true},
 };
+
+bool kvci_family_attn_sinks(const char *mt) {
+    return kvci_family_is_granite_swa(mt) || (mt != NULL && strcmp(mt, "flint") == 0);
+}
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),
  * GPT-Neo's 1 (its attention does not scale q.k), MPT's attn_config.softmax_scale when given (parse_mpt's), else
  * head_dim^-1/2. */
 static kvc_status dense_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
     const char *mt = ctx->hp->model_type;
-    const bool unscaled = mt && (strcmp(mt, "granite") == 0 || granite_moe(mt) || strcmp(mt, "gpt_neo") == 0);
+    const bool unscaled = granite_dense(mt) || granite_moe(mt) || (mt && strcmp(mt, "gpt_neo") == 0);
     *scale = unscaled ? 1.0 : 1.0 / sqrt((double)head_dim);
     if (mt && strcmp(mt, "mpt") == 0) {
         const kvc_json_range pos = {0.0, 3.4e38, true};

@@ -211,14 +211,16 @@ static void granite_route(const kvc_model_config *c, const kvc_layer_weights *w,
     top_k_softmax(logits, c->n_routed_experts, c->experts_per_tok, sel, sw);
 }
 
-/* Llama 4 router (HF Llama4Router): the k largest logits (ties: lower index first, as top_k), each chosen
- * expert's score the sigmoid of its logit in f32; routed_experts scales the expert's input by it
- * (moe_sigmoid_input), not its output. */
+/* Llama 4 router (HF Llama4Router) and Flint's (FlintTopKRouter): the k largest logits (ties: lower index first, as
+ * top_k), each chosen expert's score the sigmoid of its logit in f32, over the k scores' sum when norm_topk_prob
+ * (Flint's); Llama 4's routed_experts scales the expert's input by it (moe_sigmoid_input), not its output. */
 static void sigmoid_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                           float *sw, float *tmp /* [E] */) {
     (void)w, (void)tmp;
+    float sum = 0.0f;
     top_k(logits, c->n_routed_experts, c->experts_per_tok, sel);
-    for (int64_t j = 0; j < c->experts_per_tok; j++) sw[j] = 1.0f / (1.0f + expf(-logits[sel[j]]));
+    for (int64_t j = 0; j < c->experts_per_tok; j++) sum += (sw[j] = 1.0f / (1.0f + expf(-logits[sel[j]])));
+    for (int64_t j = 0; c->norm_topk_prob && j < c->experts_per_tok; j++) sw[j] /= sum;
 }
 
 /* ERNIE 4.5 MoE router (HF Ernie4_5_MoeTopKRouter): softmax over all E logits in f32, the k largest of the
@@ -327,6 +329,7 @@ static kvc_status routed_experts(const kvc_fwd_step *s, int64_t l, route_fn rout
     }
     KVC_TRY(shared_experts(c, w, ws, T));
     for (int64_t i = 0; i < T * H; i++) ws->proj[i] += routed[i];
+    for (int64_t i = 0; c->moe_shared_average && i < T * H; i++) ws->proj[i] *= 0.5f; /* (routed + shared) / 2 */
     return KVC_OK;
 }
 

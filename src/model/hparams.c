@@ -42,15 +42,20 @@ static const type_defaults DEFAULTS[] = {
     {"flex_olmo", 0, 500000.0, 0, false, 0, false, false}, /* FlexOlmoConfig's default_theta */
     {"hunyuan_v1_dense", 0, 10000.0, 0, false, 0, false, false},
     {"hunyuan_v1_moe", 0, 10000.0, 0, false, 0, false, false},
-    {"minimax_m2", 128, 5000000.0, 0, false, 8, false, false}, /* MiniMaxM2Config's */
-    {"exaone", 0, 500000.0, 0, false, 8, false, false},        /* ExaoneConfig's */
-    {"internlm3", 128, 10000.0, 0, false, 2, false, false},    /* InternLM3Config's */
-    {"apertus", 0, 12000000.0, 0, false, 0, false, false},     /* ApertusConfig's */
-    {"cwm", 128, 1000000.0, 8192, false, 8, false, false},     /* CwmConfig's */
-    {"solar_open", 128, 1000000.0, 0, false, 8, false, false}, /* SolarOpenConfig's */
-    {"jais2", 0, 10000.0, 0, false, 0, false, false},          /* Jais2Config's (LlamaConfig's) */
-    {"iquestcoder", 128, 10000.0, 0, false, 8, false, false},  /* IQuestCoderConfig's */
-    {"hyperclovax", 0, 10000.0, 0, false, 0, false, false},    /* HyperCLOVAXConfig's (GraniteConfig's) */
+    {"minimax_m2", 128, 5000000.0, 0, false, 8, false, false},   /* MiniMaxM2Config's */
+    {"exaone", 0, 500000.0, 0, false, 8, false, false},          /* ExaoneConfig's */
+    {"internlm3", 128, 10000.0, 0, false, 2, false, false},      /* InternLM3Config's */
+    {"apertus", 0, 12000000.0, 0, false, 0, false, false},       /* ApertusConfig's */
+    {"cwm", 128, 1000000.0, 8192, false, 8, false, false},       /* CwmConfig's */
+    {"solar_open", 128, 1000000.0, 0, false, 8, false, false},   /* SolarOpenConfig's */
+    {"jais2", 0, 10000.0, 0, false, 0, false, false},            /* Jais2Config's (LlamaConfig's) */
+    {"iquestcoder", 128, 10000.0, 0, false, 8, false, false},    /* IQuestCoderConfig's */
+    {"hyperclovax", 0, 10000.0, 0, false, 0, false, false},      /* HyperCLOVAXConfig's (GraniteConfig's) */
+    {"granite_swa", 0, 10000.0, 128, false, 4, false, false},    /* GraniteSWAConfig's */
+    {"granitemoe_swa", 0, 10000.0, 128, false, 0, false, false}, /* GraniteMoeSWAConfig's */
+    {"flint", 128, 10000.0, 513, false, 4, false, false},        /* FlintConfig's */
+    {"hy_v3", 128, 11158840.0, 0, false, 8, false, false},       /* HYV3Config's */
+    {"cohere2_moe", 128, 10000.0, 4096, false, 0, false, false}, /* Cohere2MoeConfig's */
     {"gemma", 256, 10000.0, 0, false, 16, false, false},
     {"smollm3", 0, 2000000.0, 0, true, 4, false, false},
     {"glm", 128, 10000.0, 0, false, 2, false, false},

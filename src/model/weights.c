@@ -199,7 +199,8 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
         TRY(v1(v, "self_attn.q_norm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(v, "self_attn.k_norm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
     }
-    if (c->family == KVC_FAMILY_GPT_OSS) TRY(v1(v, "self_attn.sinks", nH, &w->sinks, KVC_WINIT_SINK, even(v, 0, nH)));
+    if (c->family == KVC_FAMILY_GPT_OSS || c->attn_sinks)
+        TRY(v1(v, "self_attn.sinks", nH, &w->sinks, KVC_WINIT_SINK, even(v, 0, nH)));
     return KVC_OK;
 }
 
@@ -352,6 +353,7 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
     const bool mixtral = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "phimoe") == 0 ||
                          strcmp(c->model_type, "minimax_m2") == 0;
     const bool ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
+    const bool cohere = strcmp(c->model_type, "cohere2_moe") == 0; /* shared_experts., no gate */
     w->moe = true;
     if (c->family == KVC_FAMILY_LLAMA4) return visit_llama4_moe(v, c, w);
     if (strcmp(c->model_type, "dbrx") == 0) return visit_dbrx_moe(v, c, w);
@@ -368,10 +370,12 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
            even(v, 2, Im)));
     const int64_t Ish = c->shared_expert_intermediate_size;
     if (Ish > 0)
-        TRY(visit_dense_mlp(v, c, w, ds || ernie ? "shared_experts." : "shared_expert.", Ish, &w->sh_gate, &w->sh_up,
-                            &w->sh_down));
-    const bool hunyuan = strcmp(c->model_type, "hunyuan_v1_moe") == 0; /* its shared MLP has no gate */
-    if (Ish > 0 && !ds && !ernie && !hunyuan) TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
+        TRY(visit_dense_mlp(v, c, w, ds || ernie || cohere ? "shared_experts." : "shared_expert.", Ish, &w->sh_gate,
+                            &w->sh_up, &w->sh_down));
+    const bool hunyuan = strcmp(c->model_type, "hunyuan_v1_moe") == 0 || /* their shared MLP has no gate */
+                         strcmp(c->model_type, "flint") == 0;
+    if (Ish > 0 && !ds && !ernie && !hunyuan && !cohere)
+        TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
     return KVC_OK;
 }
 

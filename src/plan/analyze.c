@@ -182,7 +182,7 @@ static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {
     if (st == KVC_OK) st = kvci_family_attn_softcap(f.fam, &hp->cfg, &plan->logit_softcap);
     if (st != KVC_OK) return st;
     plan->mla = f.fam->mla;
-    plan->sinks = f.fam->sinks;
+    plan->sinks = f.fam->sinks || kvci_family_attn_sinks(hp->model_type);
     plan->rope_factor = f.rope.factor;
     plan->rope_attention_factor = kvc_rope_attention_factor(&f.rope);
 

@@ -1903,6 +1903,165 @@ static void test_cwm_fields(void **state) {
 #undef CWM_BASE
 }
 
+/* Granite SWA with GraniteSWAConfig's defaults (4 KV heads, window 128 with every fourth layer from layer 0 full,
+ * every layer at rope_parameters' theta, sinks, the softmax scale 1, eps 1e-5, tied) and Granite MoE SWA with its
+ * keys set (layer_rope_theta: 0 unrotated, the sliding layers' base apart; eps 1e-6 and untied when absent); the
+ * planner plans the windows with sinks (one sliding layer: 128 tokens); refused by name: layer_rope_theta of the
+ * wrong length, a negative entry, two bases among the sliding layers. */
+static void test_granite_swa_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define GSWA_BASE(mt)                                                                                                  \
+    "{\"model_type\":\"" mt "\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                          \
+    "\"num_attention_heads\":8,\"num_hidden_layers\":5,\"max_position_embeddings\":4096"
+    assert_int_equal(kvc_model_config_parse(GSWA_BASE("granite_swa") "}", "granite_swa", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.rms_norm_eps == 1e-5 && c.attn_sinks);
+    assert_true(c.tie_word_embeddings && c.attention_multiplier == 1.0 && c.rope.theta == 1e4);
+    assert_true(c.sliding_window == 128 && !c.layer_sliding[0] && c.layer_sliding[1] && c.layer_sliding[3]);
+    assert_true(!c.layer_sliding[4] && !c.layer_nope[0] && !c.layer_nope[1] && c.rope_sliding.theta == 1e4);
+    kvc_model_plan *plan = plan_of(GSWA_BASE("granite_swa") "}", "granite_swa");
+    assert_true(plan->sinks && plan->hybrid && plan->n_layers == 5 && plan->num_key_value_heads == 4);
+    assert_true(plan->layers[0].sliding_window == 0 && plan->layers[1].sliding_window == 128);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(GSWA_BASE("granitemoe_swa") ",\"num_local_experts\":4,"
+                                                                        "\"sliding_window\":16,\"layer_rope_theta\":"
+                                                                        "[0,500,500,500,0]}",
+                                            "granitemoe_swa", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 8 && c.rms_norm_eps == 1e-6 && !c.tie_word_embeddings && c.attn_sinks);
+    assert_true(c.n_routed_experts == 4 && c.experts_per_tok == 2 && c.layer_moe[0] && c.sliding_window == 16);
+    assert_true(c.layer_nope[0] && !c.layer_nope[1] && c.layer_nope[4] && c.rope_sliding.theta == 500.0);
+    assert_true(c.rope.theta == 1e4);
+    plan = plan_of(GSWA_BASE("granitemoe_swa") ",\"sliding_window\":16}", "granitemoe_swa");
+    assert_true(plan->sinks && plan->layers[1].sliding_window == 16 && plan->layers[4].sliding_window == 0);
+    kvc_model_plan_destroy(plan);
+    expect_refusal(GSWA_BASE("granite_swa") ",\"layer_rope_theta\":[1,2]}",
+                   "layer_rope_theta has 2 entries but num_hidden_layers is 5");
+    expect_refusal(GSWA_BASE("granite_swa") ",\"layer_rope_theta\":[1,-2,2,2,1]}", "layer_rope_theta[1] must be");
+    expect_refusal(GSWA_BASE("granite_swa") ",\"layer_rope_theta\":[1,2,3,2,1]}",
+                   "layer_rope_theta[2] 3 differs from 2 of another sliding layer");
+#undef GSWA_BASE
+}
+
+/* Flint with FlintConfig's defaults (head_dim 128, 4 KV heads, q/k norms, sinks, window 513 on all but layers 0, 1,
+ * every i % 4 == 1 and the last, the full layers unrotated, 256 experts of 512, top 6, renormalised, a shared
+ * expert of 1024, dense layers 0 and 1, untied) and with its keys set; the planner plans the windows with sinks;
+ * refused by name: more experts per token than experts. */
+static void test_flint_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define FLINT_BASE                                                                                                     \
+    "{\"model_type\":\"flint\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                           \
+    "\"num_attention_heads\":8,\"num_hidden_layers\":7,\"max_position_embeddings\":4096"
+    assert_int_equal(kvc_model_config_parse(FLINT_BASE "}", "flint", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 4 && c.qk_norm);
+    assert_true(c.attn_sinks && !c.qkv_bias && !c.tie_word_embeddings && c.sliding_window == 513);
+    assert_true(!c.layer_sliding[0] && !c.layer_sliding[1] && c.layer_sliding[2] && c.layer_sliding[3]);
+    assert_true(c.layer_sliding[4] && !c.layer_sliding[5] && !c.layer_sliding[6]);
+    assert_true(c.layer_nope[0] && c.layer_nope[5] && c.layer_nope[6] && !c.layer_nope[2] && !c.layer_nope[4]);
+    assert_true(c.n_routed_experts == 256 && c.experts_per_tok == 6 && c.moe_intermediate_size == 512);
+    assert_true(c.shared_expert_intermediate_size == 1024 && c.norm_topk_prob);
+    assert_true(!c.layer_moe[0] && !c.layer_moe[1] && c.layer_moe[2] && c.layer_moe[6]);
+    kvc_model_plan *plan = plan_of(FLINT_BASE "}", "flint");
+    assert_true(plan->sinks && plan->hybrid && plan->head_dim == 128 && plan->num_key_value_heads == 4);
+    assert_true(plan->layers[1].sliding_window == 0 && plan->layers[2].sliding_window == 513);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(FLINT_BASE ",\"head_dim\":16,\"num_experts\":4,\"num_experts_per_tok\":2,"
+                                                       "\"norm_topk_prob\":false,\"mlp_only_layers\":[3],"
+                                                       "\"sliding_window\":32,\"attention_bias\":true}",
+                                            "flint-set", &c),
+                     KVC_OK);
+    assert_true(c.head_dim == 16 && c.n_routed_experts == 4 && c.experts_per_tok == 2 && !c.norm_topk_prob);
+    assert_true(c.layer_moe[0] && c.layer_moe[1] && !c.layer_moe[3] && c.sliding_window == 32 && c.qkv_bias);
+    expect_refusal(FLINT_BASE ",\"num_experts\":4,\"num_experts_per_tok\":5}", "num_experts_per_tok 5 must be in");
+#undef FLINT_BASE
+}
+
+/* Hy3 with HYV3Config's defaults (head_dim 128, 8 KV heads, q/k norms, theta 11158840, eps 1e-5, layer 0 dense and
+ * the others 192 experts of 1536, top 8, by the one-group sigmoid router times 2.826, one shared expert, untied) and
+ * with no shared expert (the shared MLP then intermediate_size wide) and mlp_layer_types set; refused by name: one
+ * expert, an mlp_layer_types entry neither dense nor sparse. */
+static void test_hy_v3_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define HY3_BASE                                                                                                       \
+    "{\"model_type\":\"hy_v3\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":40,"                          \
+    "\"num_attention_heads\":8,\"num_hidden_layers\":3,\"max_position_embeddings\":64"
+    assert_int_equal(kvc_model_config_parse(HY3_BASE "}", "hy_v3", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 && c.qk_norm);
+    assert_true(c.rope.theta == 11158840.0 && c.rms_norm_eps == 1e-5 && !c.tie_word_embeddings && !c.qkv_bias);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[2] && c.n_routed_experts == 192);
+    assert_true(c.experts_per_tok == 8 && c.moe_intermediate_size == 1536 && c.shared_expert_intermediate_size == 1536);
+    assert_true(c.n_group == 1 && c.topk_group == 1 && c.norm_topk_prob && c.routed_scaling_factor == 2.826);
+    kvc_model_plan *plan = plan_of(HY3_BASE "}", "hy_v3");
+    assert_true(plan->head_dim == 128 && plan->num_key_value_heads == 8 && !plan->hybrid && !plan->sinks);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(HY3_BASE ",\"num_experts\":4,\"num_experts_per_tok\":2,"
+                                                     "\"num_shared_experts\":0,\"mlp_bias\":true,"
+                                                     "\"mlp_layer_types\":[\"sparse\",\"dense\",\"sparse\"]}",
+                                            "hy_v3-set", &c),
+                     KVC_OK);
+    assert_true(c.shared_expert_intermediate_size == 40 && c.mlp_bias && c.layer_moe[0] && !c.layer_moe[1]);
+    expect_refusal(HY3_BASE ",\"num_experts\":1,\"num_experts_per_tok\":1}", "hy_v3 with num_experts 1");
+    expect_refusal(HY3_BASE ",\"mlp_layer_types\":[\"dense\",\"moe\",\"sparse\"]}", "mlp_layer_types[1] must be");
+#undef HY3_BASE
+}
+
+/* Cohere 2 MoE with Cohere2MoeConfig's defaults (head_dim 128, as many KV heads as heads, LayerNorms of eps 1e-5 as
+ * rms_norm_eps is absent, window 4096 with three sliding layers then one full, the full ones unrotated, 8 experts of
+ * intermediate_size, top 2 by softmax, no shared expert, logit scale 0.0625, tied) and with first_k_dense_replace,
+ * RMSNorms, sigmoid routing, shared experts summed and prefix_dense_intermediate_size set; refused by name: an unknown
+ * expert_selection_fn or shared_expert_combination_strategy. */
+static void test_cohere2_moe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define C2M_BASE                                                                                                       \
+    "{\"model_type\":\"cohere2_moe\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":40,"                    \
+    "\"num_attention_heads\":8,\"num_hidden_layers\":5,\"max_position_embeddings\":8192"
+    assert_int_equal(kvc_model_config_parse(C2M_BASE "}", "cohere2_moe", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 && c.layer_norm);
+    assert_true(c.rms_norm_eps == 1e-5 && c.parallel_block && c.rope_form == KVC_ROPE_PAIRS && c.tie_word_embeddings);
+    assert_true(c.sliding_window == 4096 && c.layer_sliding[0] && c.layer_sliding[2] && !c.layer_sliding[3]);
+    assert_true(c.layer_sliding[4] && c.layer_nope[3] && !c.layer_nope[0] && c.logit_scale == 0.0625);
+    assert_true(c.n_routed_experts == 8 && c.experts_per_tok == 2 && c.moe_intermediate_size == 40);
+    assert_true(c.shared_expert_intermediate_size == 0 && !c.moe_shared_average && !c.moe_route_sigmoid);
+    assert_true(c.layer_moe[0] && c.layer_moe[4]);
+    kvc_model_plan *plan = plan_of(C2M_BASE "}", "cohere2_moe");
+    assert_true(plan->hybrid && plan->layers[0].sliding_window == 4096 && plan->layers[3].sliding_window == 0);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(C2M_BASE ",\"first_k_dense_replace\":2,\"rms_norm_eps\":1e-6,"
+                                                     "\"expert_selection_fn\":\"sigmoid\",\"num_shared_experts\":2,"
+                                                     "\"shared_expert_combination_strategy\":\"sum\","
+                                                     "\"prefix_dense_intermediate_size\":24,\"sliding_window\":16}",
+                                            "cohere2_moe-set", &c),
+                     KVC_OK);
+    assert_true(!c.layer_norm && c.rms_norm_eps == 1e-6 && c.moe_route_sigmoid && !c.moe_shared_average);
+    assert_true(c.shared_expert_intermediate_size == 80 && c.intermediate_size == 24 && c.moe_intermediate_size == 40);
+    assert_true(!c.layer_moe[0] && !c.layer_moe[1] && c.layer_moe[2] && c.sliding_window == 16);
+    /* the dense prefix: full by prefix_dense_sliding_window_pattern 1, rotated (force_rope); then 3 sliding */
+    assert_true(!c.layer_sliding[0] && !c.layer_sliding[1] && !c.layer_nope[0] && !c.layer_nope[1]);
+    assert_true(c.layer_sliding[2] && c.layer_sliding[4]);
+    assert_int_equal(kvc_model_config_parse(C2M_BASE ",\"num_shared_experts\":1}", "cohere2_moe-avg", &c), KVC_OK);
+    assert_true(c.moe_shared_average && c.shared_expert_intermediate_size == 40);
+    expect_refusal(C2M_BASE ",\"expert_selection_fn\":\"tanh\"}", "expert_selection_fn \"tanh\" is not supported");
+    expect_refusal(C2M_BASE ",\"shared_expert_combination_strategy\":\"max\"}",
+                   "shared_expert_combination_strategy \"max\" is not supported");
+#undef C2M_BASE
+}
+
+/* HRM-Text (a looped recurrent reasoning model) refused by name with the reason, by the runtime and the planner. */
+static void test_hrm_text_refused(void **state) {
+    (void)state;
+    const char *json = "{\"model_type\":\"hrm_text\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"
+                       "\"num_attention_heads\":4,\"num_hidden_layers\":16,\"num_layers_per_stack\":2}";
+    expect_refusal(json, "model_type \"hrm_text\" is not supported: HRM-Text is a looped");
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options opt = kvc_plan_default_options();
+    assert_int_equal(kvc_model_plan_create(json, strlen(json), &opt, &plan), KVC_EINVAL);
+    assert_null(plan);
+    assert_non_null(strstr(kvc_last_error(), "model_type \"hrm_text\" is not planned: HRM-Text is a looped"));
+}
+
 /* Persimmon with PersimmonConfig's defaults (as many KV heads as heads whatever num_key_value_heads says, head_dim
  * hidden / heads, RoPE on half of each head at theta 1e4, q/k LayerNorms, relu2, every bias but the head's, LayerNorms
  * with bias, sequential blocks, eps 1e-5, untied) and without qk_layernorm, gelu, partial 0.25; refused by name:
@@ -3048,6 +3207,11 @@ int main(void) {
         cmocka_unit_test(test_phi_fields),
         cmocka_unit_test(test_persimmon_fields),
         cmocka_unit_test(test_cwm_fields),
+        cmocka_unit_test(test_granite_swa_fields),
+        cmocka_unit_test(test_flint_fields),
+        cmocka_unit_test(test_hy_v3_fields),
+        cmocka_unit_test(test_cohere2_moe_fields),
+        cmocka_unit_test(test_hrm_text_refused),
         cmocka_unit_test(test_jais2_fields),
         cmocka_unit_test(test_iquestcoder_fields),
         cmocka_unit_test(test_hyperclovax_fields),

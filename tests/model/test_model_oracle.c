@@ -561,6 +561,40 @@ static void test_cwm(void **state) {
     run_dir("cwm");
 }
 
+/* Granite SWA-like: Granite's multipliers with per-head sinks, layer 0 full and 1-3 sliding (window 8), layer 1
+ * unrotated and 2-3 at a RoPE base of their own (layer_rope_theta); Granite MoE SWA-like: Granite MoE Shared's
+ * experts and shared MLP with sinks, its full layer unrotated, its sliding ones at another base */
+static void test_granite_swa(void **state) {
+    (void)state;
+    run_dir("granite_swa");
+    run_dir("granitemoe_swa");
+}
+
+/* Flint-like: Qwen3-MoE's attention with sinks (checkpoint name softmax_offset), layers 0, 1 and 3 full and
+ * unrotated, 2 sliding (window 8) and rotated, the dense MLP on layers 0-1, then 6 experts top-3 by sigmoid,
+ * renormalised, plus an ungated shared expert */
+static void test_flint(void **state) {
+    (void)state;
+    run_dir("flint");
+}
+
+/* Hy3-like: per-head q/k norms, GQA, layer 0 dense, 1-2 six experts top-3 by the sigmoid router with its correction
+ * bias, renormalised, times 2.826, plus a shared expert (checkpoint names mlp.router.gate, mlp.expert_bias,
+ * mlp.shared_mlp) */
+static void test_hy_v3(void **state) {
+    (void)state;
+    run_dir("hy_v3");
+}
+
+/* Cohere 2 MoE-like: parallel LayerNorm blocks, RoPE on pairs, biases, layer 0 dense (its own width), full and rotated
+ * (force_rope), then sliding, full unrotated, sliding (window 8); 6 experts top-2 by the softmax of the top logits,
+ * a shared expert averaged with them; and with RMSNorms, sigmoid scores renormalised, two shared experts summed */
+static void test_cohere2_moe(void **state) {
+    (void)state;
+    run_dir("cohere2_moe");
+    run_dir("cohere2_moe_sigmoid");
+}
+
 /* Persimmon-like: LayerNorms with bias, q/k/v fused per head, q/k LayerNorms with bias shared by the heads, RoPE on
  * half of each head, relu2 MLP, every bias but the head's, untied */
 static void test_persimmon(void **state) {
@@ -1006,6 +1040,10 @@ int main(void) {
         cmocka_unit_test(test_phi_qk),
         cmocka_unit_test(test_persimmon),
         cmocka_unit_test(test_cwm),
+        cmocka_unit_test(test_granite_swa),
+        cmocka_unit_test(test_flint),
+        cmocka_unit_test(test_hy_v3),
+        cmocka_unit_test(test_cohere2_moe),
         cmocka_unit_test(test_jais2),
         cmocka_unit_test(test_iquestcoder),
         cmocka_unit_test(test_hyperclovax),

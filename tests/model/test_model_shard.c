@@ -197,6 +197,10 @@ static void test_qwen2_moe(void **state) {
 static void test_granitemoe_olmoe(void **state) {
     (void)state;
     check_family("granitemoeshared", KVC_WMAT_CHECKPOINT);
+    check_family("granitemoe_swa", KVC_WMAT_CHECKPOINT); /* its sinks split with the heads */
+    check_family("flint", KVC_WMAT_CHECKPOINT);
+    check_family("hy_v3", KVC_WMAT_CHECKPOINT);
+    check_family("cohere2_moe", KVC_WMAT_CHECKPOINT);
     check_family("olmoe", KVC_WMAT_CHECKPOINT);
     check_family("glm4_moe", KVC_WMAT_CHECKPOINT); /* DeepSeek-V3's router whole, experts and shared expert split */
 }

@@ -9,7 +9,8 @@ olmoe, granitemoe, granitemoeshared, glm4_moe, glm4_moe_lite, exaone_moe, llama4
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2, bamba, granitemoehybrid,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text, qwen3_5_moe, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
-hyperclovax) this script
+hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
+cohere2_moe, cohere2_moe_sigmoid) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -204,6 +205,16 @@ from transformers import (
     GraniteMoeForCausalLM,
     GraniteMoeSharedConfig,
     GraniteMoeSharedForCausalLM,
+    Cohere2MoeConfig,
+    Cohere2MoeForCausalLM,
+    FlintConfig,
+    FlintForCausalLM,
+    HYV3Config,
+    HYV3ForCausalLM,
+    GraniteMoeSWAConfig,
+    GraniteMoeSWAForCausalLM,
+    GraniteSWAConfig,
+    GraniteSWAForCausalLM,
     GptOssConfig,
     GptOssForCausalLM,
     MixtralConfig,
@@ -951,6 +962,73 @@ def granitemoeshared_config():
                                   tie_word_embeddings=False)
 
 
+def granite_swa_config():
+    # Granite SWA at toy size: Granite's multipliers (embedding 6, residual 0.22, attention 0.1, logits scaling 3),
+    # per-head sinks (N(0, 1)), 4 layers whose kinds GraniteSWAConfig fills in (layer 0 full, 1-3 sliding over window
+    # 8), layer_rope_theta 10000 on the full layer, none on layer 1 (NoPE) and 500 on layers 2-3 (a base of their own),
+    # GQA 4/2, tied (the class's default).
+    return GraniteSWAConfig(**DENSE_TOY_SHAPE, num_hidden_layers=4, sliding_window=8, embedding_multiplier=6.0,
+                            residual_multiplier=0.22, attention_multiplier=0.1, logits_scaling=3.0,
+                            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                            layer_rope_theta=[10000.0, 0, 500.0, 500.0])
+
+
+def granitemoe_swa_config():
+    # Granite MoE SWA at toy size: granitemoeshared's blocks (4 experts of width 24, top-2, a shared MLP of width 32)
+    # with sinks, 3 layers (0 full, 1-2 sliding over window 8), the full layer unrotated and the sliding ones at
+    # theta 20000 (not rope_parameters' 10000), other multipliers, q/k/v/o biases, untied (the class's default).
+    return GraniteMoeSWAConfig(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=3,
+                               num_local_experts=4, num_experts_per_tok=2, shared_intermediate_size=32,
+                               sliding_window=8, embedding_multiplier=4.0, residual_multiplier=0.3,
+                               attention_multiplier=0.2, logits_scaling=2.5, attention_bias=True,
+                               rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                               layer_rope_theta=[0, 20000.0, 20000.0])
+
+
+def flint_config():
+    # Flint at toy size: Qwen3-MoE's attention (q/k norms, head_dim 16, GQA 4/2) with sinks, 4 layers whose kinds
+    # FlintConfig fills in (0, 1 and the last full and unrotated, 2 sliding over window 8 and rotated), the dense MLP
+    # on mlp_only_layers' default [0, 1], then 6 experts of width 16, top-3 by sigmoid, renormalised, plus an ungated
+    # shared expert of width 24; untied (the class's default).
+    return FlintConfig(**DENSE_TOY_SHAPE, num_hidden_layers=4, head_dim=16, sliding_window=8, num_experts=6,
+                       num_experts_per_tok=3, moe_intermediate_size=16, shared_expert_intermediate_size=24,
+                       rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
+def hy_v3_config():
+    # Hy3 at toy size: Apertus's attention (per-head q/k norms, head_dim 16, GQA 4/2) in Llama's blocks, 3 layers by
+    # mlp_layer_types' default (layer 0 the dense MLP, 1-2 sparse), 6 experts of width 16, top 3 by the sigmoid
+    # router with its random e_score_correction_bias (choosing only), renormalised, times router_scaling_factor 2.826
+    # (the default), plus one shared expert of width 16; theta 11158840 (the class's), untied.
+    return HYV3Config(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16, num_experts=6, num_experts_per_tok=3,
+                      moe_intermediate_size=16)
+
+
+def cohere2_moe_config():
+    # Command A MoE-like at toy size: Cohere 2's parallel blocks with LayerNorms (rms_norm_eps absent), RoPE on pairs,
+    # q/k/v/o biases, head_dim 16, GQA 4/2; first_k_dense_replace 1 (a config.json key the class pops): layer 0 dense
+    # (prefix_dense_intermediate_size 48), full and rotated (prefix_dense_sliding_window_pattern 1 forces RoPE), then
+    # sliding_window_pattern 2 over layers 1-3 (sliding, full unrotated, sliding; window 8); 6 experts of width 32
+    # (intermediate_size), top-2 by the softmax of the two largest logits, one shared expert of 32 averaged with them
+    # (the defaults); logit_scale 0.5, tied.
+    return Cohere2MoeConfig(**{**DENSE_TOY_SHAPE, "intermediate_size": 32}, num_hidden_layers=4, head_dim=16,
+                            sliding_window=8, sliding_window_pattern=2, first_k_dense_replace=1,
+                            prefix_dense_intermediate_size=48, num_experts=6, num_experts_per_tok=2,
+                            num_shared_experts=1, attention_bias=True, logit_scale=0.5,
+                            rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
+def cohere2_moe_sigmoid_config():
+    # The other Cohere 2 MoE choices: RMSNorms (rms_norm_eps set), experts by sigmoid scores renormalised
+    # (expert_selection_fn sigmoid, norm_topk_prob), two shared experts summed with them, no dense layer, layer_types
+    # by sliding_window_pattern 4 (three sliding, one full), untied, no biases.
+    return Cohere2MoeConfig(**{**DENSE_TOY_SHAPE, "intermediate_size": 24}, num_hidden_layers=4, head_dim=16,
+                            sliding_window=8, num_experts=5, num_experts_per_tok=3, num_shared_experts=2,
+                            shared_expert_combination_strategy="sum", expert_selection_fn="sigmoid",
+                            norm_topk_prob=True, rms_norm_eps=1e-6, logit_scale=0.5, tie_word_embeddings=False,
+                            rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
 def glm4_moe_config():
     # GLM-4.5 at toy size: head_dim 24 (not hidden / heads, as GLM-4.5's 128), RoPE half-split over its first 12
     # channels (partial_rotary_factor left at Glm4MoeConfig's 0.5), q/k/v biases (attention_bias, GLM-4.5's), per-head
@@ -1625,6 +1703,12 @@ FAMILIES = {
     "olmoe": (olmoe_config, OlmoeForCausalLM),
     "granitemoe": (granitemoe_config, GraniteMoeForCausalLM),
     "granitemoeshared": (granitemoeshared_config, GraniteMoeSharedForCausalLM),
+    "granite_swa": (granite_swa_config, GraniteSWAForCausalLM),
+    "granitemoe_swa": (granitemoe_swa_config, GraniteMoeSWAForCausalLM),
+    "flint": (flint_config, FlintForCausalLM),
+    "hy_v3": (hy_v3_config, HYV3ForCausalLM),
+    "cohere2_moe": (cohere2_moe_config, Cohere2MoeForCausalLM),
+    "cohere2_moe_sigmoid": (cohere2_moe_sigmoid_config, Cohere2MoeForCausalLM),
     "glm4_moe": (glm4_moe_config, Glm4MoeForCausalLM),
     "glm4_moe_lite": (glm4_moe_lite_config, Glm4MoeLiteForCausalLM),
     "exaone_moe": (exaone_moe_config, ExaoneMoeForCausalLM),
@@ -1725,7 +1809,9 @@ def param_std(name, shape, config):
     if name == "lm_head.weight":
         return 2.0 / math.sqrt(shape[1])
     if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
-            "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "granitemoehybrid",
+            "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "granitemoe_swa", "flint", "hy_v3",
+            "cohere2_moe",
+            "granitemoehybrid",
             "glm4_moe", "ernie4_5_moe",
             "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2", "solar_open",
             "phimoe", "qwen3_next", "lfm2_moe"):
@@ -2445,7 +2531,7 @@ def sensitivity(model, ids, **overrides):
 # Families whose reload may differ in the last bits: from_pretrained fuses the per-expert tensors
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
-                    "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
+                    "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "granitemoe_swa": 1e-5, "flint": 1e-5, "hy_v3": 1e-5, "cohere2_moe": 1e-5, "cohere2_moe_sigmoid": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
                     "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5}
