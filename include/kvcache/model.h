@@ -297,6 +297,9 @@ typedef struct kvc_model_config {
     /* GPT-2's scale_attn_by_inverse_layer_idx: layer l's softmax scale is kvc_model_attn_scale's divided by l + 1.
      * Last, as above. */
     bool attn_scale_inverse_layer;
+    /* AFMoE (model_type afmoe): the attention output times sigmoid(self_attn.gate_proj x) [T, nH * D] (a projection
+     * of the layer's normed input of its own, no bias) before o_proj (attn_gate_proj). Last, as above. */
+    bool attn_gate_proj;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -189,6 +189,12 @@ static const rename_rule RULES[] = {
     {"nemotron_h", "self_attn.", "mixer."},
     {"nemotron_h", "mamba.", "mixer."},
     {"nemotron_h", "mlp.", "mixer."},
+    /* AFMoE (AfmoeForCausalLM): the MLP's sandwich norms pre_mlp_layernorm / post_mlp_layernorm, the router
+     * mlp.router.gate and its correction bias mlp.expert_bias */
+    {"afmoe", "pre_feedforward_layernorm.", "pre_mlp_layernorm."},
+    {"afmoe", "post_feedforward_layernorm.", "post_mlp_layernorm."},
+    {"afmoe", "mlp.gate.weight", "mlp.router.gate.weight"},
+    {"afmoe", "mlp.gate.e_score_correction_bias", "mlp.expert_bias"},
     /* NanoChat (NanoChatForCausalLM): the MLP fc1 (up) and fc2 (down) */
     {"nanochat", "mlp.up_proj.", "mlp.fc1."},
     {"nanochat", "mlp.down_proj.", "mlp.fc2."},
