@@ -307,6 +307,9 @@ typedef struct kvc_model_config {
      * by norm_topk_prob) instead of their softmax (moe_route_sigmoid), and the shared experts' output averaged with
      * the routed ones', (routed + shared) / 2, instead of summed (moe_shared_average). Last, as above. */
     bool moe_route_sigmoid, moe_shared_average;
+    /* AFMoE (model_type afmoe): the attention output times sigmoid(self_attn.gate_proj x) [T, nH * D] (a projection
+     * of the layer's normed input of its own, no bias) before o_proj (attn_gate_proj). Last, as above. */
+    bool attn_gate_proj;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

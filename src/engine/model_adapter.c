@@ -49,7 +49,8 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
         proj = q + H * (rkv + dr) + rkv * nH * (dn + dv) + nH * dv * H;
         if (latent) dq = rkv + dr, dv = rkv; /* scores over the latent and rope parts, values over the latent */
     } else {
-        proj = H * nH * dq * 2.0 + 2.0 * H * (double)c->num_kv_heads * dq;
+        proj =
+            H * nH * dq * (c->attn_gate_proj ? 3.0 : 2.0) + 2.0 * H * (double)c->num_kv_heads * dq; /* AFMoE's gate */
     }
     const double pair = nH * (dq + dv);
     double token = 0.0, context = 0.0;

@@ -202,6 +202,12 @@ static const rename_rule RULES[] = {
     {"hy_v3", "mlp.gate.weight", "mlp.router.gate.weight"},
     {"hy_v3", "mlp.gate.e_score_correction_bias", "mlp.expert_bias"},
     {"hy_v3", "mlp.shared_experts.", "mlp.shared_mlp."},
+    /* AFMoE (AfmoeForCausalLM): the MLP's sandwich norms pre_mlp_layernorm / post_mlp_layernorm, the router
+     * mlp.router.gate and its correction bias mlp.expert_bias */
+    {"afmoe", "pre_feedforward_layernorm.", "pre_mlp_layernorm."},
+    {"afmoe", "post_feedforward_layernorm.", "post_mlp_layernorm."},
+    {"afmoe", "mlp.gate.weight", "mlp.router.gate.weight"},
+    {"afmoe", "mlp.gate.e_score_correction_bias", "mlp.expert_bias"},
     /* NanoChat (NanoChatForCausalLM): the MLP fc1 (up) and fc2 (down) */
     {"nanochat", "mlp.up_proj.", "mlp.fc1."},
     {"nanochat", "mlp.down_proj.", "mlp.fc2."},

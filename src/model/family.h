@@ -202,6 +202,12 @@ kvc_status kvci_family_check_grouped_router(const kvc_model_config *cfg, const c
  * checked by name; absent: sparse from cfg->first_k_dense_replace on. */
 kvc_status kvci_family_mlp_layer_types(const kvc_json_obj *c, kvc_model_config *cfg);
 
+/* AFMoE (family_afmoe.c; run by the dense family): its keys, its layers without layer_types (every
+ * global_attn_every_n_layers-th full) and its routing rules (one group of experts). */
+kvc_status kvci_family_parse_afmoe(const kvc_hparams *hp, kvc_model_config *cfg);
+kvc_status kvci_afmoe_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+kvc_status kvci_afmoe_check(const kvc_model_config *cfg, const char *doc);
+
 /* Gemma (1) (GemmaForCausalLM, family_gemma.c; run by the dense family): GeGLU (hidden_act gelu_pytorch_tanh
  * or its legacy name gelu), norms as 1 + w, embeddings times sqrt(hidden_size), tied by default, head_dim 256
  * by default; bidirectional attention refused. */

@@ -937,6 +937,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "flint") == 0) return kvci_family_parse_flint(hp, cfg);
     if (strcmp(mt, "hy_v3") == 0) return kvci_family_parse_hy_v3(hp, cfg);
     if (strcmp(mt, "cohere2_moe") == 0) return kvci_family_parse_cohere2_moe(hp, cfg);
+    if (strcmp(mt, "afmoe") == 0) return kvci_family_parse_afmoe(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (strcmp(mt, "nanochat") == 0) return kvci_family_parse_nanochat(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
@@ -1002,8 +1003,9 @@ static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
     return c->n_group > 0 ? kvci_ffn_deepseek(s, l, false) : kvci_ffn_softmax_moe(s, l);
 }
 
-/* GLM-4.5's routing sizes: DeepSeek-V3's rules. */
+/* GLM-4.5's routing sizes: DeepSeek-V3's rules; AFMoE's its own (one group). */
 static kvc_status dense_check(const kvc_model_config *cfg, const char *doc) {
+    if (strcmp(cfg->model_type, "afmoe") == 0) return kvci_afmoe_check(cfg, doc);
     return cfg->n_group > 0 ? kvci_family_check_grouped_router(cfg, doc) : KVC_OK;
 }
 
@@ -1020,6 +1022,7 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     const char *mt = ctx->hp->model_type;
     if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
         return kvci_family_every_nth_full(ctx, 4, kinds);
+    if (mt && strcmp(mt, "afmoe") == 0) return kvci_afmoe_kinds(ctx, kinds); /* by global_attn_every_n_layers */
     if (mt && strcmp(mt, "dots1") == 0) { /* Dots1Config's: the layers from max_window_layers (62) on slide */
         bool have = false;
         from = 62;
@@ -1060,10 +1063,11 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
  * shared template, or a fine-tune's leftover key, runs as transformers runs it. Types planned only keep the key. */
 static bool dense_reads_window(const kvc_hparams *hp) {
     static const char *const WINDOW_TYPES[] = {
-        "mistral",    "mixtral",   "ministral",  "ministral3",    "mistral3",        "qwen2",   "qwen2_moe",
-        "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
-        "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",  "gpt_neo",
-        "dots1",      "cwm",       "exaone_moe", "granite_swa",   "granitemoe_swa",  "flint",   "cohere2_moe"};
+        "mistral",         "mixtral",        "ministral",  "ministral3",  "mistral3",   "qwen2",
+        "qwen2_moe",       "qwen3",          "qwen3_moe",  "phi3",        "olmo3",      "smollm3",
+        "cohere2",         "exaone4",        "starcoder2", "qwen2_vl",    "qwen2_5_vl", "qwen2_vl_text",
+        "qwen2_5_vl_text", "phimoe",         "gpt_neo",    "dots1",       "cwm",        "exaone_moe",
+        "granite_swa",     "granitemoe_swa", "flint",      "cohere2_moe", "afmoe"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -1146,6 +1150,7 @@ static const kvc_family_alias ALIASES[] = {
     {"flint", "FlintForCausalLM", "flint", true},
     {"hy_v3", "HYV3ForCausalLM", "hy_v3", true},
     {"cohere2_moe", "Cohere2MoeForCausalLM", "cohere2_moe", true},
+    {"afmoe", "AfmoeForCausalLM", "afmoe", true},
 };
 
 bool kvci_family_attn_sinks(const char *mt) {

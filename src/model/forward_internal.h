@@ -57,7 +57,8 @@ struct kvc_model_workspace {
     float *sin_sliding;     /* [Tm, rot] */
     float *rope_tmp;        /* [rot] */
     float *qk_ss;           /* [2 Tm] OLMo 2 under tensor parallelism: each token's q and k sums of squares */
-    float *gate;            /* [Tm, qw] Qwen3-Next's attention output gates (attn_output_gate), else unused */
+    float *gate;            /* [Tm, qw] the attention output gates (Qwen3-Next's attn_output_gate, AFMoE's
+                             * attn_gate_proj), else unused */
     float *gdn;             /* [Tm, gdn_w] Gated DeltaNet scratch (gated_delta.c), else unused */
     void *kc;               /* [Tm, kw] keys in the cache dtype (f32-sized, so any dtype fits) */
     void *vc;               /* [Tm, vw] values in the cache dtype */

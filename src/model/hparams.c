@@ -106,6 +106,7 @@ static const type_defaults DEFAULTS[] = {
     {"qwen3_5_moe", 256, 10000.0, 0, false, 2, false, false},
     {"lfm2_moe", 0, 1000000.0, 0, false, 8, false, false},      /* Lfm2MoeConfig's */
     {"deepseek_v4", 512, 10000.0, 128, false, 1, false, false}, /* DeepseekV4Config's */
+    {"afmoe", 128, 10000.0, 1024, false, 0, false, false},      /* AfmoeConfig's */
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {

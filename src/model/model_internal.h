@@ -80,6 +80,7 @@ typedef struct kvc_layer_weights {
     kvc_wmat wo;                /* [H, nH*Dv] */
     kvc_wmat wqkv;              /* [nH*D + 2*nKV*D, H]: one view over wq, wk, wv (fuse.c); data NULL: not fused */
     float *bo;                  /* [H] */
+    kvc_wmat wg;                /* [nH*D, H] AFMoE's self_attn.gate_proj (attn_gate_proj), no bias */
     float *q_norm, *k_norm;     /* [D] Qwen3; [nH*D], [nKV*D] OLMo 2 */
     float *q_norm_b, *k_norm_b; /* [D] Persimmon's q/k LayerNorm biases (its [D] weights shared by the heads) */
     float *sinks;               /* [nH] GptOss */

@@ -175,6 +175,7 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
     const bool lfm2 = c->family == KVC_FAMILY_LFM2; /* out_proj, q_layernorm, k_layernorm */
     TRY(m2(v, lfm2 ? "self_attn.out_proj.weight" : "self_attn.o_proj.weight", H, nH * D, &w->wo, even(v, 1, nH * D)));
     if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
+    if (c->attn_gate_proj) TRY(m2(v, "self_attn.gate_proj.weight", nH * D, H, &w->wg, even(v, 0, nH * D)));
     if (lfm2) {
         TRY(v1(v, "self_attn.q_layernorm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(v, "self_attn.k_layernorm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
@@ -808,6 +809,9 @@ static kvc_status check_fields(const kvc_model_config *c) {
         (c->rope.type == KVC_ROPE_LONGROPE || c->rope_form != KVC_ROPE_HALF || fam->mla || any_sliding))
         return kvci_fail(KVC_EINVAL, "model: rope_reversed needs one half-split RoPE (no longrope, no sliding layers) "
                                      "outside MLA");
+    if (c->attn_gate_proj && (c->attn_output_gate || fam->mla || c->family == KVC_FAMILY_LFM2))
+        return kvci_fail(KVC_EINVAL, "model: attn_gate_proj needs GQA attention without attn_output_gate, outside "
+                                     "MLA and LFM2");
     if (c->qk_norm_after_rope && (!c->qk_norm || c->qk_norm_whole || c->layer_norm || c->clip_qkv > 0.0 || fam->mla))
         return kvci_fail(KVC_EINVAL, "model: qk_norm_after_rope needs per-head RMS q/k norms (qk_norm, not whole, "
                                      "no layer_norm, no clip_qkv) outside MLA");

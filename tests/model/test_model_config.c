@@ -1755,6 +1755,65 @@ static void test_minimax_m2_fields(void **state) {
                    "rotary_dim 32 above head_dim 16");
 }
 
+/* AFMoE (Trinity) under AfmoeConfig's defaults (head_dim 128, intermediate 6144, 64 experts of 1408, top 6, 2 shared,
+ * the first layer dense, window 1024 over three sliding layers then one full, RoPE on the sliding ones only, eps
+ * 1e-5, untied), the plan's layers and cache bytes, its keys set (layer_types, mup_enabled, attention_bias, a null
+ * head_dim) and its refusals by name. */
+static void test_afmoe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"afmoe\",\"vocab_size\":8,\"hidden_size\":64,\"num_attention_heads\":4,"
+                      "\"num_hidden_layers\":8,\"max_position_embeddings\":4096}";
+    assert_int_equal(kvc_model_config_parse(def, "afmoe", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 4 && c.rms_norm_eps == 1e-5);
+    assert_true(c.qk_norm && !c.qk_norm_whole && c.sandwich_norms && c.attn_gate_proj && !c.attn_output_gate);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && c.embed_scale == 0.0f && !c.tie_word_embeddings);
+    assert_true(c.intermediate_size == 6144 && c.moe_intermediate_size == 1408 && c.n_routed_experts == 64);
+    assert_true(c.experts_per_tok == 6 && c.n_shared_experts == 2 && c.shared_expert_intermediate_size == 2816);
+    assert_true(c.n_group == 1 && c.topk_group == 1 && c.norm_topk_prob && c.routed_scaling_factor == 1.0);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[7] && c.sliding_window == 1024 && c.rope.theta == 1e4);
+    for (int l = 0; l < 8; l++) assert_true(c.layer_sliding[l] == (l % 4 != 3) && c.layer_nope[l] == (l % 4 == 3));
+    kvc_model_plan *plan = plan_of(def, "afmoe");
+    assert_true(plan->n_layers == 8 && plan->head_dim == 128 && plan->num_key_value_heads == 4);
+    assert_true(plan->layers[0].sliding_window == 1024 && plan->layers[3].sliding_window == 0);
+    assert_true(plan->layers[0].caches[0].num_head == 4 && plan->layers[0].caches[0].dim == 128);
+    assert_true(plan->layers[3].caches[1].bytes_per_token == 4 * 128 * 2); /* bf16 by default */
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"afmoe\"," MOE_BASE
+                                            "\"num_hidden_layers\":3,\"head_dim\":null,\"mup_enabled\":true,"
+                                            "\"attention_bias\":true,\"num_dense_layers\":0,\"num_experts\":1,"
+                                            "\"num_experts_per_tok\":1,\"num_shared_experts\":0,\"route_scale\":2.5,"
+                                            "\"global_attn_every_n_layers\":null,\"sliding_window\":4,\"layer_types\":"
+                                            "[\"full_attention\",\"sliding_attention\",\"full_attention\"]}",
+                                            "afmoe-set", &c),
+                     KVC_OK);
+    assert_true(c.head_dim == 4 && c.embed_scale == sqrtf(8.0f) && c.qkv_bias && c.o_bias && c.layer_moe[0]);
+    assert_true(c.n_routed_experts == 1 && c.shared_expert_intermediate_size == 0 && c.routed_scaling_factor == 2.5);
+    assert_true(!c.layer_sliding[0] && c.layer_sliding[1] && c.layer_nope[0] && !c.layer_nope[1] && c.layer_nope[2]);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"afmoe\"," MOE_BASE
+                                            "\"num_hidden_layers\":4,\"head_dim\":4,"
+                                            "\"global_attn_every_n_layers\":2,\"sliding_window\":4}",
+                                            "afmoe-every", &c),
+                     KVC_OK);
+    for (int l = 0; l < 4; l++) assert_true(c.layer_sliding[l] == (l % 2 == 0) && c.layer_nope[l] == (l % 2 == 1));
+    expect_refusal("{\"model_type\":\"afmoe\"," MOE_BASE "\"num_hidden_layers\":2,\"hidden_act\":\"gelu\"}",
+                   "hidden_act \"gelu\" is not supported (afmoe");
+    expect_refusal("{\"model_type\":\"afmoe\"," MOE_BASE "\"num_hidden_layers\":2,\"num_dense_layers\":null}",
+                   "afmoe num_dense_layers is null");
+    expect_refusal("{\"model_type\":\"afmoe\"," MOE_BASE "\"num_hidden_layers\":2,\"route_scale\":0}", "route_scale");
+    expect_refusal("{\"model_type\":\"afmoe\"," MOE_BASE "\"num_hidden_layers\":2,\"num_experts\":4,"
+                   "\"num_experts_per_tok\":5}",
+                   "num_experts_per_tok 5 must be in [1, num_experts = 4]");
+    expect_refusal("{\"model_type\":\"afmoe\"," MOE_BASE "\"num_hidden_layers\":2,\"global_attn_every_n_layers\":0}",
+                   "global_attn_every_n_layers");
+    kvc_model_config hand = c;
+    hand.n_group = 2;
+    expect_create_refusal(&hand, "afmoe routes its experts in one group");
+    hand = c;
+    hand.attn_output_gate = true;
+    expect_create_refusal(&hand, "attn_gate_proj needs GQA attention without attn_output_gate");
+}
+
 /* EXAONE 3.x as its hub config spells it (num_layers, layer_norm_epsilon, activation_function: ExaoneConfig's attribute
  * map) and ExaoneConfig's defaults (8 KV heads, theta 5e5, eps 1e-5, untied; Llama's biases by attention_bias and
  * mlp_bias); refused by name: an activation Llama's MLP does not take. */
@@ -3248,6 +3307,7 @@ int main(void) {
         cmocka_unit_test(test_nanochat_fields),
         cmocka_unit_test(test_youtu_fields),
         cmocka_unit_test(test_minicpm3_fields),
+        cmocka_unit_test(test_afmoe_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

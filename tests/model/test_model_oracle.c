@@ -523,6 +523,14 @@ static void test_minicpm3(void **state) {
     run_dir("minicpm3");
 }
 
+/* AFMoE-like (Trinity): per-head q/k norms, the output gated by sigmoid(gate_proj x), sandwich norms, layers [sliding,
+ * full, sliding] over 8 keys with RoPE on the sliding ones only, a dense first layer, then 8 experts chosen by sigmoid
+ * scores plus expert_bias, top-2 renormalised times route_scale 2.5, one shared expert, mup_enabled, untied */
+static void test_afmoe(void **state) {
+    (void)state;
+    run_dir("afmoe");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -1099,6 +1107,7 @@ int main(void) {
         cmocka_unit_test(test_nanochat),
         cmocka_unit_test(test_youtu),
         cmocka_unit_test(test_minicpm3),
+        cmocka_unit_test(test_afmoe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,6 +67,8 @@ from transformers import (
     CwmForCausalLM,
     ApertusConfig,
     ApertusForCausalLM,
+    AfmoeConfig,
+    AfmoeForCausalLM,
     ArceeConfig,
     ArceeForCausalLM,
     PersimmonConfig,
@@ -751,6 +753,18 @@ def arcee_config():
     # Arcee (AFM) at toy size: Llama with an ungated MLP down(relu2(up(x))) (hidden_act left at ArceeConfig's
     # relu2), q/k/v/o biases (attention_bias) and MLP biases (mlp_bias), GQA 4/2, 3 layers, theta 1e4, untied.
     return ArceeConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3, attention_bias=True, mlp_bias=True,
+                       rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
+def afmoe_config():
+    # AFMoE (Trinity) at toy size: per-head q/k norms, the attention output gated by sigmoid(gate_proj x), sandwich
+    # norms, GQA 4/2, head_dim 16, 3 layers [sliding, full, sliding] (global_attn_every_n_layers 2) over a window of 8
+    # keys, RoPE on the sliding layers only; layer 0 a dense MLP of 96 (num_dense_layers 1), layers 1-2 8 experts of
+    # width 16 chosen by sigmoid scores plus a random expert_bias, top-2, renormalised, times route_scale 2.5, plus one
+    # shared expert; mup_enabled (embeddings times sqrt(64)), untied.
+    return AfmoeConfig(**DENSE_TOY_SHAPE, head_dim=16, num_hidden_layers=3, num_dense_layers=1,
+                       global_attn_every_n_layers=2, sliding_window=8, moe_intermediate_size=16, num_experts=8,
+                       num_experts_per_tok=2, num_shared_experts=1, route_scale=2.5, mup_enabled=True,
                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
 
 
@@ -1650,6 +1664,7 @@ FAMILIES = {
     "ministral3": (ministral3_config, Ministral3ForCausalLM),
     "helium": (helium_config, HeliumForCausalLM),
     "arcee": (arcee_config, ArceeForCausalLM),
+    "afmoe": (afmoe_config, AfmoeForCausalLM),
     "apertus": (apertus_config, ApertusForCausalLM),
     "jais2": (jais2_config, Jais2ForCausalLM),
     "iquestcoder": (iquestcoder_config, LlamaForCausalLM),
@@ -1798,6 +1813,8 @@ def param_std(name, shape, config):
         return 1.0
     if name.endswith(("act_fn.alpha_p", "act_fn.alpha_n")):  # Apertus's xIELU: softplus'd scalars, one per layer
         return None
+    if name.endswith("mlp.expert_bias") and config.model_type == "afmoe":  # added to sigmoid scores: moves choices
+        return 0.3
     if name.endswith("moe_statics.e_score_correction_bias"):  # ERNIE 4.5 MoE: added to probabilities ~1/E
         return 0.2
     if name.endswith(".bias") or name.endswith("_bias"):
@@ -2159,6 +2176,12 @@ def make_family(family, out_root, seed):
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_window_64"] = sensitivity(model, ps[-1], sliding_window=64)
+    if family == "afmoe":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_mup_disabled"] = sensitivity(model, ps[-1], mup_enabled=False)
+        summary["sensitivity_all_full_attention"] = sensitivity(
+            model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
+        summary["sensitivity_route_scale_1"] = sensitivity(model, ps[-1], route_scale=1.0)
     if family == "solar_open":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
     if family == "dots1":
@@ -2534,7 +2557,8 @@ RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deep
                     "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "granitemoe_swa": 1e-5, "flint": 1e-5, "hy_v3": 1e-5, "cohere2_moe": 1e-5, "cohere2_moe_sigmoid": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
                     "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
-                    "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5}
+                    "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5,
+                    "afmoe": 1e-5}
 
 
 def verify(family, out):
@@ -2584,7 +2608,7 @@ def main():
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
-                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3"]:
+                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
