@@ -57,6 +57,8 @@ typedef enum kvc_model_family {
     KVC_FAMILY_MINIMAX,       /* plans minimax_text_01, minimax_m1, minimax: lightning (linear) + softmax layers */
     KVC_FAMILY_LLAMA4,        /* runs llama4_text and llama4's text model: chunked local attention, every 4th layer
                                * full (NoPE), a sigmoid-routed MoE with a shared expert */
+    KVC_FAMILY_GEMMA4,        /* plans gemma4_text and gemma4's text model: sliding / full layers, each kind its
+                               * own head dim and KV heads, KV shared by the last layers */
     KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
 } kvc_model_family;
 
@@ -67,7 +69,7 @@ KVC_API const char *kvc_model_family_name(kvc_model_family f);
  * the config reader fills them as transformers 5.x resolves the config
  * (docs/config.md). */
 
-/* "default", "llama3", "yarn", "linear", "dynamic", "longrope"; "?" otherwise. */
+/* "default", "llama3", "yarn", "linear", "dynamic", "longrope", "proportional"; "?" otherwise. */
 KVC_API const char *kvc_rope_type_name(kvc_rope_type t);
 
 /* The MLP's activation: silu (SwiGLU) or gelu_pytorch_tanh (GeGLU, Gemma 3; StarCoder2's ungated MLP), or relu2

@@ -25,6 +25,7 @@ static const kvc_family_desc *registry[MAX_FAMILIES] = {
     [KVC_FAMILY_KIMI_LINEAR] = &kvc_family_kimi_linear,
     [KVC_FAMILY_MINIMAX] = &kvc_family_minimax,
     [KVC_FAMILY_LLAMA4] = &kvc_family_llama4,
+    [KVC_FAMILY_GEMMA4] = &kvc_family_gemma4,
 };
 static int n_registered = KVC_FAMILY_BUILTIN_COUNT;
 

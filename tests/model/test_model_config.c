@@ -408,6 +408,12 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE "\"num_hidden_layers\":2,"
                    "\"use_bidirectional_attention\":true}",
                    "use_bidirectional_attention is set");
+    /* Gemma 4 is planned only: the runtime refuses both types by name */
+    expect_refusal("{\"model_type\":\"gemma4_text\"," MOE_BASE "\"num_hidden_layers\":2}",
+                   "model_type \"gemma4_text\" is not supported");
+    expect_refusal("{\"model_type\":\"gemma4\",\"text_config\":{\"model_type\":\"gemma4_text\"," MOE_BASE
+                   "\"num_hidden_layers\":2}}",
+                   "model_type \"gemma4_text\" is not supported");
     expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE
                    "\"num_hidden_layers\":2,\"hidden_activation\":\"silu\"}",
                    "hidden_activation \"silu\" is not supported (gemma3: gelu_pytorch_tanh)");
