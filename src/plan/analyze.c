@@ -108,13 +108,19 @@ static kvc_status split_heads(kvc_model_plan *plan, const kvc_model_facts *f, in
     return KVC_OK;
 }
 
-/* The layers' own KV heads (f->layer_kv_heads, when the family gives them) per rank, in place. */
+/* The layers' own KV heads (f->layer_kv_heads, when the family gives them) per rank, in place; each count the
+ * model's heads do not have checked (and warned about) once. */
 static kvc_status split_layer_heads(kvc_model_plan *plan, kvc_model_facts *f) {
-    for (int64_t i = 0; f->layer_kv_heads != NULL && i < f->n_layers; i++)
-        if (f->layer_kv_heads[i] != f->n_kv_heads)
-            KVC_TRY(split_kv(plan, f->layer_kv_heads[i], &f->layer_kv_heads[i]));
-        else
-            f->layer_kv_heads[i] = kvci_max64(f->n_kv_heads / plan->options.tp, 1);
+    int64_t own = 0, own_rank = 0; /* the last count checked, and its heads per rank */
+    for (int64_t i = 0; f->layer_kv_heads != NULL && i < f->n_layers; i++) {
+        const int64_t n = f->layer_kv_heads[i];
+        if (n == f->n_kv_heads) {
+            f->layer_kv_heads[i] = kvci_max64(n / plan->options.tp, 1);
+            continue;
+        }
+        if (n != own) KVC_TRY(split_kv(plan, n, &own_rank));
+        own = n, f->layer_kv_heads[i] = own_rank;
+    }
     return KVC_OK;
 }
 

@@ -996,21 +996,26 @@ static void test_gemma4_plan(void **state) {
     kvc_model_plan_destroy(p);
 
     /* The wrapper's text_config with the legacy keys: attention_k_eq_v gives the full layers 2 KV heads, one per
-     * rank at tp 2; the sliding layers keep 8 (4 per rank) */
-    o.tp = 2;
-    p = plan_text(
-        "{\"architectures\": [\"Gemma4ForConditionalGeneration\"], \"model_type\": \"gemma4\","
-        " \"vision_config\": {\"model_type\": \"gemma4_vision\"}, \"text_config\": {\"model_type\":"
-        " \"gemma4_text\", \"num_hidden_layers\": 12, \"num_attention_heads\": 16, \"num_key_value_heads\": 8,"
-        " \"head_dim\": 256, \"global_head_dim\": 512, \"num_global_key_value_heads\": 2,"
-        " \"attention_k_eq_v\": true, \"sliding_window\": 1024, \"max_position_embeddings\": 262144}}",
-        &o);
-    for (int i = 0; i < 12; i++) {
-        assert_int_equal(p->layers[i].caches[1].num_head, (i + 1) % 6 == 0 ? 1 : 4);
-        assert_int_equal(p->layers[i].caches[1].dim, (i + 1) % 6 == 0 ? 512 : 256);
+     * rank at tp 2 and replicated at tp 4 (said once); the sliding layers keep 8 */
+    for (int64_t tp = 2; tp <= 4; tp += 2) {
+        o.tp = tp;
+        p = plan_text("{\"architectures\": [\"Gemma4ForConditionalGeneration\"], \"model_type\": \"gemma4\","
+                      " \"vision_config\": {\"model_type\": \"gemma4_vision\"}, \"text_config\": {\"model_type\":"
+                      " \"gemma4_text\", \"num_hidden_layers\": 12, \"num_attention_heads\": 16,"
+                      " \"num_key_value_heads\": 8, \"head_dim\": 256, \"global_head_dim\": 512,"
+                      " \"num_global_key_value_heads\": 2, \"attention_k_eq_v\": true, \"sliding_window\": 1024,"
+                      " \"max_position_embeddings\": 262144}}",
+                      &o);
+        for (int i = 0; i < 12; i++) {
+            assert_int_equal(p->layers[i].caches[1].num_head, (i + 1) % 6 == 0 ? 1 : 8 / tp);
+            assert_int_equal(p->layers[i].caches[1].dim, (i + 1) % 6 == 0 ? 512 : 256);
+        }
+        assert_int_equal(p->blocks.per_token_bytes, 2 * 2 * 1 * 512 * 2);
+        int replicated = 0;
+        for (int w = 0; w < p->n_warnings; w++) replicated += strstr(p->warnings[w], "replicated") != NULL;
+        assert_int_equal(replicated, tp == 4 ? 1 : 0);
+        kvc_model_plan_destroy(p);
     }
-    assert_int_equal(p->blocks.per_token_bytes, 2 * 2 * 1 * 512 * 2);
-    kvc_model_plan_destroy(p);
     /* without attention_k_eq_v num_global_key_value_heads is not read */
     o.tp = 1;
     p = plan_text("{\"model_type\": \"gemma4_text\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
