@@ -59,6 +59,8 @@ typedef enum kvc_model_family {
                                * full (NoPE), a sigmoid-routed MoE with a shared expert */
     KVC_FAMILY_GEMMA4,        /* plans gemma4_text and gemma4's text model: sliding / full layers, each kind its
                                * own head dim and KV heads, KV shared by the last layers */
+    KVC_FAMILY_GEMMA3N,       /* plans gemma3n_text and gemma3n's text model: every 5th layer full, KV shared by the
+                               * last num_kv_shared_layers (15 when absent) */
     KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
 } kvc_model_family;
 

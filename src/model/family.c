@@ -26,6 +26,7 @@ static const kvc_family_desc *registry[MAX_FAMILIES] = {
     [KVC_FAMILY_MINIMAX] = &kvc_family_minimax,
     [KVC_FAMILY_LLAMA4] = &kvc_family_llama4,
     [KVC_FAMILY_GEMMA4] = &kvc_family_gemma4,
+    [KVC_FAMILY_GEMMA3N] = &kvc_family_gemma3n,
 };
 static int n_registered = KVC_FAMILY_BUILTIN_COUNT;
 

@@ -5,7 +5,8 @@
  * global_head_dim, 512 when absent, and num_global_key_value_heads, read only with attention_k_eq_v), the softmax
  * scale 1 (q and k are RMS-normalised per head), and the last num_kv_shared_layers layers reading earlier layers'
  * caches (plan/facts.c). Bidirectional attention over every token ("all") is refused by name; "vision" leaves
- * text tokens causal. */
+ * text tokens causal. Gemma 3n (gemma3n_text, gemma3n's text_config), planned only too, shares its caches the same
+ * way (num_kv_shared_layers 15 when absent) with one head dim, every 5th layer full and the same scale. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,14 @@ static kvc_status gemma4_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
     return kvci_family_every_nth_full(ctx, 6, kinds);
 }
 
+/* Gemma3nTextConfig's: four sliding layers, then one full. */
+static kvc_status gemma3n_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    return kvci_family_every_nth_full(ctx, 5, kinds);
+}
+
 static kvc_status gemma4_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
     (void)ctx, (void)head_dim;
-    *scale = 1.0; /* Gemma4TextAttention's scaling */
+    *scale = 1.0; /* Gemma4TextAttention's and Gemma3nTextAttention's scaling */
     return KVC_OK;
 }
 
@@ -136,4 +142,19 @@ const kvc_family_desc kvc_family_gemma4 = {
     .default_kinds = gemma4_kinds,
     .softmax_scale = gemma4_scale,
     .layer_dims = gemma4_layer_dims,
+};
+
+static const kvc_family_alias GEMMA3N[] = {
+    {"gemma3n", "Gemma3nForConditionalGeneration", "gemma3n", false},
+    {"gemma3n_text", "Gemma3nForCausalLM", "gemma3n", false},
+};
+
+const kvc_family_desc kvc_family_gemma3n = {
+    .id = KVC_FAMILY_GEMMA3N,
+    .name = "gemma3n",
+    .aliases = GEMMA3N,
+    .n_aliases = 2,
+    .default_kinds = gemma3n_kinds,
+    .softmax_scale = gemma4_scale,
+    .kv_shared_layers = 15,
 };

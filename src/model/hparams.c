@@ -41,6 +41,8 @@ static const type_defaults DEFAULTS[] = {
     /* Gemma 4: the sliding layers' head_dim (the full layers' is global_head_dim, family_gemma4.c) */
     {"gemma4_text", 256, 1000000.0, 512, false, 4, false, false},
     {"gemma4", 256, 1000000.0, 512, false, 4, false, false},
+    {"gemma3n_text", 256, 1000000.0, 512, false, 2, false, false}, /* Gemma3nTextConfig's */
+    {"gemma3n", 256, 1000000.0, 512, false, 2, false, false},
     {"olmo3", 0, 500000.0, 4096, false, 0, false, false},
     {"flex_olmo", 0, 500000.0, 0, false, 0, false, false}, /* FlexOlmoConfig's default_theta */
     {"hunyuan_v1_dense", 0, 10000.0, 0, false, 0, false, false},

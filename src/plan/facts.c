@@ -127,10 +127,15 @@ static kvc_status read_rope(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_fac
 /* Layers that keep no cache of their own (Gemma 3n's num_kv_shared_layers: the
  * last N layers read the caches of the last earlier layer of their own kind). */
 static kvc_status share_kv_layers(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
-    int64_t shared = 0;
+    int64_t shared = f->fam->kv_shared_layers;
     bool have = false;
     KVC_TRY(kvci_json_int(&hp->cfg, "num_kv_shared_layers", 0, f->n_layers - 1, &shared, &have));
-    if (!have || shared == 0) return KVC_OK;
+    if (shared >= f->n_layers)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: num_kv_shared_layers is absent and %s's default %lld leaves none of the %lld layers "
+                         "a cache of its own",
+                         hp->cfg.doc, f->fam->name, (long long)shared, (long long)f->n_layers);
+    if (shared == 0) return KVC_OK;
     const int64_t first = f->n_layers - shared;
     for (int64_t i = first; i < f->n_layers; i++) {
         if (f->kinds[i] != KVC_LK_FULL && f->kinds[i] != KVC_LK_SLIDING && f->kinds[i] != KVC_LK_CHUNKED)

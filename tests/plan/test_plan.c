@@ -918,6 +918,26 @@ static void test_recent_shapes(void **state) {
     assert_true(has_warning(p, "layers 4-5 read the caches"));
     assert_false(has_warning(p, "MLP or experts only"));
     kvc_model_plan_destroy(p);
+    /* Gemma3nTextConfig's defaults where the keys are absent: every 5th layer full, the last 15 layers shared
+     * (layers 0-4 keep caches), scale 1; fewer layers than that default is refused by name */
+    p = plan_text("{\"model_type\": \"gemma3n_text\", \"num_hidden_layers\": 20, \"num_attention_heads\": 8,"
+                  " \"max_position_embeddings\": 32768}",
+                  &o);
+    assert_string_equal(p->family, "gemma3n");
+    assert_true(p->scale == 1.0);
+    assert_int_equal(p->n_layers, 5);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(p->layers[i].attn_type, i == 4 ? KVC_ATTN_FULL : KVC_ATTN_SLIDING_WINDOW);
+        assert_int_equal(p->layers[i].caches[0].num_head, 2);
+        assert_int_equal(p->layers[i].caches[0].dim, 256);
+    }
+    assert_true(has_warning(p, "layers 5-19 read the caches"));
+    kvc_model_plan_destroy(p);
+    kvc_model_plan *q = NULL;
+    const char *few = "{\"model_type\": \"gemma3n_text\", \"num_hidden_layers\": 15, \"num_attention_heads\": 8,"
+                      " \"max_position_embeddings\": 32768}";
+    assert_int_equal(kvc_model_plan_create(few, strlen(few), &o, &q), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "num_kv_shared_layers is absent and gemma3n's default 15"));
 
     /* Kimi-Linear: kda_layers (counted from 1) are linear-attention state layers, the others MLA. */
     p = plan_text("{\"model_type\": \"kimi_linear\", \"num_hidden_layers\": 4, \"num_attention_heads\": 32,"
