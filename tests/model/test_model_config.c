@@ -439,6 +439,10 @@ static void test_refusals(void **state) {
         "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"rope_scaling\":{\"rope_type\":\"dynamic\",\"factor\":2}}",
         "rope type \"dynamic\" is not supported by the runtime");
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"rope_parameters\":{\"rope_type\":"
+                   "\"proportional\"}}",
+                   "rope type \"proportional\" is not supported by the runtime");
+    expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":3,\"num_key_value_heads\":2}",
                    "not a multiple");
     /* an activation the runtime does not compute (it ran SiLU whatever hidden_act said) */
