@@ -121,7 +121,8 @@ static kvc_status gemma4_layer_dims(const kvc_family_ctx *ctx, kvc_layer_kind *k
                              "gemma4 has",
                              hp->cfg.doc, (long long)i);
     if (kinds[ctx->n_layers - 1] != KVC_LK_FULL) {
-        kvci_family_warn(ctx, "layer_types: the last layer is sliding; planned full, as Gemma4TextConfig forces it");
+        kvci_family_warn(ctx, "the last layer (%lld) is sliding; planned full, as Gemma4TextConfig forces it",
+                         (long long)ctx->n_layers - 1);
         kinds[ctx->n_layers - 1] = KVC_LK_FULL;
     }
     const cJSON *plc = kvci_json_find(&hp->cfg, "per_layer_config");

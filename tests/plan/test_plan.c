@@ -1058,7 +1058,7 @@ static void test_gemma4_plan(void **state) {
                   &o);
     assert_int_equal(p->n_layers, 6);
     for (int i = 0; i < 6; i++) assert_int_equal(p->layers[i].caches[0].dim, i == 2 || i == 5 ? 128 : 64);
-    assert_true(has_warning(p, "the last layer is sliding; planned full"));
+    assert_true(has_warning(p, "the last layer (7) is sliding; planned full"));
     assert_true(has_warning(p, "layers 6-7 read the caches"));
     assert_int_equal(p->blocks.per_token_bytes, 2 * 2 * 128 * 2);
     kvc_model_plan_destroy(p);
