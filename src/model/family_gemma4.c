@@ -125,9 +125,10 @@ static kvc_status gemma4_layer_dims(const kvc_family_ctx *ctx, kvc_layer_kind *k
                          (long long)ctx->n_layers - 1);
         kinds[ctx->n_layers - 1] = KVC_LK_FULL;
     }
+    /* given, even as null or {}: transformers reads it alone (null: every layer the model's) */
+    if (kvci_json_missing(&hp->cfg, "per_layer_config")) return global_layers(ctx, kinds, head_dim, kv_heads);
     const cJSON *plc = kvci_json_find(&hp->cfg, "per_layer_config");
-    if (plc != NULL) return per_layer_config(ctx, plc, head_dim, kv_heads);
-    return global_layers(ctx, kinds, head_dim, kv_heads);
+    return plc != NULL ? per_layer_config(ctx, plc, head_dim, kv_heads) : KVC_OK;
 }
 
 static const kvc_family_alias GEMMA4[] = {

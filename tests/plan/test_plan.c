@@ -1036,8 +1036,19 @@ static void test_gemma4_plan(void **state) {
         assert_int_equal(replicated, tp == 4 ? 1 : 0);
         kvc_model_plan_destroy(p);
     }
-    /* without attention_k_eq_v num_global_key_value_heads is not read */
     o.tp = 1;
+    /* per_layer_config given as null or {}: every layer the model's, global_head_dim not read (as transformers) */
+    for (int empty = 0; empty < 2; empty++) {
+        char cfg[320];
+        snprintf(cfg, sizeof cfg,
+                 "{\"model_type\": \"gemma4_text\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
+                 " \"global_head_dim\": 128, \"max_position_embeddings\": 4096, \"per_layer_config\": %s}",
+                 empty ? "{}" : "null");
+        p = plan_text(cfg, &o);
+        assert_int_equal(p->layers[5].caches[0].dim, 256);
+        kvc_model_plan_destroy(p);
+    }
+    /* without attention_k_eq_v num_global_key_value_heads is not read */
     p = plan_text("{\"model_type\": \"gemma4_text\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
                   " \"num_key_value_heads\": 4, \"global_head_dim\": 128, \"num_global_key_value_heads\": 1,"
                   " \"max_position_embeddings\": 4096}",
