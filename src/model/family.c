@@ -27,6 +27,8 @@ static const kvc_family_desc *registry[MAX_FAMILIES] = {
     [KVC_FAMILY_LLAMA4] = &kvc_family_llama4,
     [KVC_FAMILY_DEEPSEEK_V4] = &kvc_family_deepseek_v4,
     [KVC_FAMILY_HY_V4] = &kvc_family_hy_v4,
+    [KVC_FAMILY_GEMMA4] = &kvc_family_gemma4,
+    [KVC_FAMILY_GEMMA3N] = &kvc_family_gemma3n,
 };
 static int n_registered = KVC_FAMILY_BUILTIN_COUNT;
 

@@ -116,13 +116,18 @@ typedef struct kvc_family_desc {
     /* The family's own reading of its layer list in place of layer_types (DeepSeek-V4's attention types),
      * *given set when it fills kinds; NULL: layer_types. */
     kvc_status (*layer_list)(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, bool *given);
+    /* The layers whose head dim or KV heads differ from the model's (Gemma 4's full layers), read after the kinds
+     * (which it may correct, as the config class does) into head_dim[n_layers] and kv_heads[n_layers] (whole model,
+     * not per rank), which hold the model's on entry; NULL: every layer the model's. The planner's only. */
+    kvc_status (*layer_dims)(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, int64_t *head_dim, int64_t *kv_heads);
+    int64_t kv_shared_layers; /* num_kv_shared_layers when config.json has none (Gemma 3n: 15); planner only */
 } kvc_family_desc;
 
 /* The built-in families, one file each. */
 extern const kvc_family_desc kvc_family_dense, kvc_family_gpt_oss, kvc_family_deepseek_v3, kvc_family_gemma2,
     kvc_family_gemma3, kvc_family_qwen3_next, kvc_family_jamba, kvc_family_mamba2_hybrid, kvc_family_generic,
     kvc_family_lfm2, kvc_family_kimi_linear, kvc_family_minimax, kvc_family_llama4, kvc_family_deepseek_v4,
-    kvc_family_hy_v4;
+    kvc_family_hy_v4, kvc_family_gemma4, kvc_family_gemma3n;
 
 /* One DeepSeek-V4 layer (family_deepseek_v4.c): positions per compressed entry beside its window (0: the
  * window only) and whether it is compressed sparse attention (CSA: a Lightning Indexer and overlapping windows)

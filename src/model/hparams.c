@@ -38,6 +38,11 @@ static const type_defaults DEFAULTS[] = {
     /* Gemma 3: the full layers' theta; the sliding layers' is rope_local_base_freq (family_gemma.c) */
     {"gemma3_text", 256, 1000000.0, 4096, false, 4, false, false},
     {"gemma3", 256, 1000000.0, 4096, false, 4, false, false},
+    /* Gemma 4: the sliding layers' head_dim (the full layers' is global_head_dim, family_gemma4.c) */
+    {"gemma4_text", 256, 1000000.0, 512, false, 4, false, false},
+    {"gemma4", 256, 1000000.0, 512, false, 4, false, false},
+    {"gemma3n_text", 256, 1000000.0, 512, false, 2, false, false}, /* Gemma3nTextConfig's */
+    {"gemma3n", 256, 1000000.0, 512, false, 2, false, false},
     {"olmo3", 0, 500000.0, 4096, false, 0, false, false},
     {"flex_olmo", 0, 500000.0, 0, false, 0, false, false}, /* FlexOlmoConfig's default_theta */
     {"hunyuan_v1_dense", 0, 10000.0, 0, false, 0, false, false},
@@ -361,7 +366,7 @@ kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwe
 
 /* ---- rope -------------------------------------------------------------------------- */
 
-static const char *const ROPE_NAMES[] = {"default", "llama3", "yarn", "linear", "dynamic", "longrope"};
+static const char *const ROPE_NAMES[] = {"default", "llama3", "yarn", "linear", "dynamic", "longrope", "proportional"};
 
 const char *kvc_rope_type_name(kvc_rope_type t) {
     return (t >= 0 && (size_t)t < sizeof ROPE_NAMES / sizeof ROPE_NAMES[0]) ? ROPE_NAMES[t] : "?";
@@ -431,7 +436,8 @@ static kvc_status rope_type_of(const kvc_json_obj *dict, kvc_rope_type *out) {
         }
     return kvci_fail(
         KVC_EINVAL,
-        "%s: %s.rope_type \"%s\" is not a known rope type (default, linear, dynamic, yarn, longrope, llama3)",
+        "%s: %s.rope_type \"%s\" is not a known rope type (default, linear, dynamic, yarn, longrope, llama3, "
+        "proportional)",
         dict->doc, dict->path, name);
 }
 
@@ -619,8 +625,9 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
         KVC_TRY(ntk_alpha_rope(hp, dict, r));
     KVC_TRY(whole_head_rope(hp, r));
     if (r->type == KVC_ROPE_DEFAULT) return KVC_OK;
-    /* factor is required by every scaled type but longrope, where it is optional */
-    KVC_TRY(kvci_json_num(dict, "factor", POSITIVE_FACTOR, &r->factor, r->type == KVC_ROPE_LONGROPE ? &have : NULL));
+    /* factor is required by every scaled type but longrope and proportional, where it is optional */
+    const bool factor_optional = r->type == KVC_ROPE_LONGROPE || r->type == KVC_ROPE_PROPORTIONAL;
+    KVC_TRY(kvci_json_num(dict, "factor", POSITIVE_FACTOR, &r->factor, factor_optional ? &have : NULL));
     KVC_TRY(kvci_json_num(dict, "mscale", MSCALE_RANGE, &r->mscale, &have));
     KVC_TRY(kvci_json_num(dict, "mscale_all_dim", MSCALE_RANGE, &r->mscale_all_dim, &have));
     if (r->type == KVC_ROPE_LLAMA3 || r->type == KVC_ROPE_YARN || r->type == KVC_ROPE_LONGROPE)
@@ -637,11 +644,27 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
     return KVC_OK;
 }
 
+/* Gemma 4 without a rope dict: Gemma4TextConfig's own per layer type, proportional at theta 1e6 on a quarter of
+ * each full layer's head, the default rope at theta 1e4 on the sliding ones. */
+static bool gemma4_default_rope(kvc_hparams *hp) {
+    static const char *const TYPES[] = {"gemma4_text", "gemma4"};
+    if (hp->rope_source != NULL || !kvci_name_listed(hp->model_type, TYPES, 2)) return false;
+    const kvc_rope_config base = {.factor = 1.0, .beta_fast = 32.0, .beta_slow = 1.0, .truncate = true};
+    hp->rope = base, hp->rope_sliding = base;
+    hp->rope.type = KVC_ROPE_PROPORTIONAL, hp->rope.theta = 1e6, hp->rope.partial_rotary_factor = 0.25;
+    hp->rope_sliding.type = KVC_ROPE_DEFAULT, hp->rope_sliding.theta = 1e4,
+    hp->rope_sliding.partial_rotary_factor = 1.0;
+    hp->rope_per_layer_type = hp->rope_sliding_given = true;
+    hp->rope_entry = "full_attention";
+    return true;
+}
+
 kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
     kvc_json_obj dict = {0}, sliding = {0};
     char dict_path[64], sliding_path[64];
     bool have_sliding = false;
     KVC_TRY(rope_dict(hp, dict_path, sizeof dict_path, &dict, sliding_path, &sliding, &have_sliding));
+    if (gemma4_default_rope(hp)) return KVC_OK;
     KVC_TRY(read_rope_entry(hp, hp->rope_source != NULL ? &dict : NULL, &hp->rope));
     /* DeepSeek-V4's compressed layers take YaRN without its attention factor (DeepseekV4Config sets 1 when unset) */
     if (hp->model_type != NULL && strcmp(hp->model_type, "deepseek_v4") == 0 && hp->rope.type == KVC_ROPE_YARN &&

@@ -75,6 +75,25 @@ static kvc_status resolve_max_model_len(kvc_model_plan *plan, const kvc_model_fa
     return KVC_OK;
 }
 
+/* n_kv KV heads over tp ranks: split, or replicated when fewer (said in a warning). */
+static kvc_status split_kv(kvc_model_plan *plan, int64_t n_kv, int64_t *per_rank) {
+    const int64_t tp = plan->options.tp;
+    *per_rank = kvci_max64(n_kv / tp, 1);
+    if (n_kv >= tp && n_kv % tp != 0)
+        return kvci_fail(KVC_EINVAL, "tp %lld does not divide num_key_value_heads %lld", (long long)tp,
+                         (long long)n_kv);
+    if (n_kv < tp) {
+        if (tp % n_kv != 0)
+            return kvci_fail(KVC_EINVAL,
+                             "tp %lld is not a multiple of num_key_value_heads %lld (KV heads cannot be replicated "
+                             "evenly)",
+                             (long long)tp, (long long)n_kv);
+        kvci_plan_warn(plan, "tp %lld exceeds num_key_value_heads %lld: each KV head replicated on %lld ranks",
+                       (long long)tp, (long long)n_kv, (long long)(tp / n_kv));
+    }
+    return KVC_OK;
+}
+
 /* Tensor parallelism: query heads split evenly; KV heads split or replicated. */
 static kvc_status split_heads(kvc_model_plan *plan, const kvc_model_facts *f, int64_t *kv_per_rank) {
     const kvc_plan_options *o = &plan->options;
@@ -82,23 +101,26 @@ static kvc_status split_heads(kvc_model_plan *plan, const kvc_model_facts *f, in
         return kvci_fail(KVC_EINVAL, "tp %lld does not divide num_attention_heads %lld", (long long)o->tp,
                          (long long)f->n_heads);
     *kv_per_rank = kvci_max64(f->n_kv_heads / o->tp, 1);
-    if (!f->fam->mla) {
-        if (f->n_kv_heads >= o->tp && f->n_kv_heads % o->tp != 0)
-            return kvci_fail(KVC_EINVAL, "tp %lld does not divide num_key_value_heads %lld", (long long)o->tp,
-                             (long long)f->n_kv_heads);
-        if (f->n_kv_heads < o->tp) {
-            if (o->tp % f->n_kv_heads != 0)
-                return kvci_fail(
-                    KVC_EINVAL,
-                    "tp %lld is not a multiple of num_key_value_heads %lld (KV heads cannot be replicated evenly)",
-                    (long long)o->tp, (long long)f->n_kv_heads);
-            kvci_plan_warn(plan, "tp %lld exceeds num_key_value_heads %lld: each KV head replicated on %lld ranks",
-                           (long long)o->tp, (long long)f->n_kv_heads, (long long)(o->tp / f->n_kv_heads));
-        }
-    }
+    if (!f->fam->mla) KVC_TRY(split_kv(plan, f->n_kv_heads, kv_per_rank));
     plan->num_attention_heads = f->n_heads;
     plan->num_key_value_heads = f->n_kv_heads;
     plan->q_heads_per_rank = f->n_heads / o->tp;
+    return KVC_OK;
+}
+
+/* The layers' own KV heads (f->layer_kv_heads, when the family gives them) per rank, in place; each count the
+ * model's heads do not have checked (and warned about) once. */
+static kvc_status split_layer_heads(kvc_model_plan *plan, kvc_model_facts *f) {
+    int64_t own = 0, own_rank = 0; /* the last count checked, and its heads per rank */
+    for (int64_t i = 0; f->layer_kv_heads != NULL && i < f->n_layers; i++) {
+        const int64_t n = f->layer_kv_heads[i];
+        if (n == f->n_kv_heads) {
+            f->layer_kv_heads[i] = kvci_max64(n / plan->options.tp, 1);
+            continue;
+        }
+        if (n != own) KVC_TRY(split_kv(plan, n, &own_rank));
+        own = n, f->layer_kv_heads[i] = own_rank;
+    }
     return KVC_OK;
 }
 
@@ -137,6 +159,7 @@ static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan, co
 static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f, int64_t kv_per_rank,
                          kvc_state_shapes *states) {
     kvc_status st = kvci_plan_layer_kinds(hp, plan, f);
+    if (st == KVC_OK) st = split_layer_heads(plan, f);
     bool seen[KVC_LK_CHUNKED + 1] = {false}; /* by kind: full, sliding, state and chunked (set; the rest unused) */
     int64_t cacheless = 0;
     for (int64_t i = 0; st == KVC_OK && i < f->n_layers; i++) {
@@ -189,11 +212,12 @@ static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {
     kvc_state_shapes states = {0};
     st = decide(hp, plan, &f, kv_per_rank, &states);
     if (st == KVC_OK) st = kvci_plan_build_layers(plan, &f, &states, kv_per_rank);
-    kvci_free(f.kinds);
+    kvci_plan_free_layers(&f);
     kvci_free(f.v4);
     kvci_free(f.index_layers);
     if (st == KVC_OK) st = kvci_plan_build_cache_info(plan);
     if (st == KVC_OK) st = kvci_plan_unify_pages(plan);
+    if (st == KVC_OK) kvci_plan_split_keys(plan);
     if (st == KVC_OK) st = kvci_plan_run_planner(plan);
     if (st == KVC_OK) kvci_plan_measure_state_padding(plan);
     return st;

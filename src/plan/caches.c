@@ -46,12 +46,14 @@ static bool uniform_position_layer(const kvc_plan_layer *L, int64_t *page) {
 }
 
 /* Equal layer groups (vLLM's rule for one pool of uniform pages): when the position caches of a hybrid model
- * have one page size, the pool's block id is a page for every layer of its widest key, and a key with fewer
- * layers would leave the rest of each id it holds unused. So every key is cut into groups of about as many
- * layers as the smallest key has (as many as the largest when that is within 25 % of it, fewer cuts then), layer
- * j of a key into group j mod n_groups, each group a manager key of its own "<key>.g<i>" with its own block
- * table. The groups' layers differ by at most one, and the keys stay within KVC_MAX_MANAGERS. */
-static void split_keys(const kvc_model_plan *plan, kvc_layer_cache_info *layers) {
+ * have one page size (once unified: Gemma 4's full layers, whose heads are wider, take fewer tokens a page), the pool's
+ * block id is a page for every layer of its widest key, and a key with fewer layers would leave the rest of each id it
+ * holds unused. So every key is cut into groups of about as many layers as the smallest key has (as many as the largest
+ * when that is within 25 % of it, fewer cuts then), layer j of a key into group j mod n_groups, each group a manager
+ * key of its own "<key>.g<i>" with its own block table. The groups' layers differ by at most one, and the keys stay
+ * within KVC_MAX_MANAGERS. */
+void kvci_plan_split_keys(kvc_model_plan *plan) {
+    kvc_layer_cache_info *layers = plan->cache_info.layer_infos;
     const char *names[KVC_MAX_MANAGERS];
     int64_t count[KVC_MAX_MANAGERS], page = 0;
     int32_t n_keys = 0, others = 0;
@@ -157,7 +159,6 @@ kvc_status kvci_plan_build_cache_info(kvc_model_plan *plan) {
             }
         }
     }
-    split_keys(plan, layers);
     plan->cache_info = (kvc_model_cache_info){.num_layers = plan->n_layers,
                                               .n_layer_infos = plan->n_layers,
                                               .layer_infos = layers,
@@ -243,13 +244,18 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
                                 .qk_nope_head_dim = f->qk_nope_head_dim,
                                 .qk_rope_head_dim = f->qk_rope_head_dim,
                                 .v_head_dim = f->v_head_dim};
-    const kvc_cache_dims cd = kvci_family_cache_dims(f->fam, &fd, plan->mla); /* MLA plans latent caches */
+    kvc_cache_dims cd = kvci_family_cache_dims(f->fam, &fd, plan->mla); /* MLA plans latent caches */
     kvc_plan_layer *L = plan->layers;
     for (int32_t i = 0; i < (int32_t)f->n_layers; i++) {
         const int64_t index_dim = f->index_layers == NULL || f->index_layers[i] ? f->index_head_dim : 0;
         if (f->v4 != NULL) {
             L += kvci_plan_v4_layer(plan, f, i, L);
             continue;
+        }
+        if (f->layer_head_dim != NULL) { /* a layer's own heads (Gemma 4's full layers) */
+            kvc_family_dims ld = fd;
+            ld.num_kv_heads = f->layer_kv_heads[i], ld.head_dim = f->layer_head_dim[i];
+            cd = kvci_family_cache_dims(f->fam, &ld, plan->mla);
         }
         switch (f->kinds[i]) {
         case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim); break;

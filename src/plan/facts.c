@@ -122,8 +122,9 @@ static kvc_status read_rope(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_fac
     if (st != KVC_OK) return st;
     f->rope = hp->rope;
     if (hp->rope_per_layer_type)
-        kvci_plan_warn(plan, "%s holds one rope per layer type: the %s entry is reported (%s)", hp->rope_source,
-                       hp->rope_entry, kvc_rope_type_name(hp->rope.type));
+        kvci_plan_warn(plan, "%s holds one rope per layer type: the %s entry is reported (%s)",
+                       hp->rope_source != NULL ? hp->rope_source : "the config class's default", hp->rope_entry,
+                       kvc_rope_type_name(hp->rope.type));
     kvci_plan_copy_text(plan->rope_type, sizeof plan->rope_type, kvc_rope_type_name(hp->rope.type));
     return KVC_OK;
 }
@@ -133,10 +134,15 @@ static kvc_status read_rope(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_fac
 /* Layers that keep no cache of their own (Gemma 3n's num_kv_shared_layers: the
  * last N layers read the caches of the last earlier layer of their own kind). */
 static kvc_status share_kv_layers(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
-    int64_t shared = 0;
+    int64_t shared = f->fam->kv_shared_layers;
     bool have = false;
     KVC_TRY(kvci_json_int(&hp->cfg, "num_kv_shared_layers", 0, f->n_layers - 1, &shared, &have));
-    if (!have || shared == 0) return KVC_OK;
+    if (shared >= f->n_layers)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: num_kv_shared_layers is absent and %s's default %lld leaves none of the %lld layers "
+                         "a cache of its own",
+                         hp->cfg.doc, f->fam->name, (long long)shared, (long long)f->n_layers);
+    if (shared == 0) return KVC_OK;
     const int64_t first = f->n_layers - shared;
     for (int64_t i = first; i < f->n_layers; i++) {
         if (f->kinds[i] != KVC_LK_FULL && f->kinds[i] != KVC_LK_SLIDING && f->kinds[i] != KVC_LK_CHUNKED)
@@ -144,13 +150,22 @@ static kvc_status share_kv_layers(const kvc_hparams *hp, kvc_model_plan *plan, k
                              "%s: num_kv_shared_layers %lld makes layer %lld share a cache, but it is not an attention "
                              "layer",
                              hp->cfg.doc, (long long)shared, (long long)i);
-        bool source = false;
-        for (int64_t j = first - 1; j >= 0 && !source; j--) source = f->kinds[j] == f->kinds[i];
-        if (!source)
+        int64_t j = first - 1;
+        while (j >= 0 && f->kinds[j] != f->kinds[i]) j--;
+        if (j < 0)
             return kvci_fail(KVC_EINVAL,
                              "%s: num_kv_shared_layers %lld: layer %lld has no earlier layer of its kind to share "
                              "the cache of",
                              hp->cfg.doc, (long long)shared, (long long)i);
+        if (f->layer_head_dim != NULL &&
+            (f->layer_head_dim[j] != f->layer_head_dim[i] || f->layer_kv_heads[j] != f->layer_kv_heads[i]))
+            return kvci_fail(
+                KVC_EINVAL,
+                "%s: num_kv_shared_layers %lld: layer %lld (%lld KV heads of %lld) reads the cache of layer "
+                "%lld (%lld of %lld), whose heads differ",
+                hp->cfg.doc, (long long)shared, (long long)i, (long long)f->layer_kv_heads[i],
+                (long long)f->layer_head_dim[i], (long long)j, (long long)f->layer_kv_heads[j],
+                (long long)f->layer_head_dim[j]);
     }
     for (int64_t i = first; i < f->n_layers; i++) f->kinds[i] = KVC_LK_NONE;
     f->kv_shared_layers = shared;
@@ -161,6 +176,32 @@ static kvc_status share_kv_layers(const kvc_hparams *hp, kvc_model_plan *plan, k
     return KVC_OK;
 }
 
+/* The family's per-layer head dims and KV heads (whole model), said in a warning when they differ. */
+static kvc_status layer_dims(const kvc_family_ctx *ctx, kvc_model_plan *plan, kvc_model_facts *f) {
+    f->layer_head_dim = kvci_calloc((size_t)f->n_layers, sizeof *f->layer_head_dim);
+    f->layer_kv_heads = kvci_calloc((size_t)f->n_layers, sizeof *f->layer_kv_heads);
+    if (f->layer_head_dim == NULL || f->layer_kv_heads == NULL)
+        return kvci_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
+    for (int64_t i = 0; i < f->n_layers; i++) f->layer_head_dim[i] = f->head_dim, f->layer_kv_heads[i] = f->n_kv_heads;
+    KVC_TRY(f->fam->layer_dims(ctx, f->kinds, f->layer_head_dim, f->layer_kv_heads));
+    int64_t other = 0;
+    for (int64_t i = 0; i < f->n_layers; i++)
+        other += f->layer_head_dim[i] != f->head_dim || f->layer_kv_heads[i] != f->n_kv_heads;
+    if (other > 0)
+        kvci_plan_warn(plan,
+                       "%lld of the %lld layers have their own head dim or KV heads (their caches below); head_dim "
+                       "and num_key_value_heads above are the other layers'",
+                       (long long)other, (long long)f->n_layers);
+    return KVC_OK;
+}
+
+void kvci_plan_free_layers(kvc_model_facts *f) {
+    kvci_free(f->kinds);
+    kvci_free(f->layer_head_dim);
+    kvci_free(f->layer_kv_heads);
+    f->kinds = NULL, f->layer_head_dim = f->layer_kv_heads = NULL;
+}
+
 kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
     f->kinds = kvci_calloc((size_t)f->n_layers, sizeof *f->kinds);
     if (f->kinds == NULL)
@@ -168,6 +209,7 @@ kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kv
     kvc_family_ctx ctx = {.hp = hp, .n_layers = f->n_layers, .warn = kvci_plan_warn_text, .user = plan};
     KVC_TRY(kvci_family_layer_kinds(f->fam, &ctx, f->kinds));
     f->window = ctx.window;
+    if (f->fam->layer_dims != NULL) KVC_TRY(layer_dims(&ctx, plan, f));
     KVC_TRY(share_kv_layers(hp, plan, f));
     f->chunk = ctx.chunk;
     if (f->fam == &kvc_family_deepseek_v4) KVC_TRY(kvci_plan_v4_read(hp, plan, f));

@@ -35,6 +35,8 @@ typedef struct kvc_model_facts {
     kvc_v4_layer *v4;         /* [n_layers] DeepSeek-V4's compressed parts (NULL: another family) */
     int64_t v4_index_dim;     /* DeepSeek-V4's indexer head dim (index_head_dim) */
     bool *index_layers;       /* [n_layers] the layers keeping indexer keys (HY V4's "full" ones); NULL: all */
+    /* per layer (the family's layer_dims; NULL: every layer n_kv_heads of head_dim): head dim, KV heads per rank */
+    int64_t *layer_head_dim, *layer_kv_heads; /* [n_layers] */
 } kvc_model_facts;
 
 /* kvci_plan_warn of a finished message, as a family rule's warn callback (kvc_family_ctx). */
@@ -45,8 +47,10 @@ void kvci_plan_copy_text(char *dst, size_t cap, const char *src);
 
 /* facts.c: family, architecture, heads and dims, MLA latent dims, max_position_embeddings, rope. */
 kvc_status kvci_plan_read_facts(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
-/* facts.c: allocates f->kinds (the caller frees it, also after a failure) and fills it from the family rules. */
+/* facts.c: allocates f->kinds and, for a family with layer_dims, f->layer_head_dim and f->layer_kv_heads (the caller
+ * frees them, also after a failure: kvci_plan_free_layers) and fills them from the family rules. */
 kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
+void kvci_plan_free_layers(kvc_model_facts *f);
 
 /* select.c: the KV dtype from torch_dtype (or dtype) unless the options set it. */
 kvc_status kvci_plan_resolve_dtype(const kvc_hparams *hp, kvc_model_plan *plan);
@@ -75,6 +79,9 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
                                   int64_t kv_per_rank);
 /* caches.c: plan->cache_info (the cache description) from plan->layers. */
 kvc_status kvci_plan_build_cache_info(kvc_model_plan *plan);
+/* caches.c: the keys of plan->cache_info cut into equal layer groups where its pages are uniform (after
+ * kvci_plan_unify_pages, as vLLM groups after unifying page sizes). */
+void kvci_plan_split_keys(kvc_model_plan *plan);
 /* caches.c: plan->plan_params and plan->blocks from kvc_plan_blocks. */
 kvc_status kvci_plan_run_planner(kvc_model_plan *plan);
 

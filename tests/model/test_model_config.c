@@ -408,6 +408,12 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE "\"num_hidden_layers\":2,"
                    "\"use_bidirectional_attention\":true}",
                    "use_bidirectional_attention is set");
+    /* Gemma 4 is planned only: the runtime refuses both types by name */
+    expect_refusal("{\"model_type\":\"gemma4_text\"," MOE_BASE "\"num_hidden_layers\":2}",
+                   "model_type \"gemma4_text\" is not supported");
+    expect_refusal("{\"model_type\":\"gemma4\",\"text_config\":{\"model_type\":\"gemma4_text\"," MOE_BASE
+                   "\"num_hidden_layers\":2}}",
+                   "model_type \"gemma4_text\" is not supported");
     expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE
                    "\"num_hidden_layers\":2,\"hidden_activation\":\"silu\"}",
                    "hidden_activation \"silu\" is not supported (gemma3: gelu_pytorch_tanh)");
@@ -432,6 +438,10 @@ static void test_refusals(void **state) {
         "{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
         "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"rope_scaling\":{\"rope_type\":\"dynamic\",\"factor\":2}}",
         "rope type \"dynamic\" is not supported by the runtime");
+    expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"rope_parameters\":{\"rope_type\":"
+                   "\"proportional\"}}",
+                   "rope type \"proportional\" is not supported by the runtime");
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":3,\"num_key_value_heads\":2}",
                    "not a multiple");

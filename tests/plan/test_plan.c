@@ -918,6 +918,26 @@ static void test_recent_shapes(void **state) {
     assert_true(has_warning(p, "layers 4-5 read the caches"));
     assert_false(has_warning(p, "MLP or experts only"));
     kvc_model_plan_destroy(p);
+    /* Gemma3nTextConfig's defaults where the keys are absent: every 5th layer full, the last 15 layers shared
+     * (layers 0-4 keep caches), scale 1; fewer layers than that default is refused by name */
+    p = plan_text("{\"model_type\": \"gemma3n_text\", \"num_hidden_layers\": 20, \"num_attention_heads\": 8,"
+                  " \"max_position_embeddings\": 32768}",
+                  &o);
+    assert_string_equal(p->family, "gemma3n");
+    assert_true(p->scale == 1.0);
+    assert_int_equal(p->n_layers, 5);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(p->layers[i].attn_type, i == 4 ? KVC_ATTN_FULL : KVC_ATTN_SLIDING_WINDOW);
+        assert_int_equal(p->layers[i].caches[0].num_head, 2);
+        assert_int_equal(p->layers[i].caches[0].dim, 256);
+    }
+    assert_true(has_warning(p, "layers 5-19 read the caches"));
+    kvc_model_plan_destroy(p);
+    kvc_model_plan *q = NULL;
+    const char *few = "{\"model_type\": \"gemma3n_text\", \"num_hidden_layers\": 15, \"num_attention_heads\": 8,"
+                      " \"max_position_embeddings\": 32768}";
+    assert_int_equal(kvc_model_plan_create(few, strlen(few), &o, &q), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "num_kv_shared_layers is absent and gemma3n's default 15"));
 
     /* Kimi-Linear: kda_layers (counted from 1) are linear-attention state layers, the others MLA. */
     p = plan_text("{\"model_type\": \"kimi_linear\", \"num_hidden_layers\": 4, \"num_attention_heads\": 32,"
@@ -965,6 +985,94 @@ static void test_recent_shapes(void **state) {
         assert_int_equal(p->blocks.per_token_bytes, 8 * 64 * 2 * 2);
         kvc_model_plan_destroy(p);
     }
+}
+
+/* Gemma 4: the full layers' own head dim (global_head_dim, 512 when absent) and, with attention_k_eq_v, their
+ * own KV heads (num_global_key_value_heads); or both from per_layer_config as transformers 5.25 saves them; the
+ * last layer always full; the last num_kv_shared_layers layers keep no caches; scale 1; proportional rope. */
+static void test_gemma4_plan(void **state) {
+    (void)state;
+    kvc_plan_options o = kvc_plan_default_options();
+    /* Gemma4TextConfig's defaults where the keys are absent: sliding window 512, five sliding layers then a full
+     * one of 4 KV heads of 512; bf16: 2 * 4 * 512 * 2 bytes per token of the full layer */
+    kvc_model_plan *p =
+        plan_text("{\"model_type\": \"gemma4_text\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
+                  " \"num_key_value_heads\": 4, \"max_position_embeddings\": 131072}",
+                  &o);
+    assert_string_equal(p->family, "gemma4");
+    assert_string_equal(p->rope_type, "proportional");
+    assert_true(p->scale == 1.0);
+    assert_int_equal(p->head_dim, 256);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(p->layers[i].attn_type, i == 5 ? KVC_ATTN_FULL : KVC_ATTN_SLIDING_WINDOW);
+        assert_int_equal(p->layers[i].sliding_window, i == 5 ? 0 : 512);
+        for (int c = 0; c < 2; c++) {
+            assert_int_equal(p->layers[i].caches[c].num_head, 4);
+            assert_int_equal(p->layers[i].caches[c].dim, i == 5 ? 512 : 256);
+        }
+    }
+    assert_int_equal(p->blocks.per_token_bytes, 2 * 4 * 512 * 2);
+    assert_true(has_warning(p, "1 of the 6 layers have their own head dim"));
+    kvc_model_plan_destroy(p);
+
+    /* The wrapper's text_config with the legacy keys: attention_k_eq_v gives the full layers 2 KV heads, one per
+     * rank at tp 2 and replicated at tp 4 (said once); the sliding layers keep 8 */
+    for (int64_t tp = 2; tp <= 4; tp += 2) {
+        o.tp = tp;
+        p = plan_text("{\"architectures\": [\"Gemma4ForConditionalGeneration\"], \"model_type\": \"gemma4\","
+                      " \"vision_config\": {\"model_type\": \"gemma4_vision\"}, \"text_config\": {\"model_type\":"
+                      " \"gemma4_text\", \"num_hidden_layers\": 12, \"num_attention_heads\": 16,"
+                      " \"num_key_value_heads\": 8, \"head_dim\": 256, \"global_head_dim\": 512,"
+                      " \"num_global_key_value_heads\": 2, \"attention_k_eq_v\": true, \"sliding_window\": 1024,"
+                      " \"max_position_embeddings\": 262144}}",
+                      &o);
+        for (int i = 0; i < 12; i++) {
+            assert_int_equal(p->layers[i].caches[1].num_head, (i + 1) % 6 == 0 ? 1 : 8 / tp);
+            assert_int_equal(p->layers[i].caches[1].dim, (i + 1) % 6 == 0 ? 512 : 256);
+        }
+        assert_int_equal(p->blocks.per_token_bytes, 2 * 2 * 1 * 512 * 2);
+        int replicated = 0;
+        for (int w = 0; w < p->n_warnings; w++) replicated += strstr(p->warnings[w], "replicated") != NULL;
+        assert_int_equal(replicated, tp == 4 ? 1 : 0);
+        kvc_model_plan_destroy(p);
+    }
+    o.tp = 1;
+    /* per_layer_config given as null or {}: every layer the model's, global_head_dim not read (as transformers) */
+    for (int empty = 0; empty < 2; empty++) {
+        char cfg[320];
+        snprintf(cfg, sizeof cfg,
+                 "{\"model_type\": \"gemma4_text\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
+                 " \"global_head_dim\": 128, \"max_position_embeddings\": 4096, \"per_layer_config\": %s}",
+                 empty ? "{}" : "null");
+        p = plan_text(cfg, &o);
+        assert_int_equal(p->layers[5].caches[0].dim, 256);
+        kvc_model_plan_destroy(p);
+    }
+    /* without attention_k_eq_v num_global_key_value_heads is not read */
+    p = plan_text("{\"model_type\": \"gemma4_text\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
+                  " \"num_key_value_heads\": 4, \"global_head_dim\": 128, \"num_global_key_value_heads\": 1,"
+                  " \"max_position_embeddings\": 4096}",
+                  &o);
+    assert_int_equal(p->layers[5].caches[0].num_head, 4);
+    assert_int_equal(p->layers[5].caches[0].dim, 128);
+    kvc_model_plan_destroy(p);
+
+    /* per_layer_config (zero-padded keys), a sliding last layer planned full, two KV-shared layers: layer 6 reads
+     * layer 4's cache, layer 7 layer 5's; 6 layers listed */
+    p = plan_text("{\"model_type\": \"gemma4_text\", \"num_hidden_layers\": 8, \"num_attention_heads\": 8,"
+                  " \"num_key_value_heads\": 1, \"head_dim\": 64, \"sliding_window\": 128,"
+                  " \"max_position_embeddings\": 4096, \"num_kv_shared_layers\": 2, \"layer_types\":"
+                  " [\"sliding_attention\", \"sliding_attention\", \"full_attention\", \"sliding_attention\","
+                  " \"sliding_attention\", \"full_attention\", \"sliding_attention\", \"sliding_attention\"],"
+                  " \"per_layer_config\": {\"2\": {\"head_dim\": 128}, \"5\": {\"head_dim\": 128},"
+                  " \"7\": {\"head_dim\": 128, \"skip\": []}}}",
+                  &o);
+    assert_int_equal(p->n_layers, 6);
+    for (int i = 0; i < 6; i++) assert_int_equal(p->layers[i].caches[0].dim, i == 2 || i == 5 ? 128 : 64);
+    assert_true(has_warning(p, "the last layer (7) is sliding; planned full"));
+    assert_true(has_warning(p, "layers 6-7 read the caches"));
+    assert_int_equal(p->blocks.per_token_bytes, 2 * 2 * 128 * 2);
+    kvc_model_plan_destroy(p);
 }
 
 /* Hybrids whose keys have unequal layer counts are cut into groups of equal size (vLLM's rule), so that no
@@ -1337,6 +1445,25 @@ static void test_malformed_configs(void **state) {
          " \"max_position_embeddings\": 4096, \"sliding_window\": 16, \"num_kv_shared_layers\": 1, \"layer_types\":"
          " [\"full_attention\", \"full_attention\", \"sliding_attention\"]}",
          "layer 2 has no earlier layer of its kind"},
+#define GEMMA4_HEAD                                                                                                    \
+    "{\"model_type\": \"gemma4_text\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"                          \
+    " \"num_key_value_heads\": 2, \"head_dim\": 64, \"max_position_embeddings\": 4096, "
+        {GEMMA4_HEAD "\"use_bidirectional_attention\": \"all\"}", "use_bidirectional_attention \"all\""},
+        {GEMMA4_HEAD "\"per_layer_config\": {\"6\": {\"head_dim\": 32}}}", "per_layer_config key \"6\""},
+        {GEMMA4_HEAD "\"per_layer_config\": {\"1\": {\"sliding_window\": 32}}}",
+         "per_layer_config[\"1\"].sliding_window is not supported"},
+        {GEMMA4_HEAD "\"per_layer_config\": {\"1\": {\"head_dim\": 0}}}", "per_layer_config[\"1\"].head_dim"},
+        {GEMMA4_HEAD "\"num_kv_shared_layers\": 1, \"sliding_window\": 8, \"layer_types\": [\"sliding_attention\","
+                     " \"full_attention\", \"sliding_attention\", \"sliding_attention\", \"full_attention\","
+                     " \"full_attention\"], \"per_layer_config\": {\"5\": {\"head_dim\": 32}}}",
+         "layer 5 (2 KV heads of 32) reads the cache of layer 4 (2 of 64)"},
+        {GEMMA4_HEAD "\"sliding_window\": 8, \"layer_types\": [\"sliding_attention\", \"chunked_attention\","
+                     " \"sliding_attention\", \"sliding_attention\", \"sliding_attention\", \"full_attention\"],"
+                     " \"attention_chunk_size\": 8}",
+         "layer_types[1] is neither full_attention nor sliding_attention"},
+        {"{\"model_type\": \"gemma4\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
+         " \"max_position_embeddings\": 4096}",
+         "gemma4 without text_config"},
 #define KIMI_LINEAR_HEAD                                                                                               \
     "{\"model_type\": \"kimi_linear\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"kv_lora_rank\": 64,"    \
     " \"qk_rope_head_dim\": 16, \"qk_nope_head_dim\": 32, \"v_head_dim\": 32, \"max_position_embeddings\": 4096,"      \
@@ -1450,6 +1577,7 @@ int main(void) {
         cmocka_unit_test(test_llama4_chunked_layers),
         cmocka_unit_test(test_deepseek_v4),
         cmocka_unit_test(test_hy_v4),
+        cmocka_unit_test(test_gemma4_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
