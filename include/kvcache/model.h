@@ -297,6 +297,11 @@ typedef struct kvc_model_config {
     /* GPT-2's scale_attn_by_inverse_layer_idx: layer l's softmax scale is kvc_model_attn_scale's divided by l + 1.
      * Last, as above. */
     bool attn_scale_inverse_layer;
+    /* DeepSeek sparse attention (model_type glm_moe_dsa): each query attends to the index_topk keys its indexer
+     * picks. A query at a position below index_topk has no more keys than that, so every key is picked and the
+     * attention is dense MLA, which the runtime runs; a position from index_topk on is refused, as the runtime does
+     * not run the indexer (0: no such limit). Last, as above. */
+    int64_t index_topk;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config
