@@ -300,7 +300,7 @@ typedef struct kvc_model_config {
     /* DeepSeek sparse attention (model_type glm_moe_dsa): each query attends to the index_topk keys its indexer
      * picks. A query at a position below index_topk has no more keys than that, so every key is picked and the
      * attention is dense MLA, which the runtime runs; a position from index_topk on is refused, as the runtime does
-     * not run the indexer (0: no such limit). Last, as above. */
+     * not run the indexer, and max_position_embeddings is cut to index_topk (0: no such limit). Last, as above. */
     int64_t index_topk;
 } kvc_model_config;
 

@@ -3,7 +3,8 @@
  * DeepSeek sparse attention: a lightning indexer per "full" layer (indexer_types; "shared" layers reuse the
  * previous full layer's choice) picks the index_topk keys each query attends to. A query at a position below
  * index_topk has at most index_topk keys, all picked, so attention there is dense MLA: the runtime runs that and
- * refuses positions from index_topk on (forward.c). The indexer's keys are read and checked here; its weights are
+ * refuses positions from index_topk on (forward.c; max_position_embeddings is cut to index_topk, so the runner and the
+ * engine's default max_model_len stop there first). The indexer's keys are read and checked here; its weights are
  * not loaded. */
 #include <string.h>
 
@@ -53,6 +54,8 @@ kvc_status kvci_family_parse_glm_dsa(const kvc_json_obj *c, kvc_model_config *cf
     KVC_TRY(kvci_family_opt_int(c, "index_topk", 2048, 1, INT32_MAX, &cfg->index_topk));
     KVC_TRY(kvci_family_opt_int(c, "index_head_dim", 128, 1, KVC_HP_MAX_DIM, &head_dim));
     KVC_TRY(kvci_family_opt_int(c, "index_n_heads", 32, 1, KVC_HP_MAX_HEADS, &heads));
+    /* the positions the runtime runs: the runner's limit and the engine's max_model_len by default */
+    if (cfg->max_position_embeddings > cfg->index_topk) cfg->max_position_embeddings = cfg->index_topk;
     if (head_dim < cfg->qk_rope_head_dim) /* the indexer rotates its first qk_rope_head_dim channels */
         return kvci_fail(KVC_EINVAL, "%s: index_head_dim %lld is below qk_rope_head_dim %lld", c->doc,
                          (long long)head_dim, (long long)cfg->qk_rope_head_dim);

@@ -2814,7 +2814,7 @@ static void test_glm_moe_dsa_fields(void **state) {
     assert_true(!c.layer_moe[0] && !c.layer_moe[2] && c.layer_moe[3] && c.rope_form == KVC_ROPE_INTERLEAVED);
     assert_true(c.n_routed_experts == 256 && c.moe_intermediate_size == 2048 && c.experts_per_tok == 8);
     assert_true(c.n_group == 1 && c.topk_group == 1 && c.routed_scaling_factor == 2.5 && c.rms_norm_eps == 1e-5);
-    assert_true(c.index_topk == 2048 && !c.tie_word_embeddings);
+    assert_true(c.index_topk == 2048 && c.max_position_embeddings == 2048 && !c.tie_word_embeddings);
     assert_int_equal(kvc_model_config_parse(GLM_DSA_BASE ",\"first_k_dense_replace\":1,\"index_topk\":16,"
                                                          "\"index_topk_pattern\":\"FSSF\",\"num_experts\":16}",
                                             "glm5-set", &c),
