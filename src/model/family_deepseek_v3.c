@@ -2,9 +2,10 @@
  * layers named by mlp_layer_types), Youtu-LLM (youtu: V3's attention, every layer dense), MiniCPM3 (V2's attention,
  * every layer dense, Granite's scales), Sarvam-105B (sarvam_mla: V3's layers, its class's defaults and legacy key
  * names), A.X-K1 (axk1: V3's layers, a norm on the MoE output) and GLM-5 (glm_moe_dsa: V3's layers, sparse attention
- * run dense below index_topk, family_glm_dsa.c) run; V3.2 and Kimi-K2 are planned only. Every layer is full attention
- * over a latent cache (or, unabsorbed, nH heads of dn + dr keys and dv values); the first first_k_dense_replace
- * layers are dense, the rest a grouped-routing MoE (V3: sigmoid scores with a correction bias; V2: softmax scores). */
+ * run dense below index_topk, family_glm_dsa.c) run; V3.2, Kimi-K2 and LongCat-Flash are planned only. Every layer is
+ * full attention over a latent cache (or, unabsorbed, nH heads of dn + dr keys and dv values); the first
+ * first_k_dense_replace layers are dense, the rest a grouped-routing MoE (V3: sigmoid scores with a correction bias;
+ * V2: softmax scores). */
 #include <math.h>
 #include <string.h>
 
@@ -266,6 +267,8 @@ static const kvc_family_alias ALIASES[] = {
     {"sarvam_mla", "SarvamMLAForCausalLM", "sarvam_mla", true},
     {"axk1", "AXK1ForCausalLM", "axk1", true},
     {"glm_moe_dsa", "GlmMoeDsaForCausalLM", "glm_moe_dsa", true},
+    /* LongCat-Flash: two MLA attention layers per decoder layer (hparams.c counts them), planned only */
+    {"longcat_flash", "LongcatFlashForCausalLM", "longcat_flash", false},
     {"youtu", "YoutuForCausalLM", "youtu", true},
     {"minicpm3", "MiniCPM3ForCausalLM", "minicpm3", true},
 };

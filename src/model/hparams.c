@@ -253,10 +253,25 @@ static kvc_status nemotron_h_layers(const kvc_json_obj *c, int64_t *n) {
     return KVC_OK;
 }
 
+/* LongCat-Flash's attention layers: two in each of num_layers decoder layers (28 when absent; its config's
+ * num_hidden_layers is that count doubled, and setting it sets num_layers to half of it). */
+static kvc_status longcat_layers(const kvc_json_obj *c, int64_t *n) {
+    int64_t layers = 28, hidden = 0;
+    bool have = false;
+    KVC_TRY(kvci_json_int(c, "num_layers", 1, KVC_HP_MAX_LAYERS / 2, &layers, &have));
+    if (!have) KVC_TRY(kvci_json_int(c, "num_hidden_layers", 2, KVC_HP_MAX_LAYERS, &hidden, &have));
+    *n = 2 * (hidden > 0 ? hidden / 2 : layers);
+    return KVC_OK;
+}
+
 kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     const kvc_json_obj *c = &hp->cfg;
-    bool have_layers = false;
-    KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, &have_layers));
+    const bool longcat = hp->model_type != NULL && strcmp(hp->model_type, "longcat_flash") == 0;
+    bool have_layers = longcat;
+    if (longcat)
+        KVC_TRY(longcat_layers(c, &hp->n_layers));
+    else
+        KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, &have_layers));
     if (!have_layers && hp->model_type != NULL && strcmp(hp->model_type, "nemotron_h") == 0)
         KVC_TRY(nemotron_h_layers(c, &hp->n_layers));
     else if (!have_layers)
@@ -654,10 +669,11 @@ typedef struct {
     int64_t kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim, q_lora_rank;
 } mla_defaults;
 static const mla_defaults MLA_DEFAULTS[] = {
-    {"minicpm3", 256, 32, 64, 0, 768},        /* MiniCPM3Config */
-    {"sarvam_mla", 512, 64, 128, 128, 0},     /* SarvamMLAConfig: q_lora_rank None */
-    {"axk1", 512, 64, 128, 128, 1536},        /* AXK1Config */
-    {"glm_moe_dsa", 512, 64, 192, 256, 2048}, /* GlmMoeDsaConfig */
+    {"minicpm3", 256, 32, 64, 0, 768},          /* MiniCPM3Config */
+    {"sarvam_mla", 512, 64, 128, 128, 0},       /* SarvamMLAConfig: q_lora_rank None */
+    {"axk1", 512, 64, 128, 128, 1536},          /* AXK1Config */
+    {"glm_moe_dsa", 512, 64, 192, 256, 2048},   /* GlmMoeDsaConfig */
+    {"longcat_flash", 512, 64, 128, 128, 1536}, /* LongcatFlashConfig (planned only) */
 };
 
 static const mla_defaults *mla_defaults_of(const char *model_type) {
