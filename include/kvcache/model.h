@@ -314,6 +314,11 @@ typedef struct kvc_model_config {
     /* AFMoE (model_type afmoe): the attention output times sigmoid(self_attn.gate_proj x) [T, nH * D] (a projection
      * of the layer's normed input of its own, no bias) before o_proj (attn_gate_proj). Last, as above. */
     bool attn_gate_proj;
+    /* DeepSeek sparse attention (model_type glm_moe_dsa): each query attends to the index_topk keys its indexer
+     * picks. A query at a position below index_topk has no more keys than that, so every key is picked and the
+     * attention is dense MLA, which the runtime runs; a position from index_topk on is refused, as the runtime does
+     * not run the indexer, and max_position_embeddings is cut to index_topk (0: no such limit). Last, as above. */
+    int64_t index_topk;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

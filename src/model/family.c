@@ -149,7 +149,8 @@ static kvc_status layer_types_list(const kvc_family_ctx *ctx, kvc_layer_kind *ki
         if (!cJSON_IsString(e))
             return kvci_fail(KVC_EINVAL, "%s: layer_types[%lld] must be a string", cfg->doc, (long long)i);
         const char *s = e->valuestring;
-        if (strcmp(s, "full_attention") == 0 || strcmp(s, "attention") == 0)
+        /* indexed_attention: DeepSeek sparse attention (GLM-5), full attention over keys its indexer picks */
+        if (strcmp(s, "full_attention") == 0 || strcmp(s, "attention") == 0 || strcmp(s, "indexed_attention") == 0)
             kinds[i] = KVC_LK_FULL;
         else if (strcmp(s, "sliding_attention") == 0)
             kinds[i] = KVC_LK_SLIDING;
@@ -160,7 +161,7 @@ static kvc_status layer_types_list(const kvc_family_ctx *ctx, kvc_layer_kind *ki
         else
             return kvci_fail(KVC_EINVAL,
                              "%s: layer_types[%lld] \"%.64s\" is not a known layer type (full_attention, "
-                             "sliding_attention, chunked_attention, linear_attention, mamba, conv)",
+                             "indexed_attention, sliding_attention, chunked_attention, linear_attention, mamba, conv)",
                              cfg->doc, (long long)i, s);
     }
     return KVC_OK;

@@ -315,6 +315,13 @@ kvc_status kvci_mamba2_softmax_scale(const kvc_family_ctx *ctx, int64_t head_dim
 
 /* Whether cfg is DeepSeek-V2's (family_deepseek_v3.c): the softmax router, no e_score_correction_bias. */
 bool kvci_deepseek_v2(const kvc_model_config *cfg);
+/* Whether cfg is A.X-K1's (axk1, family_deepseek_v3.c): V3's layers with post_mlp_layernorm on the MoE layers' output
+ * and the routers' correction bias zero when the checkpoint has none. */
+bool kvci_family_is_axk1(const kvc_model_config *cfg);
+/* GLM-5 (glm_moe_dsa, family_glm_dsa.c): whether cfg is its, and its DeepSeek sparse attention keys (index_topk into
+ * cfg; index_head_dim, index_n_heads, indexer_types / index_topk_pattern checked by name). */
+bool kvci_family_is_glm_dsa(const kvc_model_config *cfg);
+kvc_status kvci_family_parse_glm_dsa(const kvc_json_obj *c, kvc_model_config *cfg);
 
 /* Optional config members with a default (kept when absent), for parse hooks. */
 kvc_status kvci_family_opt_int(const kvc_json_obj *c, const char *key, int64_t def, int64_t lo, int64_t hi,

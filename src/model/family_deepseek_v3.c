@@ -1,8 +1,11 @@
 /* MLA models (MF 4.2 - 4.5): DeepSeek-V3, DeepSeek-V2, GLM-4.7-Flash (glm4_moe_lite: V3's layers, its MoE
- * layers named by mlp_layer_types), Youtu-LLM (youtu: V3's attention, every layer dense) and MiniCPM3 (V2's attention,
- * every layer dense, Granite's scales) run; V3.2 and Kimi-K2 are planned only. Every layer is full attention over a
- * latent cache (or, unabsorbed, nH heads of dn + dr keys and dv values); the first first_k_dense_replace layers are
- * dense, the rest a grouped-routing MoE (V3: sigmoid scores with a correction bias; V2: softmax scores). */
+ * layers named by mlp_layer_types), Youtu-LLM (youtu: V3's attention, every layer dense), MiniCPM3 (V2's attention,
+ * every layer dense, Granite's scales), Sarvam-105B (sarvam_mla: V3's layers, its class's defaults and legacy key
+ * names), A.X-K1 (axk1: V3's layers, a norm on the MoE output) and GLM-5 (glm_moe_dsa: V3's layers, sparse attention
+ * run dense below index_topk, family_glm_dsa.c) run; V3.2, Kimi-K2 and LongCat-Flash are planned only. Every layer is
+ * full attention over a latent cache (or, unabsorbed, nH heads of dn + dr keys and dv values); the first
+ * first_k_dense_replace layers are dense, the rest a grouped-routing MoE (V3: sigmoid scores with a correction bias;
+ * V2: softmax scores). */
 #include <math.h>
 #include <string.h>
 
@@ -17,6 +20,8 @@ bool kvci_deepseek_v2(const kvc_model_config *cfg) {
 static bool is_glm_lite(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "glm4_moe_lite") == 0; }
 static bool is_youtu(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "youtu") == 0; }
 static bool is_minicpm3(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "minicpm3") == 0; }
+static bool is_sarvam(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "sarvam_mla") == 0; }
+bool kvci_family_is_axk1(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "axk1") == 0; }
 
 /* V3's router defaults: DeepseekV3Config's, and Glm4MoeLiteConfig's (GLM-4.7-Flash). */
 typedef struct {
@@ -25,6 +30,17 @@ typedef struct {
 } v3_defaults;
 static const v3_defaults V3 = {3, 2048, 256, 1, 8, 8, 4, 2.5};
 static const v3_defaults GLM_LITE = {1, 1536, 64, 1, 4, 1, 1, 1.8};
+static const v3_defaults SARVAM = {1, 2048, 128, 1, 8, 1, 1, 2.5};
+static const v3_defaults AXK1 = {1, 2048, 192, 1, 8, 8, 4, 2.5};
+static const v3_defaults GLM_DSA = {3, 2048, 256, 1, 8, 1, 1, 2.5};
+
+/* An int key with its legacy spelling `alias` (SarvamMLAConfig's attribute_map, GlmMoeDsaConfig's num_experts: the
+ * alias wins when both are given, as transformers applies it last), def when neither is given. */
+static kvc_status opt_int_alias(const kvc_json_obj *c, const char *key, const char *alias, int64_t def, int64_t lo,
+                                int64_t *out) {
+    KVC_TRY(kvci_family_opt_int(c, key, def, lo, KVC_HP_MAX_EXPERTS, out));
+    return alias != NULL ? kvci_family_opt_int(c, alias, *out, lo, KVC_HP_MAX_EXPERTS, out) : KVC_OK;
+}
 
 /* mlp_layer_types, "dense" or "sparse" per layer (GLM-4.7-Flash, K-EXAONE); absent: the layers from
  * cfg->first_k_dense_replace on are sparse. first_k_dense_replace becomes num_layers when no layer is sparse, else 0
@@ -49,17 +65,43 @@ kvc_status kvci_family_mlp_layer_types(const kvc_json_obj *c, kvc_model_config *
     return KVC_OK;
 }
 
+/* A.X-K1's MoE layers: mlp_layer_types, else layer l sparse when l >= first_k_dense_replace (1) and l %
+ * moe_layer_freq (1) == 0, AXK1Config's legacy keys (read only without mlp_layer_types). */
+static kvc_status axk1_layers(const kvc_json_obj *c, kvc_model_config *cfg) {
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(c->obj, "mlp_layer_types");
+    if (types != NULL && !cJSON_IsNull(types)) return kvci_family_mlp_layer_types(c, cfg);
+    int64_t first = 1, freq = 1;
+    KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", 1, 0, KVC_HP_MAX_LAYERS, &first));
+    KVC_TRY(kvci_family_opt_int(c, "moe_layer_freq", 1, 1, KVC_HP_MAX_LAYERS, &freq));
+    bool any = false;
+    for (int64_t l = 0; l < cfg->num_layers; l++) any |= cfg->layer_moe[l] = l >= first && l % freq == 0;
+    cfg->first_k_dense_replace = any ? 0 : cfg->num_layers;
+    return KVC_OK;
+}
+
 /* V3's MoE keys: RoPE by rope_interleave, the sigmoid router's groups; the dense layers V3's first
  * first_k_dense_replace, GLM-4.7-Flash's by mlp_layer_types. */
 static kvc_status parse_v3_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
     const kvc_json_range scale = {0.0, KVC_HP_MAX_FACTOR, true};
-    const v3_defaults *d = is_glm_lite(cfg) ? &GLM_LITE : &V3;
+    const v3_defaults *d = is_glm_lite(cfg)              ? &GLM_LITE
+                           : is_sarvam(cfg)              ? &SARVAM
+                           : kvci_family_is_axk1(cfg)    ? &AXK1
+                           : kvci_family_is_glm_dsa(cfg) ? &GLM_DSA
+                                                         : &V3;
+    const bool sarvam = is_sarvam(cfg);
     bool interleave = true;
-    KVC_TRY(kvci_family_opt_bool(c, "rope_interleave", true, &interleave));
+    if (!kvci_family_is_glm_dsa(cfg)) /* GLM-5's attention always turns interleaved pairs */
+        KVC_TRY(kvci_family_opt_bool(c, "rope_interleave", true, &interleave));
     cfg->rope_form = interleave ? KVC_ROPE_INTERLEAVED : KVC_ROPE_HALF;
-    if (is_glm_lite(cfg)) { /* its mlp_layer_types, layer 0 dense when absent; first_k_dense_replace not read */
+    if (kvci_family_is_glm_dsa(cfg)) { /* mlp_layer_types, else the first first_k_dense_replace (3) dense */
+        KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", d->first_dense, 0, KVC_HP_MAX_LAYERS,
+                                    &cfg->first_k_dense_replace));
+        KVC_TRY(kvci_family_mlp_layer_types(c, cfg));
+    } else if (is_glm_lite(cfg)) { /* its mlp_layer_types, layer 0 dense when absent; first_k_dense_replace not read */
         cfg->first_k_dense_replace = d->first_dense;
         KVC_TRY(kvci_family_mlp_layer_types(c, cfg));
+    } else if (kvci_family_is_axk1(cfg)) {
+        KVC_TRY(axk1_layers(c, cfg));
     } else {
         KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", d->first_dense, 0, KVC_HP_MAX_LAYERS,
                                     &cfg->first_k_dense_replace));
@@ -67,8 +109,10 @@ static kvc_status parse_v3_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
     }
     KVC_TRY(
         kvci_family_opt_int(c, "moe_intermediate_size", d->width, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
-    KVC_TRY(kvci_family_opt_int(c, "n_routed_experts", d->experts, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts));
-    KVC_TRY(kvci_family_opt_int(c, "n_shared_experts", d->shared, 0, KVC_HP_MAX_EXPERTS, &cfg->n_shared_experts));
+    const char *experts_alias = sarvam || kvci_family_is_glm_dsa(cfg) ? "num_experts" : NULL; /* GLM-5's BC name */
+    KVC_TRY(opt_int_alias(c, "n_routed_experts", experts_alias, d->experts, 1, &cfg->n_routed_experts));
+    KVC_TRY(opt_int_alias(c, "n_shared_experts", sarvam ? "num_shared_experts" : NULL, d->shared, 0,
+                          &cfg->n_shared_experts));
     KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", d->per_tok, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
     KVC_TRY(kvci_family_opt_int(c, "n_group", d->groups, 1, KVC_HP_MAX_EXPERTS, &cfg->n_group));
     KVC_TRY(kvci_family_opt_int(c, "topk_group", d->topk_groups, 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group));
@@ -175,6 +219,14 @@ static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
         if (kvci_json_missing(c, "q_lora_rank")) cfg->q_lora_rank = 768;
         if (kvci_json_missing(c, "rms_norm_eps")) cfg->rms_norm_eps = 1e-5;
     }
+    /* AXK1Attention (GLM-5's too) builds q_a_proj of q_lora_rank */
+    if ((kvci_family_is_axk1(cfg) || kvci_family_is_glm_dsa(cfg)) && cfg->q_lora_rank == 0)
+        return kvci_fail(KVC_EINVAL, "%s: %s q_lora_rank null is not supported (its attention always has a q LoRA)",
+                         c->doc, cfg->model_type);
+    if (kvci_family_is_glm_dsa(cfg)) {
+        if (kvci_json_missing(c, "rms_norm_eps")) cfg->rms_norm_eps = 1e-5; /* GlmMoeDsaConfig's */
+        KVC_TRY(kvci_family_parse_glm_dsa(c, cfg));
+    }
     KVC_TRY(kvci_deepseek_v2(cfg) ? parse_v2_moe(c, cfg)
             : is_youtu(cfg)       ? parse_youtu(c, cfg)
             : is_minicpm3(cfg)    ? parse_minicpm3(c, cfg)
@@ -212,6 +264,11 @@ static const kvc_family_alias ALIASES[] = {
     {"glm4_moe_lite", "Glm4MoeLiteForCausalLM", "glm4_moe_lite", true},
     {"deepseek_v32", "DeepseekV32ForCausalLM", "deepseek_v32", false},
     {"kimi_k2", NULL, "kimi_k2", false},
+    {"sarvam_mla", "SarvamMLAForCausalLM", "sarvam_mla", true},
+    {"axk1", "AXK1ForCausalLM", "axk1", true},
+    {"glm_moe_dsa", "GlmMoeDsaForCausalLM", "glm_moe_dsa", true},
+    /* LongCat-Flash: two MLA attention layers per decoder layer (hparams.c counts them), planned only */
+    {"longcat_flash", "LongcatFlashForCausalLM", "longcat_flash", false},
     {"youtu", "YoutuForCausalLM", "youtu", true},
     {"minicpm3", "MiniCPM3ForCausalLM", "minicpm3", true},
 };

@@ -266,6 +266,11 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
                              "forward: positions[%lld] = %lld is beyond the model's %lld learned positions "
                              "(max_position_embeddings, n_positions)",
                              (long long)t, (long long)md->positions[t], (long long)c->max_position_embeddings);
+        if (c->index_topk > 0 && md->positions[t] >= c->index_topk)
+            return kvci_fail(KVC_ERANGE,
+                             "forward: positions[%lld] = %lld reaches index_topk %lld: DeepSeek sparse attention would "
+                             "pick keys there, and its indexer is not run (dense attention is exact below it)",
+                             (long long)t, (long long)md->positions[t], (long long)c->index_topk);
     }
     *fresh = true;
     int64_t q0 = 0;

@@ -265,10 +265,25 @@ static kvc_status nemotron_h_layers(const kvc_json_obj *c, int64_t *n) {
     return KVC_OK;
 }
 
+/* LongCat-Flash's attention layers: two in each of num_layers decoder layers (28 when absent; its config's
+ * num_hidden_layers is that count doubled, and setting it sets num_layers to half of it). */
+static kvc_status longcat_layers(const kvc_json_obj *c, int64_t *n) {
+    int64_t layers = 28, hidden = 0;
+    bool have = false;
+    KVC_TRY(kvci_json_int(c, "num_layers", 1, KVC_HP_MAX_LAYERS / 2, &layers, &have));
+    if (!have) KVC_TRY(kvci_json_int(c, "num_hidden_layers", 2, KVC_HP_MAX_LAYERS, &hidden, &have));
+    *n = 2 * (hidden > 0 ? hidden / 2 : layers);
+    return KVC_OK;
+}
+
 kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     const kvc_json_obj *c = &hp->cfg;
-    bool have_layers = false;
-    KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, &have_layers));
+    const bool longcat = hp->model_type != NULL && strcmp(hp->model_type, "longcat_flash") == 0;
+    bool have_layers = longcat;
+    if (longcat)
+        KVC_TRY(longcat_layers(c, &hp->n_layers));
+    else
+        KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, &have_layers));
     if (!have_layers && hp->model_type != NULL && strcmp(hp->model_type, "nemotron_h") == 0)
         KVC_TRY(nemotron_h_layers(c, &hp->n_layers));
     else if (!have_layers)
@@ -420,7 +435,7 @@ static kvc_status rope_dict(kvc_hparams *hp, char *path, size_t cap, kvc_json_ob
     return kvci_json_child(&parent, name, path, cap, dict, &have);
 }
 
-static kvc_status rope_type_of(const kvc_json_obj *dict, kvc_rope_type *out) {
+static kvc_status rope_type_of(const kvc_hparams *hp, const kvc_json_obj *dict, kvc_rope_type *out) {
     const char *name = "default";
     bool have = false;
     KVC_TRY(kvci_json_str(dict, "rope_type", KVC_HP_NAME_MAX, &name, &have));
@@ -429,6 +444,10 @@ static kvc_status rope_type_of(const kvc_json_obj *dict, kvc_rope_type *out) {
      * for text alone the three position parts are the token's position */
     if (strcmp(name, "mrope") == 0) name = "default";
     if (strcmp(name, "su") == 0) name = "longrope"; /* the first Phi-3 128k configs' name (transformers renames it) */
+    /* Sarvam's remote-code name for YaRN in rope_scaling, which SarvamMLAConfig alone renames */
+    if (strcmp(name, "deepseek_yarn") == 0 && hp->model_type != NULL && strcmp(hp->model_type, "sarvam_mla") == 0 &&
+        hp->rope_source != NULL && strcmp(hp->rope_source, "rope_scaling") == 0)
+        name = "yarn";
     for (size_t i = 0; i < sizeof ROPE_NAMES / sizeof ROPE_NAMES[0]; i++)
         if (strcmp(name, ROPE_NAMES[i]) == 0) {
             *out = (kvc_rope_type)i;
@@ -620,7 +639,7 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
     if (dict == NULL) return whole_head_rope(hp, r);
     KVC_TRY(kvci_json_num(dict, "rope_theta", theta_range, &r->theta, &have));
     KVC_TRY(kvci_json_num(dict, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));
-    KVC_TRY(rope_type_of(dict, &r->type));
+    KVC_TRY(rope_type_of(hp, dict, &r->type));
     if (r->type == KVC_ROPE_DYNAMIC && hp->model_type != NULL && strncmp(hp->model_type, "hunyuan_v1_", 11) == 0)
         KVC_TRY(ntk_alpha_rope(hp, dict, r));
     KVC_TRY(whole_head_rope(hp, r));
@@ -680,6 +699,27 @@ kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
 
 /* ---- MLA ------------------------------------------------------------------------------ */
 
+/* The MLA sizes of the config classes that give them defaults (the others require them): kv_lora_rank,
+ * qk_rope_head_dim, qk_nope_head_dim, v_head_dim (0: hidden_size / heads, MiniCPM3's), and q_lora_rank when the key
+ * is missing (0: none, a plain q_proj). DeepSeek-V2 / V3 have no entry: their sizes are required, q LoRA 1536. */
+typedef struct {
+    const char *type;
+    int64_t kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim, q_lora_rank;
+} mla_defaults;
+static const mla_defaults MLA_DEFAULTS[] = {
+    {"minicpm3", 256, 32, 64, 0, 768},          /* MiniCPM3Config */
+    {"sarvam_mla", 512, 64, 128, 128, 0},       /* SarvamMLAConfig: q_lora_rank None */
+    {"axk1", 512, 64, 128, 128, 1536},          /* AXK1Config */
+    {"glm_moe_dsa", 512, 64, 192, 256, 2048},   /* GlmMoeDsaConfig */
+    {"longcat_flash", 512, 64, 128, 128, 1536}, /* LongcatFlashConfig (planned only) */
+};
+
+static const mla_defaults *mla_defaults_of(const char *model_type) {
+    for (size_t i = 0; model_type != NULL && i < sizeof MLA_DEFAULTS / sizeof MLA_DEFAULTS[0]; i++)
+        if (strcmp(model_type, MLA_DEFAULTS[i].type) == 0) return &MLA_DEFAULTS[i];
+    return NULL;
+}
+
 kvc_status kvci_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out) {
     const kvc_json_obj *c = &hp->cfg;
     kvc_mla_dims d = {0};
@@ -690,22 +730,27 @@ kvc_status kvci_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out) {
                          "%s: num_key_value_heads %lld contradicts num_attention_heads %lld (MLA expands keys per "
                          "query head, the two must be equal)",
                          c->doc, (long long)hp->n_kv_heads, (long long)hp->n_heads);
-    /* MiniCPM3Config's defaults (v_head_dim: hidden_size / heads when absent or null); the others have none */
-    const bool minicpm3 = hp->model_type != NULL && strcmp(hp->model_type, "minicpm3") == 0;
-    bool *opt = minicpm3 ? &have : NULL;
-    if (minicpm3) {
-        if (hp->hidden_size < 1 || hp->hidden_size % hp->n_heads != 0)
-            return kvci_fail(KVC_EINVAL, "%s: minicpm3 needs hidden_size divisible by num_attention_heads", c->doc);
-        d = (kvc_mla_dims){.kv_lora_rank = 256, .qk_rope_head_dim = 32, .qk_nope_head_dim = 64};
-        d.v_head_dim = hp->hidden_size / hp->n_heads;
+    const mla_defaults *def = mla_defaults_of(hp->model_type);
+    bool *opt = def != NULL ? &have : NULL;
+    if (def != NULL) {
+        d = (kvc_mla_dims){.kv_lora_rank = def->kv_lora_rank,
+                           .qk_rope_head_dim = def->qk_rope_head_dim,
+                           .qk_nope_head_dim = def->qk_nope_head_dim,
+                           .v_head_dim = def->v_head_dim};
+        if (d.v_head_dim == 0) { /* hidden_size / heads, also when null */
+            if (hp->hidden_size < 1 || hp->hidden_size % hp->n_heads != 0)
+                return kvci_fail(KVC_EINVAL, "%s: %s needs hidden_size divisible by num_attention_heads", c->doc,
+                                 def->type);
+            d.v_head_dim = hp->hidden_size / hp->n_heads;
+        }
     }
     KVC_TRY(kvci_json_int(c, "kv_lora_rank", 1, KVC_HP_MAX_DIM, &d.kv_lora_rank, opt));
     KVC_TRY(kvci_json_int(c, "qk_rope_head_dim", 2, KVC_HP_MAX_DIM, &d.qk_rope_head_dim, opt));
     KVC_TRY(kvci_json_int(c, "qk_nope_head_dim", 1, KVC_HP_MAX_DIM, &d.qk_nope_head_dim, opt));
     KVC_TRY(kvci_json_int(c, "v_head_dim", 1, KVC_HP_MAX_DIM, &d.v_head_dim, opt));
-    /* missing: DeepseekV2Config's and DeepseekV3Config's 1536 (MiniCPM3Config's 768); null: none, a plain q_proj (the
+    /* missing: the class's (DeepseekV2Config's and DeepseekV3Config's 1536); null: none, a plain q_proj (the
      * reader's getters take null for absent, so the key's presence is looked up first) */
-    d.q_lora_rank = kvci_json_missing(c, "q_lora_rank") ? (minicpm3 ? 768 : 1536) : 0;
+    d.q_lora_rank = kvci_json_missing(c, "q_lora_rank") ? (def != NULL ? def->q_lora_rank : 1536) : 0;
     KVC_TRY(kvci_json_int(c, "q_lora_rank", 0, KVC_HP_MAX_DIM, &d.q_lora_rank, &have));
     if (have && d.q_lora_rank == 0) /* transformers would build a zero-width query projection */
         return kvci_fail(KVC_EINVAL, "%s: q_lora_rank 0 must be null (a plain q_proj) or in [1, %d]", c->doc,

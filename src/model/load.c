@@ -259,6 +259,10 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     kvc_wsplit sp;
     KVC_TRY(fused_source(c, t, &name, fbuf, sizeof fbuf, &sp));
     const bool blocks = name == fbuf && t->fused.block > 0;
+    if (!t->mat && t->split.absent_zero && !kvc_safetensors_has(c->st, name)) {
+        if (!c->check_only) memset(*t->vec, 0, (size_t)n * sizeof(float));
+        return KVC_OK;
+    }
     if (!t->mat) {
         float *dst = c->check_only ? NULL : *t->vec;
         KVC_TRY(blocks ? read_blocks(c, t, name, dst) : read_part(c, name, t->ndim, t->shape, &sp, 0, *t->vec));

@@ -203,6 +203,7 @@ typedef struct kvc_wsplit {
     int32_t dim;
     int64_t full, start;
     bool zero;
+    bool absent_zero; /* a vector held as zeros when the checkpoint lacks it (A.X-K1's router correction bias) */
     /* runs > 0 (dim 0 only): the rank's part is runs pieces of dim 0, run i the run_len[i] entries from
      * run_start[i], one after the other (a fused projection whose segments are each split by heads: LFM2's
      * in_proj B | C | x, Mamba2's z | x | B | C | dt; shard_state.c); start unused */

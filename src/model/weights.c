@@ -360,8 +360,9 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
     if (strcmp(c->model_type, "dbrx") == 0) return visit_dbrx_moe(v, c, w);
     if (c->family == KVC_FAMILY_LFM2) return visit_lfm2_moe(v, c, w);
     TRY(m2(v, mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
+    const kvc_wsplit corr = {.dim = -1, .absent_zero = kvci_family_is_axk1(c)}; /* AXK1's checkpoints: none */
     if (ds && !kvci_deepseek_v2(c))
-        TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
+        TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, corr));
     if (ernie) TRY(v2(v, "mlp.moe_statics.e_score_correction_bias", 1, E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
     TRY(m3(v, mixtral ? KVC_MIXTRAL_EXPERTS_GATE : KVC_DS_EXPERTS_GATE, E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT,
            even(v, 1, Im)));
@@ -442,6 +443,9 @@ static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, int64
     if (c->norm_bias && mlp_norm) TRY(v1(v, n, H, &w->post_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (c->sandwich_norms) TRY(v1(v, ffn_in, H, &w->pre_ff_norm, KVC_WINIT_NORM, WHOLE));
     if (c->sandwich_norms || c->post_norms) TRY(v1(v, ffn_out, H, &w->post_ff_norm, KVC_WINIT_NORM, WHOLE));
+    /* A.X-K1's norm of the MoE block's output, stored at the layer (its dense layers' copies unused) */
+    if (kvci_family_is_axk1(c) && c->layer_moe[l])
+        TRY(v1(v, "post_mlp_layernorm.weight", H, &w->post_ff_norm, KVC_WINIT_NORM, WHOLE));
     return KVC_OK;
 }
 

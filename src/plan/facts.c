@@ -47,19 +47,21 @@ static void list_append(char *list, size_t cap, const char *name) {
     strncat(list, name, cap - strlen(list) - 1);
 }
 
-/* DeepSeek sparse attention (V3.2): a lightning indexer keeps one key of
+/* DeepSeek sparse attention (V3.2, GLM-5): a lightning indexer keeps one key of
  * index_head_dim per token and layer, which picks the index_topk keys each
- * query attends to. Absent: none (f->index_head_dim 0). */
+ * query attends to. Absent: none (f->index_head_dim 0), but GLM-5's and HY V4's
+ * config classes give 128 and 2048. */
 static kvc_status read_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
+    const bool glm5 = hp->model_type != NULL && strcmp(hp->model_type, "glm_moe_dsa") == 0;
+    const bool class_default = glm5 || f->fam == &kvc_family_hy_v4;
     bool have = false;
-    const bool hy = f->fam == &kvc_family_hy_v4; /* HYV4Config's defaults: 128 channels, 2048 keys */
-    f->index_head_dim = hy ? 128 : 0;
+    f->index_head_dim = class_default ? 128 : 0;
     KVC_TRY(kvci_json_int(&hp->cfg, "index_head_dim", 1, KVC_HP_MAX_DIM, &f->index_head_dim, &have));
-    if (!have && !hy) return KVC_OK;
-    int64_t topk = hy ? 2048 : 0;
+    if (!have && !class_default) return KVC_OK;
+    int64_t topk = class_default ? 2048 : 0;
     bool have_topk = false;
     KVC_TRY(kvci_json_int(&hp->cfg, "index_topk", 1, INT32_MAX, &topk, &have_topk));
-    if (!have_topk && !hy) return kvci_fail(KVC_EINVAL, "%s: index_topk is missing", hp->cfg.doc);
+    if (!have_topk && !class_default) return kvci_fail(KVC_EINVAL, "%s: index_topk is missing", hp->cfg.doc);
     kvci_plan_warn(plan,
                    "DeepSeek sparse attention (index_topk %lld): its indexer keys are planned (indexer_k_cache fp8, "
                    "one f32 scale per %d channels); the operator parameters below are dense MLA's, another attention",

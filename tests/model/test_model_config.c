@@ -2962,6 +2962,102 @@ static void test_glm4_moe_lite_fields(void **state) {
                    "partial_rotary_factor 0.5: glm4_moe_lite");
 }
 
+/* Sarvam-105B (sarvam_mla) with SarvamMLAConfig's defaults over DeepSeek-V3's: the MLA sizes (latent 512, rope 64,
+ * nope 128, v 128), no q LoRA, layer 0 dense, 128 experts, one group; the original checkpoint's spellings:
+ * num_experts / num_shared_experts (winning over n_routed_experts), head_dim and q_head_dim (not read) and
+ * rope_scaling type deepseek_yarn (YaRN; refused under another model type). */
+#define SARVAM_BASE                                                                                                    \
+    "{\"model_type\":\"sarvam_mla\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"                     \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":4"
+static void test_sarvam_mla_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(SARVAM_BASE "}", "sarvam", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DEEPSEEK_V3 && c.q_lora_rank == 0 && c.kv_lora_rank == 512);
+    assert_true(c.qk_rope_head_dim == 64 && c.qk_nope_head_dim == 128 && c.v_head_dim == 128);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[2] && c.rope_form == KVC_ROPE_INTERLEAVED);
+    assert_true(c.n_routed_experts == 128 && c.moe_intermediate_size == 2048 && c.experts_per_tok == 8);
+    assert_true(c.n_group == 1 && c.topk_group == 1 && c.routed_scaling_factor == 2.5 && c.n_shared_experts == 1);
+    assert_true(c.rms_norm_eps == 1e-6 && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(SARVAM_BASE ",\"kv_lora_rank\":8,\"qk_rope_head_dim\":4,"
+                                                        "\"qk_nope_head_dim\":4,\"v_head_dim\":4,\"head_dim\":12,"
+                                                        "\"q_head_dim\":8,\"n_routed_experts\":4,\"num_experts\":6,"
+                                                        "\"num_shared_experts\":2,\"num_experts_per_tok\":2,"
+                                                        "\"rope_scaling\":{\"type\":\"deepseek_yarn\",\"factor\":4,"
+                                                        "\"original_max_position_embeddings\":64,\"mscale\":1,"
+                                                        "\"mscale_all_dim\":1}}",
+                                            "sarvam-legacy", &c),
+                     KVC_OK);
+    assert_true(c.n_routed_experts == 6 && c.n_shared_experts == 2 && c.head_dim == 4);
+    assert_true(c.rope.type == KVC_ROPE_YARN && c.rope.factor == 4.0 && c.rope.original_max_position == 64);
+    expect_refusal(
+        "{\"model_type\":\"deepseek_v3\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"
+        "\"num_hidden_layers\":1,\"num_attention_heads\":4,\"kv_lora_rank\":8,\"qk_rope_head_dim\":4,"
+        "\"qk_nope_head_dim\":4,\"v_head_dim\":4,\"rope_scaling\":{\"type\":\"deepseek_yarn\",\"factor\":4}}",
+        "deepseek_yarn");
+    expect_refusal(SARVAM_BASE ",\"num_experts\":6}", "MoE routing sizes"); /* 6 experts, top 8 */
+}
+
+/* A.X-K1 (axk1) with AXK1Config's defaults: DeepSeek-V3's MLA sizes with q LoRA 1536 (null refused: its attention
+ * always has one), layer 0 dense, 192 experts, 8 per token in 4 of 8 groups; the legacy first_k_dense_replace /
+ * moe_layer_freq read only without mlp_layer_types. */
+#define AXK1_BASE                                                                                                      \
+    "{\"model_type\":\"axk1\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"                           \
+    "\"num_hidden_layers\":4,\"num_attention_heads\":4"
+static void test_axk1_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(AXK1_BASE "}", "axk1", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DEEPSEEK_V3 && c.q_lora_rank == 1536 && c.kv_lora_rank == 512);
+    assert_true(c.qk_rope_head_dim == 64 && c.qk_nope_head_dim == 128 && c.v_head_dim == 128);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[3] && c.rope_form == KVC_ROPE_INTERLEAVED);
+    assert_true(c.n_routed_experts == 192 && c.moe_intermediate_size == 2048 && c.experts_per_tok == 8);
+    assert_true(c.n_group == 8 && c.topk_group == 4 && c.routed_scaling_factor == 2.5 && c.n_shared_experts == 1);
+    assert_int_equal(
+        kvc_model_config_parse(AXK1_BASE ",\"first_k_dense_replace\":1,\"moe_layer_freq\":2}", "axk1-freq", &c),
+        KVC_OK);
+    assert_true(!c.layer_moe[0] && !c.layer_moe[1] && c.layer_moe[2] && !c.layer_moe[3]);
+    assert_int_equal(kvc_model_config_parse(AXK1_BASE
+                                            ",\"first_k_dense_replace\":3,"
+                                            "\"mlp_layer_types\":[\"sparse\",\"dense\",\"dense\",\"sparse\"]}",
+                                            "axk1-types", &c),
+                     KVC_OK);
+    assert_true(c.layer_moe[0] && !c.layer_moe[1] && !c.layer_moe[2] && c.layer_moe[3]);
+    expect_refusal(AXK1_BASE ",\"q_lora_rank\":null}", "axk1 q_lora_rank null");
+    expect_refusal(AXK1_BASE ",\"moe_layer_freq\":0}", "moe_layer_freq");
+}
+
+/* GLM-5 (glm_moe_dsa) with GlmMoeDsaConfig's defaults: MLA sizes (q LoRA 2048, latent 512, rope 64, nope 192, v 256),
+ * rms_norm_eps 1e-5, the first 3 layers dense, 256 experts, 8 per token in 1 group, times 2.5; RoPE always
+ * interleaved (rope_interleave not read); index_topk 2048; the indexer's keys checked by name. */
+#define GLM_DSA_BASE                                                                                                   \
+    "{\"model_type\":\"glm_moe_dsa\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"                    \
+    "\"num_hidden_layers\":4,\"num_attention_heads\":4"
+static void test_glm_moe_dsa_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GLM_DSA_BASE ",\"rope_interleave\":false}", "glm5", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DEEPSEEK_V3 && c.q_lora_rank == 2048 && c.kv_lora_rank == 512);
+    assert_true(c.qk_rope_head_dim == 64 && c.qk_nope_head_dim == 192 && c.v_head_dim == 256);
+    assert_true(!c.layer_moe[0] && !c.layer_moe[2] && c.layer_moe[3] && c.rope_form == KVC_ROPE_INTERLEAVED);
+    assert_true(c.n_routed_experts == 256 && c.moe_intermediate_size == 2048 && c.experts_per_tok == 8);
+    assert_true(c.n_group == 1 && c.topk_group == 1 && c.routed_scaling_factor == 2.5 && c.rms_norm_eps == 1e-5);
+    assert_true(c.index_topk == 2048 && c.max_position_embeddings == 2048 && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(GLM_DSA_BASE ",\"first_k_dense_replace\":1,\"index_topk\":16,"
+                                                         "\"index_topk_pattern\":\"FSSF\",\"num_experts\":16}",
+                                            "glm5-set", &c),
+                     KVC_OK);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.index_topk == 16 && c.n_routed_experts == 16);
+    expect_refusal(GLM_DSA_BASE ",\"q_lora_rank\":null}", "glm_moe_dsa q_lora_rank null");
+    expect_refusal(GLM_DSA_BASE ",\"index_topk\":0}", "index_topk");
+    expect_refusal(GLM_DSA_BASE ",\"index_head_dim\":32}", "index_head_dim 32 is below qk_rope_head_dim 64");
+    expect_refusal(GLM_DSA_BASE ",\"indexer_types\":[\"full\",\"shared\"]}", "indexer_types has 2 entries");
+    expect_refusal(GLM_DSA_BASE ",\"indexer_types\":[\"full\",\"dense\",\"full\",\"full\"]}", "indexer_types[1]");
+    expect_refusal(GLM_DSA_BASE ",\"indexer_types\":[\"shared\",\"full\",\"full\",\"full\"]}",
+                   "indexer_types[0] is shared");
+    expect_refusal(GLM_DSA_BASE ",\"index_topk_pattern\":\"FSXF\"}", "index_topk_pattern[2]");
+}
+
 /* K-EXAONE (exaone_moe) with ExaoneMoeConfig's defaults: EXAONE 4.0's attention (window 4096, three sliding layers
  * then one full and NoPE) in pre-norm blocks; layer 0 dense (first_k_dense_replace 1); num_experts 64 of 1024
  * (n_routed_experts not read), top 8, num_shared_experts 1, renormalised, times 2.5, 1 group; mlp_layer_types wins
@@ -3299,6 +3395,9 @@ int main(void) {
         cmocka_unit_test(test_qwen3_5_text_fields),
         cmocka_unit_test(test_qwen3_5_moe_fields),
         cmocka_unit_test(test_glm4_moe_lite_fields),
+        cmocka_unit_test(test_sarvam_mla_fields),
+        cmocka_unit_test(test_axk1_fields),
+        cmocka_unit_test(test_glm_moe_dsa_fields),
         cmocka_unit_test(test_exaone_moe_fields),
         cmocka_unit_test(test_lfm2_moe_fields),
         cmocka_unit_test(test_bamba_fields),

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "kvc_test_checkpoint.h"
 #include "kvc_test_oracle.h"
 #include "kvc_test_util.h"
 #include "kvcache/runner.h"
@@ -204,6 +205,44 @@ static void test_deepseek_v3(void **state) {
 static void test_glm4_moe_lite(void **state) {
     (void)state;
     run_dir("glm4_moe_lite");
+}
+
+/* Sarvam-105B-like (sarvam_mla, run by DeepseekV3ForCausalLM): a plain q_proj, YaRN's mscale, layer 0 dense, one
+ * routing group; also mode 3 over both cache forms (run_dir) */
+static void test_sarvam_mla(void **state) {
+    (void)state;
+    run_dir("sarvam_mla");
+}
+/* GLM-5-like (glm_moe_dsa): DeepSeek-V3's layers with DeepSeek sparse attention, index_topk 64 above every position
+ * of the data, so dense (modes 0-3); a prompt of 64 ids runs, one of 65 (position 64) is refused naming index_topk */
+static void test_glm_moe_dsa(void **state) {
+    (void)state;
+    run_dir("glm_moe_dsa");
+    kvc_test_oracle o;
+    kvc_test_oracle_open("glm_moe_dsa", &o);
+    int32_t ids[65] = {0};
+    float *lg = malloc((size_t)(65 * o.V) * sizeof(float));
+    assert_non_null(lg);
+    assert_int_equal(kvc_test_prompt_forward(o.m, ids, 64, 64, lg), KVC_OK);
+    assert_int_equal(kvc_test_prompt_forward(o.m, ids, 65, 65, lg), KVC_ERANGE);
+    assert_non_null(strstr(kvc_last_error(), "positions[64] = 64 reaches index_topk 64"));
+    free(lg);
+    kvc_test_oracle_close(&o);
+}
+/* A.X-K1-like: DeepSeek-V3's layers (sparse, dense, sparse by mlp_layer_types) with post_mlp_layernorm on the MoE
+ * layers' output; also mode 3 over both cache forms (run_dir) */
+static void test_axk1(void **state) {
+    (void)state;
+    run_dir("axk1");
+    char dir[1024]; /* the released form: no correction bias, loaded as zeros */
+    kvc_test_write_axk1_released(3, dir, sizeof dir);
+    kvc_model *m = NULL;
+    if (kvc_model_load(dir, &m) != KVC_OK) fail_msg("axk1 without e_score_correction_bias: %s", kvc_last_error());
+    for (int64_t l = 0; l < kvc_model_config_of(m)->num_layers; l++)
+        for (int64_t e = 0; m->layers[l].moe && e < kvc_model_config_of(m)->n_routed_experts; e++)
+            assert_true(m->layers[l].gate_corr[e] == 0.0f);
+    kvc_model_destroy(m);
+    kvc_test_remove_checkpoint(dir);
 }
 /* K-EXAONE: EXAONE 4.0's attention (sliding layers 0-2 with RoPE, layer 3 full NoPE) in pre-norm blocks, DeepSeek-V3's
  * grouped sigmoid router on the layers mlp_layer_types calls sparse (1 and 3), its correction bias beside the gate */
@@ -1004,6 +1043,9 @@ int main(void) {
         cmocka_unit_test(test_gpt_oss),
         cmocka_unit_test(test_deepseek_v3),
         cmocka_unit_test(test_glm4_moe_lite),
+        cmocka_unit_test(test_sarvam_mla),
+        cmocka_unit_test(test_axk1),
+        cmocka_unit_test(test_glm_moe_dsa),
         cmocka_unit_test(test_exaone_moe),
         cmocka_unit_test(test_dtypes_qwen3),
         cmocka_unit_test(test_dtypes_gpt_oss),

@@ -886,6 +886,32 @@ static void test_recent_shapes(void **state) {
     assert_int_equal(p->blocks.per_token_bytes, 3 * ((512 + 64) * 2 + 128 + 4));
     assert_true(has_warning(p, "index_topk 2048"));
     kvc_model_plan_destroy(p);
+    /* GLM-5 (glm_moe_dsa) by GlmMoeDsaConfig's defaults: latent 512 + rope 64 and the indexer's 128 fp8 keys */
+    p = plan_text("{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+                  " \"hidden_size\": 512, \"max_position_embeddings\": 4096}",
+                  &o);
+    assert_string_equal(p->family, "glm_moe_dsa");
+    assert_true(p->mla && p->layers[1].n_caches == 4);
+    assert_int_equal(p->layers[1].caches[2].bytes_per_token, 128);
+    assert_int_equal(p->blocks.per_token_bytes, 2 * ((512 + 64) * 2 + 128 + 4));
+    assert_true(has_warning(p, "index_topk 2048"));
+    kvc_model_plan_destroy(p);
+    /* LongCat-Flash (planned only): two MLA layers per decoder layer of num_layers (else half num_hidden_layers, else
+     * 28), LongcatFlashConfig's latent 512 + rope 64 when absent */
+    const char *longcat[] = {"\"num_layers\": 3", "\"num_hidden_layers\": 7", "\"vocab_size\": 8"};
+    const int32_t longcat_layers[] = {6, 6, 56};
+    for (int i = 0; i < 3; i++) {
+        char cfg[256];
+        snprintf(cfg, sizeof cfg,
+                 "{\"model_type\": \"longcat_flash\", %s, \"num_attention_heads\": 8, \"hidden_size\": 512,"
+                 " \"max_position_embeddings\": 4096}",
+                 longcat[i]);
+        p = plan_text(cfg, &o);
+        assert_string_equal(p->family, "longcat_flash");
+        assert_true(p->mla && p->n_layers == longcat_layers[i] && p->layers[0].n_caches == 2);
+        assert_int_equal(p->blocks.per_token_bytes, longcat_layers[i] * (512 + 64) * 2);
+        kvc_model_plan_destroy(p);
+    }
 
     /* An unknown model with kv_lora_rank: latent caches, not num_attention_heads x hidden/heads; GLM-4.7-Flash
      * (glm4_moe_lite, DeepSeek-V3's family) the same caches without the warning. */

@@ -1,4 +1,5 @@
-/* kvc_test_write_deepseek_moe, kvc_test_write_qwen3_moe, kvc_test_write_gemma3 (kvc_test_checkpoint.h): every tensor
+/* kvc_test_write_deepseek_moe, kvc_test_write_qwen3_moe, kvc_test_write_gemma3, kvc_test_write_axk1_released
+ * (kvc_test_checkpoint.h): every tensor
  * the model visits, as the loader reads it (F32, the stored shape), in one safetensors file. */
 #include "kvc_test_checkpoint.h"
 
@@ -27,6 +28,7 @@ typedef struct collect {
     int n;
     int64_t fused_layer; /* this layer's routed experts in the fused form */
     const char *prefix;  /* the "model." tensors' names under this prefix instead (NULL: as they are) */
+    const char *omit;    /* tensors whose names hold this are left out (NULL: none) */
 } collect;
 
 static int64_t numel(const int64_t *s, int32_t n) {
@@ -57,6 +59,7 @@ static kvc_status collect_fn(void *user, const kvc_wtensor *w) {
     const float *data = w->mat ? (const float *)w->mat->data : *w->vec;
     const int64_t stride = w->mat ? kvci_wmat_matrix_bytes(w->mat) / 4 : 0;
     const char *star = strchr(w->name, '*');
+    if (c->omit && strstr(w->name, c->omit)) return KVC_OK;
     if (!star) {
         add(c, w->name, w->ndim, w->shape, data, w->mat ? w->mat->count : 1, stride);
         return KVC_OK;
@@ -134,7 +137,7 @@ static void write_file(const collect *c, const char *path) {
  * random model of it (seed) with layer 2's routed experts fused and the "model." tensors under `prefix`
  * (NULL: as they are), in a fresh directory dir[cap]. */
 static void write_random(const char *family, const char *from, const char *to, const char *prefix, uint64_t seed,
-                         char *dir, size_t cap) {
+                         char *dir, size_t cap, const char *omit) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, cap, "%s/kvc_moe_XXXXXX", tmp && *tmp ? tmp : "/tmp");
     assert_non_null(mkdtemp(dir));
@@ -156,7 +159,7 @@ static void write_random(const char *family, const char *from, const char *to, c
     assert_int_equal(kvc_model_create_random(&cfg, seed, &m), KVC_OK);
     collect *c = calloc(1, sizeof *c);
     assert_non_null(c);
-    c->fused_layer = 2, c->prefix = prefix;
+    c->fused_layer = 2, c->prefix = prefix, c->omit = omit;
     assert_int_equal(kvci_model_visit_weights(m, collect_fn, c), KVC_OK);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     write_file(c, path);
@@ -165,15 +168,20 @@ static void write_random(const char *family, const char *from, const char *to, c
 }
 
 void kvc_test_write_deepseek_moe(uint64_t seed, char *dir, size_t cap) {
-    write_random("deepseek_v3", "\"first_k_dense_replace\": 3", "\"first_k_dense_replace\": 1", NULL, seed, dir, cap);
+    write_random("deepseek_v3", "\"first_k_dense_replace\": 3", "\"first_k_dense_replace\": 1", NULL, seed, dir, cap,
+                 NULL);
 }
 
 void kvc_test_write_qwen3_moe(uint64_t seed, char *dir, size_t cap) {
-    write_random("qwen3_moe", NULL, NULL, NULL, seed, dir, cap);
+    write_random("qwen3_moe", NULL, NULL, NULL, seed, dir, cap, NULL);
 }
 
 void kvc_test_write_gemma3(uint64_t seed, const char *prefix, char *dir, size_t cap) {
-    write_random("gemma3", NULL, NULL, prefix, seed, dir, cap);
+    write_random("gemma3", NULL, NULL, prefix, seed, dir, cap, NULL);
+}
+
+void kvc_test_write_axk1_released(uint64_t seed, char *dir, size_t cap) {
+    write_random("axk1", NULL, NULL, NULL, seed, dir, cap, "e_score_correction_bias");
 }
 
 void kvc_test_remove_checkpoint(const char *dir) {

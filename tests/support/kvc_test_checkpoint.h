@@ -19,6 +19,9 @@ void kvc_test_write_qwen3_moe(uint64_t seed, char *dir, size_t cap);
  * (a multimodal checkpoint's text model: "model.language_model.", "language_model.model."; NULL: as
  * they are). The norms are written as the model holds them (1 + w): compare loads with loads. */
 void kvc_test_write_gemma3(uint64_t seed, const char *prefix, char *dir, size_t cap);
+/* tests/data/oracle/axk1's config.json and a random model of it without the routers' e_score_correction_bias, as
+ * A.X-K1's released checkpoints store it. */
+void kvc_test_write_axk1_released(uint64_t seed, char *dir, size_t cap);
 void kvc_test_remove_checkpoint(const char *dir);
 
 #endif

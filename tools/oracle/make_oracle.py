@@ -10,7 +10,7 @@ gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, e
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text, qwen3_5_moe, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
-cohere2_moe, cohere2_moe_sigmoid) this script
+cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -131,6 +131,11 @@ from transformers import (
     NanoChatForCausalLM,
     OPTConfig,
     OPTForCausalLM,
+    AXK1Config,
+    AXK1ForCausalLM,
+    GlmMoeDsaConfig,
+    GlmMoeDsaForCausalLM,
+    SarvamMLAConfig,
     YoutuConfig,
     YoutuForCausalLM,
     MiniCPM3Config,
@@ -1072,6 +1077,51 @@ def glm4_moe_lite_config():
                              bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def sarvam_mla_config():
+    # Sarvam-105B at toy size (SarvamMLAConfig, run by DeepseekV3ForCausalLM): its class defaults where they differ
+    # from DeepSeek-V3's (q_lora_rank None: a plain q_proj; one routing group; layer 0 dense, first_k_dense_replace
+    # 1), MLA latent 24, 4 heads of nope 16 + rope 8 keys and 12 values, interleaved RoPE (the default) with YaRN
+    # (factor 4: the mscale softmax scale), 3 layers, 8 experts of 16, top-2, one shared expert; untied.
+    return SarvamMLAConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                           num_attention_heads=4, kv_lora_rank=24, qk_nope_head_dim=16, qk_rope_head_dim=8,
+                           v_head_dim=12, moe_intermediate_size=16, n_routed_experts=8, num_experts_per_tok=2,
+                           n_shared_experts=1, max_position_embeddings=128,
+                           rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                            "original_max_position_embeddings": 32, "mscale": 1.0,
+                                            "mscale_all_dim": 1.0},
+                           bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+# The MLA + grouped-router toy shape of axk1 and glm_moe_dsa (glm4_moe_lite's sizes).
+MLA_MOE_TOY_SHAPE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                         num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=24,
+                         qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=12, moe_intermediate_size=16,
+                         n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1, n_shared_experts=1,
+                         mlp_layer_types=["sparse", "dense", "sparse"], max_position_embeddings=128,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                         bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
+def axk1_config():
+    # A.X-K1 at toy size: DeepSeek-V3's MLA (q LoRA 32, latent 24, 4 heads of nope 16 + rope 8 keys and 12 values,
+    # interleaved RoPE: the default) over 3 layers whose feed-forward mlp_layer_types names (sparse, dense, sparse);
+    # V3's grouped sigmoid router over 8 experts of 16 in 2 groups (the best 1 kept), top-2, renormalised, times 2.5,
+    # one shared expert, and A.X-K1's post_mlp_layernorm on the MoE output; the routers' e_score_correction_bias
+    # random; untied.
+    return AXK1Config(**MLA_MOE_TOY_SHAPE)
+
+
+def glm_moe_dsa_config():
+    # GLM-5 at toy size: DeepSeek-V3's MLA (q LoRA 32, latent 24, 4 heads of nope 16 + rope 8 keys and 12 values,
+    # RoPE on interleaved pairs: GLM-5's attention always) over 3 layers whose feed-forward mlp_layer_types names
+    # (sparse, dense, sparse); V3's grouped sigmoid router over 8 experts of 16 in 2 groups (the best 1 kept), top-2,
+    # renormalised, times 2.5, one shared expert; DeepSeek sparse attention with index_topk 64 (above every position
+    # of the prompts and their new tokens: every key picked, attention dense), an indexer of 2 heads of 16 on layers 0
+    # and 2 (layer 1 shared); untied, rms_norm_eps 1e-5 (the defaults).
+    return GlmMoeDsaConfig(**MLA_MOE_TOY_SHAPE, index_topk=64, index_head_dim=16, index_n_heads=2,
+                           indexer_types=["full", "shared", "full"])
+
+
 def solar_open_config():
     # Solar Open at toy size: Llama's attention with q/k/v biases (attention_bias) and none on o_proj, whole heads
     # rotated, GQA 4/2, head_dim 16, 2 layers, each GLM-4.5's grouped sigmoid router over 8 experts of width 16 in 2
@@ -1726,6 +1776,9 @@ FAMILIES = {
     "cohere2_moe_sigmoid": (cohere2_moe_sigmoid_config, Cohere2MoeForCausalLM),
     "glm4_moe": (glm4_moe_config, Glm4MoeForCausalLM),
     "glm4_moe_lite": (glm4_moe_lite_config, Glm4MoeLiteForCausalLM),
+    "sarvam_mla": (sarvam_mla_config, DeepseekV3ForCausalLM),
+    "axk1": (axk1_config, AXK1ForCausalLM),
+    "glm_moe_dsa": (glm_moe_dsa_config, GlmMoeDsaForCausalLM),
     "exaone_moe": (exaone_moe_config, ExaoneMoeForCausalLM),
     "dots1": (dots1_config, Dots1ForCausalLM),
     "solar_open": (solar_open_config, SolarOpenForCausalLM),
@@ -2169,6 +2222,15 @@ def make_family(family, out_root, seed):
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_full_rotary"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
+    if family == "glm_moe_dsa":
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_index_topk_8"] = sensitivity(model, ps[-1], index_topk=8)
+    if family == "axk1":
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_no_post_mlp_layernorm"] = sensitivity_no_post_mlp_norm(model, ps[-1])
+    if family == "sarvam_mla":
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_rope_interleave_false"] = sensitivity(model, ps[-1], rope_interleave=False)
     if family == "glm4_moe_lite":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_rope_interleave_false"] = sensitivity(model, ps[-1], rope_interleave=False)
@@ -2532,6 +2594,20 @@ def sensitivity_no_correction_bias(model, ids):
 
 
 @torch.no_grad()
+def sensitivity_no_post_mlp_norm(model, ids):
+    """sensitivity with A.X-K1's post_mlp_layernorm replaced by the identity on every MoE layer."""
+    want = forward_logits(model, ids)
+    moes = [layer.mlp for layer in model.model.layers if hasattr(layer.mlp, "post_mlp_layernorm")]
+    saved = [m.post_mlp_layernorm for m in moes]
+    for m in moes:
+        m.post_mlp_layernorm = torch.nn.Identity()
+    got = forward_logits(model, ids)
+    for m, n in zip(moes, saved):
+        m.post_mlp_layernorm = n
+    return float((got - want).abs().max())
+
+
+@torch.no_grad()
 def sensitivity_modules(model, ids, modules, attr, value):
     """sensitivity with an attribute the modules copied from a nested config (DBRX's) set to value."""
     want = forward_logits(model, ids)
@@ -2555,7 +2631,7 @@ def sensitivity(model, ids, **overrides):
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "granitemoe_swa": 1e-5, "flint": 1e-5, "hy_v3": 1e-5, "cohere2_moe": 1e-5, "cohere2_moe_sigmoid": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
-                    "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5,
+                    "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5, "sarvam_mla": 1e-5, "axk1": 1e-5, "glm_moe_dsa": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5,
                     "afmoe": 1e-5}
@@ -2608,7 +2684,7 @@ def main():
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
-                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe"]:
+                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
