@@ -102,8 +102,8 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
  * Conv1D: along the columns; ckpt_names.c's names). GPT-NeoX, GPT-BigCode and Falcon keep q, k, v (weights and
  * biases) grouped by KV head, [KV heads, heads per KV head + 2, D]: each group's query heads, then its key and its
  * value (GPT-NeoX's and GPT-BigCode's per head [heads, 3, D]; multi_query's one group [q | k | v]; Falcon's
- * new_decoder_architecture; BLOOM's per head); DBRX's and MPT's as Phi-3's in attn.Wqkv. The runtime holds them apart
- * (fuse.c joins them back where it can). */
+ * new_decoder_architecture; BLOOM's per head); DBRX's and MPT's as Phi-3's in attn.Wqkv, Sarvam-MoE's and Param2-MoE's
+ * in attention.query_key_value. The runtime holds them apart (fuse.c joins them back where it can). */
 static bool grouped_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "gpt_neox") == 0 || strcmp(c->model_type, "gpt_bigcode") == 0 ||
            strcmp(c->model_type, "falcon") == 0 || strcmp(c->model_type, "bloom") == 0 ||
@@ -112,7 +112,8 @@ static bool grouped_qkv(const kvc_model_config *c) {
 static bool fused_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || grouped_qkv(c) ||
            strcmp(c->model_type, "dbrx") == 0 || strcmp(c->model_type, "mpt") == 0 ||
-           strcmp(c->model_type, "codegen") == 0;
+           strcmp(c->model_type, "codegen") == 0 || strcmp(c->model_type, "sarvam_moe") == 0 ||
+           strcmp(c->model_type, "param2moe") == 0;
 }
 static bool fused_gate_up(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "glm4") == 0 ||
@@ -158,11 +159,11 @@ static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, in
 
 static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
-    const int64_t gq = c->attn_output_gate ? 2 : 1; /* Qwen3-Next: each head's query, then its gate */
+    const int64_t gq = c->attn_output_gate ? 2 : 1; /* Qwen3-Next, MiniCPM5-MoE: each head's query, then its gate */
     TRY(m2_in(v, "self_attn.q_proj.weight", gq * nH * D, H, &w->wq, even(v, 0, gq * nH * D),
               qkv_part(v, c, 0, "weight")));
     if (c->qkv_bias)
-        TRY(v1_in(v, "self_attn.q_proj.bias", nH * D, &w->bq, KVC_WINIT_BIAS, even(v, 0, nH * D),
+        TRY(v1_in(v, "self_attn.q_proj.bias", gq * nH * D, &w->bq, KVC_WINIT_BIAS, even(v, 0, gq * nH * D),
                   qkv_part(v, c, 0, "bias")));
     TRY(m2_in(v, "self_attn.k_proj.weight", nKV * D, H, &w->wk, kv_rows(v, D), qkv_part(v, c, 1, "weight")));
     if (c->qkv_bias)
