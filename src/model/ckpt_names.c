@@ -198,6 +198,11 @@ static const rename_rule RULES[] = {
     {"sarvam_moe", "self_attn.q_norm.", "attention.query_layernorm."},
     {"sarvam_moe", "self_attn.k_norm.", "attention.key_layernorm."},
     {"sarvam_moe", "mlp.gate.e_score_correction_bias", "mlp.gate.expert_bias"},
+    /* Kolibri 1 (Kolibri1ForCausalLM): GLM-4's sandwich norms post_attn_norm / post_ffn_norm, the router's correction
+     * bias moe.router.expert_bias beside mlp. */
+    {"kolibri1", "post_self_attn_layernorm.", "post_attn_norm."},
+    {"kolibri1", "post_mlp_layernorm.", "post_ffn_norm."},
+    {"kolibri1", "mlp.gate.e_score_correction_bias", "moe.router.expert_bias"},
     /* NanoChat (NanoChatForCausalLM): the MLP fc1 (up) and fc2 (down) */
     {"nanochat", "mlp.up_proj.", "mlp.fc1."},
     {"nanochat", "mlp.down_proj.", "mlp.fc2."},

@@ -525,6 +525,36 @@ static kvc_status parse_exaone4(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(&hp->cfg, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* Kolibri 1 (Aleph-Alpha/Kolibri-1, Kolibri1ForCausalLM): EXAONE 4.0's attention (per-head q/k norms before RoPE, no
+ * biases; with a window its full layers unrotated, "global NoPE") in GLM-4's sandwich blocks (ckpt_names.c:
+ * post_attn_norm, post_ffn_norm), and on every layer num_local_experts (num_experts; 384) SwiGLU experts of
+ * moe_intermediate_size (512), top num_experts_per_tok (6) by logit + correction bias, weighted by the chosen logits'
+ * sigmoids, renormalised when norm_topk_prob (false; kvci_ffn_kolibri), plus a shared MLP of
+ * shared_expert_intermediate_size (512); no dense MLP (intermediate_size not read). Kolibri1Config's defaults: head_dim
+ * 128, 4 KV heads, rms_norm_eps 1e-6, window 513 and every fifth layer full (hparams.c, dense_kinds). Refused by name:
+ * sliding_window null (transformers' Kolibri1Model builds its sliding mask from it on every forward and fails). */
+static kvc_status parse_kolibri1(const kvc_hparams *hp, kvc_model_config *cfg) {
+    static const char *const n_keys[KVC_HP_ALIASES] = {"num_local_experts", "num_experts"};
+    static const char *const k_keys[KVC_HP_ALIASES] = {"num_experts_per_tok"};
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    if (!kvci_json_missing(c, "sliding_window") && kvci_json_find(c, "sliding_window") == NULL) /* null */
+        return kvci_fail(
+            KVC_EINVAL, "%s: kolibri1 with sliding_window null is not supported (transformers' forward needs a window)",
+            c->doc);
+    KVC_TRY(parse_exaone4(hp, cfg));
+    cfg->post_norms = false, cfg->sandwich_norms = true;
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
+    KVC_TRY(kvci_family_expert_counts(c, n_keys, 384, k_keys, 6, cfg));
+    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", false, &cfg->norm_topk_prob));
+    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 512, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "shared_expert_intermediate_size", 512, 1, KVC_HP_MAX_WIDTH,
+                                &cfg->shared_expert_intermediate_size));
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    cfg->intermediate_size = cfg->moe_intermediate_size; /* no dense MLP */
+    return KVC_OK;
+}
+
 /* StarCoder2 (bigcode/starcoder2-*, Starcoder2ForCausalLM): LayerNorms with bias (norm_epsilon, 1e-5 when
  * absent) in pre-norm blocks, a plain MLP c_fc -> gelu_pytorch_tanh -> c_proj, biases on q/k/v/o and the MLP
  * when use_bias (true when absent), tied embeddings by default, every layer sliding when sliding_window is set
@@ -970,6 +1000,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "glm4_moe") == 0 || strcmp(mt, "sarvam_moe") == 0 || strcmp(mt, "param2moe") == 0)
         return parse_glm4_moe(hp, cfg);
     if (strcmp(mt, "minicpm5_moe") == 0) return parse_minicpm5_moe(hp, cfg);
+    if (strcmp(mt, "kolibri1") == 0) return parse_kolibri1(hp, cfg);
     if (strcmp(mt, "dots1") == 0) return parse_dots1(hp, cfg);
     if (strcmp(mt, "minimax_m2") == 0) return parse_minimax_m2(hp, cfg);
     if (strcmp(mt, "internlm3") == 0) return parse_internlm3(hp, cfg);
@@ -1039,6 +1070,7 @@ static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
     if (granite_moe(c->model_type)) return kvci_ffn_granite_moe(s, l);
     if (strcmp(c->model_type, "ernie4_5_moe") == 0) return kvci_ffn_ernie_moe(s, l);
     if (strcmp(c->model_type, "phimoe") == 0) return kvci_ffn_phimoe(s, l);
+    if (strcmp(c->model_type, "kolibri1") == 0) return kvci_ffn_kolibri(s, l);
     return c->n_group > 0 ? kvci_ffn_deepseek(s, l, false) : kvci_ffn_softmax_moe(s, l);
 }
 
@@ -1070,6 +1102,8 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     }
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0 || strcmp(mt, "exaone_moe") == 0))
         return cohere2_kinds(ctx, kinds);
+    if (mt && strcmp(mt, "kolibri1") == 0) /* Kolibri1Config's layer_types: four sliding layers, then one full */
+        return kvci_family_every_nth_full(ctx, 5, kinds);
     if (mt && strcmp(mt, "cwm") == 0) { /* CwmConfig's layer_types: every fourth from layer 0 full, the others slide */
         for (int64_t i = 0; i < ctx->n_layers; i++)
             kinds[i] = i % 4 != 0 && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL;
@@ -1097,10 +1131,10 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
  * shared template, or a fine-tune's leftover key, runs as transformers runs it. Types planned only keep the key. */
 static bool dense_reads_window(const kvc_hparams *hp) {
     static const char *const WINDOW_TYPES[] = {
-        "mistral",         "mixtral", "ministral",  "ministral3", "mistral3",   "qwen2",
-        "qwen2_moe",       "qwen3",   "qwen3_moe",  "phi3",       "olmo3",      "smollm3",
-        "cohere2",         "exaone4", "starcoder2", "qwen2_vl",   "qwen2_5_vl", "qwen2_vl_text",
-        "qwen2_5_vl_text", "phimoe",  "gpt_neo",    "dots1",      "cwm",        "exaone_moe"};
+        "mistral",    "mixtral",   "ministral",  "ministral3",    "mistral3",        "qwen2",   "qwen2_moe",
+        "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
+        "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",  "gpt_neo",
+        "dots1",      "cwm",       "exaone_moe", "kolibri1"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -1142,6 +1176,7 @@ static const kvc_family_alias ALIASES[] = {
     {"sarvam_moe", NULL, "sarvam_moe", true}, /* transformers runs it as Glm4MoeForCausalLM */
     {"param2moe", NULL, "param2moe", true},
     {"minicpm5_moe", "MiniCPM5MoeForCausalLM", "minicpm5_moe", true},
+    {"kolibri1", "Kolibri1ForCausalLM", "kolibri1", true},
     {"phi", "PhiForCausalLM", "phi", true},
     {"persimmon", "PersimmonForCausalLM", "persimmon", true},
     {"gpt_neox", "GPTNeoXForCausalLM", "gpt_neox", true},

@@ -353,12 +353,13 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
     const bool mixtral = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "phimoe") == 0 ||
                          strcmp(c->model_type, "minimax_m2") == 0;
     const bool ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
+    const bool kolibri = strcmp(c->model_type, "kolibri1") == 0; /* V3's correction bias and shared experts' names */
     w->moe = true;
     if (c->family == KVC_FAMILY_LLAMA4) return visit_llama4_moe(v, c, w);
     if (strcmp(c->model_type, "dbrx") == 0) return visit_dbrx_moe(v, c, w);
     if (c->family == KVC_FAMILY_LFM2) return visit_lfm2_moe(v, c, w);
     TRY(m2(v, mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
-    if (ds && !kvci_deepseek_v2(c))
+    if ((ds && !kvci_deepseek_v2(c)) || kolibri)
         TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
     if (ernie) TRY(v2(v, "mlp.moe_statics.e_score_correction_bias", 1, E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
     TRY(m3(v, mixtral ? KVC_MIXTRAL_EXPERTS_GATE : KVC_DS_EXPERTS_GATE, E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT,
@@ -369,10 +370,11 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
            even(v, 2, Im)));
     const int64_t Ish = c->shared_expert_intermediate_size;
     if (Ish > 0)
-        TRY(visit_dense_mlp(v, c, w, ds || ernie ? "shared_experts." : "shared_expert.", Ish, &w->sh_gate, &w->sh_up,
-                            &w->sh_down));
+        TRY(visit_dense_mlp(v, c, w, ds || ernie || kolibri ? "shared_experts." : "shared_expert.", Ish, &w->sh_gate,
+                            &w->sh_up, &w->sh_down));
     const bool hunyuan = strcmp(c->model_type, "hunyuan_v1_moe") == 0; /* its shared MLP has no gate */
-    if (Ish > 0 && !ds && !ernie && !hunyuan) TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
+    if (Ish > 0 && !ds && !ernie && !hunyuan && !kolibri)
+        TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
     return KVC_OK;
 }
 
@@ -411,7 +413,7 @@ static kvc_status visit_granite_moe(visitor *v, const kvc_model_config *c, kvc_l
  * has its input norm only. */
 static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
-    const bool glm4 = strcmp(c->model_type, "glm4") == 0;
+    const bool glm4 = strcmp(c->model_type, "glm4") == 0 || strcmp(c->model_type, "kolibri1") == 0; /* its names */
     /* the sandwich's attention-output, MLP-input and MLP-output norms: Gemma's, GLM-4's, HyperCLOVA X's (Peri-LN) */
     const bool hcx = strcmp(c->model_type, "hyperclovax") == 0;
     const char *attn_out = glm4 ? "post_self_attn_layernorm" : hcx ? "post_norm1" : NULL;

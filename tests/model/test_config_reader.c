@@ -429,6 +429,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/sarvam_moe/config.json",
         "oracle/param2moe/config.json",
         "oracle/minicpm5_moe/config.json",
+        "oracle/kolibri1/config.json",
         "oracle/hunyuan_v1_moe/config.json",
         "oracle/minimax_m2/config.json",
         "oracle/exaone/config.json",

@@ -1755,6 +1755,44 @@ static void test_minicpm5_moe_fields(void **state) {
 #undef MINICPM5_BASE
 }
 
+/* Kolibri 1 with Kolibri1Config's defaults (head_dim 128, 4 KV heads, q/k norms, GLM-4's sandwich norms, eps 1e-6,
+ * window 513 on four layers of five, the fifth full and unrotated; on every layer 384 experts of 512, top 6, not
+ * renormalised, a shared MLP of 512; no dense MLP) and the planner's windows; with layer_types, num_experts (its
+ * attribute map's name) and norm_topk_prob set; refused by name: sliding_window null (with sliding layers or not). */
+static void test_kolibri1_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define KOLIBRI_BASE                                                                                                   \
+    "{\"model_type\":\"kolibri1\",\"vocab_size\":8,\"hidden_size\":64,\"num_hidden_layers\":5,"                        \
+    "\"num_attention_heads\":8,\"max_position_embeddings\":1024"
+    assert_int_equal(kvc_model_config_parse(KOLIBRI_BASE "}", "kolibri1", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 4 && c.rms_norm_eps == 1e-6);
+    assert_true(c.qk_norm && c.sandwich_norms && !c.post_norms && !c.qkv_bias && !c.o_bias && c.sliding_window == 513);
+    for (int l = 0; l < 5; l++)
+        assert_true(c.layer_sliding[l] == (l != 4) && c.layer_nope[l] == (l == 4) && c.layer_moe[l]);
+    assert_true(c.n_routed_experts == 384 && c.moe_intermediate_size == 512 && c.experts_per_tok == 6);
+    assert_true(!c.norm_topk_prob && c.shared_expert_intermediate_size == 512 && c.intermediate_size == 512);
+    assert_true(c.n_group == 0 && !c.tie_word_embeddings);
+    kvc_model_plan *plan = plan_of(KOLIBRI_BASE "}", "kolibri1");
+    assert_true(plan->head_dim == 128 && plan->num_key_value_heads == 4 && plan->layers[0].sliding_window == 513);
+    assert_true(plan->layers[4].sliding_window == 0);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(KOLIBRI_BASE
+                                            ",\"num_experts\":8,\"num_experts_per_tok\":2,"
+                                            "\"norm_topk_prob\":true,\"sliding_window\":16,\"layer_types\":"
+                                            "[\"full_attention\",\"sliding_attention\",\"full_attention\","
+                                            "\"sliding_attention\",\"sliding_attention\"]}",
+                                            "kolibri1-set", &c),
+                     KVC_OK);
+    assert_true(c.n_routed_experts == 8 && c.experts_per_tok == 2 && c.norm_topk_prob && c.sliding_window == 16);
+    assert_true(c.layer_nope[0] && !c.layer_sliding[0] && c.layer_sliding[1] && !c.layer_nope[1] && c.layer_nope[2]);
+    expect_refusal(KOLIBRI_BASE ",\"sliding_window\":null}", "kolibri1 with sliding_window null");
+    expect_refusal(KOLIBRI_BASE ",\"sliding_window\":null,\"layer_types\":[\"full_attention\",\"full_attention\","
+                                "\"full_attention\",\"full_attention\",\"full_attention\"]}",
+                   "kolibri1 with sliding_window null");
+#undef KOLIBRI_BASE
+}
+
 /* Solar Open with SolarOpenConfig's defaults (Llama's attention without biases, whole heads rotated whatever
  * partial_rotary_factor says, head_dim 128, 8 KV heads, theta 1e6, eps 1e-5; on every layer, first_k_dense_replace not
  * read, the grouped router over 128 experts of 1280, top 8, one shared expert, renormalised, x 1; untied) and with
@@ -3110,6 +3148,7 @@ int main(void) {
         cmocka_unit_test(test_glm4_moe_fields),
         cmocka_unit_test(test_sarvam_param2_fields),
         cmocka_unit_test(test_minicpm5_moe_fields),
+        cmocka_unit_test(test_kolibri1_fields),
         cmocka_unit_test(test_ernie4_5_moe_fields),
         cmocka_unit_test(test_phimoe_fields),
         cmocka_unit_test(test_dbrx_fields),

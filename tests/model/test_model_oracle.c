@@ -498,6 +498,14 @@ static void test_minicpm5_moe(void **state) {
     run_dir("minicpm5_moe");
 }
 
+/* Kolibri-1-like: EXAONE 4.0's attention (q/k norms; layers sliding over 8 keys, full unrotated, sliding) in GLM-4's
+ * sandwich blocks; on every layer the top-2 of logit + random correction bias over 8 experts, weighted by the logits'
+ * sigmoids, not renormalised, plus a shared MLP */
+static void test_kolibri1(void **state) {
+    (void)state;
+    run_dir("kolibri1");
+}
+
 /* ERNIE-4.5-21B-A3B-like: pairwise RoPE, GQA, tied, 4 layers: 0 and 3 dense (moe_layer_end_index 2), 1-2 the softmax
  * router choosing by probability plus a random correction bias over 8 experts, top-3, weights over max(sum,
  * moe_norm_min), plus a shared expert */
@@ -1020,6 +1028,7 @@ int main(void) {
         cmocka_unit_test(test_glm4_moe),
         cmocka_unit_test(test_sarvam_param2),
         cmocka_unit_test(test_minicpm5_moe),
+        cmocka_unit_test(test_kolibri1),
         cmocka_unit_test(test_llama4),
         cmocka_unit_test(test_llama4_multimodal),
         cmocka_unit_test(test_phi),

@@ -430,6 +430,7 @@ static void test_classic(void **state) {
     check_family("sarvam_moe", KVC_WMAT_CHECKPOINT); /* q, k, v rows of the fused query_key_value split apart */
     check_family("param2moe", KVC_WMAT_CHECKPOINT);
     check_family("minicpm5_moe", KVC_WMAT_CHECKPOINT); /* each head's query and gate (and biases) with the head */
+    check_family("kolibri1", KVC_WMAT_CHECKPOINT);     /* its router's correction bias whole */
     check_family("hunyuan_v1_moe", KVC_WMAT_CHECKPOINT);
     check_family("minimax_m2", KVC_WMAT_CHECKPOINT);
     check_family("exaone", KVC_WMAT_CHECKPOINT);

@@ -192,6 +192,8 @@ from transformers import (
     Glm4ForCausalLM,
     Glm4MoeConfig,
     Glm4MoeForCausalLM,
+    Kolibri1Config,
+    Kolibri1ForCausalLM,
     MiniCPM5MoeConfig,
     MiniCPM5MoeForCausalLM,
     Param2MoeConfig,
@@ -1003,6 +1005,20 @@ def minicpm5_moe_config():
                              rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
 
+def kolibri1_config():
+    # Kolibri 1 at toy size: EXAONE 4.0's attention (per-head q/k norms, no biases) in GLM-4's sandwich blocks (saved as
+    # post_attn_norm / post_ffn_norm), layers sliding, full, sliding over a window of 8 (the full one unrotated: global
+    # NoPE), GQA 4/2 of 16; on every layer 8 experts of 16, top-2 by logit + correction bias (saved as
+    # moe.router.expert_bias, random), weighted by their logits' sigmoids, not renormalised (the class default), plus a
+    # shared MLP of 24; rms_norm_eps 1e-6, untied (the defaults).
+    return Kolibri1Config(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                          num_key_value_heads=2, head_dim=16, max_position_embeddings=512, sliding_window=8,
+                          layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                          moe_intermediate_size=16, num_experts=8, num_experts_per_tok=2,
+                          shared_expert_intermediate_size=24, bos_token_id=None, eos_token_id=None, pad_token_id=None,
+                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
 def glm4_moe_lite_config():
     # GLM-4.7-Flash at toy size: DeepSeek-V3's MLA (q_lora_rank 32 with its norm, kv_lora_rank 24, 4 heads of nope 16 +
     # rope 8 keys and 12 values, RoPE on interleaved pairs: rope_interleave, the class default) over 3 layers whose
@@ -1668,6 +1684,7 @@ FAMILIES = {
     "sarvam_moe": (sarvam_moe_config, Glm4MoeForCausalLM),
     "param2moe": (param2moe_config, Glm4MoeForCausalLM),
     "minicpm5_moe": (minicpm5_moe_config, MiniCPM5MoeForCausalLM),
+    "kolibri1": (kolibri1_config, Kolibri1ForCausalLM),
     "glm4_moe_lite": (glm4_moe_lite_config, Glm4MoeLiteForCausalLM),
     "exaone_moe": (exaone_moe_config, ExaoneMoeForCausalLM),
     "dots1": (dots1_config, Dots1ForCausalLM),
@@ -1768,7 +1785,7 @@ def param_std(name, shape, config):
         return 2.0 / math.sqrt(shape[1])
     if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
             "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "granitemoehybrid",
-            "glm4_moe", "ernie4_5_moe", "sarvam_moe", "param2moe", "minicpm5_moe",
+            "glm4_moe", "ernie4_5_moe", "sarvam_moe", "param2moe", "minicpm5_moe", "kolibri1",
             "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2", "solar_open",
             "phimoe", "qwen3_next", "lfm2_moe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
@@ -2123,6 +2140,10 @@ def make_family(family, out_root, seed):
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 0.5})
     if family == "minicpm5_moe":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+    if family == "kolibri1":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_window_64"] = sensitivity(model, ps[-1], sliding_window=64)
     if family == "dots1":
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
@@ -2496,7 +2517,7 @@ RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deep
                     "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
                     "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
-                    "sarvam_moe": 1e-5, "param2moe": 1e-5, "minicpm5_moe": 1e-5,
+                    "sarvam_moe": 1e-5, "param2moe": 1e-5, "minicpm5_moe": 1e-5, "kolibri1": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5}
 
 
@@ -2548,7 +2569,7 @@ def main():
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "sarvam_moe", "param2moe",
-                               "minicpm5_moe"]:
+                               "minicpm5_moe", "kolibri1"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
