@@ -53,7 +53,7 @@ static void run_usage(FILE *f) {
             "starcoder2, ministral, ministral3, mistral3 (its text model), helium, arcee, hunyuan_v1_dense,\n"
             "hunyuan_v1_moe,\n"
             "stablelm, olmo, ernie4_5, deepseek_v2, olmoe, flex_olmo, granitemoe, granitemoeshared, glm4_moe, dots1,\n"
-            "solar_open,\n"
+            "solar_open, sarvam_moe, param2moe, minicpm5_moe, kolibri1,\n"
             "minimax_m2, exaone, internlm3, iquestcoder, cwm, jais2, apertus, persimmon, xglm,\n"
             "llama4_text, llama4 (its text model), phi, gpt_neox, gpt2, opt, gpt_bigcode, falcon, gptj, nemotron,\n"
             "ernie4_5_moe, phimoe, dbrx, bloom, mpt, gpt_neo, codegen, biogpt, lfm2, lfm2_moe, bamba,\n"

@@ -208,6 +208,20 @@ static const rename_rule RULES[] = {
     {"afmoe", "post_feedforward_layernorm.", "post_mlp_layernorm."},
     {"afmoe", "mlp.gate.weight", "mlp.router.gate.weight"},
     {"afmoe", "mlp.gate.e_score_correction_bias", "mlp.expert_bias"},
+    /* Sarvam-MoE (sarvam_moe; Param2-MoE's are named alike), as transformers saves them: word_embeddings, the
+     * attention under attention. with q, k, v one after the other in query_key_value (weights.c), dense the o_proj,
+     * query_layernorm / key_layernorm the q/k norms, the router's correction bias mlp.gate.expert_bias */
+    {"sarvam_moe", "model.embed_tokens.", "model.word_embeddings."},
+    {"sarvam_moe", "self_attn.qkv_proj.", "attention.query_key_value."},
+    {"sarvam_moe", "self_attn.o_proj.", "attention.dense."},
+    {"sarvam_moe", "self_attn.q_norm.", "attention.query_layernorm."},
+    {"sarvam_moe", "self_attn.k_norm.", "attention.key_layernorm."},
+    {"sarvam_moe", "mlp.gate.e_score_correction_bias", "mlp.gate.expert_bias"},
+    /* Kolibri 1 (Kolibri1ForCausalLM): GLM-4's sandwich norms post_attn_norm / post_ffn_norm, the router's correction
+     * bias moe.router.expert_bias beside mlp. */
+    {"kolibri1", "post_self_attn_layernorm.", "post_attn_norm."},
+    {"kolibri1", "post_mlp_layernorm.", "post_ffn_norm."},
+    {"kolibri1", "mlp.gate.e_score_correction_bias", "moe.router.expert_bias"},
     /* NanoChat (NanoChatForCausalLM): the MLP fc1 (up) and fc2 (down) */
     {"nanochat", "mlp.up_proj.", "mlp.fc1."},
     {"nanochat", "mlp.down_proj.", "mlp.fc2."},
@@ -227,7 +241,7 @@ static const rename_rule BARE[] = {
  * (its layers nn.Linear where GPT-2's are Conv1D: weights.c), CodeGen (CodeGenForCausalLM) as GPT-J's (its q/k/v fused
  * in attn.qkv_proj: weights.c), HunYuan MoE as HunYuan dense's, Mamba2, Mamba and FalconMamba as Nemotron-H's
  * (backbone., mixer., norm_f),
- * Falcon-H1 as Bamba's (pre_ff_layernorm, feed_forward). */
+ * Falcon-H1 as Bamba's (pre_ff_layernorm, feed_forward), Param2-MoE as Sarvam-MoE's. */
 static const char *names_of(const char *model_type) {
     if (strcmp(model_type, "codegen") == 0) return "gptj";
     if (strcmp(model_type, "hunyuan_v1_moe") == 0) return "hunyuan_v1_dense";
@@ -235,6 +249,7 @@ static const char *names_of(const char *model_type) {
         strcmp(model_type, "falcon_mamba") == 0)
         return "nemotron_h";
     if (strcmp(model_type, "falcon_h1") == 0) return "bamba";
+    if (strcmp(model_type, "param2moe") == 0) return "sarvam_moe";
     return strcmp(model_type, "gpt_bigcode") == 0 ? "gpt2" : model_type;
 }
 

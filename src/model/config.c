@@ -212,9 +212,11 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
                                                   * the hook) */
         const int64_t def = strcmp(cfg->model_type, "lfm2_moe") == 0 ? 7168 : 12288;
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", def, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
-    } else if (strcmp(cfg->model_type, "solar_open") == 0 || strcmp(cfg->model_type, "mamba2") == 0 ||
+    } else if (strcmp(cfg->model_type, "solar_open") == 0 || strcmp(cfg->model_type, "kolibri1") == 0 ||
+               strcmp(cfg->model_type, "mamba2") == 0 ||
                (cfg->family == KVC_FAMILY_JAMBA && strcmp(cfg->model_type, "jamba") != 0)) {
-        /* no dense MLP, no key: Solar Open's hook sets the experts' width; Mamba2 and Mamba have mixers alone */
+        /* no dense MLP, no key: Solar Open's and Kolibri 1's hooks set the experts' width; Mamba2 and Mamba have mixers
+         * alone */
         cfg->intermediate_size = 1;
     } else {
         KVC_TRY(kvci_json_int(c, "intermediate_size", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, NULL));

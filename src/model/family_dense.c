@@ -531,6 +531,36 @@ static kvc_status parse_exaone4(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(&hp->cfg, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* Kolibri 1 (Aleph-Alpha/Kolibri-1, Kolibri1ForCausalLM): EXAONE 4.0's attention (per-head q/k norms before RoPE, no
+ * biases; with a window its full layers unrotated, "global NoPE") in GLM-4's sandwich blocks (ckpt_names.c:
+ * post_attn_norm, post_ffn_norm), and on every layer num_local_experts (num_experts; 384) SwiGLU experts of
+ * moe_intermediate_size (512), top num_experts_per_tok (6) by logit + correction bias, weighted by the chosen logits'
+ * sigmoids, renormalised when norm_topk_prob (false; kvci_ffn_kolibri), plus a shared MLP of
+ * shared_expert_intermediate_size (512); no dense MLP (intermediate_size not read). Kolibri1Config's defaults: head_dim
+ * 128, 4 KV heads, rms_norm_eps 1e-6, window 513 and every fifth layer full (hparams.c, dense_kinds). Refused by name:
+ * sliding_window null (transformers' Kolibri1Model builds its sliding mask from it on every forward and fails). */
+static kvc_status parse_kolibri1(const kvc_hparams *hp, kvc_model_config *cfg) {
+    static const char *const n_keys[KVC_HP_ALIASES] = {"num_local_experts", "num_experts"};
+    static const char *const k_keys[KVC_HP_ALIASES] = {"num_experts_per_tok"};
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    if (!kvci_json_missing(c, "sliding_window") && kvci_json_find(c, "sliding_window") == NULL) /* null */
+        return kvci_fail(
+            KVC_EINVAL, "%s: kolibri1 with sliding_window null is not supported (transformers' forward needs a window)",
+            c->doc);
+    KVC_TRY(parse_exaone4(hp, cfg));
+    cfg->post_norms = false, cfg->sandwich_norms = true;
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
+    KVC_TRY(kvci_family_expert_counts(c, n_keys, 384, k_keys, 6, cfg));
+    KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", false, &cfg->norm_topk_prob));
+    KVC_TRY(kvci_family_opt_int(c, "moe_intermediate_size", 512, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "shared_expert_intermediate_size", 512, 1, KVC_HP_MAX_WIDTH,
+                                &cfg->shared_expert_intermediate_size));
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    cfg->intermediate_size = cfg->moe_intermediate_size; /* no dense MLP */
+    return KVC_OK;
+}
+
 /* StarCoder2 (bigcode/starcoder2-*, Starcoder2ForCausalLM): LayerNorms with bias (norm_epsilon, 1e-5 when
  * absent) in pre-norm blocks, a plain MLP c_fc -> gelu_pytorch_tanh -> c_proj, biases on q/k/v/o and the MLP
  * when use_bias (true when absent), tied embeddings by default, every layer sliding when sliding_window is set
@@ -643,11 +673,18 @@ static kvc_status parse_olmoe(const kvc_hparams *hp, kvc_model_config *cfg) {
  * routed_scaling_factor (1), plus n_shared_experts shared experts as one MLP. d holds the class's defaults; a count
  * of 0 there is one the class leaves None, with which transformers cannot build the block: refused by name when absent
  * or null. */
+typedef enum grouped_moe_names {
+    GM_NAMES_GLM,    /* n_routed_experts (num_local_experts), n_shared_experts */
+    GM_NAMES_EXAONE, /* K-EXAONE's: num_experts, num_shared_experts */
+    GM_NAMES_SARVAM, /* Sarvam-MoE's and Param2-MoE's attribute maps: GLM-4.5's names and K-EXAONE's */
+} grouped_moe_names;
+
 typedef struct grouped_moe_defaults {
     int64_t first_dense, n_routed, n_shared, top_k, width; /* first_dense < 0: no dense layer, the key not read */
     bool norm_topk;
-    double scale;     /* routed_scaling_factor when absent */
-    bool exaone_keys; /* K-EXAONE's names: num_experts, num_shared_experts, and mlp_layer_types */
+    double scale;            /* routed_scaling_factor when absent */
+    grouped_moe_names names; /* the expert counts' keys */
+    bool mlp_types;          /* mlp_layer_types, "dense" or "sparse" per layer, over first_k_dense_replace */
 } grouped_moe_defaults;
 
 static kvc_status moe_count(const kvc_json_obj *c, const char *const keys[KVC_HP_ALIASES], int64_t def, int64_t lo,
@@ -665,10 +702,13 @@ static kvc_status moe_count(const kvc_json_obj *c, const char *const keys[KVC_HP
 static kvc_status parse_grouped_moe(const kvc_hparams *hp, const grouped_moe_defaults *d, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range scale = {0.0, KVC_HP_MAX_FACTOR, true};
-    static const char *const routed_keys[2][KVC_HP_ALIASES] = {{"n_routed_experts", "num_local_experts"},
-                                                               {"num_experts"}};
-    static const char *const shared_keys[2][KVC_HP_ALIASES] = {{"n_shared_experts"}, {"num_shared_experts"}};
-    const char *const *routed = routed_keys[d->exaone_keys], *const *shared = shared_keys[d->exaone_keys];
+    static const char *const routed_keys[3][KVC_HP_ALIASES] = {
+        {"n_routed_experts", "num_local_experts"},
+        {"num_experts"},
+        {"n_routed_experts", "num_local_experts", "num_experts"}};
+    static const char *const shared_keys[3][KVC_HP_ALIASES] = {
+        {"n_shared_experts"}, {"num_shared_experts"}, {"n_shared_experts", "num_shared_experts"}};
+    const char *const *routed = routed_keys[d->names], *const *shared = shared_keys[d->names];
     static const char *const top_k[KVC_HP_ALIASES] = {"num_experts_per_tok"};
     cfg->first_k_dense_replace = 0;
     if (d->first_dense >= 0)
@@ -683,7 +723,7 @@ static kvc_status parse_grouped_moe(const kvc_hparams *hp, const grouped_moe_def
     KVC_TRY(kvci_family_opt_int(c, "topk_group", 1, 1, KVC_HP_MAX_EXPERTS, &cfg->topk_group));
     KVC_TRY(kvci_family_opt_bool(c, "norm_topk_prob", d->norm_topk, &cfg->norm_topk_prob));
     KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", d->scale, scale, &cfg->routed_scaling_factor));
-    if (d->exaone_keys)
+    if (d->mlp_types)
         KVC_TRY(kvci_family_mlp_layer_types(c, cfg));
     else
         for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l >= cfg->first_k_dense_replace;
@@ -695,17 +735,55 @@ static kvc_status parse_grouped_moe(const kvc_hparams *hp, const grouped_moe_def
  * partial_rotary_factor channels (0.5 when absent, hparams.c), q/k/v biases by attention_bias and none on o_proj,
  * per-head q/k norms by use_qk_norm (both false when absent), and DeepSeek-V3's feed-forward (parse_grouped_moe) with
  * Glm4MoeConfig's defaults: the first 1 layer dense, 128 experts, top 8, 1 shared expert, renormalised;
- * rms_norm_eps 1e-5. Its MTP layers (num_nextn_predict_layers) are not read. */
+ * rms_norm_eps 1e-5. Its MTP layers (num_nextn_predict_layers) are not read.
+ * Sarvam-MoE (sarvamai/sarvam-30b; sarvam_moe) and Param2-MoE (bharatgenai/Param2-17B-A2.4B-*; param2moe) are config
+ * classes transformers runs as Glm4MoeForCausalLM, with their attribute maps' names (num_experts, num_shared_experts,
+ * use_qkv_bias) and their own defaults: whole heads rotated (partial_rotary_factor 1, hparams.c), use_qk_norm true,
+ * rms_norm_eps 1e-6, top 6, times 2.5; Sarvam 128 experts of 1024 and 1 shared, Param2 64 of 2048, 2 shared and tied
+ * embeddings. Their checkpoints' names are the original ones (ckpt_names.c). */
 static kvc_status parse_glm4_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
-    static const grouped_moe_defaults glm = {1, 128, 1, 8, 1408, true, 1.0, false};
+    static const grouped_moe_defaults glm = {1, 128, 1, 8, 1408, true, 1.0, GM_NAMES_GLM, false};
+    static const grouped_moe_defaults sarvam = {1, 128, 1, 6, 1024, true, 2.5, GM_NAMES_SARVAM, false};
+    static const grouped_moe_defaults param2 = {1, 64, 2, 6, 2048, true, 2.5, GM_NAMES_SARVAM, false};
+    static const char *const bias_keys[KVC_HP_ALIASES] = {"attention_bias", "use_qkv_bias"};
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
+    const bool is_param2 = strcmp(cfg->model_type, "param2moe") == 0;
+    const bool is_glm = strcmp(cfg->model_type, "glm4_moe") == 0;
+    const char *bias = is_glm ? NULL : kvci_hparams_key(c, bias_keys);
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
-    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
-    KVC_TRY(kvci_family_opt_bool(c, "use_qk_norm", false, &cfg->qk_norm));
+    KVC_TRY(kvci_family_opt_bool(c, bias != NULL ? bias : "attention_bias", false, &cfg->qkv_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "use_qk_norm", !is_glm, &cfg->qk_norm));
     cfg->o_bias = cfg->mlp_bias = false;
-    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
-    return parse_grouped_moe(hp, &glm, cfg);
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", is_glm ? 1e-5 : 1e-6, eps, &cfg->rms_norm_eps));
+    if (is_param2) KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    return parse_grouped_moe(hp, is_glm ? &glm : is_param2 ? &param2 : &sarvam, cfg);
+}
+
+/* MiniCPM5-MoE (openbmb/MiniCPM5-*; MiniCPM5MoeForCausalLM): Llama's attention whose q_gate_proj (saved as
+ * self_attn.q_proj) holds each head's query and then its gate (Qwen3-Next's attn_output_gate: the output times
+ * sigmoid(gate) before o_proj), biases
+ * on q/k/v/o by attention_bias, whole heads rotated half-split (partial_rotary_factor not read), no q/k norms, and
+ * DeepSeek-V3's feed-forward with MiniCPM5MoeConfig's defaults: mlp_layer_types, else the first first_k_dense_replace
+ * (1) layers dense; 160 experts of 512, top 16, 1 shared, renormalised, times 3.66, 1 group; rms_norm_eps 1e-6;
+ * head_dim 128, 2 KV heads and theta 5e6 when absent (hparams.c). Refused by name: use_gated_attention false (its
+ * config class refuses it). */
+static kvc_status parse_minicpm5_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
+    static const grouped_moe_defaults minicpm5 = {1, 160, 1, 16, 512, true, 3.66, GM_NAMES_GLM, true};
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    bool gated = true, bias = false;
+    KVC_TRY(kvci_family_opt_bool(c, "use_gated_attention", true, &gated));
+    if (!gated)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: minicpm5_moe with use_gated_attention false is not supported (its config "
+                         "class refuses it: every layer's q_gate_proj holds a gate)",
+                         c->doc);
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false, cfg->qk_norm = false, cfg->attn_output_gate = true;
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
+    return parse_grouped_moe(hp, &minicpm5, cfg);
 }
 
 /* Solar Open (upstage/Solar-Open-100B; SolarOpenForCausalLM): Llama's attention with q/k/v biases by attention_bias
@@ -714,7 +792,7 @@ static kvc_status parse_glm4_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
  * top 8, 1 shared expert, renormalised; head_dim 128, 8 KV heads, theta 1e6 and rms_norm_eps 1e-5 when absent, untied;
  * intermediate_size is not read (SolarOpenConfig has none: no dense MLP). */
 static kvc_status parse_solar_open(const kvc_hparams *hp, kvc_model_config *cfg) {
-    static const grouped_moe_defaults solar = {-1, 128, 1, 8, 1280, true, 1.0, false};
+    static const grouped_moe_defaults solar = {-1, 128, 1, 8, 1280, true, 1.0, GM_NAMES_GLM, false};
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -732,7 +810,7 @@ static kvc_status parse_solar_open(const kvc_hparams *hp, kvc_model_config *cfg)
  * required (None in the class); rms_norm_eps 1e-6; layers from max_window_layers (62) on slide over sliding_window
  * (4096) keys when it is set, use_sliding_window not read (dense_kinds). */
 static kvc_status parse_dots1(const kvc_hparams *hp, kvc_model_config *cfg) {
-    static const grouped_moe_defaults dots = {0, 0, 0, 0, 1408, false, 1.0, false};
+    static const grouped_moe_defaults dots = {0, 0, 0, 0, 1408, false, 1.0, GM_NAMES_GLM, false};
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     bool bias = false;
@@ -749,7 +827,7 @@ static kvc_status parse_dots1(const kvc_hparams *hp, kvc_model_config *cfg) {
  * the first first_k_dense_replace (1) layers dense; num_experts 64 of 1024, top 8, num_shared_experts 1,
  * renormalised, times 2.5, 1 group; the router's correction bias beside the gate (ckpt_names.c). */
 static kvc_status parse_exaone_moe(const kvc_hparams *hp, kvc_model_config *cfg) {
-    static const grouped_moe_defaults exaone = {1, 64, 1, 8, 1024, true, 2.5, true};
+    static const grouped_moe_defaults exaone = {1, 64, 1, 8, 1024, true, 2.5, GM_NAMES_EXAONE, true};
     KVC_TRY(parse_exaone4(hp, cfg));
     cfg->post_norms = false;
     return parse_grouped_moe(hp, &exaone, cfg);
@@ -925,7 +1003,10 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "phimoe") == 0) return parse_phimoe(hp, cfg);
     if (strcmp(mt, "dbrx") == 0) return parse_dbrx(hp, cfg);
     if (strcmp(mt, "olmoe") == 0) return parse_olmoe(hp, cfg);
-    if (strcmp(mt, "glm4_moe") == 0) return parse_glm4_moe(hp, cfg);
+    if (strcmp(mt, "glm4_moe") == 0 || strcmp(mt, "sarvam_moe") == 0 || strcmp(mt, "param2moe") == 0)
+        return parse_glm4_moe(hp, cfg);
+    if (strcmp(mt, "minicpm5_moe") == 0) return parse_minicpm5_moe(hp, cfg);
+    if (strcmp(mt, "kolibri1") == 0) return parse_kolibri1(hp, cfg);
     if (strcmp(mt, "dots1") == 0) return parse_dots1(hp, cfg);
     if (strcmp(mt, "minimax_m2") == 0) return parse_minimax_m2(hp, cfg);
     if (strcmp(mt, "internlm3") == 0) return parse_internlm3(hp, cfg);
@@ -1000,6 +1081,7 @@ static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
     if (strcmp(c->model_type, "cohere2_moe") == 0) return kvci_ffn_granite_moe(s, l); /* softmax of the top k */
     if (strcmp(c->model_type, "ernie4_5_moe") == 0) return kvci_ffn_ernie_moe(s, l);
     if (strcmp(c->model_type, "phimoe") == 0) return kvci_ffn_phimoe(s, l);
+    if (strcmp(c->model_type, "kolibri1") == 0) return kvci_ffn_kolibri(s, l);
     return c->n_group > 0 ? kvci_ffn_deepseek(s, l, false) : kvci_ffn_softmax_moe(s, l);
 }
 
@@ -1034,6 +1116,8 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0 || strcmp(mt, "exaone_moe") == 0))
         return cohere2_kinds(ctx, kinds);
     if (mt && strcmp(mt, "flint") == 0) return kvci_family_flint_kinds(ctx, kinds);
+    if (mt && strcmp(mt, "kolibri1") == 0) /* Kolibri1Config's layer_types: four sliding layers, then one full */
+        return kvci_family_every_nth_full(ctx, 5, kinds);
     if (mt && strcmp(mt, "cohere2_moe") == 0) return kvci_family_cohere2_moe_kinds(ctx, kinds);
     if (mt && (strcmp(mt, "cwm") == 0 || kvci_family_is_granite_swa(mt))) {
         /* CwmConfig's and GraniteSWAConfig's layer_types: every fourth from layer 0 full, the others slide */
@@ -1067,7 +1151,7 @@ static bool dense_reads_window(const kvc_hparams *hp) {
         "qwen2_moe",       "qwen3",          "qwen3_moe",  "phi3",        "olmo3",      "smollm3",
         "cohere2",         "exaone4",        "starcoder2", "qwen2_vl",    "qwen2_5_vl", "qwen2_vl_text",
         "qwen2_5_vl_text", "phimoe",         "gpt_neo",    "dots1",       "cwm",        "exaone_moe",
-        "granite_swa",     "granitemoe_swa", "flint",      "cohere2_moe", "afmoe"};
+        "granite_swa",     "granitemoe_swa", "flint",      "cohere2_moe", "afmoe",      "kolibri1"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -1108,6 +1192,10 @@ static const kvc_family_alias ALIASES[] = {
     {"granite_swa", "GraniteSWAForCausalLM", "granite_swa", true},
     {"granitemoe_swa", "GraniteMoeSWAForCausalLM", "granitemoe_swa", true},
     {"glm4_moe", "Glm4MoeForCausalLM", "glm4_moe", true},
+    {"sarvam_moe", NULL, "sarvam_moe", true}, /* transformers runs it as Glm4MoeForCausalLM */
+    {"param2moe", NULL, "param2moe", true},
+    {"minicpm5_moe", "MiniCPM5MoeForCausalLM", "minicpm5_moe", true},
+    {"kolibri1", "Kolibri1ForCausalLM", "kolibri1", true},
     {"phi", "PhiForCausalLM", "phi", true},
     {"persimmon", "PersimmonForCausalLM", "persimmon", true},
     {"gpt_neox", "GPTNeoXForCausalLM", "gpt_neox", true},

@@ -261,6 +261,18 @@ static void phimoe_route(const kvc_model_config *c, const kvc_layer_weights *w, 
     }
 }
 
+/* Kolibri 1's router (HF Kolibri1TopKRouter): the k largest logits plus the correction bias (gate_corr [E]; ties: lower
+ * index first, as top_k), weighted by the sigmoids of their logits, divided by their sum when norm_topk_prob. */
+static void kolibri_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
+                          float *sw, float *tmp /* [E] */) {
+    const int64_t E = c->n_routed_experts, K = c->experts_per_tok;
+    float sum = 0.0f;
+    for (int64_t e = 0; e < E; e++) tmp[e] = logits[e] + w->gate_corr[e];
+    top_k(tmp, E, K, sel);
+    for (int64_t j = 0; j < K; j++) sum += (sw[j] = 1.0f / (1.0f + expf(-logits[sel[j]])));
+    for (int64_t j = 0; c->norm_topk_prob && j < K; j++) sw[j] /= sum;
+}
+
 typedef void (*route_fn)(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                          float *sw, float *tmp);
 
@@ -346,3 +358,4 @@ kvc_status kvci_ffn_granite_moe(const kvc_fwd_step *s, int64_t l) { return route
 kvc_status kvci_ffn_sigmoid_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, sigmoid_route); }
 kvc_status kvci_ffn_ernie_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, ernie_route); }
 kvc_status kvci_ffn_phimoe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, phimoe_route); }
+kvc_status kvci_ffn_kolibri(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, kolibri_route); }

@@ -153,6 +153,8 @@ kvc_status kvci_ffn_sigmoid_moe(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_ffn_ernie_moe(const kvc_fwd_step *s, int64_t l);
 /* Phi-3.5-MoE: SparseMixer's two experts (eval mode), SwiGLU experts. */
 kvc_status kvci_ffn_phimoe(const kvc_fwd_step *s, int64_t l);
+/* Kolibri 1: the top-k of logit + correction bias, weighted by their logits' sigmoids; the shared MLP added. */
+kvc_status kvci_ffn_kolibri(const kvc_fwd_step *s, int64_t l);
 
 /* Attention of q [T, nH, D] over k [T, Nkv, D], v [T, Nkv, Dv] of the step
  * and/or the layer's cache (full form): writes the cache and fills out

@@ -77,6 +77,10 @@ static const type_defaults DEFAULTS[] = {
     {"ernie4_5", 128, 500000.0, 0, false, 2, false, false},
     {"stablelm", 0, 10000.0, 0, false, 32, true, false},
     {"glm4_moe", 0, 10000.0, 0, false, 8, false, false},
+    {"sarvam_moe", 64, 8000000.0, 0, false, 4, false, false},    /* SarvamMoEConfig's */
+    {"param2moe", 64, 500000.0, 0, false, 8, false, false},      /* Param2MoeConfig's */
+    {"minicpm5_moe", 128, 5000000.0, 0, false, 2, false, false}, /* MiniCPM5MoeConfig's */
+    {"kolibri1", 128, 10000.0, 513, false, 4, false, false},     /* Kolibri1Config's */
     {"gpt2", 0, 10000.0, 0, false, 0, true, true},
     {"opt", 0, 10000.0, 0, false, 0, true, true},
     {"gpt_neox", 0, 10000.0, 0, false, 0, true, true},
@@ -525,14 +529,14 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
 }
 
 /* Whether a model type kvcache runs rotates only part of each head by partial_rotary_factor (its transformers
- * attention reads the factor: GLM, GLM-4, GLM-4.5, Phi, Phi-3, StableLM, GPT-NeoX,
+ * attention reads the factor: GLM, GLM-4, GLM-4.5 (and Sarvam-MoE, Param2-MoE), Phi, Phi-3, StableLM, GPT-NeoX,
  * Nemotron, MiniMax-M2, Persimmon, Qwen3-Next); the others rotate whole heads
  * whatever the config says. Types planned only, and unknown ones, keep the factor. */
 static bool rotates_part(const kvc_hparams *hp) {
     static const char *const PARTIAL_TYPES[] = {
-        "glm",        "glm4",       "glm4_moe",  "phi",        "phi3",         "stablelm", "gpt_neox",
-        "nemotron",   "minimax_m2", "persimmon", "qwen3_next", "qwen3_5_text", "qwen3_5",  "qwen3_5_moe_text",
-        "qwen3_5_moe"};
+        "glm",         "glm4",       "glm4_moe",  "phi",        "phi3",         "stablelm", "gpt_neox",
+        "nemotron",    "minimax_m2", "persimmon", "qwen3_next", "qwen3_5_text", "qwen3_5",  "qwen3_5_moe_text",
+        "qwen3_5_moe", "sarvam_moe", "param2moe"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, PARTIAL_TYPES, sizeof PARTIAL_TYPES / sizeof PARTIAL_TYPES[0]);
 }

@@ -102,8 +102,8 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
  * Conv1D: along the columns; ckpt_names.c's names). GPT-NeoX, GPT-BigCode and Falcon keep q, k, v (weights and
  * biases) grouped by KV head, [KV heads, heads per KV head + 2, D]: each group's query heads, then its key and its
  * value (GPT-NeoX's and GPT-BigCode's per head [heads, 3, D]; multi_query's one group [q | k | v]; Falcon's
- * new_decoder_architecture; BLOOM's per head); DBRX's and MPT's as Phi-3's in attn.Wqkv. The runtime holds them apart
- * (fuse.c joins them back where it can). */
+ * new_decoder_architecture; BLOOM's per head); DBRX's and MPT's as Phi-3's in attn.Wqkv, Sarvam-MoE's and Param2-MoE's
+ * in attention.query_key_value. The runtime holds them apart (fuse.c joins them back where it can). */
 static bool grouped_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "gpt_neox") == 0 || strcmp(c->model_type, "gpt_bigcode") == 0 ||
            strcmp(c->model_type, "falcon") == 0 || strcmp(c->model_type, "bloom") == 0 ||
@@ -112,7 +112,8 @@ static bool grouped_qkv(const kvc_model_config *c) {
 static bool fused_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || grouped_qkv(c) ||
            strcmp(c->model_type, "dbrx") == 0 || strcmp(c->model_type, "mpt") == 0 ||
-           strcmp(c->model_type, "codegen") == 0;
+           strcmp(c->model_type, "codegen") == 0 || strcmp(c->model_type, "sarvam_moe") == 0 ||
+           strcmp(c->model_type, "param2moe") == 0;
 }
 static bool fused_gate_up(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "glm4") == 0 ||
@@ -158,11 +159,11 @@ static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, in
 
 static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
-    const int64_t gq = c->attn_output_gate ? 2 : 1; /* Qwen3-Next: each head's query, then its gate */
+    const int64_t gq = c->attn_output_gate ? 2 : 1; /* Qwen3-Next, MiniCPM5-MoE: each head's query, then its gate */
     TRY(m2_in(v, "self_attn.q_proj.weight", gq * nH * D, H, &w->wq, even(v, 0, gq * nH * D),
               qkv_part(v, c, 0, "weight")));
     if (c->qkv_bias)
-        TRY(v1_in(v, "self_attn.q_proj.bias", nH * D, &w->bq, KVC_WINIT_BIAS, even(v, 0, nH * D),
+        TRY(v1_in(v, "self_attn.q_proj.bias", gq * nH * D, &w->bq, KVC_WINIT_BIAS, even(v, 0, gq * nH * D),
                   qkv_part(v, c, 0, "bias")));
     TRY(m2_in(v, "self_attn.k_proj.weight", nKV * D, H, &w->wk, kv_rows(v, D), qkv_part(v, c, 1, "weight")));
     if (c->qkv_bias)
@@ -355,13 +356,14 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
                          strcmp(c->model_type, "minimax_m2") == 0;
     const bool ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
     const bool cohere = strcmp(c->model_type, "cohere2_moe") == 0; /* shared_experts., no gate */
+    const bool kolibri = strcmp(c->model_type, "kolibri1") == 0;   /* V3's correction bias and shared experts' names */
     w->moe = true;
     if (c->family == KVC_FAMILY_LLAMA4) return visit_llama4_moe(v, c, w);
     if (strcmp(c->model_type, "dbrx") == 0) return visit_dbrx_moe(v, c, w);
     if (c->family == KVC_FAMILY_LFM2) return visit_lfm2_moe(v, c, w);
     TRY(m2(v, mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
     const kvc_wsplit corr = {.dim = -1, .absent_zero = kvci_family_is_axk1(c)}; /* AXK1's checkpoints: none */
-    if (ds && !kvci_deepseek_v2(c))
+    if ((ds && !kvci_deepseek_v2(c)) || kolibri)
         TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, corr));
     if (ernie) TRY(v2(v, "mlp.moe_statics.e_score_correction_bias", 1, E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
     TRY(m3(v, mixtral ? KVC_MIXTRAL_EXPERTS_GATE : KVC_DS_EXPERTS_GATE, E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT,
@@ -372,11 +374,11 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
            even(v, 2, Im)));
     const int64_t Ish = c->shared_expert_intermediate_size;
     if (Ish > 0)
-        TRY(visit_dense_mlp(v, c, w, ds || ernie || cohere ? "shared_experts." : "shared_expert.", Ish, &w->sh_gate,
-                            &w->sh_up, &w->sh_down));
+        TRY(visit_dense_mlp(v, c, w, ds || ernie || cohere || kolibri ? "shared_experts." : "shared_expert.", Ish,
+                            &w->sh_gate, &w->sh_up, &w->sh_down));
     const bool hunyuan = strcmp(c->model_type, "hunyuan_v1_moe") == 0 || /* their shared MLP has no gate */
                          strcmp(c->model_type, "flint") == 0;
-    if (Ish > 0 && !ds && !ernie && !hunyuan && !cohere)
+    if (Ish > 0 && !ds && !ernie && !hunyuan && !cohere && !kolibri)
         TRY(m2(v, "mlp.shared_expert_gate.weight", 1, H, &w->sh_scale, WHOLE));
     return KVC_OK;
 }
@@ -416,7 +418,7 @@ static kvc_status visit_granite_moe(visitor *v, const kvc_model_config *c, kvc_l
  * has its input norm only. */
 static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
-    const bool glm4 = strcmp(c->model_type, "glm4") == 0;
+    const bool glm4 = strcmp(c->model_type, "glm4") == 0 || strcmp(c->model_type, "kolibri1") == 0; /* its names */
     /* the sandwich's attention-output, MLP-input and MLP-output norms: Gemma's, GLM-4's, HyperCLOVA X's (Peri-LN) */
     const bool hcx = strcmp(c->model_type, "hyperclovax") == 0;
     const char *attn_out = glm4 ? "post_self_attn_layernorm" : hcx ? "post_norm1" : NULL;

@@ -1698,6 +1698,111 @@ static void test_dots1_fields(void **state) {
 #undef DOTS1_BASE
 }
 
+/* Sarvam-MoE and Param2-MoE (GLM-4.5's modeling) with their config classes' defaults (whole heads of 64 rotated,
+ * per-head q/k norms, no biases, eps 1e-6, layer 0 dense, top 6, x 2.5; Sarvam 4 KV heads, theta 8e6, 128 experts of
+ * 1024 and one shared, untied; Param2 8 KV heads, theta 5e5, 64 of 2048 and two shared, tied) and with their attribute
+ * maps' original keys (num_experts, num_shared_experts, use_qkv_bias), which GLM-4.5 itself does not read. */
+static void test_sarvam_param2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define SARVAM_BASE                                                                                                    \
+    "\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,\"num_hidden_layers\":3,\"num_attention_heads\":8"
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"sarvam_moe\"," SARVAM_BASE "}", "sarvam", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 64 && c.num_kv_heads == 4 && c.rope.theta == 8e6);
+    assert_true(kvci_model_rot_dim(&c) == 64 && c.rope_form == KVC_ROPE_HALF && c.qk_norm && !c.qkv_bias && !c.o_bias);
+    assert_true(c.rms_norm_eps == 1e-6 && !c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[2] &&
+                !c.tie_word_embeddings);
+    assert_true(c.n_routed_experts == 128 && c.moe_intermediate_size == 1024 && c.experts_per_tok == 6);
+    assert_true(c.shared_expert_intermediate_size == 1024 && c.routed_scaling_factor == 2.5 && c.norm_topk_prob);
+    expect_plan_heads("{\"model_type\":\"sarvam_moe\"," SARVAM_BASE ",\"max_position_embeddings\":64}", "sarvam_moe",
+                      64, 4);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"sarvam_moe\"," SARVAM_BASE
+                                            ",\"num_experts\":8,\"num_shared_experts\":2,\"use_qkv_bias\":true,"
+                                            "\"num_experts_per_tok\":2,\"partial_rotary_factor\":0.5}",
+                                            "sarvam-set", &c),
+                     KVC_OK);
+    assert_true(c.n_routed_experts == 8 && c.shared_expert_intermediate_size == 2048 && c.qkv_bias && !c.o_bias);
+    assert_true(kvci_model_rot_dim(&c) == 32 && c.experts_per_tok == 2);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"param2moe\"," SARVAM_BASE "}", "param2", &c), KVC_OK);
+    assert_true(c.head_dim == 64 && c.num_kv_heads == 8 && c.rope.theta == 5e5 && kvci_model_rot_dim(&c) == 64);
+    assert_true(c.qk_norm && c.tie_word_embeddings && c.n_routed_experts == 64 && c.moe_intermediate_size == 2048);
+    assert_true(c.shared_expert_intermediate_size == 4096 && c.experts_per_tok == 6 && c.routed_scaling_factor == 2.5);
+    expect_plan_heads("{\"model_type\":\"param2moe\"," SARVAM_BASE ",\"max_position_embeddings\":64}", "param2moe", 64,
+                      8);
+    assert_int_equal(kvc_model_config_parse(GLM4_MOE_BASE ",\"use_qkv_bias\":true,\"num_experts\":8}", "glm", &c),
+                     KVC_OK);
+    assert_true(!c.qkv_bias && c.n_routed_experts == 128);
+    expect_refusal("{\"model_type\":\"param2moe\"," SARVAM_BASE ",\"num_experts\":4}",
+                   "MoE routing sizes are inconsistent (n_routed_experts 4");
+#undef SARVAM_BASE
+}
+
+/* MiniCPM5-MoE with MiniCPM5MoeConfig's defaults (gated attention, head_dim 128 rotated whole even when
+ * partial_rotary_factor says otherwise, 2 KV heads, theta 5e6, no biases or q/k norms, eps 1e-6, layer 0 dense, 160
+ * experts of 512, top 16, one shared, renormalised, x 3.66) and with mlp_layer_types and attention_bias set (o_proj's
+ * bias too); refused by name: use_gated_attention false, an mlp_layer_types of the wrong length. */
+static void test_minicpm5_moe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define MINICPM5_BASE                                                                                                  \
+    "{\"model_type\":\"minicpm5_moe\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                    \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":4"
+    assert_int_equal(kvc_model_config_parse(MINICPM5_BASE ",\"partial_rotary_factor\":0.5}", "minicpm5", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 2 && c.rope.theta == 5e6);
+    assert_true(c.attn_output_gate && kvci_model_rot_dim(&c) == 128 && !c.qk_norm && !c.qkv_bias && !c.o_bias);
+    assert_true(c.rms_norm_eps == 1e-6 && !c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[2]);
+    assert_true(c.n_routed_experts == 160 && c.moe_intermediate_size == 512 && c.experts_per_tok == 16);
+    assert_true(c.shared_expert_intermediate_size == 512 && c.routed_scaling_factor == 3.66 && c.norm_topk_prob);
+    assert_true(c.n_group == 1 && c.topk_group == 1 && !c.tie_word_embeddings);
+    expect_plan_heads(MINICPM5_BASE ",\"max_position_embeddings\":64}", "minicpm5_moe", 128, 2);
+    assert_int_equal(kvc_model_config_parse(MINICPM5_BASE ",\"mlp_layer_types\":[\"sparse\",\"dense\",\"sparse\"],"
+                                                          "\"attention_bias\":true,\"use_gated_attention\":true}",
+                                            "minicpm5-set", &c),
+                     KVC_OK);
+    assert_true(c.layer_moe[0] && !c.layer_moe[1] && c.layer_moe[2] && c.qkv_bias && c.o_bias);
+    expect_refusal(MINICPM5_BASE ",\"use_gated_attention\":false}", "use_gated_attention false");
+    expect_refusal(MINICPM5_BASE ",\"mlp_layer_types\":[\"dense\",\"sparse\"]}", "mlp_layer_types has 2 entries");
+#undef MINICPM5_BASE
+}
+
+/* Kolibri 1 with Kolibri1Config's defaults (head_dim 128, 4 KV heads, q/k norms, GLM-4's sandwich norms, eps 1e-6,
+ * window 513 on four layers of five, the fifth full and unrotated; on every layer 384 experts of 512, top 6, not
+ * renormalised, a shared MLP of 512; no dense MLP) and the planner's windows; with layer_types, num_experts (its
+ * attribute map's name) and norm_topk_prob set; refused by name: sliding_window null (with sliding layers or not). */
+static void test_kolibri1_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define KOLIBRI_BASE                                                                                                   \
+    "{\"model_type\":\"kolibri1\",\"vocab_size\":8,\"hidden_size\":64,\"num_hidden_layers\":5,"                        \
+    "\"num_attention_heads\":8,\"max_position_embeddings\":1024"
+    assert_int_equal(kvc_model_config_parse(KOLIBRI_BASE "}", "kolibri1", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 4 && c.rms_norm_eps == 1e-6);
+    assert_true(c.qk_norm && c.sandwich_norms && !c.post_norms && !c.qkv_bias && !c.o_bias && c.sliding_window == 513);
+    for (int l = 0; l < 5; l++)
+        assert_true(c.layer_sliding[l] == (l != 4) && c.layer_nope[l] == (l == 4) && c.layer_moe[l]);
+    assert_true(c.n_routed_experts == 384 && c.moe_intermediate_size == 512 && c.experts_per_tok == 6);
+    assert_true(!c.norm_topk_prob && c.shared_expert_intermediate_size == 512 && c.intermediate_size == 512);
+    assert_true(c.n_group == 0 && !c.tie_word_embeddings);
+    kvc_model_plan *plan = plan_of(KOLIBRI_BASE "}", "kolibri1");
+    assert_true(plan->head_dim == 128 && plan->num_key_value_heads == 4 && plan->layers[0].sliding_window == 513);
+    assert_true(plan->layers[4].sliding_window == 0);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(KOLIBRI_BASE
+                                            ",\"num_experts\":8,\"num_experts_per_tok\":2,"
+                                            "\"norm_topk_prob\":true,\"sliding_window\":16,\"layer_types\":"
+                                            "[\"full_attention\",\"sliding_attention\",\"full_attention\","
+                                            "\"sliding_attention\",\"sliding_attention\"]}",
+                                            "kolibri1-set", &c),
+                     KVC_OK);
+    assert_true(c.n_routed_experts == 8 && c.experts_per_tok == 2 && c.norm_topk_prob && c.sliding_window == 16);
+    assert_true(c.layer_nope[0] && !c.layer_sliding[0] && c.layer_sliding[1] && !c.layer_nope[1] && c.layer_nope[2]);
+    expect_refusal(KOLIBRI_BASE ",\"sliding_window\":null}", "kolibri1 with sliding_window null");
+    expect_refusal(KOLIBRI_BASE ",\"sliding_window\":null,\"layer_types\":[\"full_attention\",\"full_attention\","
+                                "\"full_attention\",\"full_attention\",\"full_attention\"]}",
+                   "kolibri1 with sliding_window null");
+#undef KOLIBRI_BASE
+}
+
 /* Solar Open with SolarOpenConfig's defaults (Llama's attention without biases, whole heads rotated whatever
  * partial_rotary_factor says, head_dim 128, 8 KV heads, theta 1e6, eps 1e-5; on every layer, first_k_dense_replace not
  * read, the grouped router over 128 experts of 1280, top 8, one shared expert, renormalised, x 1; untied) and with
@@ -3365,6 +3470,9 @@ int main(void) {
         cmocka_unit_test(test_olmoe_fields),
         cmocka_unit_test(test_granitemoe_fields),
         cmocka_unit_test(test_glm4_moe_fields),
+        cmocka_unit_test(test_sarvam_param2_fields),
+        cmocka_unit_test(test_minicpm5_moe_fields),
+        cmocka_unit_test(test_kolibri1_fields),
         cmocka_unit_test(test_ernie4_5_moe_fields),
         cmocka_unit_test(test_phimoe_fields),
         cmocka_unit_test(test_dbrx_fields),

@@ -519,6 +519,32 @@ static void test_glm4_moe(void **state) {
     run_dir("glm4_moe");
 }
 
+/* Sarvam-MoE and Param2-MoE, run by transformers as GLM-4.5 and saved under their original names (word_embeddings,
+ * attention.query_key_value [q | k | v], attention.dense, query/key_layernorm, mlp.gate.expert_bias): whole heads
+ * rotated, per-head q/k norms; Sarvam's q/k/v biases, layer 0 dense, 8 experts in 2 groups, top-2, x 2.5, one shared
+ * expert; Param2's layers 0-1 dense, top-3 not renormalised, two shared experts, tied */
+static void test_sarvam_param2(void **state) {
+    (void)state;
+    run_dir("sarvam_moe");
+    run_dir("param2moe");
+}
+
+/* MiniCPM5-MoE-like: q_proj holds each head's query and gate (output x sigmoid(gate)), q/k/v/o biases, whole heads
+ * rotated; mlp_layer_types sparse, dense, sparse; the grouped sigmoid router over 8 experts in 2 groups, top-2, x 3.66,
+ * a shared expert */
+static void test_minicpm5_moe(void **state) {
+    (void)state;
+    run_dir("minicpm5_moe");
+}
+
+/* Kolibri-1-like: EXAONE 4.0's attention (q/k norms; layers sliding over 8 keys, full unrotated, sliding) in GLM-4's
+ * sandwich blocks; on every layer the top-2 of logit + random correction bias over 8 experts, weighted by the logits'
+ * sigmoids, not renormalised, plus a shared MLP */
+static void test_kolibri1(void **state) {
+    (void)state;
+    run_dir("kolibri1");
+}
+
 /* ERNIE-4.5-21B-A3B-like: pairwise RoPE, GQA, tied, 4 layers: 0 and 3 dense (moe_layer_end_index 2), 1-2 the softmax
  * router choosing by probability plus a random correction bias over 8 experts, top-3, weights over max(sum,
  * moe_norm_min), plus a shared expert */
@@ -1084,6 +1110,9 @@ int main(void) {
         cmocka_unit_test(test_olmoe),
         cmocka_unit_test(test_granitemoe),
         cmocka_unit_test(test_glm4_moe),
+        cmocka_unit_test(test_sarvam_param2),
+        cmocka_unit_test(test_minicpm5_moe),
+        cmocka_unit_test(test_kolibri1),
         cmocka_unit_test(test_llama4),
         cmocka_unit_test(test_llama4_multimodal),
         cmocka_unit_test(test_phi),

@@ -53,7 +53,9 @@ static void check_layer(const kvc_model *s, const kvc_model *m, int64_t l, int64
     const bool mla = f->family == KVC_FAMILY_DEEPSEEK_V3;
     const int64_t dq = mla ? f->qk_nope_head_dim + f->qk_rope_head_dim : f->head_dim;
     const int64_t dv = mla ? f->v_head_dim : f->head_dim, h0 = r * c->num_heads;
-    check_part(p->wq.data ? &p->wq : &p->wqb, w->wq.data ? &w->wq : &w->wqb, h0 * dq, 0, "q");
+    const int64_t gq = f->attn_output_gate ? 2 : 1; /* MiniCPM5-MoE: each head's query, then its gate */
+    check_part(p->wq.data ? &p->wq : &p->wqb, w->wq.data ? &w->wq : &w->wqb, h0 * gq * dq, 0, "q");
+    if (p->bq) check_vec(p->bq, w->bq + h0 * gq * dq, c->num_heads * gq * dq, false, "q bias");
     check_part(&p->wo, &w->wo, 0, h0 * dv, "o_proj");
     if (p->bo) check_vec(p->bo, w->bo, f->hidden_size, r > 0, "o_proj bias");
     if (mla) {
@@ -429,6 +431,10 @@ static void test_classic(void **state) {
     check_family("biogpt", KVC_WMAT_CHECKPOINT);
     check_family("dots1", KVC_WMAT_CHECKPOINT);
     check_family("solar_open", KVC_WMAT_CHECKPOINT);
+    check_family("sarvam_moe", KVC_WMAT_CHECKPOINT); /* q, k, v rows of the fused query_key_value split apart */
+    check_family("param2moe", KVC_WMAT_CHECKPOINT);
+    check_family("minicpm5_moe", KVC_WMAT_CHECKPOINT); /* each head's query and gate (and biases) with the head */
+    check_family("kolibri1", KVC_WMAT_CHECKPOINT);     /* its router's correction bias whole */
     check_family("hunyuan_v1_moe", KVC_WMAT_CHECKPOINT);
     check_family("minimax_m2", KVC_WMAT_CHECKPOINT);
     check_family("afmoe", KVC_WMAT_CHECKPOINT); /* its gate_proj split by heads as q_proj */

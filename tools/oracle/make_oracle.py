@@ -200,6 +200,12 @@ from transformers import (
     Glm4ForCausalLM,
     Glm4MoeConfig,
     Glm4MoeForCausalLM,
+    Kolibri1Config,
+    Kolibri1ForCausalLM,
+    MiniCPM5MoeConfig,
+    MiniCPM5MoeForCausalLM,
+    Param2MoeConfig,
+    SarvamMoEConfig,
     Glm4MoeLiteConfig,
     Glm4MoeLiteForCausalLM,
     Gemma3Config,
@@ -1061,6 +1067,55 @@ def glm4_moe_config():
                          attention_bias=True, num_mtp_layers=0, tie_word_embeddings=False,
                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
+def sarvam_moe_config():
+    # Sarvam-MoE at toy size, which transformers runs as Glm4MoeForCausalLM and saves under the original names
+    # (model.word_embeddings, attention.query_key_value [q | k | v], attention.dense, query_layernorm / key_layernorm,
+    # mlp.gate.expert_bias): whole heads rotated (SarvamMoEConfig's partial_rotary_factor 1), its per-head q/k norms
+    # (use_qk_norm, the class default), q/k/v biases (use_qkv_bias, the original key), GQA 4/2 of 16, 3 layers: layer 0
+    # dense, layers 1-2 the grouped sigmoid router over 8 experts of 16 (num_experts, the original key) in 2 groups,
+    # top-2, times 2.5 (the class default), one shared expert (num_shared_experts); rms_norm_eps 1e-6, untied.
+    return SarvamMoEConfig(**DENSE_TOY_SHAPE, head_dim=16, num_hidden_layers=3, first_k_dense_replace=1,
+                           moe_intermediate_size=16, num_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1,
+                           num_shared_experts=1, use_qkv_bias=True, tie_word_embeddings=False,
+                           rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
+def param2moe_config():
+    # Param2-MoE at toy size (Glm4MoeForCausalLM under Sarvam-MoE's original names): whole heads rotated, per-head q/k
+    # norms, no biases, GQA 4/2 of 16, 3 layers: layers 0-1 dense (first_k_dense_replace 2), layer 2 the sigmoid router
+    # over 8 experts of 16 in 1 group, top-3, not renormalised, times 2.5, two shared experts (the class default: one
+    # MLP of 32); tied embeddings (the class default).
+    return Param2MoeConfig(**DENSE_TOY_SHAPE, head_dim=16, num_hidden_layers=3, first_k_dense_replace=2,
+                           moe_intermediate_size=16, n_routed_experts=8, num_experts_per_tok=3, norm_topk_prob=False,
+                           rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
+def minicpm5_moe_config():
+    # MiniCPM5-MoE at toy size: q_gate_proj holds each head's query then its gate (the output times sigmoid(gate)
+    # before o_proj), biases on q/k/v/o (attention_bias), whole heads of 24 rotated half-split, GQA 4/2, 3 layers whose
+    # feed-forward mlp_layer_types names: layers 0 and 2 sparse, layer 1 the dense MLP of 96; DeepSeek-V3's grouped
+    # sigmoid router over 8 experts of 16 in 2 groups (the best 1 kept), top-2, renormalised, times 3.66 (the class
+    # default), one shared expert; rms_norm_eps 1e-6, untied (the defaults).
+    return MiniCPM5MoeConfig(**DENSE_TOY_SHAPE, head_dim=24, num_hidden_layers=3,
+                             mlp_layer_types=["sparse", "dense", "sparse"], moe_intermediate_size=16,
+                             n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1, attention_bias=True,
+                             rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
+def kolibri1_config():
+    # Kolibri 1 at toy size: EXAONE 4.0's attention (per-head q/k norms, no biases) in GLM-4's sandwich blocks (saved as
+    # post_attn_norm / post_ffn_norm), layers sliding, full, sliding over a window of 8 (the full one unrotated: global
+    # NoPE), GQA 4/2 of 16; on every layer 8 experts of 16, top-2 by logit + correction bias (saved as
+    # moe.router.expert_bias, random), weighted by their logits' sigmoids, not renormalised (the class default), plus a
+    # shared MLP of 24; rms_norm_eps 1e-6, untied (the defaults).
+    return Kolibri1Config(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                          num_key_value_heads=2, head_dim=16, max_position_embeddings=512, sliding_window=8,
+                          layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                          moe_intermediate_size=16, num_experts=8, num_experts_per_tok=2,
+                          shared_expert_intermediate_size=24, bos_token_id=None, eos_token_id=None, pad_token_id=None,
+                          rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
 def glm4_moe_lite_config():
     # GLM-4.7-Flash at toy size: DeepSeek-V3's MLA (q_lora_rank 32 with its norm, kv_lora_rank 24, 4 heads of nope 16 +
     # rope 8 keys and 12 values, RoPE on interleaved pairs: rope_interleave, the class default) over 3 layers whose
@@ -1775,6 +1830,10 @@ FAMILIES = {
     "cohere2_moe": (cohere2_moe_config, Cohere2MoeForCausalLM),
     "cohere2_moe_sigmoid": (cohere2_moe_sigmoid_config, Cohere2MoeForCausalLM),
     "glm4_moe": (glm4_moe_config, Glm4MoeForCausalLM),
+    "sarvam_moe": (sarvam_moe_config, Glm4MoeForCausalLM),
+    "param2moe": (param2moe_config, Glm4MoeForCausalLM),
+    "minicpm5_moe": (minicpm5_moe_config, MiniCPM5MoeForCausalLM),
+    "kolibri1": (kolibri1_config, Kolibri1ForCausalLM),
     "glm4_moe_lite": (glm4_moe_lite_config, Glm4MoeLiteForCausalLM),
     "sarvam_mla": (sarvam_mla_config, DeepseekV3ForCausalLM),
     "axk1": (axk1_config, AXK1ForCausalLM),
@@ -1882,7 +1941,7 @@ def param_std(name, shape, config):
             "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "olmoe", "granitemoe", "granitemoeshared", "granitemoe_swa", "flint", "hy_v3",
             "cohere2_moe",
             "granitemoehybrid",
-            "glm4_moe", "ernie4_5_moe",
+            "glm4_moe", "ernie4_5_moe", "sarvam_moe", "param2moe", "minicpm5_moe", "kolibri1",
             "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2", "solar_open",
             "phimoe", "qwen3_next", "lfm2_moe"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
@@ -2246,6 +2305,16 @@ def make_family(family, out_root, seed):
         summary["sensitivity_route_scale_1"] = sensitivity(model, ps[-1], route_scale=1.0)
     if family == "solar_open":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+    if family in ("sarvam_moe", "param2moe"):
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_half_rotary"] = sensitivity(
+            model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 0.5})
+    if family == "minicpm5_moe":
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+    if family == "kolibri1":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_window_64"] = sensitivity(model, ps[-1], sliding_window=64)
     if family == "dots1":
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
@@ -2633,6 +2702,7 @@ RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deep
                     "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "granitemoe_swa": 1e-5, "flint": 1e-5, "hy_v3": 1e-5, "cohere2_moe": 1e-5, "cohere2_moe_sigmoid": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
                     "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5, "sarvam_mla": 1e-5, "axk1": 1e-5, "glm_moe_dsa": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
+                    "sarvam_moe": 1e-5, "param2moe": 1e-5, "minicpm5_moe": 1e-5, "kolibri1": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5,
                     "afmoe": 1e-5}
 
@@ -2684,7 +2754,8 @@ def main():
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
-                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa"]:
+                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "sarvam_moe", "param2moe",
+                               "minicpm5_moe", "kolibri1"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
