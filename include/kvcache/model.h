@@ -67,7 +67,7 @@ KVC_API const char *kvc_model_family_name(kvc_model_family f);
  * the config reader fills them as transformers 5.x resolves the config
  * (docs/config.md). */
 
-/* "default", "llama3", "yarn", "linear", "dynamic", "longrope"; "?" otherwise. */
+/* "default", "llama3", "yarn", "linear", "dynamic", "longrope", "proportional"; "?" otherwise. */
 KVC_API const char *kvc_rope_type_name(kvc_rope_type t);
 
 /* The MLP's activation: silu (SwiGLU) or gelu_pytorch_tanh (GeGLU, Gemma 3; StarCoder2's ungated MLP), or relu2
@@ -297,6 +297,10 @@ typedef struct kvc_model_config {
     /* GPT-2's scale_attn_by_inverse_layer_idx: layer l's softmax scale is kvc_model_attn_scale's divided by l + 1.
      * Last, as above. */
     bool attn_scale_inverse_layer;
+    /* LFM3's attention gate (use_attention_gate): g_proj (self_attn.gate_proj in checkpoints) [num_heads,
+     * hidden_size] of the attention's normed input,
+     * each head's output times sigmoid of its gate before o_proj. Last, as above. */
+    bool attn_head_gate;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -2,7 +2,7 @@
  * with optional biases, Qwen3 per-head q/k RMSNorm before RoPE, half-split
  * RoPE (none on SmolLM3's and Llama 4's no-rope layers), Llama 4's L2 q/k norms after RoPE, OLMo's clip_qkv,
  * Ministral 3's and Llama 4's query scales, sliding window / chunked local attention / sinks, Qwen3-Next's output gate,
- * o_proj.
+ * LFM3's gate per head, o_proj.
  */
 #include <math.h>
 #include <string.h>
@@ -155,6 +155,7 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     double t0 = kvci_sp_begin();
     const float *fused = NULL;
     KVC_TRY(project_qkv(s, w, q, k, v, &fused));
+    if (c->attn_head_gate) KVC_TRY(kvci_linear(ws->xn, T, &w->wg, NULL, ws->gate)); /* LFM3: [T, nH] of the input */
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
     /* the fused rows' split is timed with the q/k norms and RoPE */
     if (c->qk_norm_whole && m->tp.reduce != NULL) { /* the norms' sums span the ranks: split, norm, rotate */
@@ -190,6 +191,8 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     if (st != KVC_OK) return st;
     if (c->attn_output_gate) /* Qwen3-Next: the output times sigmoid(gate), f32 as transformers */
         for (int64_t i = 0; i < T * nH * D; i++) ws->att[i] *= 1.0f / (1.0f + expf(-ws->gate[i]));
+    if (c->attn_head_gate) /* LFM3: each head's output times sigmoid of its gate, f32 as transformers */
+        for (int64_t i = 0; i < T * nH * D; i++) ws->att[i] *= 1.0f / (1.0f + expf(-ws->gate[i / D]));
     st = kvci_linear(ws->att, T, &w->wo, w->bo, ws->proj);
     kvci_sp_end(KVC_SP_O, t0);
     return st;

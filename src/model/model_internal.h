@@ -78,6 +78,7 @@ typedef struct kvc_layer_weights {
     kvc_wmat wv;                /* [nKV*D, H] */
     float *bv;                  /* [nKV*D] */
     kvc_wmat wo;                /* [H, nH*Dv] */
+    kvc_wmat wg;                /* [nH, H] LFM3's g_proj, saved as gate_proj (attn_head_gate) */
     kvc_wmat wqkv;              /* [nH*D + 2*nKV*D, H]: one view over wq, wk, wv (fuse.c); data NULL: not fused */
     float *bo;                  /* [H] */
     float *q_norm, *k_norm;     /* [D] Qwen3; [nH*D], [nKV*D] OLMo 2 */
