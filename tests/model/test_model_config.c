@@ -2600,7 +2600,8 @@ static void test_granitemoehybrid_fields(void **state) {
  * linear heads 16 / 32 of 128 with kernel 4, 512 experts of 512, top 10 renormalised, a shared expert of 512 on every
  * layer, intermediate_size 5632, zero-centred norms, the attention's output gate, untied) and with its keys set
  * (full_attention_interval, mlp_only_layers, decoder_sparse_step, num_experts 0: dense everywhere, attention_bias);
- * refused by name: value heads not a multiple of the key heads, a kernel of 1, top-k above the experts. */
+ * refused by name: value heads not a multiple of the key heads, a kernel of 1, top-k above the experts; OLMo Hybrid's
+ * plan (its kinds and state sizes by its class's defaults) and the runtime's refusal of it. */
 static void test_qwen3_next_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -2631,6 +2632,17 @@ static void test_qwen3_next_fields(void **state) {
                    "linear_num_value_heads 24 is not a multiple of linear_num_key_heads 16");
     expect_refusal(QWEN3_NEXT_BASE ",\"linear_conv_kernel_dim\":1}", "linear_conv_kernel_dim");
     expect_refusal(QWEN3_NEXT_BASE ",\"num_experts\":4,\"num_experts_per_tok\":5}", "num_experts_per_tok");
+    /* OLMo Hybrid, planned only: OlmoHybridConfig's kinds (i % 4 == 3 full, else the last) and its Gated DeltaNet
+     * sizes when absent (heads, heads, int(0.75 H / nk) = 12, 2 dk = 24); the runtime refuses it by name */
+    const char *olmo = "{\"model_type\":\"olmo_hybrid\",\"vocab_size\":8,\"hidden_size\":64,\"num_hidden_layers\":3,"
+                       "\"num_attention_heads\":4,\"intermediate_size\":96,\"max_position_embeddings\":1024}";
+    kvc_model_plan *plan = plan_of(olmo, "olmo_hybrid");
+    assert_true(plan->n_layers == 3 && plan->layers[0].caches[0].is_state && !plan->layers[2].caches[0].is_state);
+    assert_true(plan->layers[0].caches[0].shape[0] == 2 * 4 * 12 + 4 * 24 && plan->layers[0].caches[0].shape[1] == 3);
+    assert_true(plan->layers[1].caches[1].shape[0] == 4 && plan->layers[1].caches[1].shape[1] == 12 &&
+                plan->layers[1].caches[1].shape[2] == 24);
+    kvc_model_plan_destroy(plan);
+    expect_refusal(olmo, "model_type \"olmo_hybrid\" is not supported");
 }
 
 /* Qwen3.5's text model with Qwen3_5TextConfig's defaults: qwen3_next's layers, the projections apart, no experts
