@@ -319,6 +319,10 @@ typedef struct kvc_model_config {
      * attention is dense MLA, which the runtime runs; a position from index_topk on is refused, as the runtime does
      * not run the indexer, and max_position_embeddings is cut to index_topk (0: no such limit). Last, as above. */
     int64_t index_topk;
+    /* LFM3's attention gate (use_attention_gate): g_proj (self_attn.gate_proj in checkpoints) [num_heads,
+     * hidden_size] of the attention's normed input,
+     * each head's output times sigmoid of its gate before o_proj. Last, as above. */
+    bool attn_head_gate;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

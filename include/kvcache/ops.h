@@ -172,13 +172,12 @@ typedef enum kvc_rope_type {
     KVC_ROPE_DEFAULT = 0,
     KVC_ROPE_LLAMA3,
     KVC_ROPE_YARN,
-    KVC_ROPE_LINEAR,   /* position interpolation: the default frequencies divided by factor */
-    KVC_ROPE_DYNAMIC,  /* read from configs (the planner reports it); kvc_rope_frequencies refuses it */
-    KVC_ROPE_LONGROPE, /* Phi-3's: per-frequency short / long factors (kvc_rope_frequencies_long) */
-    /* Gemma 4's full layers: the first head_dim * partial_rotary_factor / 2 of the head_dim / 2 half-split pairs
-     * turn at theta^(-2i / head_dim), the rest not at all; read from configs (the planner reports it),
-     * kvc_rope_frequencies refuses it */
-    KVC_ROPE_PROPORTIONAL
+    KVC_ROPE_LINEAR,      /* position interpolation: the default frequencies divided by factor */
+    KVC_ROPE_DYNAMIC,     /* read from configs (the planner reports it); kvc_rope_frequencies refuses it */
+    KVC_ROPE_LONGROPE,    /* Phi-3's: per-frequency short / long factors (kvc_rope_frequencies_long) */
+    KVC_ROPE_PROPORTIONAL /* LFM3's and Gemma 4's full layers: the whole head's default frequencies, the first
+                           * floor(partial_rotary_factor x rot_dim / 2) kept and the rest 0 (those channels
+                           * pass through), all divided by factor */
 } kvc_rope_type;
 
 /* The most longrope factors a plan holds (a rotary width of 256). */

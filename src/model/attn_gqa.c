@@ -2,7 +2,7 @@
  * with optional biases, Qwen3 per-head q/k RMSNorm before RoPE, half-split
  * RoPE (none on SmolLM3's and Llama 4's no-rope layers), Llama 4's L2 q/k norms after RoPE, OLMo's clip_qkv,
  * Ministral 3's and Llama 4's query scales, sliding window / chunked local attention / sinks, Qwen3-Next's output gate
- * (AFMoE's from a projection of its own), o_proj.
+ * (AFMoE's from a projection of its own), LFM3's gate per head, o_proj.
  */
 #include <math.h>
 #include <string.h>
@@ -156,6 +156,7 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     const float *fused = NULL;
     KVC_TRY(project_qkv(s, w, q, k, v, &fused));
     if (c->attn_gate_proj) KVC_TRY(kvci_linear(ws->xn, T, &w->wg, NULL, ws->gate)); /* AFMoE: [T, nH D] */
+    if (c->attn_head_gate) KVC_TRY(kvci_linear(ws->xn, T, &w->wg, NULL, ws->gate)); /* LFM3: [T, nH] of the input */
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
     /* the fused rows' split is timed with the q/k norms and RoPE */
     if (c->qk_norm_whole && m->tp.reduce != NULL) { /* the norms' sums span the ranks: split, norm, rotate */
@@ -191,6 +192,8 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     if (st != KVC_OK) return st;
     if (c->attn_output_gate || c->attn_gate_proj) /* the output times sigmoid(gate), f32 as transformers */
         for (int64_t i = 0; i < T * nH * D; i++) ws->att[i] *= 1.0f / (1.0f + expf(-ws->gate[i]));
+    if (c->attn_head_gate) /* LFM3: each head's output times sigmoid of its gate, f32 as transformers */
+        for (int64_t i = 0; i < T * nH * D; i++) ws->att[i] *= 1.0f / (1.0f + expf(-ws->gate[i / D]));
     st = kvci_linear(ws->att, T, &w->wo, w->bo, ws->proj);
     kvci_sp_end(KVC_SP_O, t0);
     return st;

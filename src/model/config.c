@@ -16,13 +16,20 @@ static const kvc_json_range EPS_RANGE = {0.0, 1.0, false};
  * workspace, docs/model.md), longrope only as the one rope of every layer. */
 static kvc_status supported_rope(const kvc_hparams *hp, const kvc_rope_config *r, const char *which) {
     const kvc_rope_type t = r->type;
+    const bool lfm3 = hp->model_type != NULL &&
+                      strcmp(hp->model_type, "lfm3") == 0; /* the one type whose transformers code reads it */
     if (t != KVC_ROPE_DEFAULT && t != KVC_ROPE_LINEAR && t != KVC_ROPE_LLAMA3 && t != KVC_ROPE_YARN &&
-        (t != KVC_ROPE_LONGROPE || hp->rope_sliding_given))
+        (t != KVC_ROPE_LONGROPE || hp->rope_sliding_given) && (t != KVC_ROPE_PROPORTIONAL || !lfm3))
         return kvci_fail(KVC_EINVAL,
                          "%s: %srope type \"%s\" is not supported by the runtime (default, linear, llama3, yarn; "
-                         "longrope as the one rope of every layer)",
+                         "longrope as the one rope of every layer; proportional in lfm3)",
                          hp->cfg.doc, which, kvc_rope_type_name(t));
     return KVC_OK;
+}
+
+/* The share of each head a rope turns: proportional's is the whole head (its factor zeroes frequencies instead). */
+static double rotated_share(const kvc_rope_config *r) {
+    return r->type == KVC_ROPE_PROPORTIONAL ? 1.0 : r->partial_rotary_factor;
 }
 
 /* The rope of the full layers and, when the config holds one per layer type, of the sliding ones (one
@@ -30,7 +37,7 @@ static kvc_status supported_rope(const kvc_hparams *hp, const kvc_rope_config *r
 static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(supported_rope(hp, &hp->rope, hp->rope_per_layer_type ? "full_attention " : ""));
     KVC_TRY(supported_rope(hp, &hp->rope_sliding, hp->rope_sliding_given ? "sliding_attention " : ""));
-    if (hp->rope_sliding.partial_rotary_factor != hp->rope.partial_rotary_factor)
+    if (rotated_share(&hp->rope_sliding) != rotated_share(&hp->rope))
         return kvci_fail(KVC_EINVAL,
                          "%s: partial_rotary_factor %g of the sliding layers differs from the full layers' %g (the "
                          "runtime rotates one width)",
@@ -62,7 +69,7 @@ int64_t kvci_model_embed_width(const kvc_model_config *c) { return c->embed_dim 
 
 int64_t kvci_model_rot_dim(const kvc_model_config *c) {
     if (c->family == KVC_FAMILY_DEEPSEEK_V3) return c->qk_rope_head_dim;
-    const double f = c->rope.partial_rotary_factor;
+    const double f = rotated_share(&c->rope);
     return f > 0.0 && f < 1.0 ? (int64_t)((double)c->head_dim * f) : c->head_dim;
 }
 
@@ -208,9 +215,11 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
     } else if (cfg->family == KVC_FAMILY_QWEN3_NEXT) { /* Qwen3NextConfig's 5632, Qwen3_5TextConfig's 12288 */
         const int64_t def = strncmp(cfg->model_type, "qwen3_5", 7) == 0 ? 12288 : 5632;
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", def, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
-    } else if (cfg->family == KVC_FAMILY_LFM2) { /* Lfm2Config's 12288, Lfm2MoeConfig's 7168 when absent (block_ff_dim:
-                                                  * the hook) */
-        const int64_t def = strcmp(cfg->model_type, "lfm2_moe") == 0 ? 7168 : 12288;
+    } else if (cfg->family == KVC_FAMILY_LFM2) { /* Lfm2Config's 12288, Lfm2MoeConfig's 7168, Lfm3Config's 7680 when
+                                                  * absent (block_ff_dim: the hook) */
+        const int64_t def = strcmp(cfg->model_type, "lfm2_moe") == 0 ? 7168
+                            : strcmp(cfg->model_type, "lfm3") == 0   ? 7680
+                                                                     : 12288;
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", def, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "solar_open") == 0 || strcmp(cfg->model_type, "kolibri1") == 0 ||
                strcmp(cfg->model_type, "mamba2") == 0 ||

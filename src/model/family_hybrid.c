@@ -1,4 +1,4 @@
-/* Hybrids of attention and state layers (planned only, LFM2 run too: family_lfm2.c; Qwen3-Next's Gated DeltaNet
+/* Hybrids of attention and state layers (planned only, LFM2 / LFM3 run too: family_lfm2.c; Qwen3-Next's Gated DeltaNet
  * hybrid: family_qwen3_next.c): LFM2 (short
  * convolutions, layer_types "conv"), Kimi-Linear (Kimi Delta Attention
  * layers beside MLA ones), MiniMax-Text-01 / M1 (lightning attention,
@@ -35,10 +35,19 @@ static kvc_status index_list_kinds(const kvc_family_ctx *ctx, const char *field,
     return KVC_OK;
 }
 
-/* LFM2 without layer_types: full_attn_idxs lists the attention layers, the others are short convolutions. */
+static bool is_lfm3(const kvc_hparams *hp) { return hp->model_type != NULL && strcmp(hp->model_type, "lfm3") == 0; }
+
+/* LFM2 without layer_types: full_attn_idxs lists the attention layers, the others are short convolutions. LFM3
+ * (Lfm3Config's rule, no full_attn_idxs): layer i full when i % 4 == 2, sliding when i % 4 == 0 and i > 0, else a
+ * convolution. */
 static kvc_status lfm2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     const cJSON *indices = NULL;
     bool have = false;
+    if (is_lfm3(ctx->hp)) {
+        for (int64_t i = 0; i < ctx->n_layers; i++)
+            kinds[i] = i % 4 == 2 ? KVC_LK_FULL : i % 4 == 0 && i > 0 ? KVC_LK_SLIDING : KVC_LK_STATE;
+        return KVC_OK;
+    }
     KVC_TRY(kvci_json_array(&ctx->hp->cfg, "full_attn_idxs", KVC_HP_MAX_LAYERS, &indices, &have));
     if (!have)
         return kvci_fail(
@@ -51,8 +60,9 @@ static kvc_status lfm2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
  * split over the ranks): all the next token's convolution reads besides its own input, as vLLM keeps it and the
  * runtime stores it (transformers' cache holds one column more, never read). */
 static kvc_status lfm2_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
-    int64_t width = 0, hidden_r = 0;
-    KVC_TRY(kvci_json_int(&hp->cfg, "conv_L_cache", 2, KVC_HP_MAX_DIM, &width, NULL));
+    int64_t width = 7, hidden_r = 0; /* Lfm3Config's conv_L_cache when absent (LFM2's configs hold it) */
+    bool have = false;
+    KVC_TRY(kvci_json_int(&hp->cfg, "conv_L_cache", 2, KVC_HP_MAX_DIM, &width, is_lfm3(hp) ? &have : NULL));
     if (hidden_size < 1)
         return kvci_fail(KVC_EINVAL, "%s: hidden_size is missing (the conv layers are hidden_size wide)", hp->cfg.doc);
     KVC_TRY(kvci_family_split_tp(hp, "hidden_size", hidden_size, tp, &hidden_r));
@@ -60,11 +70,8 @@ static kvc_status lfm2_states(const kvc_hparams *hp, int64_t hidden_size, int64_
     return KVC_OK;
 }
 
-/* Lfm2Attention has no window: a "sliding_attention" entry of layer_types is a full layer there. */
-static bool lfm2_reads_window(const kvc_hparams *hp) {
-    (void)hp;
-    return false;
-}
+/* Lfm2Attention has no window: a "sliding_attention" entry of layer_types is a full layer there; LFM3's has. */
+static bool lfm2_reads_window(const kvc_hparams *hp) { return is_lfm3(hp); }
 
 /* Kimi-Linear: linear_attn_config.kda_layers lists its Kimi Delta Attention layers, counted from 1 (as the
  * model's own code reads them); the others are MLA layers. */
@@ -251,7 +258,8 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
 }
 
 static const kvc_family_alias LFM2[] = {{"lfm2", "Lfm2ForCausalLM", "lfm2", true},
-                                        {"lfm2_moe", "Lfm2MoeForCausalLM", "lfm2_moe", true}};
+                                        {"lfm2_moe", "Lfm2MoeForCausalLM", "lfm2_moe", true},
+                                        {"lfm3", "Lfm3ForCausalLM", "lfm3", true}};
 static const kvc_family_alias KIMI_LINEAR[] = {{"kimi_linear", "KimiLinearForCausalLM", "kimi_linear", false}};
 static const kvc_family_alias MINIMAX[] = {{"minimax_text_01", "MiniMaxText01ForCausalLM", "minimax_text_01", false},
                                            {"minimax_m1", "MiniMaxM1ForCausalLM", "minimax_m1", false},
@@ -266,7 +274,7 @@ const kvc_family_desc kvc_family_lfm2 = {
     .id = KVC_FAMILY_LFM2,
     .name = "lfm2",
     .aliases = LFM2,
-    .n_aliases = 2,
+    .n_aliases = 3,
     .rms_norm_eps = 1e-5,
     .parse = kvci_family_parse_lfm2,
     .default_kinds = lfm2_kinds,

@@ -4,16 +4,27 @@
  * their multimodal wrappers, qwen3_5 and qwen3_5_moe): Gated DeltaNet layers (gated_delta.c) beside gated
  * full-attention layers (every full_attention_interval-th, or layer_types), zero-centred (1 + w) RMSNorms, partial
  * rotary, and a softmax-routed MoE with a sigmoid-gated shared expert (Qwen2-MoE's) on the sparse layers. Its kinds and
- * state shapes are the planner's too. Defaults as Qwen3NextConfig's. */
+ * state shapes are the planner's too, and OLMo Hybrid's (olmo_hybrid, planned only). Defaults as Qwen3NextConfig's. */
 #include <string.h>
 
 #include "base/internal.h"
 #include "model/family.h"
 #include "model/forward_internal.h"
 
+static bool is_olmo_hybrid(const kvc_hparams *hp) {
+    return hp->model_type != NULL && strcmp(hp->model_type, "olmo_hybrid") == 0;
+}
+
+/* Without layer_types: every full_attention_interval-th layer full. OLMo Hybrid (OlmoHybridConfig's rule): layer i
+ * full when i % 4 == 3, the last one when that gives none. */
 static kvc_status qwen3_next_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     int64_t interval = 4;
     bool have = false;
+    if (is_olmo_hybrid(ctx->hp)) {
+        for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = i % 4 == 3 ? KVC_LK_FULL : KVC_LK_STATE;
+        if (ctx->n_layers < 4) kinds[ctx->n_layers - 1] = KVC_LK_FULL;
+        return KVC_OK;
+    }
     KVC_TRY(kvci_json_int(&ctx->hp->cfg, "full_attention_interval", 1, KVC_HP_MAX_LAYERS, &interval, &have));
     if (!have) kvci_family_warn(ctx, "layer_types and full_attention_interval absent: every 4th layer full assumed");
     for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = (i + 1) % interval == 0 ? KVC_LK_FULL : KVC_LK_STATE;
@@ -30,9 +41,15 @@ static kvc_status qwen3_next_states(const kvc_hparams *hp, int64_t hidden_size, 
     const char *names[] = {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
                            "linear_value_head_dim", "linear_conv_kernel_dim"};
     int64_t *dst[] = {&nk, &nv, &dk, &dv, &k};
-    const int64_t def[] = {16, 32, 128, 128, 4}; /* the config classes' (Qwen3-Next's and Qwen3.5's alike) */
-    for (int i = 0; i < 5; i++)
+    int64_t def[] = {16, 32, 128, 128, 4}; /* the config classes' (Qwen3-Next's and Qwen3.5's alike) */
+    for (int i = 0; i < 5; i++) {
+        if (is_olmo_hybrid(hp) && i < 4) { /* OlmoHybridConfig's: heads, heads, int(0.75 H / nk), 2 dk */
+            const int64_t heads = hp->n_heads > 0 ? hp->n_heads : 1;
+            def[i] = i < 2 ? heads : i == 2 ? (int64_t)(0.75 * (double)hidden_size / (double)nk) : 2 * dk;
+            if (def[i] < 1) def[i] = 1; /* hidden_size absent: the key is then required in effect */
+        }
         KVC_TRY(kvci_family_opt_int(&hp->cfg, names[i], def[i], i == 4 ? 2 : 1, KVC_HP_MAX_DIM, dst[i]));
+    }
     KVC_TRY(kvci_family_split_tp(hp, "linear_num_key_heads", nk, tp, &nk_r));
     KVC_TRY(kvci_family_split_tp(hp, "linear_num_value_heads", nv, tp, &nv_r));
     *s = (kvc_state_shapes){.n = 2,
@@ -122,13 +139,16 @@ static const kvc_family_alias QWEN3_NEXT[] = {
     {"qwen3_5_text", "Qwen3_5ForCausalLM", "qwen3_5_text", true},
     {"qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", "qwen3_5_moe_text", true},
     {"qwen3_5", "Qwen3_5ForConditionalGeneration", "qwen3_5_text", true},
-    {"qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe_text", true}};
+    {"qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe_text", true},
+    /* planned only: its attention layers are OLMo 3's (post-norms), its Gated DeltaNet projects q, k, v apart with
+     * beta x 2 (docs/model.md) */
+    {"olmo_hybrid", "OlmoHybridForCausalLM", "olmo_hybrid", false}};
 
 const kvc_family_desc kvc_family_qwen3_next = {
     .id = KVC_FAMILY_QWEN3_NEXT,
     .name = "qwen3_next",
     .aliases = QWEN3_NEXT,
-    .n_aliases = 5,
+    .n_aliases = 6,
     .parse = parse_qwen3_next,
     .check = check_qwen3_next,
     .default_kinds = qwen3_next_kinds,

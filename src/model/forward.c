@@ -83,7 +83,9 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     for (int64_t l = 0; l < c->num_layers; l++) mamba |= c->layer_mamba[l], mamba1 |= c->layer_mamba1[l];
     const int64_t mamba_w = mamba ? kvci_mamba2_in_width(c) : mamba1 ? 2 * c->mamba_inner : 0;
     A(fused, Tm * max3(gq * ws->qw + ws->kw + ws->vw, 2 * c->intermediate_size, kvci_max64(conv_w, mamba_w)));
-    A(gate, c->attn_output_gate || c->attn_gate_proj ? Tm * ws->qw : 1);
+    A(gate, c->attn_output_gate || c->attn_gate_proj ? Tm * ws->qw
+            : c->attn_head_gate                      ? Tm * c->num_heads
+                                                     : 1); /* LFM3's [T, nH] */
     A(gdn, kvci_gated_delta_floats(c, Tm));
     A(mamba, mamba ? kvci_mamba2_scratch(c, Tm) : mamba1 ? kvci_mamba1_scratch(c, Tm) : 1);
     const int64_t mw = kvci_max64(H, c->moe_latent_size);   /* Nemotron-H's experts may run wider than H */

@@ -116,6 +116,7 @@ static const type_defaults DEFAULTS[] = {
     {"lfm2_moe", 0, 1000000.0, 0, false, 8, false, false},      /* Lfm2MoeConfig's */
     {"deepseek_v4", 512, 10000.0, 128, false, 1, false, false}, /* DeepseekV4Config's */
     {"afmoe", 128, 10000.0, 1024, false, 0, false, false},      /* AfmoeConfig's */
+    {"lfm3", 128, 1000000.0, 256, false, 4, false, false},      /* Lfm3Config's (its ropes: lfm3_ropes) */
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
@@ -457,11 +458,10 @@ static kvc_status rope_type_of(const kvc_hparams *hp, const kvc_json_obj *dict, 
             *out = (kvc_rope_type)i;
             return KVC_OK;
         }
-    return kvci_fail(
-        KVC_EINVAL,
-        "%s: %s.rope_type \"%s\" is not a known rope type (default, linear, dynamic, yarn, longrope, llama3, "
-        "proportional)",
-        dict->doc, dict->path, name);
+    return kvci_fail(KVC_EINVAL,
+                     "%s: %s.rope_type \"%s\" is not a known rope type (default, linear, dynamic, yarn, longrope, "
+                     "llama3, proportional)",
+                     dict->doc, dict->path, name);
 }
 
 /* L0 of llama3 / yarn / longrope: the top-level key wins (Phi-3 keeps it
@@ -646,6 +646,8 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
     KVC_TRY(rope_type_of(hp, dict, &r->type));
     if (r->type == KVC_ROPE_DYNAMIC && hp->model_type != NULL && strncmp(hp->model_type, "hunyuan_v1_", 11) == 0)
         KVC_TRY(ntk_alpha_rope(hp, dict, r));
+    if (r->type == KVC_ROPE_PROPORTIONAL) /* the share picks the head's turning angles (kvc_rope_frequencies) */
+        return kvci_json_num(dict, "factor", POSITIVE_FACTOR, &r->factor, &have);
     KVC_TRY(whole_head_rope(hp, r));
     if (r->type == KVC_ROPE_DEFAULT) return KVC_OK;
     /* factor is required by every scaled type but longrope and proportional, where it is optional */
@@ -682,12 +684,27 @@ static bool gemma4_default_rope(kvc_hparams *hp) {
     return true;
 }
 
+/* Lfm3Config's ropes when config.json has none: the full layers' proportional (theta 1e6, half the angles), the
+ * sliding layers' default (theta 1e4). */
+static void lfm3_ropes(kvc_hparams *hp) {
+    const kvc_rope_config base = {.factor = 1.0, .beta_fast = 32.0, .beta_slow = 1.0, .truncate = true};
+    hp->rope = base, hp->rope_sliding = base;
+    hp->rope.type = KVC_ROPE_PROPORTIONAL, hp->rope.theta = 1000000.0, hp->rope.partial_rotary_factor = 0.5;
+    hp->rope_sliding.type = KVC_ROPE_DEFAULT, hp->rope_sliding.theta = 10000.0;
+    hp->rope_sliding.partial_rotary_factor = 1.0;
+    hp->rope_sliding_given = true;
+}
+
 kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
     kvc_json_obj dict = {0}, sliding = {0};
     char dict_path[64], sliding_path[64];
     bool have_sliding = false;
     KVC_TRY(rope_dict(hp, dict_path, sizeof dict_path, &dict, sliding_path, &sliding, &have_sliding));
     if (gemma4_default_rope(hp)) return KVC_OK;
+    if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "lfm3") == 0) {
+        lfm3_ropes(hp);
+        return KVC_OK;
+    }
     KVC_TRY(read_rope_entry(hp, hp->rope_source != NULL ? &dict : NULL, &hp->rope));
     /* DeepSeek-V4's compressed layers take YaRN without its attention factor (DeepseekV4Config sets 1 when unset) */
     if (hp->model_type != NULL && strcmp(hp->model_type, "deepseek_v4") == 0 && hp->rope.type == KVC_ROPE_YARN &&

@@ -78,6 +78,7 @@ typedef struct kvc_layer_weights {
     kvc_wmat wv;                /* [nKV*D, H] */
     float *bv;                  /* [nKV*D] */
     kvc_wmat wo;                /* [H, nH*Dv] */
+    kvc_wmat wg;                /* [nH, H] LFM3's g_proj, saved as gate_proj (attn_head_gate) */
     kvc_wmat wqkv;              /* [nH*D + 2*nKV*D, H]: one view over wq, wk, wv (fuse.c); data NULL: not fused */
     float *bo;                  /* [H] */
     kvc_wmat wg;                /* [nH*D, H] AFMoE's self_attn.gate_proj (attn_gate_proj), no bias */

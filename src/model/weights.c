@@ -173,10 +173,13 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
     if (c->qkv_bias)
         TRY(v1_in(v, "self_attn.v_proj.bias", nKV * D, &w->bv, KVC_WINIT_BIAS, kv_rows(v, D),
                   qkv_part(v, c, 2, "bias")));
-    const bool lfm2 = c->family == KVC_FAMILY_LFM2; /* out_proj, q_layernorm, k_layernorm */
+    /* LFM2's out_proj, q_layernorm, k_layernorm (LFM3's attention has Qwen3's names) */
+    const bool lfm2 = c->family == KVC_FAMILY_LFM2 && strcmp(c->model_type, "lfm3") != 0;
     TRY(m2(v, lfm2 ? "self_attn.out_proj.weight" : "self_attn.o_proj.weight", H, nH * D, &w->wo, even(v, 1, nH * D)));
     if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
     if (c->attn_gate_proj) TRY(m2(v, "self_attn.gate_proj.weight", nH * D, H, &w->wg, even(v, 0, nH * D)));
+    /* LFM3's g_proj, which its checkpoints (and transformers' save) name gate_proj */
+    if (c->attn_head_gate) TRY(m2(v, "self_attn.gate_proj.weight", nH, H, &w->wg, even(v, 0, nH)));
     if (lfm2) {
         TRY(v1(v, "self_attn.q_layernorm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(v, "self_attn.k_layernorm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
@@ -420,12 +423,15 @@ static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, int64
     const int64_t H = c->hidden_size;
     const bool glm4 = strcmp(c->model_type, "glm4") == 0 || strcmp(c->model_type, "kolibri1") == 0; /* its names */
     /* the sandwich's attention-output, MLP-input and MLP-output norms: Gemma's, GLM-4's, HyperCLOVA X's (Peri-LN) */
-    const bool hcx = strcmp(c->model_type, "hyperclovax") == 0;
-    const char *attn_out = glm4 ? "post_self_attn_layernorm" : hcx ? "post_norm1" : NULL;
-    const char *ffn_in = glm4 || hcx ? "post_attention_layernorm.weight" : "pre_feedforward_layernorm.weight";
-    const char *ffn_out = glm4  ? "post_mlp_layernorm.weight"
-                          : hcx ? "post_norm2.weight"
-                                : "post_feedforward_layernorm.weight";
+    const bool hcx = strcmp(c->model_type, "hyperclovax") == 0, lfm3 = strcmp(c->model_type, "lfm3") == 0;
+    const char *attn_out = glm4 ? "post_self_attn_layernorm" : hcx ? "post_norm1" : lfm3 ? "post_operator_norm" : NULL;
+    const char *ffn_in = glm4 || hcx ? "post_attention_layernorm.weight"
+                         : lfm3      ? "ffn_norm.weight"
+                                     : "pre_feedforward_layernorm.weight";
+    const char *ffn_out = glm4   ? "post_mlp_layernorm.weight"
+                          : hcx  ? "post_norm2.weight"
+                          : lfm3 ? "post_ffn_norm.weight"
+                                 : "post_feedforward_layernorm.weight";
     /* Falcon's new_decoder_architecture names its two parallel norms ln_attn and ln_mlp */
     const bool falcon2 = c->parallel_mlp_norm && strcmp(c->model_type, "falcon") == 0;
     const bool lfm2 = c->family == KVC_FAMILY_LFM2; /* operator_norm, ffn_norm */
@@ -730,6 +736,8 @@ static kvc_status check_extras(const kvc_model_config *c) {
     if (conv > 0 && (c->conv_kernel < 2 || c->conv_kernel > KVC_HP_MAX_DIM))
         return kvci_fail(KVC_EINVAL, "model: conv_kernel %lld outside [2, %d] (layer_conv marks %lld layers)",
                          (long long)c->conv_kernel, KVC_HP_MAX_DIM, (long long)conv);
+    if (c->attn_head_gate && (kvci_family_get(c->family)->mla || c->attn_output_gate))
+        return kvci_fail(KVC_EINVAL, "model: attn_head_gate needs GQA attention without attn_output_gate");
     if (c->conv_channels != 0 && c->conv_channels != c->hidden_size) /* a rank's own: set by the shard */
         return kvci_fail(KVC_EINVAL, "model: conv_channels %lld is neither 0 nor hidden_size %lld",
                          (long long)c->conv_channels, (long long)c->hidden_size);
@@ -815,9 +823,10 @@ static kvc_status check_fields(const kvc_model_config *c) {
         (c->rope.type == KVC_ROPE_LONGROPE || c->rope_form != KVC_ROPE_HALF || fam->mla || any_sliding))
         return kvci_fail(KVC_EINVAL, "model: rope_reversed needs one half-split RoPE (no longrope, no sliding layers) "
                                      "outside MLA");
-    if (c->attn_gate_proj && (c->attn_output_gate || fam->mla || c->family == KVC_FAMILY_LFM2))
-        return kvci_fail(KVC_EINVAL, "model: attn_gate_proj needs GQA attention without attn_output_gate, outside "
-                                     "MLA and LFM2");
+    if (c->attn_gate_proj && (c->attn_output_gate || c->attn_head_gate || fam->mla || c->family == KVC_FAMILY_LFM2))
+        return kvci_fail(
+            KVC_EINVAL, "model: attn_gate_proj needs GQA attention without attn_output_gate or attn_head_gate, outside "
+                        "MLA and LFM2");
     if (c->qk_norm_after_rope && (!c->qk_norm || c->qk_norm_whole || c->layer_norm || c->clip_qkv > 0.0 || fam->mla))
         return kvci_fail(KVC_EINVAL, "model: qk_norm_after_rope needs per-head RMS q/k norms (qk_norm, not whole, "
                                      "no layer_norm, no clip_qkv) outside MLA");

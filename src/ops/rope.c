@@ -53,11 +53,17 @@ static kvc_status check_plan(const kvc_rope_config *r, int64_t rot_dim) {
                                  "rope longrope: short_factor[%lld] %g and long_factor[%lld] %g must be "
                                  "finite and > 0",
                                  (long long)i, (double)r->short_factor[i], (long long)i, (double)r->long_factor[i]);
-    } else if (r->type == KVC_ROPE_LINEAR) {
+    } else if (r->type == KVC_ROPE_LINEAR || r->type == KVC_ROPE_PROPORTIONAL) {
         if (!(r->factor > 0.0) || !isfinite(r->factor))
-            return kvci_fail(KVC_EINVAL, "rope linear: factor %g must be finite and > 0", r->factor);
+            return kvci_fail(KVC_EINVAL, "rope %s: factor %g must be finite and > 0",
+                             r->type == KVC_ROPE_LINEAR ? "linear" : "proportional", r->factor);
+        if (r->type == KVC_ROPE_PROPORTIONAL && !(r->partial_rotary_factor >= 0.0 && r->partial_rotary_factor <= 1.0))
+            return kvci_fail(KVC_EINVAL, "rope proportional: partial_rotary_factor %g must be in [0, 1] (0: 1)",
+                             r->partial_rotary_factor);
     } else if (r->type != KVC_ROPE_DEFAULT) {
-        return kvci_fail(KVC_EINVAL, "rope: type %d unknown or not computed (default, linear, llama3, yarn, longrope)",
+        return kvci_fail(KVC_EINVAL,
+                         "rope: type %d unknown or not computed (default, linear, llama3, yarn, longrope, "
+                         "proportional)",
                          (int)r->type);
     }
     return KVC_OK;
@@ -131,7 +137,12 @@ static kvc_status frequencies(const kvc_rope_config *r, int64_t rot_dim, bool lo
         const float p = powf((float)r->theta, (float)(2 * i) / (float)rot_dim);
         inv_freq[i] = 1.0f / (ext ? ext[i] * p : p); /* longrope: 1 / (ext_factors * p), f32 */
     }
-    if (r->type == KVC_ROPE_LINEAR) /* position interpolation: HF divides the f32 frequencies by the factor */
+    if (r->type == KVC_ROPE_PROPORTIONAL) { /* HF: int(share * d // 2) angles turn, the others' frequencies are 0 */
+        const double share = r->partial_rotary_factor > 0.0 ? r->partial_rotary_factor : 1.0;
+        const int64_t angles = (int64_t)floor(share * (double)rot_dim / 2.0);
+        for (int64_t i = angles; i < half; i++) inv_freq[i] = 0.0f;
+    }
+    if (r->type == KVC_ROPE_LINEAR || r->type == KVC_ROPE_PROPORTIONAL) /* HF divides the f32 frequencies by factor */
         for (int64_t i = 0; i < half; i++) inv_freq[i] /= (float)r->factor;
     else if (r->type == KVC_ROPE_LLAMA3)
         llama3_scale(r, half, inv_freq);

@@ -72,6 +72,9 @@ static const tp_case LLAMA4 = {.sub = "llama4", .mode = KVC_RUNNER_PAGED};
  * each replicated on two ranks of 4, its gated norm's sums added over them), Qwen3-Next's key heads with their value
  * heads; each out_proj row-parallel */
 static const tp_case LFM2 = {.sub = "lfm2", .mode = KVC_RUNNER_PAGED};
+/* LFM3: LFM2's conv channels, each rank's heads with their rows of the gate per head, a sliding layer, the sandwich
+ * norms on the reduced sums */
+static const tp_case LFM3 = {.sub = "lfm3", .mode = KVC_RUNNER_PAGED};
 static const tp_case BAMBA = {.sub = "bamba", .mode = KVC_RUNNER_PAGED};
 static const tp_case QWEN3_NEXT = {.sub = "qwen3_next",
                                    .mode = KVC_RUNNER_PAGED,
@@ -500,6 +503,7 @@ static bool refused(const tp_case *c) {
         if (!refused(&c)) check_state_slices(&c);                                                                      \
     }
 STATE_TESTS(lfm2, LFM2)
+STATE_TESTS(lfm3, LFM3)
 STATE_TESTS(bamba, BAMBA)
 STATE_TESTS(qwen3_next, QWEN3_NEXT)
 static void test_deterministic_bamba(void **state) {
@@ -627,6 +631,7 @@ int main(int argc, char **argv) {
         T(cohere),
 #define S(name) cmocka_unit_test(test_oracle_##name), cmocka_unit_test(test_state_slices_##name)
         S(lfm2),
+        S(lfm3),
         S(bamba),
         S(qwen3_next),
 #undef S

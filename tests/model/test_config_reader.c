@@ -404,6 +404,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/jais2/config.json",
         "oracle/iquestcoder/config.json",
         "oracle/hyperclovax/config.json",
+        "oracle/lfm3/config.json",
         "oracle/xglm/config.json",
         "oracle/gpt_neox/config.json",
         "oracle/gpt_neox_seq/config.json",

@@ -396,6 +396,14 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"conv_L_cache\":3,"                  \
     "\"conv_bias\":true,\"layer_types\":[\"conv\",\"full_attention\",\"conv\"],\"max_position_embeddings\":512}"
 
+/* LFM3: short convolutions (kernel 4) on layers 0 and 2, a full layer (proportional rope) and a sliding one (window 5)
+ * with the gate per head, sandwich norms: the conv states and the window's keys under chunked prefill and batching */
+#define LFM3                                                                                                           \
+    "{\"model_type\":\"lfm3\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                          \
+    "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,\"conv_L_cache\":4,"  \
+    "\"sliding_window\":5,\"layer_types\":[\"conv\",\"full_attention\",\"conv\",\"sliding_attention\"],"               \
+    "\"max_position_embeddings\":512}"
+
 /* Qwen3-Next: Gated DeltaNet (2 key heads, 4 value heads, kernel 4) on layers 0 and 2 around a gated GQA layer, the
  * MoE with a shared expert: chunked prefill continues from the stored conv and recurrent states, a preempted request
  * restarts them from zeros, and rows never share one */
@@ -533,6 +541,7 @@ static void test_qwen2_moe_paged(void **s) { (void)s, run_family(QWEN2_MOE, PAGE
 static void test_gemma3_paged(void **s) { (void)s, run_family(GEMMA3, PAGED, false, F32, 29); }
 static void test_lfm2_paged(void **s) { (void)s, run_family(LFM2, PAGED, false, F32, 71); }
 static void test_lfm2_contiguous(void **s) { (void)s, run_family(LFM2, CONTIG, false, F32, 72); }
+static void test_lfm3_paged(void **s) { (void)s, run_family(LFM3, PAGED, false, F32, 77); }
 static void test_qwen3_next_paged(void **s) { (void)s, run_family(QWEN3_NEXT, PAGED, false, F32, 73); }
 static void test_qwen3_next_contiguous(void **s) { (void)s, run_family(QWEN3_NEXT, CONTIG, false, F32, 74); }
 static void test_bamba_paged(void **s) { (void)s, run_family(BAMBA, PAGED, false, F32, 73); }
@@ -610,6 +619,7 @@ int main(void) {
         cmocka_unit_test(test_gemma3_paged),
         cmocka_unit_test(test_lfm2_paged),
         cmocka_unit_test(test_lfm2_contiguous),
+        cmocka_unit_test(test_lfm3_paged),
         cmocka_unit_test(test_qwen3_next_paged),
         cmocka_unit_test(test_qwen3_next_contiguous),
         cmocka_unit_test(test_bamba_paged),

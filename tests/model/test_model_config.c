@@ -2501,6 +2501,72 @@ static void test_lfm2_fields(void **state) {
                                              "channels) 32"));
 }
 
+#define LFM3_BASE                                                                                                      \
+    "{\"model_type\":\"lfm3\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":5,\"num_attention_heads\":4"
+#define LFM3_ROPES                                                                                                     \
+    ",\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"proportional\",\"rope_theta\":5e5,"                     \
+    "\"partial_rotary_factor\":0.25,\"factor\":2.0},\"sliding_attention\":{\"rope_type\":\"default\","                 \
+    "\"rope_theta\":1e3}}"
+
+/* LFM3 with Lfm3Config's defaults (head_dim 128, 4 KV heads, intermediate_size 7680 as given, layers conv, conv, full,
+ * conv, sliding by its i % 4 rule, window 256, conv_L_cache 7, the full layers' proportional rope (theta 1e6, half the
+ * angles: the whole head rotates with zero frequencies) and the sliding layers' default one (1e4), the gate per head
+ * and the sandwich norms on, tied) and with its keys set; its plan (conv states of kernel - 1 columns, the window);
+ * refused by name: a layer type its model has no mask for, a flat rope dict or one without a used type's entry, a
+ * null window, the proportional rope in another type. */
+static void test_lfm3_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(LFM3_BASE "}", "lfm3-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_LFM2 && c.head_dim == 128 && c.num_kv_heads == 4 && c.intermediate_size == 7680);
+    assert_true(c.layer_conv[0] && c.layer_conv[1] && !c.layer_conv[2] && !c.layer_sliding[2] && c.layer_conv[3]);
+    assert_true(c.layer_sliding[4] && c.sliding_window == 256 && c.conv_kernel == 7 && !c.conv_bias);
+    assert_true(c.rope.type == KVC_ROPE_PROPORTIONAL && c.rope.theta == 1e6 && c.rope.partial_rotary_factor == 0.5);
+    assert_true(c.rope_sliding.type == KVC_ROPE_DEFAULT && c.rope_sliding.theta == 1e4);
+    assert_true(kvci_model_rot_dim(&c) == 128 && c.attn_head_gate && c.sandwich_norms && !c.qkv_bias && !c.o_bias);
+    assert_true(c.qk_norm && c.tie_word_embeddings && c.rms_norm_eps == 1e-5);
+    assert_int_equal(kvc_model_config_parse(LFM3_BASE LFM3_ROPES
+                                            ",\"head_dim\":16,\"num_key_value_heads\":2,\"intermediate_size\":40,"
+                                            "\"block_ff_dim\":64,\"use_attention_gate\":false,"
+                                            "\"use_sandwich_norm\":false,\"attention_bias\":true,\"conv_L_cache\":3,"
+                                            "\"conv_bias\":true,\"sliding_window\":16,\"norm_eps\":1e-3,"
+                                            "\"tie_word_embeddings\":false,\"layer_types\":[\"sliding_attention\","
+                                            "\"conv\",\"full_attention\",\"conv\",\"conv\"]}",
+                                            "lfm3-set", &c),
+                     KVC_OK);
+    assert_true(c.head_dim == 16 && c.num_kv_heads == 2 && c.intermediate_size == 40 && c.conv_kernel == 3);
+    assert_true(!c.attn_head_gate && !c.sandwich_norms && c.qkv_bias && c.o_bias && c.conv_bias);
+    assert_true(c.layer_sliding[0] && c.layer_conv[1] && !c.layer_conv[2] && c.sliding_window == 16);
+    assert_true(c.rope.theta == 5e5 && c.rope.factor == 2.0 && c.rope.partial_rotary_factor == 0.25);
+    assert_true(c.rope_sliding.theta == 1e3 && !c.tie_word_embeddings && c.rms_norm_eps == 1e-3);
+    kvc_model_plan *plan = plan_of(LFM3_BASE ",\"head_dim\":8,\"max_position_embeddings\":1024}", "lfm3");
+    assert_true(plan->hybrid && plan->n_layers == 5 && plan->head_dim == 8 && plan->num_key_value_heads == 4);
+    assert_true(plan->layers[0].caches[0].is_state && plan->layers[0].caches[0].shape[0] == 32);
+    assert_true(plan->layers[0].caches[0].shape[1] == 6 && plan->layers[4].sliding_window == 256);
+    assert_true(plan->layers[2].sliding_window == 0 && !plan->layers[2].caches[0].is_state);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(LFM3_BASE ",\"head_dim\":8}", "lfm3", &c), KVC_OK);
+    kvc_model_config shard; /* a rank: half the heads (and their gates), half the conv channels */
+    assert_int_equal(kvci_model_shard_config(&c, 2, &shard), KVC_OK);
+    assert_true(shard.conv_channels == 16 && shard.num_heads == 2 && shard.attn_head_gate);
+    expect_refusal(LFM3_BASE ",\"layer_types\":[\"conv\",\"conv\",\"chunked_attention\",\"conv\",\"conv\"]}",
+                   "layer_types[2] in an lfm3 model must be \"conv\", \"full_attention\" or \"sliding_attention\"");
+    expect_refusal(LFM3_BASE ",\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":1e4}}",
+                   "rope_parameters of an lfm3 model must hold one rope per attention layer type");
+    expect_refusal(LFM3_BASE ",\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\"}}}",
+                   "rope_parameters has no sliding_attention entry");
+    assert_int_equal(kvc_model_config_parse(LFM3_BASE ",\"layer_types\":[\"conv\",\"full_attention\",\"conv\","
+                                                      "\"conv\",\"conv\"],\"rope_parameters\":{\"full_attention\":"
+                                                      "{\"rope_type\":\"default\"}}}",
+                                            "lfm3-full-only", &c),
+                     KVC_OK);
+    expect_refusal(LFM3_BASE ",\"sliding_window\":null}", "sliding");
+    expect_refusal("{\"model_type\":\"qwen3\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":2,"
+                   "\"num_attention_heads\":4,\"num_key_value_heads\":4,\"intermediate_size\":8,\"rope_parameters\":{"
+                   "\"rope_type\":\"proportional\"}}",
+                   "rope type \"proportional\" is not supported by the runtime");
+}
+
 #define BAMBA_BASE                                                                                                     \
     "{\"model_type\":\"bamba\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"                           \
     "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":48,\"attn_layer_indices\":[1]"
@@ -2867,7 +2933,8 @@ static void test_granitemoehybrid_fields(void **state) {
  * linear heads 16 / 32 of 128 with kernel 4, 512 experts of 512, top 10 renormalised, a shared expert of 512 on every
  * layer, intermediate_size 5632, zero-centred norms, the attention's output gate, untied) and with its keys set
  * (full_attention_interval, mlp_only_layers, decoder_sparse_step, num_experts 0: dense everywhere, attention_bias);
- * refused by name: value heads not a multiple of the key heads, a kernel of 1, top-k above the experts. */
+ * refused by name: value heads not a multiple of the key heads, a kernel of 1, top-k above the experts; OLMo Hybrid's
+ * plan (its kinds and state sizes by its class's defaults) and the runtime's refusal of it. */
 static void test_qwen3_next_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -2898,6 +2965,17 @@ static void test_qwen3_next_fields(void **state) {
                    "linear_num_value_heads 24 is not a multiple of linear_num_key_heads 16");
     expect_refusal(QWEN3_NEXT_BASE ",\"linear_conv_kernel_dim\":1}", "linear_conv_kernel_dim");
     expect_refusal(QWEN3_NEXT_BASE ",\"num_experts\":4,\"num_experts_per_tok\":5}", "num_experts_per_tok");
+    /* OLMo Hybrid, planned only: OlmoHybridConfig's kinds (i % 4 == 3 full, else the last) and its Gated DeltaNet
+     * sizes when absent (heads, heads, int(0.75 H / nk) = 12, 2 dk = 24); the runtime refuses it by name */
+    const char *olmo = "{\"model_type\":\"olmo_hybrid\",\"vocab_size\":8,\"hidden_size\":64,\"num_hidden_layers\":3,"
+                       "\"num_attention_heads\":4,\"intermediate_size\":96,\"max_position_embeddings\":1024}";
+    kvc_model_plan *plan = plan_of(olmo, "olmo_hybrid");
+    assert_true(plan->n_layers == 3 && plan->layers[0].caches[0].is_state && !plan->layers[2].caches[0].is_state);
+    assert_true(plan->layers[0].caches[0].shape[0] == 2 * 4 * 12 + 4 * 24 && plan->layers[0].caches[0].shape[1] == 3);
+    assert_true(plan->layers[1].caches[1].shape[0] == 4 && plan->layers[1].caches[1].shape[1] == 12 &&
+                plan->layers[1].caches[1].shape[2] == 24);
+    kvc_model_plan_destroy(plan);
+    expect_refusal(olmo, "model_type \"olmo_hybrid\" is not supported");
 }
 
 /* Qwen3.5's text model with Qwen3_5TextConfig's defaults: qwen3_next's layers, the projections apart, no experts
@@ -3499,6 +3577,7 @@ int main(void) {
         cmocka_unit_test(test_nemotron_fields),
         cmocka_unit_test(test_opt_fields),
         cmocka_unit_test(test_lfm2_fields),
+        cmocka_unit_test(test_lfm3_fields),
         cmocka_unit_test(test_qwen3_next_fields),
         cmocka_unit_test(test_qwen3_5_text_fields),
         cmocka_unit_test(test_qwen3_5_moe_fields),

@@ -784,6 +784,14 @@ static void test_lfm2(void **state) {
     run_dir("lfm2");
 }
 
+/* LFM3-like: LFM2's convolutions (kernel 7) on layers 0, 2 beside Qwen3's attention with a sigmoid gate per head, full
+ * on layer 1 under the proportional rope (half the angles turn, theta 1e6) and sliding (window 6) on layer 3 under
+ * the default rope (theta 1e4); sandwich norms on both sub-layers' outputs; the conv states in every mode's caches */
+static void test_lfm3(void **state) {
+    (void)state;
+    run_dir("lfm3");
+}
+
 /* LFM2-8B-A1B-like: LFM2's conv layers (0, 2, 3) and attention layer (1); layer 0's feed-forward the dense SwiGLU,
  * the others 8 SwiGLU experts of 32 chosen top-2 by sigmoid score + expert_bias, renormalised (sum + 1e-6), x 1.5 */
 static void test_lfm2_moe(void **state) {
@@ -1158,6 +1166,7 @@ int main(void) {
         cmocka_unit_test(test_internlm3),
         cmocka_unit_test(test_nemotron),
         cmocka_unit_test(test_lfm2),
+        cmocka_unit_test(test_lfm3),
         cmocka_unit_test(test_qwen3_next),
         cmocka_unit_test(test_qwen3_5_text),
         cmocka_unit_test(test_qwen3_5_moe),

@@ -309,6 +309,7 @@ static void test_two_state_prefix_cache(void **state) {
     two_state_prefix_cache("nemotron_h_moe", true);
     two_state_prefix_cache("falcon_h1", true); /* K/V and states in every layer */
     two_state_prefix_cache("jamba", true);     /* Mamba-1 states beside attention */
+    two_state_prefix_cache("lfm3", true);      /* conv states beside full and sliding attention */
     /* states alone: the engine snapshots them every 16 tokens, past the shared 14 (no hit; tokens still equal) */
     two_state_prefix_cache("mamba2", false);
     two_state_prefix_cache("mamba", false); /* Mamba-1's states alone, as Mamba2's */

@@ -113,6 +113,29 @@ static void test_linear_frequencies(void **state) {
     assert_int_equal(kvc_rope_frequencies(&r, 64, inv, &A), KVC_EINVAL);
 }
 
+/* proportional (LFM3's full layers): the whole head's default frequencies, of which the first floor(share x d / 2)
+ * turn (against float64) and the rest are 0 (cos 1, sin 0: those channels pass through unchanged), all divided by
+ * the factor; a share outside [0, 1] refused. */
+static void test_proportional_frequencies(void **state) {
+    (void)state;
+    kvc_rope_config r = {.type = KVC_ROPE_PROPORTIONAL, .theta = 1e6, .factor = 1.0, .partial_rotary_factor = 0.3};
+    float inv[32], A = 0, cs[64], sn[64], x[64], y[64];
+    assert_int_equal(kvc_rope_frequencies(&r, 64, inv, &A), KVC_OK);
+    assert_true(A == 1.0f);
+    for (int i = 0; i < 32; i++) /* floor(0.3 x 64 / 2) = 9 angles turn */
+        assert_true(i < 9 ? rel(inv[i], 1.0 / pow(1e6, 2.0 * i / 64.0)) < 1e-6 : inv[i] == 0.0f);
+    kvc_rope_cos_sin(inv, 64, A, 17, cs, sn);
+    for (int i = 0; i < 64; i++) x[i] = (float)(i - 20) / 7.0f;
+    kvc_rope_half_f32(x, cs, sn, 64, y);
+    for (int i = 0; i < 64; i++) assert_true((i % 32 < 9) == (y[i] != x[i]));
+    r.factor = 4.0, r.partial_rotary_factor = 0.0; /* 0: the whole head */
+    assert_int_equal(kvc_rope_frequencies(&r, 64, inv, &A), KVC_OK);
+    for (int i = 0; i < 32; i++) assert_true(inv[i] > 0.0f && rel(inv[i], 1.0 / pow(1e6, 2.0 * i / 64.0) / 4.0) < 1e-6);
+    r.partial_rotary_factor = 1.5;
+    assert_int_equal(kvc_rope_frequencies(&r, 64, inv, &A), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "rope proportional: partial_rotary_factor 1.5"));
+}
+
 static void test_plan_refusals(void **state) {
     (void)state;
     float inv[8], A;
@@ -350,11 +373,17 @@ static void test_layernorm_rows(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default_frequencies),  cmocka_unit_test(test_yarn_frequencies),
-        cmocka_unit_test(test_llama3_frequencies),   cmocka_unit_test(test_linear_frequencies),
-        cmocka_unit_test(test_plan_refusals),        cmocka_unit_test(test_rotations),
-        cmocka_unit_test(test_longrope_frequencies), cmocka_unit_test(test_rmsnorm_rows),
-        cmocka_unit_test(test_rmsnorm_rows_threads), cmocka_unit_test(test_layernorm_rows),
+        cmocka_unit_test(test_default_frequencies),
+        cmocka_unit_test(test_yarn_frequencies),
+        cmocka_unit_test(test_llama3_frequencies),
+        cmocka_unit_test(test_linear_frequencies),
+        cmocka_unit_test(test_proportional_frequencies),
+        cmocka_unit_test(test_plan_refusals),
+        cmocka_unit_test(test_rotations),
+        cmocka_unit_test(test_longrope_frequencies),
+        cmocka_unit_test(test_rmsnorm_rows),
+        cmocka_unit_test(test_rmsnorm_rows_threads),
+        cmocka_unit_test(test_layernorm_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

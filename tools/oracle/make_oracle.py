@@ -10,7 +10,7 @@ gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, e
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text, qwen3_5_moe, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
-cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa) this script
+cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa, lfm3) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -105,6 +105,8 @@ from transformers import (
     NemotronForCausalLM,
     Lfm2Config,
     Lfm2ForCausalLM,
+    Lfm3Config,
+    Lfm3ForCausalLM,
     Qwen3NextConfig,
     Qwen3NextForCausalLM,
     Qwen3_5ForCausalLM,
@@ -1430,6 +1432,18 @@ def lfm2_config():
                       bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def lfm3_config():
+    # LFM3 at toy size: 4 layers, short convolutions (conv_L_cache 7, the class's; no biases) on layers 0 and 2, Qwen3's
+    # attention (4 heads of 16, 2 KV heads, per-head q/k RMSNorm) with a sigmoid gate per head (g_proj) full on layer
+    # 1 under the proportional rope (theta 1e6, half the angles: the class's) and sliding (window 6) on layer 3 under
+    # the default rope (theta 1e4), sandwich norms (post_operator_norm, post_ffn_norm), the SwiGLU MLP of 96 as given,
+    # norm_eps 1e-5, tied (the defaults).
+    return Lfm3Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+                      sliding_window=6, layer_types=["conv", "full_attention", "conv", "sliding_attention"],
+                      bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def qwen3_next_config():
     # Qwen3-Next at toy size: 4 layers, Gated DeltaNet on layers 0-2 (full_attention_interval 4) with 2 key heads of
     # 16 and 4 value heads of 12 (two value heads per key head), conv kernel 4, then gated full attention on layer 3
@@ -1804,6 +1818,7 @@ FAMILIES = {
     "codegen": (codegen_config, CodeGenForCausalLM),
     "nemotron": (nemotron_config, NemotronForCausalLM),
     "lfm2": (lfm2_config, Lfm2ForCausalLM),
+    "lfm3": (lfm3_config, Lfm3ForCausalLM),
     "qwen3_next": (qwen3_next_config, Qwen3NextForCausalLM),
     "qwen3_5_text": (qwen3_5_text_config, Qwen3_5ForCausalLM),
     "qwen3_5_moe": (qwen3_5_moe_config, Qwen3_5MoeForConditionalGeneration),
@@ -2270,6 +2285,14 @@ def make_family(family, out_root, seed):
         summary["sensitivity_full_rotary"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
         summary["sensitivity_norm_topk_prob_false"] = sensitivity(model, ps[-1], norm_topk_prob=False)
+    if family == "lfm3":
+        attns = [layer.self_attn for layer in model.model.layers if hasattr(layer, "self_attn")]
+        summary["sensitivity_no_attention_gate"] = sensitivity_modules(model, ps[-1], attns, "g_proj", None)
+        summary["sensitivity_full_rotary"] = sensitivity(
+            model, ps[-1], rope_parameters={**model.config.rope_parameters, "full_attention": {
+                "rope_type": "default", "rope_theta": 1000000.0}})
+        summary["sensitivity_every_layer_full"] = sensitivity(
+            model, ps[-1], layer_types=["conv", "full_attention", "conv", "full_attention"])
     if family == "lfm2_moe":
         moes = [layer.feed_forward for layer in model.model.layers if hasattr(layer.feed_forward, "expert_bias")]
         bias_of = {id(m.gate): m.expert_bias for m in moes}  # chosen by sigmoid score + bias
@@ -2750,7 +2773,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "glm4_moe_lite", "exaone_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "gpt2_layer_scale", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
-                               "nemotron", "lfm2", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "bamba", "granitemoehybrid", "nemotron_h", "nemotron_h_moe", "falcon_h1", "falcon_h1_gated", "mamba2", "mamba", "falcon_mamba", "jamba", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
+                               "nemotron", "lfm2", "lfm3", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "bamba", "granitemoehybrid", "nemotron_h", "nemotron_h_moe", "falcon_h1", "falcon_h1_gated", "mamba2", "mamba", "falcon_mamba", "jamba", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
