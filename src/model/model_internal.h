@@ -71,18 +71,18 @@ typedef struct kvc_layer_weights {
     float *pre_ff_norm;  /* [H] Gemma 3 pre_feedforward_layernorm (the MLP's input) */
     float *post_ff_norm; /* [H] Gemma 3, OLMo 2 post_feedforward_layernorm (the MLP's output) */
     /* GQA attention (dense, GptOss) */
-    kvc_wmat wq;                /* [nH*D, H] */
-    float *bq;                  /* [nH*D] */
-    kvc_wmat wk;                /* [nKV*D, H] */
-    float *bk;                  /* [nKV*D] */
-    kvc_wmat wv;                /* [nKV*D, H] */
-    float *bv;                  /* [nKV*D] */
-    kvc_wmat wo;                /* [H, nH*Dv] */
-    kvc_wmat wg;                /* [nH, H] LFM3's g_proj, saved as gate_proj (attn_head_gate) */
-    kvc_wmat wqkv;              /* [nH*D + 2*nKV*D, H]: one view over wq, wk, wv (fuse.c); data NULL: not fused */
-    float *bo;                  /* [H] */
-    kvc_wmat wg;                /* [nH*D, H] AFMoE's self_attn.gate_proj (attn_gate_proj), no bias */
-    float *q_norm, *k_norm;     /* [D] Qwen3; [nH*D], [nKV*D] OLMo 2 */
+    kvc_wmat wq;            /* [nH*D, H] */
+    float *bq;              /* [nH*D] */
+    kvc_wmat wk;            /* [nKV*D, H] */
+    float *bk;              /* [nKV*D] */
+    kvc_wmat wv;            /* [nKV*D, H] */
+    float *bv;              /* [nKV*D] */
+    kvc_wmat wo;            /* [H, nH*Dv] */
+    kvc_wmat wqkv;          /* [nH*D + 2*nKV*D, H]: one view over wq, wk, wv (fuse.c); data NULL: not fused */
+    float *bo;              /* [H] */
+    kvc_wmat wg;            /* self_attn.gate_proj, no bias: [nH*D, H] AFMoE's (attn_gate_proj), [nH, H] LFM3's g_proj
+                               (attn_head_gate) */
+    float *q_norm, *k_norm; /* [D] Qwen3; [nH*D], [nKV*D] OLMo 2 */
     float *q_norm_b, *k_norm_b; /* [D] Persimmon's q/k LayerNorm biases (its [D] weights shared by the heads) */
     float *sinks;               /* [nH] GptOss */
     /* MLA (DeepseekV3); wq above is q_proj [nH*dq, H] when q_lora_rank == 0 */
