@@ -1125,13 +1125,7 @@ def glm4_moe_lite_config():
     # first_k_dense_replace cannot say); GLM-4.5's grouped sigmoid router over 8 experts of 16 in 2 groups (the best 1
     # kept), top-2, renormalised, times 1.8 (the class default), one shared expert; the routers'
     # e_score_correction_bias random; rms_norm_eps 1e-5 and untied by default.
-    return Glm4MoeLiteConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
-                             num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=24,
-                             qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=12, moe_intermediate_size=16,
-                             n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1, n_shared_experts=1,
-                             mlp_layer_types=["sparse", "dense", "sparse"], max_position_embeddings=128,
-                             rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-                             bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    return Glm4MoeLiteConfig(**MLA_MOE_TOY_SHAPE)
 
 
 def sarvam_mla_config():
@@ -1149,7 +1143,7 @@ def sarvam_mla_config():
                            bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
-# The MLA + grouped-router toy shape of axk1 and glm_moe_dsa (glm4_moe_lite's sizes).
+# The MLA + grouped-router toy shape of glm4_moe_lite, axk1 and glm_moe_dsa.
 MLA_MOE_TOY_SHAPE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
                          num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=24,
                          qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=12, moe_intermediate_size=16,
