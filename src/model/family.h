@@ -191,6 +191,8 @@ kvc_status kvci_family_parse_gemma(const kvc_hparams *hp, kvc_model_config *cfg)
  * falcon, gptj, nemotron, gpt_neo, codegen, biogpt. */
 bool kvci_family_is_classic(const char *model_type);
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg);
+/* JetMoE (family_jetmoe.c; run by the dense family): attention experts and a MoE MLP, each with a bias. */
+kvc_status kvci_family_parse_jetmoe(const kvc_hparams *hp, kvc_model_config *cfg);
 /* NanoChat (family_nanochat.c; run by the dense family): weightless RMSNorms (the embeddings' too), q/k normalised
  * after RoPE turned the other way, a relu2 MLP, soft-capped logits. */
 kvc_status kvci_family_parse_nanochat(const kvc_hparams *hp, kvc_model_config *cfg);

@@ -438,6 +438,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/nanochat/config.json",
         "oracle/youtu/config.json",
         "oracle/minicpm3/config.json",
+        "oracle/jetmoe/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);
