@@ -323,6 +323,14 @@ typedef struct kvc_model_config {
      * hidden_size] of the attention's normed input,
      * each head's output times sigmoid of its gate before o_proj. Last, as above. */
     bool attn_head_gate;
+    /* JetMoE (model_type jetmoe): attention_experts marks the mixture of attention heads (kvci_attn_moa,
+     * src/model/attn_moa.c): each token's top experts_per_tok of n_routed_experts query projections [nKV D, H]
+     * (slot j's queries the heads j, j + K, ... of transformers' order) over the shared k / v of num_kv_heads heads,
+     * each slot's output through its expert's output projection [H, nKV D], weighted by the router's top-k softmax,
+     * plus a bias. final_norm_eps: the final norm's eps when above 0 (JetMoE's layer norms keep 1e-6, rms_norm_eps),
+     * else rms_norm_eps. Last, as above. */
+    bool attention_experts;
+    double final_norm_eps;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -211,8 +211,9 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
         KVC_TRY(kvci_json_child(c, "ffn_config", path, sizeof path, &ffn, &have));
         KVC_TRY(kvci_family_opt_int(&ffn, "ffn_hidden_size", 3584, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (cfg->family == KVC_FAMILY_QWEN3_NEXT && strncmp(cfg->model_type, "qwen3_5_moe", 11) == 0) {
-        cfg->intermediate_size = 1;                    /* no dense MLP, no key: the hook sets the experts' width */
-    } else if (cfg->family == KVC_FAMILY_QWEN3_NEXT) { /* Qwen3NextConfig's 5632, Qwen3_5TextConfig's 12288 */
+        cfg->intermediate_size = 1; /* no dense MLP, no key: the hook sets the experts' width */
+    } else if (cfg->family == KVC_FAMILY_QWEN3_NEXT || strcmp(cfg->model_type, "jetmoe") == 0) {
+        /* Qwen3NextConfig's and JetMoeConfig's 5632, Qwen3_5TextConfig's 12288 */
         const int64_t def = strncmp(cfg->model_type, "qwen3_5", 7) == 0 ? 12288 : 5632;
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", def, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (cfg->family == KVC_FAMILY_LFM2) { /* Lfm2Config's 12288, Lfm2MoeConfig's 7168, Lfm3Config's 7680 when

@@ -239,6 +239,8 @@ kvc_status kvci_family_parse_hy_v3(const kvc_hparams *hp, kvc_model_config *cfg)
 const char *kvci_family_refusal(const char *model_type);
 /* Whether the dense family's model type has per-head attention sinks (Granite SWA, Granite MoE SWA, Flint). */
 bool kvci_family_attn_sinks(const char *model_type);
+/* JetMoE (family_jetmoe.c; run by the dense family): attention experts and a MoE MLP, each with a bias. */
+kvc_status kvci_family_parse_jetmoe(const kvc_hparams *hp, kvc_model_config *cfg);
 /* NanoChat (family_nanochat.c; run by the dense family): weightless RMSNorms (the embeddings' too), q/k normalised
  * after RoPE turned the other way, a relu2 MLP, soft-capped logits. */
 kvc_status kvci_family_parse_nanochat(const kvc_hparams *hp, kvc_model_config *cfg);

@@ -1021,6 +1021,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "afmoe") == 0) return kvci_family_parse_afmoe(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (strcmp(mt, "nanochat") == 0) return kvci_family_parse_nanochat(hp, cfg);
+    if (strcmp(mt, "jetmoe") == 0) return kvci_family_parse_jetmoe(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
@@ -1076,6 +1077,7 @@ static kvc_status parse_dense(const kvc_hparams *hp, kvc_model_config *cfg) {
 static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
     const kvc_model_config *c = &s->m->cfg;
     if (!c->layer_moe[l]) return kvci_fwd_dense_mlp(s, l);
+    if (c->attention_experts) return kvci_ffn_jetmoe(s, l);
     if (granite_moe(c->model_type)) return kvci_ffn_granite_moe(s, l);
     if (strcmp(c->model_type, "flint") == 0 || c->moe_route_sigmoid) return kvci_ffn_sigmoid_moe(s, l);
     if (strcmp(c->model_type, "cohere2_moe") == 0) return kvci_ffn_granite_moe(s, l); /* softmax of the top k */
@@ -1083,6 +1085,11 @@ static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
     if (strcmp(c->model_type, "phimoe") == 0) return kvci_ffn_phimoe(s, l);
     if (strcmp(c->model_type, "kolibri1") == 0) return kvci_ffn_kolibri(s, l);
     return c->n_group > 0 ? kvci_ffn_deepseek(s, l, false) : kvci_ffn_softmax_moe(s, l);
+}
+
+/* JetMoE's attention experts, else GQA. */
+static kvc_status dense_attention(const kvc_fwd_step *s, int64_t l) {
+    return s->m->cfg.attention_experts ? kvci_attn_moa(s, l) : kvci_attn_gqa(s, l);
 }
 
 /* GLM-4.5's routing sizes: DeepSeek-V3's rules; AFMoE's its own (one group). */
@@ -1239,6 +1246,7 @@ static const kvc_family_alias ALIASES[] = {
     {"hy_v3", "HYV3ForCausalLM", "hy_v3", true},
     {"cohere2_moe", "Cohere2MoeForCausalLM", "cohere2_moe", true},
     {"afmoe", "AfmoeForCausalLM", "afmoe", true},
+    {"jetmoe", "JetMoeForCausalLM", "jetmoe", true},
 };
 
 bool kvci_family_attn_sinks(const char *mt) {
@@ -1272,6 +1280,7 @@ const kvc_family_desc kvc_family_dense = {
     .check = dense_check,
     .default_kinds = dense_kinds,
     .softmax_scale = dense_scale,
+    .attention = dense_attention,
     .ffn = dense_ffn,
     .reads_window = dense_reads_window,
 };

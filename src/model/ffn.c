@@ -82,9 +82,7 @@ static void scatter_add(kvc_model_workspace *ws, int64_t n, int64_t H) {
     }
 }
 
-/* The k largest of the E logits lg into sel and their softmax (over those k only, in f32) into sw: the GptOss and
- * Granite MoE routers. */
-static void top_k_softmax(const float *lg, int64_t E, int64_t K, int32_t *sel, float *sw) {
+void kvci_top_k_softmax(const float *lg, int64_t E, int64_t K, int32_t *sel, float *sw) {
     top_k(lg, E, K, sel);
     float mx = lg[sel[0]], den = 0.0f;
     for (int64_t j = 0; j < K; j++) den += (sw[j] = expf(lg[sel[j]] - mx));
@@ -98,7 +96,7 @@ kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l) {
     const int64_t T = s->T, H = c->hidden_size, E = c->num_experts, K = c->experts_per_tok, I = c->intermediate_size;
     const float lim = (float)c->swiglu_limit, alpha = (float)c->swiglu_alpha;
     KVC_TRY(kvci_linear(ws->xn, T, &w->router_w, w->router_b, ws->router)); /* [T, E] */
-    for (int64_t t = 0; t < T; t++) top_k_softmax(ws->router + t * E, E, K, ws->sel + t * K, ws->selw + t * K);
+    for (int64_t t = 0; t < T; t++) kvci_top_k_softmax(ws->router + t * E, E, K, ws->sel + t * K, ws->selw + t * K);
     memset(ws->acc, 0, (size_t)(T * H) * sizeof(float));
     for (int32_t e = 0; e < (int32_t)E; e++) {
         const int64_t n = gather(ws, ws->xn, T, K, H, e);
@@ -208,7 +206,7 @@ static void softmax_route(const kvc_model_config *c, const kvc_layer_weights *w,
 static void granite_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                           float *sw, float *tmp) {
     (void)w, (void)tmp;
-    top_k_softmax(logits, c->n_routed_experts, c->experts_per_tok, sel, sw);
+    kvci_top_k_softmax(logits, c->n_routed_experts, c->experts_per_tok, sel, sw);
 }
 
 /* Llama 4 router (HF Llama4Router) and Flint's (FlintTopKRouter): the k largest logits (ties: lower index first, as
@@ -355,6 +353,14 @@ kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l, bool v2) {
 kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, softmax_route); }
 
 kvc_status kvci_ffn_granite_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, granite_route); }
+kvc_status kvci_ffn_jetmoe(const kvc_fwd_step *s, int64_t l) {
+    const int64_t H = s->m->cfg.hidden_size;
+    const float *b = s->m->layers[l].moe_b; /* [H] */
+    KVC_TRY(routed_experts(s, l, granite_route));
+    for (int64_t t = 0; t < s->T; t++)
+        for (int64_t j = 0; j < H; j++) s->ws->proj[t * H + j] += b[j];
+    return KVC_OK;
+}
 kvc_status kvci_ffn_sigmoid_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, sigmoid_route); }
 kvc_status kvci_ffn_ernie_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, ernie_route); }
 kvc_status kvci_ffn_phimoe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, phimoe_route); }

@@ -88,7 +88,8 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
                                                      : 1); /* LFM3's [T, nH] */
     A(gdn, kvci_gated_delta_floats(c, Tm));
     A(mamba, mamba ? kvci_mamba2_scratch(c, Tm) : mamba1 ? kvci_mamba1_scratch(c, Tm) : 1);
-    const int64_t mw = kvci_max64(H, c->moe_latent_size);   /* Nemotron-H's experts may run wider than H */
+    /* Nemotron-H's experts may run wider than H; JetMoE's attention experts gather rows of nKV D */
+    const int64_t mw = max3(H, c->moe_latent_size, c->attention_experts ? nkv * dq : 0);
     A(acc, Tm * kvci_max64(mw, kvci_model_embed_width(c))); /* also OPT-350m's embedding rows [T, E] */
     A(xg, Tm * mw);
     A(yg, Tm * mw);
@@ -356,13 +357,18 @@ void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t str
 
 /* y[T, H] = x[T, H] normalised by norm (y may be x): a LayerNorm (Cohere's without bias, StarCoder2's with
  * bias; NULL: none), else RMSNorm. */
-static void norm_rows(const kvc_model *m, const float *x, int64_t T, const float *norm, const float *bias, float *y) {
+static void norm_rows_eps(const kvc_model *m, const float *x, int64_t T, const float *norm, const float *bias,
+                          double eps_d, float *y) {
     const int64_t H = m->cfg.hidden_size;
-    const float eps = (float)m->cfg.rms_norm_eps;
+    const float eps = (float)eps_d;
     if (m->cfg.layer_norm)
         kvci_layernorm_rows_threads(x, T, H, H, norm, bias, eps, y);
     else
         kvci_rmsnorm_rows_threads(x, T, H, H, norm, eps, y);
+}
+
+static void norm_rows(const kvc_model *m, const float *x, int64_t T, const float *norm, const float *bias, float *y) {
+    norm_rows_eps(m, x, T, norm, bias, m->cfg.rms_norm_eps, y);
 }
 
 /* h[T, H] += d[T, H], d first summed over the tensor-parallel ranks (d holds this rank's partial sum
@@ -496,7 +502,8 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         n = md->n_rows;
         for (int64_t r = 0; r < n; r++) memcpy(ws->xn + r * H, ws->h + (md->cu_seq_lens_q[r] - 1) * H, (size_t)H * 4);
     }
-    if (!c->final_norm_none) norm_rows(m, ws->xn, n, m->final_norm, m->final_norm_b, ws->xn);
+    const double final_eps = c->final_norm_eps > 0.0 ? c->final_norm_eps : c->rms_norm_eps; /* JetMoE's own */
+    if (!c->final_norm_none) norm_rows_eps(m, ws->xn, n, m->final_norm, m->final_norm_b, final_eps, ws->xn);
     const float *head_in = ws->xn; /* [n, E] */
     if (c->embed_dim > 0 && (st = kvci_linear(ws->xn, n, &m->project_out, NULL, ws->acc)) == KVC_OK) head_in = ws->acc;
     if (st == KVC_OK) st = kvci_linear(head_in, n, &m->lm_head, m->lm_head_b, a->logits);

@@ -97,6 +97,11 @@ void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int6
 /* The attention sub-layers: read ws->xn [T, H], write ws->proj [T, H]. */
 kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l);
+/* JetMoE's mixture of attention heads (attn_moa.c; kvc_model_config.attention_experts). */
+kvc_status kvci_attn_moa(const kvc_fwd_step *s, int64_t l);
+/* The k largest of the E logits lg into sel (ties: lower index first) and their softmax (over those k only, f32) into
+ * sw: the GptOss, Granite MoE and JetMoE routers. */
+void kvci_top_k_softmax(const float *lg, int64_t E, int64_t K, int32_t *sel, float *sw);
 /* Row r's state in t, one of layer l's state tensors (kvci_layer_state_slot; state_layers.c): its cache row
  * (cache_rows) or its block of the layer's state key (paged); *out NULL when the step has no caches. Refused naming
  * the layer and row when the block table is missing or the row or block is out of range. */
@@ -147,6 +152,8 @@ kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l, bool v2);
 kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l);
 /* Granite MoE (and Shared): the k largest router logits, softmax over them (GptOss's router), SwiGLU experts. */
 kvc_status kvci_ffn_granite_moe(const kvc_fwd_step *s, int64_t l);
+/* JetMoE: Granite MoE's router and experts, the block's bias (moe_b [H]) added. */
+kvc_status kvci_ffn_jetmoe(const kvc_fwd_step *s, int64_t l);
 /* Llama 4: sigmoid of the top-k logits, each scaling its expert's input; the shared expert added. */
 kvc_status kvci_ffn_sigmoid_moe(const kvc_fwd_step *s, int64_t l);
 /* ERNIE 4.5 MoE: softmax router choosing by probability plus correction bias, min-clamped renormalisation. */

@@ -61,6 +61,7 @@ static const type_defaults DEFAULTS[] = {
     {"flint", 128, 10000.0, 513, false, 4, false, false},        /* FlintConfig's */
     {"hy_v3", 128, 11158840.0, 0, false, 8, false, false},       /* HYV3Config's */
     {"cohere2_moe", 128, 10000.0, 4096, false, 0, false, false}, /* Cohere2MoeConfig's */
+    {"jetmoe", 128, 10000.0, 0, false, 16, false, false},        /* JetMoeConfig's (head_dim: kv_channels) */
     {"gemma", 256, 10000.0, 0, false, 16, false, false},
     {"smollm3", 0, 2000000.0, 0, true, 4, false, false},
     {"glm", 128, 10000.0, 0, false, 2, false, false},
@@ -295,11 +296,11 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
         KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
     const char *type = hp->model_type != NULL ? hp->model_type : "";
     const bool mamba1 = strcmp(type, "mamba") == 0 || strcmp(type, "falcon_mamba") == 0;
-    const bool mamba2 = strcmp(type, "mamba2") == 0;
-    bool have_heads = false;        /* optional for Mamba2 and Mamba (no attention) only */
+    const bool mamba2 = strcmp(type, "mamba2") == 0, jetmoe = strcmp(type, "jetmoe") == 0;
+    bool have_heads = false;        /* optional for Mamba2 and Mamba (no attention) and JetMoE (derived) only */
     hp->n_heads = mamba1 ? 1 : 128; /* Mamba2Config's num_heads, read as the heads (its mixer's); Mamba has none */
     KVC_TRY(kvci_hparams_int(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads,
-                             mamba1 || mamba2 ? &have_heads : NULL));
+                             mamba1 || mamba2 || jetmoe ? &have_heads : NULL));
     hp->n_kv_heads = hp->n_heads;
     if (defaults_of(hp).mha_only) { /* its keys unread, as transformers' attention never reads them */
         hp->have_kv_heads = true;
@@ -312,6 +313,11 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     const int64_t class_kv =
         hp->have_kv_heads || !kvci_json_missing(c, KV_HEADS_KEYS[0]) ? 0 : defaults_of(hp).kv_heads;
     if (class_kv > 0) hp->n_kv_heads = class_kv, hp->have_kv_heads = true;
+    if (jetmoe) { /* JetMoeConfig: num_attention_heads = num_key_value_heads x num_experts_per_tok, whatever it says */
+        int64_t k = 2;
+        KVC_TRY(kvci_json_int(c, "num_experts_per_tok", 1, KVC_HP_MAX_EXPERTS, &k, &have_heads));
+        hp->n_heads = hp->n_kv_heads * k;
+    }
     if (hp->n_heads % hp->n_kv_heads != 0)
         return kvci_fail(KVC_EINVAL, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld%s%s%s",
                          c->doc, (long long)hp->n_heads, (long long)hp->n_kv_heads,
@@ -332,6 +338,7 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
         hp->max_pos = 1024, hp->have_max_pos = true;
     if (!hp->have_max_pos && kvci_name_listed(mt, TABLE_2048, sizeof TABLE_2048 / sizeof TABLE_2048[0]))
         hp->max_pos = 2048, hp->have_max_pos = true;
+    if (!hp->have_max_pos && jetmoe) hp->max_pos = 4096, hp->have_max_pos = true; /* JetMoeConfig's */
     return KVC_OK;
 }
 

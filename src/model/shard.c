@@ -14,6 +14,9 @@ kvc_status kvci_shard_divide(const char *field, int64_t v, int64_t tp, int64_t *
 kvc_status kvci_model_shard_config(const kvc_model_config *full, int64_t tp, kvc_model_config *out) {
     if (tp < 1 || tp > 4096)
         return kvci_fail(KVC_EINVAL, "model: tensor parallelism %lld outside [1, 4096]", (long long)tp);
+    if (tp > 1 && full->attention_experts) /* the experts' query heads are the token's, not a rank's */
+        return kvci_fail(KVC_EINVAL, "model: tensor parallelism %lld is not supported for %s (attention experts)",
+                         (long long)tp, full->model_type);
     kvc_model_config c = *full;
     KVC_TRY(kvci_shard_state_config(full, tp, &c));
     bool attention = false, mlp = false; /* Mamba2ForCausalLM has neither: its placeholder sizes are not split */

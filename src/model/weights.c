@@ -416,6 +416,34 @@ static kvc_status visit_granite_moe(visitor *v, const kvc_model_config *c, kvc_l
     return Ish == 0 ? KVC_OK : visit_granite_shared(v, c, Ish, fIsh, &w->sh_gate, &w->sh_up, &w->sh_down);
 }
 
+/* JetMoE's layer: the attention experts under self_attention.experts (router.layer [E, H], input_linear [E, nKV D, H],
+ * output_linear [E, H, nKV D], bias [H]) and kv_proj [2 nKV D, H] (keys, then values); the MLP's router.layer,
+ * input_linear [E, 2 I, H] (gate rows first), output_linear [E, H, I] and bias [H] under mlp. Gate / up / k / v names
+ * are the runtime's, read from the fused tensors. */
+static kvc_status visit_jetmoe_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, E = c->n_routed_experts, Q = c->num_kv_heads * c->head_dim;
+    const char *kv = "self_attention.kv_proj.weight";
+    TRY(m2(v, "self_attention.experts.router.layer.weight", E, H, &w->moa_router, WHOLE));
+    TRY(m3(v, "self_attention.experts.input_linear.weight", E, Q, H, &w->moa_in, false, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(m3(v, "self_attention.experts.output_linear.weight", E, H, Q, &w->moa_out, false, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(v1(v, "self_attention.experts.bias", H, &w->bo, KVC_WINIT_BIAS, WHOLE));
+    TRY(m2_in(v, "self_attention.k_proj.weight", Q, H, &w->wk, WHOLE, (kvc_wfused){kv, 2 * Q, 0, 0, 0}));
+    return m2_in(v, "self_attention.v_proj.weight", Q, H, &w->wv, WHOLE, (kvc_wfused){kv, 2 * Q, Q, 0, 0});
+}
+
+static kvc_status visit_jetmoe_mlp(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, E = c->n_routed_experts, I = c->moe_intermediate_size;
+    const char *in = "mlp.input_linear.weight";
+    w->moe = true;
+    TRY(m2(v, "mlp.router.layer.weight", E, H, &w->gate_w, WHOLE));
+    TRY(m3_in(v, "mlp.gate_proj.weight", E, I, H, &w->ex_gate, false, KVC_WINIT_WEIGHT, WHOLE,
+              (kvc_wfused){in, 2 * I, 0, 0, 0}));
+    TRY(m3_in(v, "mlp.up_proj.weight", E, I, H, &w->ex_up, false, KVC_WINIT_WEIGHT, WHOLE,
+              (kvc_wfused){in, 2 * I, I, 0, 0}));
+    TRY(m3(v, "mlp.output_linear.weight", E, H, I, &w->ex_down, false, KVC_WINIT_WEIGHT, WHOLE));
+    return v1(v, "mlp.bias", H, &w->moe_b, KVC_WINIT_BIAS, WHOLE);
+}
+
 /* A layer's norms (none for OLMo's weightless LayerNorms). GLM-4 names the sandwich norms after their places:
  * post_self_attn (attention output), post_attention (MLP input), post_mlp (MLP output); Cohere's parallel block
  * has its input norm only. */
@@ -552,6 +580,7 @@ static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, 
     if (c->layer_conv[l]) return visit_short_conv(v, c, w);
     if (c->layer_gdn[l]) return visit_gated_delta(v, c, w);
     if (c->layer_mamba1[l]) return visit_mamba1(v, c, w);
+    if (c->attention_experts) return visit_jetmoe_attn(v, c, w);
     if (c->layer_mamba[l]) {
         TRY(visit_mamba2(v, c, w));
         return c->mamba_parallel_attn ? visit_gqa_attn(v, c, w) : KVC_OK; /* Falcon-H1: attention beside it */
@@ -574,6 +603,8 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(v2(v, "mlp.experts.gate_up_proj_bias", E, 2 * I, &w->gu_b, KVC_WINIT_BIAS, even(v, 1, 2 * I)));
         TRY(m3(v, "mlp.experts.down_proj", E, H, I, &w->dn, true, KVC_WINIT_WEIGHT, even(v, 1, I)));
         TRY(v2(v, "mlp.experts.down_proj_bias", E, H, &w->dn_b, KVC_WINIT_BIAS, rank0_bias(v)));
+    } else if (c->attention_experts) {
+        TRY(visit_jetmoe_mlp(v, c, w));
     } else if (c->layer_moe[l] && strcmp(c->model_type, "nemotron_h") == 0) {
         TRY(visit_nemotron_moe(v, c, w));
     } else if (c->layer_moe[l] && strncmp(c->model_type, "granitemoe", 10) == 0) {

@@ -1505,7 +1505,7 @@ static void test_gptj_fields(void **state) {
 static kvc_model_plan *plan_of(const char *json, const char *family) {
     kvc_model_plan *plan = NULL;
     const kvc_plan_options opt = kvc_plan_default_options();
-    assert_int_equal(kvc_model_plan_create(json, strlen(json), &opt, &plan), KVC_OK);
+    if (kvc_model_plan_create(json, strlen(json), &opt, &plan) != KVC_OK) fail_msg("%s", kvc_last_error());
     assert_string_equal(plan->family, family);
     return plan;
 }
@@ -1520,6 +1520,41 @@ static void expect_plan_heads(const char *json, const char *family, int64_t D, i
     kvc_model_plan *plan = plan_of(json, family);
     assert_true(plan->head_dim == D && plan->num_key_value_heads == kv);
     kvc_model_plan_destroy(plan);
+}
+
+#define JETMOE_BASE "{\"model_type\":\"jetmoe\",\"vocab_size\":8,\"hidden_size\":64,\"num_hidden_layers\":2"
+
+/* JetMoE with JetMoeConfig's defaults (16 KV heads of kv_channels 128, 8 experts, top 2: 32 query heads whatever
+ * num_attention_heads says; intermediate 5632, layer norms' eps 1e-6, the final norm's rms_norm_eps, theta 1e4,
+ * tied) and with its keys set; the planner's heads and dims; refused: another activation, top-k above the experts,
+ * tensor parallelism. */
+static void test_jetmoe_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(JETMOE_BASE ",\"num_attention_heads\":5}", "jetmoe", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.attention_experts && c.num_kv_heads == 16 && c.num_heads == 32);
+    assert_true(c.head_dim == 128 && c.n_routed_experts == 8 && c.experts_per_tok == 2 && c.intermediate_size == 5632);
+    assert_true(c.moe_intermediate_size == 5632 && c.layer_moe[0] && c.layer_moe[1] && c.tie_word_embeddings);
+    assert_true(c.rms_norm_eps == 1e-6 && c.final_norm_eps == 1e-6 && c.rope.theta == 1e4 && !c.qkv_bias);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 / sqrt(128.0) && c.max_position_embeddings == 4096);
+    expect_plan_heads(JETMOE_BASE "}", "jetmoe", 128, 16);
+    assert_int_equal(kvc_model_config_parse(JETMOE_BASE ",\"num_key_value_heads\":2,\"kv_channels\":16,"
+                                                        "\"num_local_experts\":4,\"num_experts_per_tok\":3,"
+                                                        "\"intermediate_size\":24,\"rms_norm_eps\":1e-5,"
+                                                        "\"tie_word_embeddings\":false}",
+                                            "jetmoe-set", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 2 && c.num_heads == 6 && c.head_dim == 16 && c.n_routed_experts == 4);
+    assert_true(c.experts_per_tok == 3 && c.moe_intermediate_size == 24 && !c.tie_word_embeddings);
+    assert_true(c.rms_norm_eps == 1e-6 && c.final_norm_eps == 1e-5);
+    expect_plan_heads(JETMOE_BASE ",\"num_key_value_heads\":2,\"kv_channels\":16}", "jetmoe", 16, 2);
+    expect_refusal(JETMOE_BASE ",\"activation_function\":\"gelu\"}", "activation_function \"gelu\"");
+    expect_refusal(JETMOE_BASE ",\"num_local_experts\":1}",
+                   "num_experts_per_tok 2 must be in [1, num_local_experts = 1]");
+    kvc_model_config sh;
+    assert_int_equal(kvc_model_config_parse(JETMOE_BASE "}", "jetmoe", &c), KVC_OK);
+    assert_int_equal(kvci_model_shard_config(&c, 2, &sh), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "not supported for jetmoe"));
 }
 
 /* VaultGemma with VaultGemmaConfig's defaults (Gemma 2's: head_dim 256, window 4096, even layers sliding, scale
@@ -3547,6 +3582,7 @@ int main(void) {
         cmocka_unit_test(test_deepseek_v2_fields),
         cmocka_unit_test(test_olmoe_fields),
         cmocka_unit_test(test_granitemoe_fields),
+        cmocka_unit_test(test_jetmoe_fields),
         cmocka_unit_test(test_glm4_moe_fields),
         cmocka_unit_test(test_sarvam_param2_fields),
         cmocka_unit_test(test_minicpm5_moe_fields),

@@ -574,6 +574,13 @@ static void test_nanochat(void **state) {
     run_dir("nanochat");
 }
 
+/* JetMoE-like: a mixture of attention heads (2 of 4 query/output experts per token over 2 shared KV heads of 24) and a
+ * MoE MLP (2 of 4), each with its bias, Granite MoE's router, the final norm's eps 1e-5 (the layers' 1e-6), tied */
+static void test_jetmoe(void **state) {
+    (void)state;
+    run_dir("jetmoe");
+}
+
 /* Youtu-LLM-like: DeepSeek-V3's MLA (q LoRA, interleaved RoPE) with every layer's dense SwiGLU MLP, tied; also mode 3
  * over both cache forms (run_dir) */
 static void test_youtu(void **state) {
@@ -1117,6 +1124,7 @@ int main(void) {
         cmocka_unit_test(test_deepseek_v2_lite),
         cmocka_unit_test(test_olmoe),
         cmocka_unit_test(test_granitemoe),
+        cmocka_unit_test(test_jetmoe),
         cmocka_unit_test(test_glm4_moe),
         cmocka_unit_test(test_sarvam_param2),
         cmocka_unit_test(test_minicpm5_moe),

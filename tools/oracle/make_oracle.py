@@ -218,6 +218,8 @@ from transformers import (
     GraniteForCausalLM,
     GraniteMoeConfig,
     GraniteMoeForCausalLM,
+    JetMoeConfig,
+    JetMoeForCausalLM,
     GraniteMoeSharedConfig,
     GraniteMoeSharedForCausalLM,
     Cohere2MoeConfig,
@@ -966,6 +968,16 @@ def internlm3_config():
     # the class's.
     return InternLM3Config(**DENSE_TOY_SHAPE, num_hidden_layers=3, head_dim=16, qkv_bias=True, bias=True,
                            tie_word_embeddings=False)
+
+
+def jetmoe_config():
+    # JetMoE at toy size: 3 layers, 2 KV heads of kv_channels 24 (so 4 query heads: 2 per token from its 2 of 4
+    # attention experts), MoE MLP of 4 experts of width 40, top-2, both blocks with their biases, rms_norm_eps 1e-5
+    # (the final norm's; the layer norms keep 1e-6), tied as JetMoeConfig's default.
+    return JetMoeConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=40, num_hidden_layers=3,
+                        num_key_value_heads=2, kv_channels=24, num_local_experts=4, num_experts_per_tok=2,
+                        rms_norm_eps=1e-5, max_position_embeddings=512, bos_token_id=None, eos_token_id=None,
+                        pad_token_id=None)
 
 
 def granitemoe_config():
@@ -1831,6 +1843,7 @@ FAMILIES = {
     "ernie4_5": (ernie4_5_config, Ernie4_5ForCausalLM),
     "olmoe": (olmoe_config, OlmoeForCausalLM),
     "granitemoe": (granitemoe_config, GraniteMoeForCausalLM),
+    "jetmoe": (jetmoe_config, JetMoeForCausalLM),
     "granitemoeshared": (granitemoeshared_config, GraniteMoeSharedForCausalLM),
     "granite_swa": (granite_swa_config, GraniteSWAForCausalLM),
     "granitemoe_swa": (granitemoe_swa_config, GraniteMoeSWAForCausalLM),
@@ -1962,6 +1975,8 @@ def param_std(name, shape, config):
         return 0.75
     if name.endswith("mlp.experts.down_proj"):  # GptOss [E, I, H]
         return 0.25 / math.sqrt(shape[1])
+    if config.model_type == "jetmoe" and name.endswith(("input_linear.weight", "output_linear.weight")):
+        return 1.0 / math.sqrt(shape[2])  # JetMoE's experts [E, out, in], used as x @ W[e].T
     if name.endswith(("feed_forward.experts.gate_up_proj", "feed_forward.experts.down_proj")):
         # Llama 4 [E, H, 2I] and [E, I, H], used as x @ W: fan-in is dim 1
         return 1.0 / math.sqrt(shape[1])
@@ -2716,7 +2731,7 @@ def sensitivity(model, ids, **overrides):
 # Families whose reload may differ in the last bits: from_pretrained fuses the per-expert tensors
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
-                    "olmoe": 1e-5, "granitemoe": 1e-5, "granitemoeshared": 1e-5, "granitemoe_swa": 1e-5, "flint": 1e-5, "hy_v3": 1e-5, "cohere2_moe": 1e-5, "cohere2_moe_sigmoid": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
+                    "olmoe": 1e-5, "granitemoe": 1e-5, "jetmoe": 1e-5, "granitemoeshared": 1e-5, "granitemoe_swa": 1e-5, "flint": 1e-5, "hy_v3": 1e-5, "cohere2_moe": 1e-5, "cohere2_moe_sigmoid": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
                     "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5, "sarvam_mla": 1e-5, "axk1": 1e-5, "glm_moe_dsa": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "sarvam_moe": 1e-5, "param2moe": 1e-5, "minicpm5_moe": 1e-5, "kolibri1": 1e-5,
@@ -2772,7 +2787,7 @@ def main():
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "sarvam_moe", "param2moe",
-                               "minicpm5_moe", "kolibri1"]:
+                               "minicpm5_moe", "kolibri1", "jetmoe"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
