@@ -55,7 +55,8 @@ PY_BUILD_ENV := SKBUILD_BUILD_DIR=$(CURDIR)/$(BUILD)/python-cmake \
   SKBUILD_CMAKE_DEFINE=KVC_PREBUILT_LIBRARY=$(CURDIR)/$(BUILD)/libkvcache.a
 PIP := $(PY_VENV)/bin/pip --disable-pip-version-check
 
-.PHONY: all deps configure build command demo install format format-check test unit-test python-test asan-test fuzz-test bench clean
+.PHONY: all deps configure build command demo install format format-check test unit-test python-test asan-build asan-test \
+        fuzz-test bench clean
 
 all: build
 
@@ -95,9 +96,11 @@ install: build
 unit-test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-asan-test: deps
+asan-build: deps
 	$(SAN_CONFIGURE)
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
+
+asan-test: asan-build
 	ASAN_OPTIONS=$(ASAN_OPTIONS_TEST) UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS)
 
 fuzz-test: deps
@@ -107,17 +110,22 @@ fuzz-test: deps
 	  ASAN_OPTIONS=$(ASAN_OPTIONS_TEST) UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  xargs -P $(JOBS) -I FUZZER tools/fuzz_one.sh FUZZER $(FUZZ_SECONDS) $(BUILD_ASAN)
 
-# First run: a virtualenv and `pip install ./python[test]` from PyPI (bounded
-# retries; a clear failure offline). Later runs rebuild the extension in place
-# (build/python-cmake) without the network, then run pytest (exit 5, no test
-# collected, fails like any other non-zero exit).
+# First run: a virtualenv and the package's PyPI dependencies (its build backend, its dependencies and
+# the "test" extra, read from python/pyproject.toml; before Python 3.11, without tomllib, `./python[test]`
+# itself) with bounded retries (a clear failure offline). Every run then builds the extension once, in
+# place (build/python-cmake, no build isolation, no network), and runs pytest (exit 5, no test collected,
+# fails like any other non-zero exit).
+PY_REQUIRES := import sys; \
+  p = __import__("tomllib").load(open("python/pyproject.toml", "rb")) if sys.version_info >= (3, 11) else None; \
+  print(*p["build-system"]["requires"], *p["project"]["dependencies"], *p["project"]["optional-dependencies"]["test"]) \
+  if p else print("./python[test]")
 python-test: build
 	@[ -x $(PY_VENV)/bin/python ] || $(PYTHON) -m venv $(PY_VENV)
 	@if [ ! -f $(PY_STAMP) ] || [ python/pyproject.toml -nt $(PY_STAMP) ]; then \
-	  echo "installing ./python[test] and its PyPI dependencies into $(PY_VENV)"; \
-	  $(PY_BUILD_ENV) $(PIP) install --timeout 30 --retries 2 --quiet "./python[test]" \
+	  echo "installing the PyPI dependencies of ./python[test] into $(PY_VENV)"; \
+	  $(PY_BUILD_ENV) $(PIP) install --timeout 30 --retries 2 --quiet $$($(PY_VENV)/bin/python -c '$(PY_REQUIRES)') \
 	    && touch $(PY_STAMP) \
-	    || { echo "FAIL: pip could not install ./python[test] (PyPI unreachable? see the output above)"; exit 1; }; \
+	    || { echo "FAIL: pip could not install the dependencies of ./python[test] (PyPI unreachable? see the output above)"; exit 1; }; \
 	fi
 	$(PY_BUILD_ENV) $(PIP) install --no-build-isolation --no-index --no-deps --quiet ./python
 	cd $(BUILD) && KVC_REQUIRE_BUILD=1 KVC_BUILD_DIR=$(CURDIR)/$(BUILD) KVC_SOURCE_DIR=$(CURDIR) MPLBACKEND=Agg \
@@ -129,7 +137,14 @@ format-check: deps
 format:
 	clang-format -i $(FORMAT_FILES)
 
-test: format-check unit-test python-test asan-test fuzz-test
+# The phases of make test: the Release build, its suite and the Python tests run beside the sanitizer
+# build, two recipes at a time (the Python tests use one core, and each build ends on one long file alone);
+# -O prints each recipe's output whole when it ends. The sanitizer suite and the fuzz run (whose time per
+# target is wall time) then run alone.
+test: format-check
+	@$(MAKE) --no-print-directory -j 2 -O unit-test python-test asan-build
+	@$(MAKE) --no-print-directory asan-test
+	@$(MAKE) --no-print-directory fuzz-test
 
 bench: command
 	./$(BUILD)/kvcache bench manager

@@ -62,12 +62,37 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
  * registers). */
 #define TILE_K(k, t, ks, d) _mm256_loadu_ps((const float *)(k) + (t) * (ks) + (d))
 
+/* One group of NR (a literal: 1, 2 or 4) rows over all channels, W = 12 / NR vectors at a time
+ * where the channels allow (NR x W accumulator chains hide the FMA latency;
+ * 3 chains for one row ran at a third of the FMA rate), then fewer.
+ * 128 channels: 4 x 24 + 2 x 16 (4 rows), 48 + 2 x 40 (2), 2 x 64 (1). One function per NR, so that
+ * PV_CASE's condition on NR and W is a constant expression: the cases a group never takes are not
+ * instantiated even without optimisation (the sanitizer build compiles this file at -O0). */
+#define PV_GROUP(NAME, KARG, NR)                                                                                    \
+    INL void pv_group_##NAME##_##NR(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int64_t dim, float *acc, \
+                                    int64_t as, kvc_pf_run *pf)                                                     \
+    {                                                                                                               \
+        __m256 wb[KVC_VTILE * 4];                                                                                   \
+        const int dense = broadcast_weights(w, ws, nk, NR, wb);                                                     \
+        const int WMAX = 12 / NR;                                                                                   \
+        for (int64_t d = 0; d < dim;) { /* W a constant in every call: the accumulators stay in registers */        \
+            const int64_t rem = (dim - d) / 8;                                                                      \
+            const int W = rem >= 2 * WMAX ? WMAX : rem > WMAX ? (int)(rem + 1) / 2 : (int)rem;                      \
+            switch (W) {                                                                                            \
+            PV_CASE(NAME, NR, 12) PV_CASE(NAME, NR, 11) PV_CASE(NAME, NR, 10) PV_CASE(NAME, NR, 9)                  \
+            PV_CASE(NAME, NR, 8) PV_CASE(NAME, NR, 7) PV_CASE(NAME, NR, 6) PV_CASE(NAME, NR, 5)                     \
+            PV_CASE(NAME, NR, 4) PV_CASE(NAME, NR, 3) PV_CASE(NAME, NR, 2) default: PV_CASE(NAME, NR, 1)            \
+            }                                                                                                       \
+            d += 8 * W;                                                                                             \
+        }                                                                                                           \
+    }
+
 /* One case of pv_group's switch on W (unreachable for NR * W > 12). */
-#define PV_CASE(NAME, W)                                                               \
-    case W:                                                                            \
-        if (NR * W > 12) break;                                                        \
-        if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, W, acc, as, pf);    \
-        else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, W, acc, as, pf);          \
+#define PV_CASE(NAME, NR, W)                                                        \
+    case W:                                                                         \
+        if (NR * W > 12) break;                                                     \
+        if (dense) pv_block_##NAME(v, vs, d, nk, w, ws, wb, 1, NR, W, acc, as, pf); \
+        else pv_block_##NAME(v, vs, d, nk, w, ws, wb, 0, NR, W, acc, as, pf);       \
         break;
 
 #define KVC_AVX2_KERNELS(NAME, LOADK, ROWAT, LD, KARG)                                                              \
@@ -177,37 +202,18 @@ INL int broadcast_weights(const float *w, int64_t ws, int nk, int NR, __m256 *wb
         for (int r = 0; r < NR; r++)                                                                                \
             for (int x = 0; x < W; x++) _mm256_storeu_ps(acc + r * as + d + 8 * x, a[r * W + x]);                   \
     }                                                                                                               \
-    /* One group of NR <= 4 rows over all channels, W = 12 / NR vectors at a time                                   \
-     * where the channels allow (NR x W accumulator chains hide the FMA latency;                                    \
-     * 3 chains for one row ran at a third of the FMA rate), then fewer.                                            \
-     * 128 channels: 4 x 24 + 2 x 16 (4 rows), 48 + 2 x 40 (2), 2 x 64 (1). */                                      \
-    INL void pv_group_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int NR, int64_t dim,           \
-                             float *acc, int64_t as, kvc_pf_run *pf)                                                \
-    {                                                                                                               \
-        __m256 wb[KVC_VTILE * 4];                                                                                   \
-        const int dense = broadcast_weights(w, ws, nk, NR, wb);                                                     \
-        const int WMAX = 12 / NR;                                                                                   \
-        for (int64_t d = 0; d < dim;) { /* W a constant in every call: the accumulators stay in registers */        \
-            const int64_t rem = (dim - d) / 8;                                                                      \
-            const int W = rem >= 2 * WMAX ? WMAX : rem > WMAX ? (int)(rem + 1) / 2 : (int)rem;                      \
-            switch (W) {                                                                                            \
-            PV_CASE(NAME, 12) PV_CASE(NAME, 11) PV_CASE(NAME, 10) PV_CASE(NAME, 9) PV_CASE(NAME, 8)                 \
-            PV_CASE(NAME, 7) PV_CASE(NAME, 6) PV_CASE(NAME, 5) PV_CASE(NAME, 4) PV_CASE(NAME, 3)                    \
-            PV_CASE(NAME, 2) default: PV_CASE(NAME, 1)                                                              \
-            }                                                                                                       \
-            d += 8 * W;                                                                                             \
-        }                                                                                                           \
-    }                                                                                                               \
+    /* pv_group_NAME_NR, NR = 1, 2, 4 (PV_GROUP) */                                                                 \
+    PV_GROUP(NAME, KARG, 1) PV_GROUP(NAME, KARG, 2) PV_GROUP(NAME, KARG, 4)                                         \
     INL void pv_rows_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim,            \
                             float *acc, int64_t as, kvc_pf_run *pf)                                                 \
     {                                                                                                               \
         int r = 0;                                                                                                  \
-        for (; r + 4 <= nr; r += 4) pv_group_##NAME(v, vs, nk, w + r * ws, ws, 4, dim, acc + r * as, as, pf);       \
+        for (; r + 4 <= nr; r += 4) pv_group_##NAME##_4(v, vs, nk, w + r * ws, ws, dim, acc + r * as, as, pf);      \
         if (r + 2 <= nr) {                                                                                          \
-            pv_group_##NAME(v, vs, nk, w + r * ws, ws, 2, dim, acc + r * as, as, pf);                               \
+            pv_group_##NAME##_2(v, vs, nk, w + r * ws, ws, dim, acc + r * as, as, pf);                              \
             r += 2;                                                                                                 \
         }                                                                                                           \
-        if (r < nr) pv_group_##NAME(v, vs, nk, w + r * ws, ws, 1, dim, acc + r * as, as, pf);                       \
+        if (r < nr) pv_group_##NAME##_1(v, vs, nk, w + r * ws, ws, dim, acc + r * as, as, pf);                      \
     }
 
 /* f32 tiles: k + t * ks */

@@ -290,10 +290,35 @@ INL void eo_store(const __m512 *a, float *p)
             _mm512_mask_storeu_ps(acc + r * as + d + 16 * (W - 1), mt, a[r * W + W - 1]);                           \
         }                                                                                                           \
     }                                                                                                               \
-    /* NR <= 8 rows over all channels, W vectors at a time: at most 29 / (NR + 1)                                   \
-     * (NR * W accumulators, W values, a weight), spread evenly over the passes */                                  \
-    INL void pv_group_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int NR, int64_t dim,           \
-                             float *acc, int64_t as, kvc_pf_run *pf)                                                \
+    /* pv_group_NAME_NR, NR = 1..8 (PV_GROUP) */                                                                    \
+    PV_GROUP(NAME, KARG, BF16, 1) PV_GROUP(NAME, KARG, BF16, 2) PV_GROUP(NAME, KARG, BF16, 3)                       \
+    PV_GROUP(NAME, KARG, BF16, 4) PV_GROUP(NAME, KARG, BF16, 5) PV_GROUP(NAME, KARG, BF16, 6)                       \
+    PV_GROUP(NAME, KARG, BF16, 7) PV_GROUP(NAME, KARG, BF16, 8)                                                     \
+    INL void pv_rows_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim,            \
+                            float *acc, int64_t as, kvc_pf_run *pf)                                                 \
+    {                                                                                                               \
+        for (int r = 0, n; r < nr; r += n) {                                                                        \
+            n = nr - r > 8 ? 8 : nr - r;                                                                            \
+            switch (n) {                                                                                            \
+            case 1: pv_group_##NAME##_1(v, vs, nk, w + r * ws, ws, dim, acc + r * as, as, pf); break;               \
+            case 2: pv_group_##NAME##_2(v, vs, nk, w + r * ws, ws, dim, acc + r * as, as, pf); break;               \
+            case 3: pv_group_##NAME##_3(v, vs, nk, w + r * ws, ws, dim, acc + r * as, as, pf); break;               \
+            case 4: pv_group_##NAME##_4(v, vs, nk, w + r * ws, ws, dim, acc + r * as, as, pf); break;               \
+            case 5: pv_group_##NAME##_5(v, vs, nk, w + r * ws, ws, dim, acc + r * as, as, pf); break;               \
+            case 6: pv_group_##NAME##_6(v, vs, nk, w + r * ws, ws, dim, acc + r * as, as, pf); break;               \
+            case 7: pv_group_##NAME##_7(v, vs, nk, w + r * ws, ws, dim, acc + r * as, as, pf); break;               \
+            default: pv_group_##NAME##_8(v, vs, nk, w + r * ws, ws, dim, acc + r * as, as, pf); break;              \
+            }                                                                                                       \
+        }                                                                                                           \
+    }
+
+/* NR (a literal, 1-8) rows over all channels, W vectors at a time: at most 29 / (NR + 1)
+ * (NR * W accumulators, W values, a weight), spread evenly over the passes. One function per NR, so that
+ * PV_CASE's conditions on NR, W and BF16 are constant expressions: the cases a group never takes are not
+ * instantiated even without optimisation (the sanitizer build compiles this file at -O0). */
+#define PV_GROUP(NAME, KARG, BF16, NR)                                                                              \
+    INL void pv_group_##NAME##_##NR(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int64_t dim, float *acc, \
+                                    int64_t as, kvc_pf_run *pf)                                                     \
     {                                                                                                               \
         const int dense = !any_zero(w, ws, nk, NR), WMAX = 29 / (NR + 1) > 8 ? 8 : 29 / (NR + 1);                   \
         for (int64_t d = 0; d < dim;) {                                                                             \
@@ -302,36 +327,20 @@ INL void eo_store(const __m512 *a, float *p)
             const __mmask16 mt = dim - d - 16 * (W - 1) >= 16 ? (__mmask16)0xFFFF : (__mmask16)0x00FF;              \
             const int eo = BF16 && mt == (__mmask16)0xFFFF;                                                         \
             switch (W) {                                                                                            \
-            PV_CASE(NAME, 8) PV_CASE(NAME, 7) PV_CASE(NAME, 6) PV_CASE(NAME, 5) PV_CASE(NAME, 4)                    \
-            PV_CASE(NAME, 3) PV_CASE(NAME, 2) default: PV_CASE(NAME, 1)                                             \
+            PV_CASE(NAME, BF16, NR, 8) PV_CASE(NAME, BF16, NR, 7) PV_CASE(NAME, BF16, NR, 6)                        \
+            PV_CASE(NAME, BF16, NR, 5) PV_CASE(NAME, BF16, NR, 4) PV_CASE(NAME, BF16, NR, 3)                        \
+            PV_CASE(NAME, BF16, NR, 2) default: PV_CASE(NAME, BF16, NR, 1)                                          \
             }                                                                                                       \
             d += 16 * W;                                                                                            \
-        }                                                                                                           \
-    }                                                                                                               \
-    INL void pv_rows_##NAME(KARG v, int64_t vs, int nk, const float *w, int64_t ws, int nr, int64_t dim,            \
-                            float *acc, int64_t as, kvc_pf_run *pf)                                                 \
-    {                                                                                                               \
-        for (int r = 0, n; r < nr; r += n) {                                                                        \
-            n = nr - r > 8 ? 8 : nr - r;                                                                            \
-            switch (n) {                                                                                            \
-            case 1: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 1, dim, acc + r * as, as, pf); break;                \
-            case 2: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 2, dim, acc + r * as, as, pf); break;                \
-            case 3: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 3, dim, acc + r * as, as, pf); break;                \
-            case 4: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 4, dim, acc + r * as, as, pf); break;                \
-            case 5: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 5, dim, acc + r * as, as, pf); break;                \
-            case 6: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 6, dim, acc + r * as, as, pf); break;                \
-            case 7: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 7, dim, acc + r * as, as, pf); break;                \
-            default: pv_group_##NAME(v, vs, nk, w + r * ws, ws, 8, dim, acc + r * as, as, pf); break;               \
-            }                                                                                                       \
         }                                                                                                           \
     }
 
 /* One case of pv_group's switch on W (unreachable above its WMAX); eo: bf16 rows and no tail. */
-#define PV_CASE(NAME, W)                                                                                            \
+#define PV_CASE(NAME, BF16, NR, W)                                                                                  \
     case W:                                                                                                         \
         if (W > 29 / (NR + 1)) break;                                                                               \
-        if (W % 2 == 0 && eo && dense) pv_block_##NAME(v, vs, d, mt, nk, w, ws, 1, 1, NR, W, acc, as, pf);          \
-        else if (W % 2 == 0 && eo) pv_block_##NAME(v, vs, d, mt, nk, w, ws, 0, 1, NR, W, acc, as, pf);              \
+        if (BF16 && W % 2 == 0 && eo && dense) pv_block_##NAME(v, vs, d, mt, nk, w, ws, 1, 1, NR, W, acc, as, pf);  \
+        else if (BF16 && W % 2 == 0 && eo) pv_block_##NAME(v, vs, d, mt, nk, w, ws, 0, 1, NR, W, acc, as, pf);      \
         else if (dense) pv_block_##NAME(v, vs, d, mt, nk, w, ws, 1, 0, NR, W, acc, as, pf);                         \
         else pv_block_##NAME(v, vs, d, mt, nk, w, ws, 0, 0, NR, W, acc, as, pf);                                    \
         break;
