@@ -331,6 +331,13 @@ typedef struct kvc_model_config {
      * else rms_norm_eps. Last, as above. */
     bool attention_experts;
     double final_norm_eps;
+    /* Ergo (model_type ergo): each sub-layer's output d joins the residual stream h through a learned gate g [H] per
+     * hidden dimension, h = sigmoid(g) d + sqrt(1 + sigmoid(g)) exp(-softplus(g) / 2) h (residual_gates: the
+     * attention's attn_gate, the MLP's ffn_gate); each routed expert's output, and the shared experts', through an
+     * RMSNorm of its own before the routing weights (expert_norms); the logits of the full-attention layers times
+     * global_attention_scale (0: none). Last, as above. */
+    bool residual_gates, expert_norms;
+    double global_attention_scale;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -171,6 +171,9 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
         for (int64_t i = 0; i < T * nKV * D; i++) k[i] *= km;
     }
     kvci_sp_end(KVC_SP_QK_ROPE, t0), t0 = kvci_sp_begin();
+    /* Ergo's full layers: the logits times global_attention_scale (transformers: q and k times its root each) */
+    const double layer_scale =
+        c->global_attention_scale > 0.0 && !c->layer_sliding[l] ? c->global_attention_scale : 1.0;
     kvc_attn_call call = {.layer = l,
                           .q = q,
                           .k = k,
@@ -179,7 +182,8 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
                           .nKV = nKV,
                           .D = D,
                           .Dv = D,
-                          .scale = kvc_model_attn_scale(c) / (c->attn_scale_inverse_layer ? (double)(l + 1) : 1.0),
+                          .scale = kvc_model_attn_scale(c) * layer_scale /
+                                   (c->attn_scale_inverse_layer ? (double)(l + 1) : 1.0),
                           .softcap = c->attn_logit_softcapping,
                           .window = c->layer_sliding[l] ? c->sliding_window : 0,
                           .chunk = c->layer_chunked[l] ? c->attention_chunk_size : 0,

@@ -222,6 +222,30 @@ static const rename_rule RULES[] = {
     {"kolibri1", "post_self_attn_layernorm.", "post_attn_norm."},
     {"kolibri1", "post_mlp_layernorm.", "post_ffn_norm."},
     {"kolibri1", "mlp.gate.e_score_correction_bias", "moe.router.expert_bias"},
+    /* Ergo (ErgoForCausalLM): its training framework's names (transformers' conversion mapping), the base model's
+     * prefix left out (BARE); the router and the shared MLP stored [in, out] (weights.c) */
+    {"ergo", "model.embed_tokens.", "tok_embeddings."},
+    {"ergo", "lm_head.", "output."},
+    {"ergo", "input_layernorm.", "attention_norm."},
+    {"ergo", "post_attention_layernorm.", "post_attention_norm."},
+    {"ergo", "pre_feedforward_layernorm.", "ffn_norm."},
+    {"ergo", "post_feedforward_layernorm.", "post_ffn_norm."},
+    {"ergo", "attention_residual_gate.weight", "post_attention_residual.scale"},
+    {"ergo", "feedforward_residual_gate.weight", "post_ffn_residual.scale"},
+    {"ergo", "self_attn.qkv_proj.", "attention.wqkv."},
+    {"ergo", "self_attn.o_proj.", "attention.wo."},
+    {"ergo", "self_attn.q_norm.", "attention.q_norm."},
+    {"ergo", "self_attn.k_norm.", "attention.k_norm."},
+    {"ergo", "mlp.up_proj.", "feed_forward.up."},
+    {"ergo", "mlp.down_proj.", "feed_forward.down."},
+    {"ergo", "mlp.gate.linear.weight", "feed_forward.gate_kernel"},
+    {"ergo", "mlp.gate.e_score_correction_bias", "feed_forward.router_bias"},
+    {"ergo", "mlp.experts.up_proj", "feed_forward.up_proj"},
+    {"ergo", "mlp.experts.down_proj", "feed_forward.down_proj"},
+    {"ergo", "mlp.experts.post_expert_norm.weight", "feed_forward.expert_output_norm.scale"},
+    {"ergo", "mlp.shared_experts.up_proj.weight", "feed_forward.shared_up_proj"},
+    {"ergo", "mlp.shared_experts.down_proj.weight", "feed_forward.shared_down_proj"},
+    {"ergo", "mlp.shared_experts.norm.weight", "feed_forward.shared_expert_output_norm.scale"},
     /* NanoChat (NanoChatForCausalLM): the MLP fc1 (up) and fc2 (down) */
     {"nanochat", "mlp.up_proj.", "mlp.fc1."},
     {"nanochat", "mlp.down_proj.", "mlp.fc2."},
@@ -234,7 +258,8 @@ static const rename_rule BARE[] = {
     {"gpt2", "transformer.", ""},
     {"opt", "model.", ""},
     {"bloom", "transformer.", ""},
-    {"nemotron_h", "model.", "backbone."}, /* nvidia/NVIDIA-Nemotron-Nano-9B-v2: backbone.layers.0.mixer... */
+    {"nemotron_h", "model.", "backbone."},
+    {"ergo", "model.", ""}, /* layers.0.attention.wqkv.weight, norm.weight */ /* nvidia/NVIDIA-Nemotron-Nano-9B-v2: backbone.layers.0.mixer... */
 };
 
 /* Types whose checkpoints name their modules as another type's: GPT-BigCode (GPTBigCodeForCausalLM) as GPT-2's

@@ -200,6 +200,8 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
         KVC_TRY(kvci_family_opt_int(c, "ffn_dim", 3072, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "xglm") == 0) { /* XGLMConfig's ffn_dim, 4096 when absent */
         KVC_TRY(kvci_family_opt_int(c, "ffn_dim", 4096, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (strcmp(cfg->model_type, "ergo") == 0) { /* first_dense_intermediate_size: parse_ergo */
+        cfg->intermediate_size = 1;
     } else if (strcmp(cfg->model_type, "afmoe") == 0) { /* AfmoeConfig's 6144 when absent */
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 6144, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "biogpt") == 0) { /* BioGptConfig's intermediate_size, 4096 when absent */

@@ -1018,6 +1018,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "flint") == 0) return kvci_family_parse_flint(hp, cfg);
     if (strcmp(mt, "hy_v3") == 0) return kvci_family_parse_hy_v3(hp, cfg);
     if (strcmp(mt, "cohere2_moe") == 0) return kvci_family_parse_cohere2_moe(hp, cfg);
+    if (strcmp(mt, "ergo") == 0) return kvci_family_parse_ergo(hp, cfg);
     if (strcmp(mt, "afmoe") == 0) return kvci_family_parse_afmoe(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (strcmp(mt, "nanochat") == 0) return kvci_family_parse_nanochat(hp, cfg);
@@ -1094,7 +1095,8 @@ static kvc_status dense_attention(const kvc_fwd_step *s, int64_t l) {
 
 /* GLM-4.5's routing sizes: DeepSeek-V3's rules; AFMoE's its own (one group). */
 static kvc_status dense_check(const kvc_model_config *cfg, const char *doc) {
-    if (strcmp(cfg->model_type, "afmoe") == 0) return kvci_afmoe_check(cfg, doc);
+    if (strcmp(cfg->model_type, "afmoe") == 0 || strcmp(cfg->model_type, "ergo") == 0)
+        return kvci_afmoe_check(cfg, doc);
     return cfg->n_group > 0 ? kvci_family_check_grouped_router(cfg, doc) : KVC_OK;
 }
 
@@ -1126,6 +1128,7 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     if (mt && strcmp(mt, "kolibri1") == 0) /* Kolibri1Config's layer_types: four sliding layers, then one full */
         return kvci_family_every_nth_full(ctx, 5, kinds);
     if (mt && strcmp(mt, "cohere2_moe") == 0) return kvci_family_cohere2_moe_kinds(ctx, kinds);
+    if (mt && strcmp(mt, "ergo") == 0) return kvci_family_ergo_kinds(ctx, kinds);
     if (mt && (strcmp(mt, "cwm") == 0 || kvci_family_is_granite_swa(mt))) {
         /* CwmConfig's and GraniteSWAConfig's layer_types: every fourth from layer 0 full, the others slide */
         for (int64_t i = 0; i < ctx->n_layers; i++)
@@ -1154,11 +1157,11 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
  * shared template, or a fine-tune's leftover key, runs as transformers runs it. Types planned only keep the key. */
 static bool dense_reads_window(const kvc_hparams *hp) {
     static const char *const WINDOW_TYPES[] = {
-        "mistral",         "mixtral",        "ministral",  "ministral3",  "mistral3",   "qwen2",
-        "qwen2_moe",       "qwen3",          "qwen3_moe",  "phi3",        "olmo3",      "smollm3",
-        "cohere2",         "exaone4",        "starcoder2", "qwen2_vl",    "qwen2_5_vl", "qwen2_vl_text",
-        "qwen2_5_vl_text", "phimoe",         "gpt_neo",    "dots1",       "cwm",        "exaone_moe",
-        "granite_swa",     "granitemoe_swa", "flint",      "cohere2_moe", "afmoe",      "kolibri1"};
+        "mistral",    "mixtral",   "ministral",  "ministral3",    "mistral3",        "qwen2",   "qwen2_moe",
+        "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
+        "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",  "gpt_neo",
+        "dots1",      "cwm",       "exaone_moe", "granite_swa",   "granitemoe_swa",  "flint",   "cohere2_moe",
+        "afmoe",      "kolibri1",  "ergo"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -1246,6 +1249,7 @@ static const kvc_family_alias ALIASES[] = {
     {"hy_v3", "HYV3ForCausalLM", "hy_v3", true},
     {"cohere2_moe", "Cohere2MoeForCausalLM", "cohere2_moe", true},
     {"afmoe", "AfmoeForCausalLM", "afmoe", true},
+    {"ergo", "ErgoForCausalLM", "ergo", true},
     {"jetmoe", "JetMoeForCausalLM", "jetmoe", true},
 };
 

@@ -11,6 +11,7 @@
 
 #include "base/internal.h"
 #include "model/forward_internal.h"
+#include "ops/write_internal.h"
 #include "model/step_profile.h"
 
 #define DS_MAX_GROUPS 256
@@ -284,14 +285,18 @@ static kvc_status run_expert(const kvc_model_config *c, const kvc_layer_weights 
     return kvci_swiglu_mlp(KVC_MLP_SILU, ws->xg, n, &g, NULL, &u, NULL, &d, NULL, ws->ff_a, ws->ff_b, ws->yg);
 }
 
-/* The shared experts of x [T, H] into ws->proj: SwiGLU, or (sh_gate NULL: Nemotron-H's) up, mlp_act, down; Qwen2-MoE's
+/* The shared experts of x [T, H] into ws->proj: SwiGLU, or (sh_gate NULL: Nemotron-H's) up, mlp_act, down (Ergo's
+ * then through its RMSNorm sh_norm); Qwen2-MoE's
  * scaled by sigmoid(shared_expert_gate x) [T, 1], computed in the router logits' place. */
 static kvc_status shared_experts(const kvc_model_config *c, const kvc_layer_weights *w, kvc_model_workspace *ws,
                                  int64_t T) {
     const int64_t H = c->hidden_size;
-    if (!w->sh_gate.data)
-        return kvci_plain_mlp(c->mlp_act, NULL, ws->xn, T, &w->sh_up, w->sh_up_b, &w->sh_down, w->sh_down_b, ws->ff_a,
-                              ws->proj);
+    if (!w->sh_gate.data) {
+        KVC_TRY(kvci_plain_mlp(c->mlp_act, NULL, ws->xn, T, &w->sh_up, w->sh_up_b, &w->sh_down, w->sh_down_b, ws->ff_a,
+                               ws->proj));
+        if (w->sh_norm) kvci_rmsnorm_rows_threads(ws->proj, T, H, H, w->sh_norm, (float)c->rms_norm_eps, ws->proj);
+        return KVC_OK;
+    }
     KVC_TRY(kvci_swiglu_mlp(KVC_MLP_SILU, ws->xn, T, &w->sh_gate, w->sh_gate_b, &w->sh_up, w->sh_up_b, &w->sh_down,
                             w->sh_down_b, ws->ff_a, ws->ff_b, ws->proj));
     if (!w->sh_scale.data) return KVC_OK;
@@ -326,6 +331,8 @@ static kvc_status routed_experts(const kvc_fwd_step *s, int64_t l, route_fn rout
             ws->tokw[i] = 1.0f;
         }
         KVC_TRY(run_expert(c, w, ws, e, n));
+        if (w->ex_norm) /* Ergo: the expert's own RMSNorm of its output [n, W], before its routing weight */
+            kvci_rmsnorm_rows_threads(ws->yg, n, W, W, w->ex_norm + e * W, (float)c->rms_norm_eps, ws->yg);
         scatter_add(ws, n, W);
     }
     const float *routed = ws->acc; /* [T, H] */

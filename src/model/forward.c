@@ -371,17 +371,32 @@ static void norm_rows(const kvc_model *m, const float *x, int64_t T, const float
     norm_rows_eps(m, x, T, norm, bias, m->cfg.rms_norm_eps, y);
 }
 
+/* Ergo's residual gate: h[T, H] = sigmoid(g) d + sqrt(1 + sigmoid(g)) exp(-softplus(g) / 2) h per hidden dimension
+ * (g [H]; f32 as transformers, softplus linear above 20 as torch's). */
+static void gated_add(float *h, const float *d, int64_t T, int64_t H, const float *g) {
+    for (int64_t j = 0; j < H; j++) {
+        const float b = 1.0f / (1.0f + expf(-g[j]));
+        const float sp = g[j] > 20.0f ? g[j] : log1pf(expf(g[j]));
+        const float r = sqrtf(1.0f + b) * expf(-0.5f * sp);
+        for (int64_t t = 0; t < T; t++) h[t * H + j] = b * d[t * H + j] + r * h[t * H + j];
+    }
+}
+
 /* h[T, H] += d[T, H], d first summed over the tensor-parallel ranks (d holds this rank's partial sum
  * of a row-parallel layer; kvc_model_tp), then normalised by norm (the sandwich norms of Gemma and GLM-4;
  * NULL: none) or times Granite's residual_multiplier (rounded to its own f32 before the add, as
- * transformers). */
-static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, const float *norm) {
+ * transformers); with Ergo's gate [H] (NULL: none) mixed into h by it instead of added. */
+static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, const float *norm, const float *gate) {
     const int64_t H = m->cfg.hidden_size, n = T * H;
     if (m->tp.reduce) KVC_TRY(m->tp.reduce(m->tp.user, d, n));
     if (norm) norm_rows(m, d, T, norm, NULL, d);
     if (m->cfg.residual_multiplier > 0.0) {
         const float r = (float)m->cfg.residual_multiplier;
         for (int64_t i = 0; i < n; i++) d[i] *= r;
+    }
+    if (gate) {
+        gated_add(h, d, T, H, gate);
+        return KVC_OK;
     }
     for (int64_t i = 0; i < n; i++) h[i] += d[i];
     return KVC_OK;
@@ -477,7 +492,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
             t0 = kvci_sp_begin();
             if (c->parallel_mlp_norm) /* GPT-NeoX: the MLP's own norm of the block's input, before attention adds */
                 sublayer_input(m, ws, T, w->post_norm, w->post_norm_b);
-            if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out);
+            if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out, w->attn_gate);
             if (c->norm_after_add) norm_rows(m, ws->h, T, w->in_norm, w->in_norm_b, ws->h); /* OPT-350m's */
             kvci_sp_end(KVC_SP_RESIDUAL, t0);
             if (st != KVC_OK) return st;
@@ -489,7 +504,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
         t0 = kvci_sp_begin();
-        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, w->post_ff_norm);
+        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, w->post_ff_norm, w->ffn_gate);
         if (c->norm_after_add) norm_rows(m, ws->h, T, w->post_norm, w->post_norm_b, ws->h);
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st != KVC_OK) return st;

@@ -117,6 +117,7 @@ static const type_defaults DEFAULTS[] = {
     {"lfm2_moe", 0, 1000000.0, 0, false, 8, false, false},      /* Lfm2MoeConfig's */
     {"deepseek_v4", 512, 10000.0, 128, false, 1, false, false}, /* DeepseekV4Config's */
     {"afmoe", 128, 10000.0, 1024, false, 0, false, false},      /* AfmoeConfig's */
+    {"ergo", 0, 1000000.0, 512, false, 8, true, false},         /* ErgoConfig's */
     {"lfm3", 128, 1000000.0, 256, false, 4, false, false},      /* Lfm3Config's (its ropes: lfm3_ropes) */
 };
 
@@ -375,6 +376,10 @@ kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwe
     const bool neo = hp->model_type != NULL && strcmp(hp->model_type, "gpt_neo") == 0;
     const bool no_switch = neo || (hp->model_type != NULL && strcmp(hp->model_type, "dots1") == 0);
     const char *key = neo ? "window_size" : "sliding_window";
+    /* Ergo's released configs name it local_attention_window (ErgoConfig's attribute_map) */
+    if (hp->model_type != NULL && strcmp(hp->model_type, "ergo") == 0 &&
+        cJSON_GetObjectItemCaseSensitive(hp->cfg.obj, key) == NULL)
+        key = "local_attention_window";
     /* only the types whose transformers config reads use_sliding_window (Qwen, SmolLM3): Mistral, Mixtral, Phi-3,
      * StarCoder2 ... slide whatever a leftover use_sliding_window says */
     if (!no_switch && d.window_switch) {
@@ -405,18 +410,20 @@ static const kvc_json_range MSCALE_RANGE = {0.0, KVC_HP_MAX_FACTOR, false};
 /* The dict: a non-empty rope_scaling wins (transformers 5.x reads
  * `rope_scaling or rope_parameters`); absent, null and {} fall through. */
 /* Whether the dict holds one rope dict per layer type (transformers 5.x's
- * nested form: every key a layer type, every value an object). */
+ * nested form: every key a layer type, every value an object, or null for a type without RoPE: Ergo's full layers). */
 static bool per_layer_type(const cJSON *dict) {
     /* DeepSeek-V4's keys are its rope labels: "main" (window-only layers), "compress" (the compressed ones) */
     static const char *const types[] = {
         "full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba", "attention",
         "main",           "compress"};
+    bool any = false;
     for (const cJSON *c = dict->child; c != NULL; c = c->next) {
         bool known = false;
         for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) known |= strcmp(c->string, types[i]) == 0;
-        if (!known || !cJSON_IsObject(c)) return false;
+        if (!known || !(cJSON_IsObject(c) || cJSON_IsNull(c))) return false;
+        any |= cJSON_IsObject(c);
     }
-    return dict->child != NULL;
+    return any;
 }
 
 /* The dict into *dict (and, nested per layer type, its sliding_attention entry into *sliding with
@@ -435,9 +442,11 @@ static kvc_status rope_dict(kvc_hparams *hp, char *path, size_t cap, kvc_json_ob
     }
     if (hp->rope_source == NULL || !per_layer_type(dict->obj)) return KVC_OK;
     /* nested: the full-attention layers' dict stands for the model (the first one without them) */
-    const char *name = dict->obj->child->string;
-    if (cJSON_GetObjectItemCaseSensitive(dict->obj, "compress") != NULL) name = "compress";
-    if (cJSON_GetObjectItemCaseSensitive(dict->obj, "full_attention") != NULL) name = "full_attention";
+    const cJSON *first = dict->obj->child;
+    while (!cJSON_IsObject(first)) first = first->next; /* per_layer_type: one is */
+    const char *name = first->string;
+    if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(dict->obj, "compress"))) name = "compress";
+    if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(dict->obj, "full_attention"))) name = "full_attention";
     hp->rope_entry = name;
     hp->rope_per_layer_type = true;
     char outer_path[64];

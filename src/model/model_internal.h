@@ -113,6 +113,8 @@ typedef struct kvc_layer_weights {
     kvc_wmat lat_in, lat_out;         /* Nemotron-H's fc1 / fc2_latent_proj [L, H], [H, L]; data NULL: none */
     float *lat_in_b, *lat_out_b;      /* their biases (mlp_bias) [L], [H] */
     kvc_wmat sh_scale;                /* [1, H] Qwen2-MoE shared_expert_gate: the shared output times its sigmoid */
+    float *ex_norm, *sh_norm;         /* [E, H], [H] Ergo's RMSNorms of each expert's output (expert_norms) */
+    float *attn_gate, *ffn_gate;      /* [H], [H] Ergo's residual gates (residual_gates) */
     float *moe_b;                     /* [H] JetMoE's mlp.bias, added to the experts' sum */
     /* JetMoE's attention experts (attention_experts): router [E, H], query [E][nKV D, H], output [E][H, nKV D]
      * projections; k / v are wk / wv (kv_proj's halves), the output bias bo */

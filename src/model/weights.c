@@ -113,7 +113,7 @@ static bool fused_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || grouped_qkv(c) ||
            strcmp(c->model_type, "dbrx") == 0 || strcmp(c->model_type, "mpt") == 0 ||
            strcmp(c->model_type, "codegen") == 0 || strcmp(c->model_type, "sarvam_moe") == 0 ||
-           strcmp(c->model_type, "param2moe") == 0;
+           strcmp(c->model_type, "param2moe") == 0 || strcmp(c->model_type, "ergo") == 0;
 }
 static bool fused_gate_up(const kvc_model_config *c) {
     return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "glm4") == 0 ||
@@ -283,6 +283,24 @@ static kvc_status visit_nemotron_moe(visitor *v, const kvc_model_config *c, kvc_
     TRY(m2(v, "mlp.fc2_latent_proj.weight", H, L, &w->lat_out, WHOLE));
     if (c->mlp_bias) TRY(v1(v, "mlp.fc2_latent_proj.bias", H, &w->lat_out_b, KVC_WINIT_BIAS, rank0_bias(v)));
     return KVC_OK;
+}
+
+/* Ergo's experts (ckpt_names.c's names): the router [E, H] (stored [H, E]) and its correction bias [E], ungated
+ * experts up [E][Im, H] / down [E][H, Im] (stored [E, H, Im] / [E, Im, H]), each expert's output norm [E, H]; the
+ * shared MLP (stored [in, out]) and its output norm [H]. */
+static kvc_status visit_ergo_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
+    w->moe = true;
+    v->conv1d = true;
+    TRY(m2(v, "mlp.gate.linear.weight", E, H, &w->gate_w, WHOLE));
+    TRY(visit_plain_mlp(v, c, "shared_experts.", c->shared_expert_intermediate_size, &w->sh_up, &w->sh_up_b,
+                        &w->sh_down, &w->sh_down_b));
+    v->conv1d = false;
+    TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
+    TRY(m3(v, "mlp.experts.up_proj", E, Im, H, &w->ex_up, true, KVC_WINIT_WEIGHT, even(v, 2, Im)));
+    TRY(m3(v, "mlp.experts.down_proj", E, H, Im, &w->ex_down, true, KVC_WINIT_WEIGHT, even(v, 1, Im)));
+    TRY(v2(v, "mlp.experts.post_expert_norm.weight", E, H, &w->ex_norm, KVC_WINIT_NORM, WHOLE));
+    return v1(v, "mlp.shared_experts.norm.weight", H, &w->sh_norm, KVC_WINIT_NORM, WHOLE);
 }
 
 /* A SwiGLU MLP of width I: the dense one (sub ""), or the shared experts under mlp.{sub} (feed_forward. for Llama 4);
@@ -592,6 +610,10 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
     const int64_t H = c->hidden_size;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
     TRY(visit_layer_norms(v, c, l, w));
+    if (c->residual_gates) {
+        TRY(v1(v, "attention_residual_gate.weight", H, &w->attn_gate, KVC_WINIT_BIAS, WHOLE));
+        TRY(v1(v, "feedforward_residual_gate.weight", H, &w->ffn_gate, KVC_WINIT_BIAS, WHOLE));
+    }
     TRY(visit_mixer(v, c, l, w));
     if (c->layer_no_ffn[l]) return KVC_OK; /* Nemotron-H: a mixer or attention alone */
     if (c->family == KVC_FAMILY_GPT_OSS) {
@@ -605,6 +627,8 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(v2(v, "mlp.experts.down_proj_bias", E, H, &w->dn_b, KVC_WINIT_BIAS, rank0_bias(v)));
     } else if (c->attention_experts) {
         TRY(visit_jetmoe_mlp(v, c, w));
+    } else if (c->layer_moe[l] && strcmp(c->model_type, "ergo") == 0) {
+        TRY(visit_ergo_moe(v, c, w));
     } else if (c->layer_moe[l] && strcmp(c->model_type, "nemotron_h") == 0) {
         TRY(visit_nemotron_moe(v, c, w));
     } else if (c->layer_moe[l] && strncmp(c->model_type, "granitemoe", 10) == 0) {
@@ -830,8 +854,15 @@ static kvc_status check_fields(const kvc_model_config *c) {
     const bool one_block = (c->family == KVC_FAMILY_MAMBA2_HYBRID &&
                             (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0)) ||
                            (c->family == KVC_FAMILY_JAMBA && strcmp(c->model_type, "jamba") != 0);
-    if (c->mlp_plain && (c->family != KVC_FAMILY_DENSE || c->shared_expert_intermediate_size > 0) && !one_block)
-        return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only (or nemotron_h's)");
+    const bool ergo = c->family == KVC_FAMILY_DENSE && strcmp(c->model_type, "ergo") == 0;
+    if (c->mlp_plain && (c->family != KVC_FAMILY_DENSE || c->shared_expert_intermediate_size > 0) && !one_block &&
+        !ergo)
+        return kvci_fail(KVC_EINVAL, "model: mlp_plain is the dense family's dense MLP only (or nemotron_h's, ergo's)");
+    if ((c->residual_gates || c->expert_norms) && !ergo)
+        return kvci_fail(KVC_EINVAL, "model: residual_gates and expert_norms are ergo's only");
+    if (!(c->global_attention_scale >= 0.0 && c->global_attention_scale <= KVC_HP_MAX_FACTOR))
+        return kvci_fail(KVC_EINVAL, "model: global_attention_scale %g must be in [0, %g]", c->global_attention_scale,
+                         KVC_HP_MAX_FACTOR);
     if (c->moe_latent_size > 0 && (!one_block || strcmp(c->model_type, "nemotron_h") != 0))
         return kvci_fail(KVC_EINVAL, "model: moe_latent_size is nemotron_h's only");
     for (int64_t l = 0; l < c->num_layers; l++)

@@ -450,6 +450,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/youtu/config.json",
         "oracle/minicpm3/config.json",
         "oracle/afmoe/config.json",
+        "oracle/ergo/config.json",
         "oracle/sarvam_mla/config.json",
         "oracle/axk1/config.json",
         "oracle/glm_moe_dsa/config.json",

@@ -2258,6 +2258,46 @@ static void test_cohere2_moe_fields(void **state) {
 #undef C2M_BASE
 }
 
+/* Ergo with ErgoConfig's defaults (head_dim hidden / heads, 8 KV heads, rms_norm_eps 1e-12, window 512 with three
+ * sliding layers then one full and unrotated, layer 0 dense of 32768, 256 relu2 experts of 4096 top 8 by one group
+ * times 8^1/2, a shared MLP of 8192, residual gates, expert norms, no global scale, untied) and with
+ * local_attention_window, global_attention_scale, mlp_layer_types and rope_parameters per layer type (the full
+ * layers' null); refused by name: a hidden_size the heads do not divide, a global_attention_scale not above 0. */
+static void test_ergo_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define ERGO_BASE                                                                                                      \
+    "{\"model_type\":\"ergo\",\"vocab_size\":8,\"hidden_size\":64,\"num_attention_heads\":8,"                          \
+    "\"num_hidden_layers\":5,\"max_position_embeddings\":4096"
+    assert_int_equal(kvc_model_config_parse(ERGO_BASE "}", "ergo", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 8 && c.num_kv_heads == 8 && !c.layer_norm);
+    assert_true(c.rms_norm_eps == 1e-12 && c.rope_form == KVC_ROPE_PAIRS && !c.tie_word_embeddings && c.qk_norm);
+    assert_true(c.sliding_window == 512 && c.layer_sliding[0] && c.layer_sliding[2] && !c.layer_sliding[3]);
+    assert_true(c.layer_sliding[4] && c.layer_nope[3] && !c.layer_nope[0] && c.rope.theta == 1e6);
+    assert_true(c.n_routed_experts == 256 && c.experts_per_tok == 8 && c.moe_intermediate_size == 4096);
+    assert_true(c.shared_expert_intermediate_size == 8192 && c.intermediate_size == 32768 && c.mlp_plain);
+    assert_true(c.n_group == 1 && c.topk_group == 1 && c.routed_scaling_factor == sqrt(8.0));
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[4] && c.sandwich_norms);
+    assert_true(c.residual_gates && c.expert_norms && c.global_attention_scale == 0.0);
+    kvc_model_plan *plan = plan_of(ERGO_BASE "}", "ergo");
+    assert_true(plan->hybrid && plan->layers[0].sliding_window == 512 && plan->layers[3].sliding_window == 0);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(ERGO_BASE ",\"local_attention_window\":16,\"global_attention_scale\":1.5,"
+                                                      "\"mlp_layer_types\":[\"dense\",\"dense\",\"sparse\",\"sparse\","
+                                                      "\"dense\"],\"rope_parameters\":{\"full_attention\":null,"
+                                                      "\"sliding_attention\":{\"rope_type\":\"default\","
+                                                      "\"rope_theta\":10000.0}}}",
+                                            "ergo-set", &c),
+                     KVC_OK);
+    assert_true(c.sliding_window == 16 && c.global_attention_scale == 1.5 && c.rope_sliding.theta == 1e4);
+    assert_true(!c.layer_moe[0] && !c.layer_moe[1] && c.layer_moe[2] && !c.layer_moe[4]);
+    expect_refusal("{\"model_type\":\"ergo\",\"vocab_size\":8,\"hidden_size\":60,\"num_attention_heads\":8,"
+                   "\"num_hidden_layers\":5}",
+                   "hidden_size 60 is not a multiple");
+    expect_refusal(ERGO_BASE ",\"global_attention_scale\":0}", "global_attention_scale");
+#undef ERGO_BASE
+}
+
 /* HRM-Text (a looped recurrent reasoning model) refused by name with the reason, by the runtime and the planner. */
 static void test_hrm_text_refused(void **state) {
     (void)state;
@@ -3598,6 +3638,7 @@ int main(void) {
         cmocka_unit_test(test_flint_fields),
         cmocka_unit_test(test_hy_v3_fields),
         cmocka_unit_test(test_cohere2_moe_fields),
+        cmocka_unit_test(test_ergo_fields),
         cmocka_unit_test(test_hrm_text_refused),
         cmocka_unit_test(test_jais2_fields),
         cmocka_unit_test(test_iquestcoder_fields),

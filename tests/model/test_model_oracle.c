@@ -675,6 +675,15 @@ static void test_cohere2_moe(void **state) {
     run_dir("cohere2_moe_sigmoid");
 }
 
+/* Ergo-like: fused qkv in its framework's names, q/k norms, RoPE pairs on the sliding layers, the full one NoPE with
+ * its logits times global_attention_scale; sandwich norms with per-dimension residual gates; layer 0 a dense relu2
+ * MLP, then 8 relu2 experts (stored [E, in, out]) each RMS-normed, DeepSeek-V3's one-group router, a normed shared
+ * MLP (stored [in, out]) */
+static void test_ergo(void **state) {
+    (void)state;
+    run_dir("ergo");
+}
+
 /* Persimmon-like: LayerNorms with bias, q/k/v fused per head, q/k LayerNorms with bias shared by the heads, RoPE on
  * half of each head, relu2 MLP, every bias but the head's, untied */
 static void test_persimmon(void **state) {
@@ -1196,6 +1205,7 @@ int main(void) {
         cmocka_unit_test(test_youtu),
         cmocka_unit_test(test_minicpm3),
         cmocka_unit_test(test_afmoe),
+        cmocka_unit_test(test_ergo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

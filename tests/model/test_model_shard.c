@@ -438,6 +438,7 @@ static void test_classic(void **state) {
     check_family("hunyuan_v1_moe", KVC_WMAT_CHECKPOINT);
     check_family("minimax_m2", KVC_WMAT_CHECKPOINT);
     check_family("afmoe", KVC_WMAT_CHECKPOINT); /* its gate_proj split by heads as q_proj */
+    check_family("ergo", KVC_WMAT_CHECKPOINT);  /* its [in, out] shared MLP and [E, in, out] experts split */
     check_family("exaone", KVC_WMAT_CHECKPOINT);
     check_family("internlm3", KVC_WMAT_CHECKPOINT);
     check_family("apertus", KVC_WMAT_CHECKPOINT);

@@ -10,7 +10,7 @@ gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, e
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text, qwen3_5_moe, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
-cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa, lfm3) this script
+cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa, lfm3, ergo) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -224,6 +224,8 @@ from transformers import (
     GraniteMoeSharedForCausalLM,
     Cohere2MoeConfig,
     Cohere2MoeForCausalLM,
+    ErgoConfig,
+    ErgoForCausalLM,
     FlintConfig,
     FlintForCausalLM,
     HYV3Config,
@@ -769,6 +771,20 @@ def arcee_config():
     # relu2), q/k/v/o biases (attention_bias) and MLP biases (mlp_bias), GQA 4/2, 3 layers, theta 1e4, untied.
     return ArceeConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3, attention_bias=True, mlp_bias=True,
                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
+def ergo_config():
+    # Ergo at toy size: fused qkv, per-head q/k norms, 4 heads / 2 KV heads of 16, 3 layers [sliding, full, sliding]
+    # (global_attention_every_n_layers 2) over a window of 8 keys, RoPE (pairs) on the sliding layers only, the full
+    # layer's logits times global_attention_scale 1.7; sandwich norms and per-dimension residual gates; layer 0 a
+    # dense relu2 MLP of 96 (num_dense_blocks 1), layers 1-2 8 relu2 experts of 16 (each output RMS-normed by its
+    # own weights) chosen by sigmoid scores plus a random correction bias, top-2, renormalised, times 8^1/2, plus the
+    # normed shared relu2 MLP of 24; rms_norm_eps 1e-6, theta 1e4, untied.
+    shape = {k: v for k, v in DENSE_TOY_SHAPE.items() if k != "intermediate_size"}
+    return ErgoConfig(**shape, num_hidden_layers=3, first_dense_intermediate_size=96, num_dense_blocks=1,
+                      moe_intermediate_size=16, shared_intermediate_size=24, num_experts=8, num_experts_per_tok=2,
+                      global_attention_every_n_layers=2, global_attention_scale=1.7, sliding_window=8,
+                      rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
 
 def afmoe_config():
@@ -1790,6 +1806,7 @@ FAMILIES = {
     "helium": (helium_config, HeliumForCausalLM),
     "arcee": (arcee_config, ArceeForCausalLM),
     "afmoe": (afmoe_config, AfmoeForCausalLM),
+    "ergo": (ergo_config, ErgoForCausalLM),
     "apertus": (apertus_config, ApertusForCausalLM),
     "jais2": (jais2_config, Jais2ForCausalLM),
     "iquestcoder": (iquestcoder_config, LlamaForCausalLM),
@@ -1891,6 +1908,13 @@ def param_std(name, shape, config):
         return 0.02
     if name.endswith("linear_attn.norm.weight"):  # Qwen3-Next's gated norm, applied as w
         return None
+    if config.model_type == "ergo":
+        if name.endswith("residual_gate.weight"):  # sigmoid / softplus of it per dimension: spread both ways
+            return 1.0
+        if name.endswith(("experts.up_proj", "experts.down_proj")):  # [E, in, out], used as x @ W: fan-in dim 1
+            return 1.0 / math.sqrt(shape[1])
+        if name == "model.embed_tokens.weight":  # never tied (ErgoConfig has no tie_word_embeddings)
+            return 0.5
     if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma", "nemotron",
                                                                              "vaultgemma", "qwen3_next",
                                                                              "qwen3_5_text", "qwen3_5_moe"):
@@ -2736,7 +2760,7 @@ RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deep
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "sarvam_moe": 1e-5, "param2moe": 1e-5, "minicpm5_moe": 1e-5, "kolibri1": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5,
-                    "afmoe": 1e-5}
+                    "afmoe": 1e-5, "ergo": 1e-5}
 
 
 def verify(family, out):
@@ -2787,7 +2811,7 @@ def main():
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "sarvam_moe", "param2moe",
-                               "minicpm5_moe", "kolibri1", "jetmoe"]:
+                               "minicpm5_moe", "kolibri1", "jetmoe", "ergo"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
