@@ -338,6 +338,14 @@ typedef struct kvc_model_config {
      * global_attention_scale (0: none). Last, as above. */
     bool residual_gates, expert_norms;
     double global_attention_scale;
+    /* LongCat-Flash (model_type longcat_flash): num_layers counts attention sub-layers, two per decoder layer, each
+     * with its MLP; the even sub-layer's input to the MLP also feeds the layer's MoE (moe_shortcut), whose output is
+     * held and added after the odd sub-layer's MLP. Its router scores n_routed_experts + zero_experts by softmax (a
+     * zero expert passes its input through times its weight); mla_q_scale and mla_kv_scale (0: none) multiply the
+     * queries and the normalised latent. Last, as above. */
+    bool moe_shortcut;
+    int64_t zero_experts;
+    double mla_q_scale, mla_kv_scale;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

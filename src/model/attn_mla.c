@@ -14,11 +14,17 @@
 
 #define DS_LATENT_EPS 1e-6f /* q_a_layernorm / kv_a_layernorm class default (MF 1.2) */
 
-/* kv_a output [T, rkv + dr] -> normalised latent and rotated k_pe in place. */
+/* x [n] times f (LongCat-Flash's scales; 0: none). */
+static void scale_by(float *x, int64_t n, double f) {
+    for (int64_t i = 0; f != 0.0 && i < n; i++) x[i] *= (float)f;
+}
+
+/* kv_a output [T, rkv + dr] -> normalised latent (times mla_kv_scale) and rotated k_pe in place. */
 static void norm_rope_latent(const kvc_fwd_step *s, int64_t l, float *ckv) {
     const kvc_model_config *c = &s->m->cfg;
     const int64_t rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
     kvc_rmsnorm_rows_f32(ckv, s->T, rkv, rkv + dr, s->m->layers[l].kva_norm, DS_LATENT_EPS);
+    for (int64_t t = 0; t < s->T; t++) scale_by(ckv + t * (rkv + dr), rkv, c->mla_kv_scale);
     kvci_fwd_rope(s, ckv + rkv, 1, dr, rkv + dr);
 }
 
@@ -111,6 +117,7 @@ static kvc_status absorbed(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, r
     float *qlat = ws->mla_b; /* [T, nH, rkv] = q_nope_h . W_UK^h */
     for (int64_t h = 0; h < nH; h++)
         kvci_gemm_nt(T, rkv, dn, ws->q + h * dq, nH * dq, w->wuk_t + h * rkv * dn, dn, NULL, qlat + h * rkv, nH * rkv);
+    scale_by(qlat, T * nH * rkv, c->mla_kv_scale); /* the cache holds the latent unscaled: its scale on both sides */
     for (int64_t t = 0; t < T; t++)
         for (int64_t h = 0; h < nH; h++)
             memcpy(ws->q_rope + (t * nH + h) * dr, ws->q + (t * nH + h) * dq + dn, (size_t)dr * sizeof(float));
@@ -132,6 +139,7 @@ static kvc_status absorbed(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, r
         kvci_gemm_nt(T, dv, rkv, ws->att + h * rkv, nH * rkv, w->wkvb + (h * (dn + dv) + dn) * rkv, rkv, NULL,
                      o + h * dv, nH * dv);
     memcpy(ws->att, o, (size_t)(T * nH * dv) * sizeof(float));
+    scale_by(ws->att, T * nH * dv, c->mla_kv_scale);
     return KVC_OK;
 }
 
@@ -150,6 +158,7 @@ kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l) {
     } else {
         KVC_TRY(kvci_linear(ws->xn, T, &w->wq, NULL, q));
     }
+    scale_by(q, T * nH * dq, c->mla_q_scale);
     kvci_fwd_rope(s, q + dn, nH, dq, nH * dq);
     float *ckv = ws->mla_a; /* [T, rkv + dr] = [latent | k_pe], not yet normalised / rotated */
     KVC_TRY(kvci_linear(ws->xn, T, &w->wkva, w->bkva, ckv));

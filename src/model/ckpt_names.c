@@ -2,6 +2,7 @@
  * under Llama's names (model.layers.N.self_attn.o_proj.weight, ...), and the loader reads each under the name
  * its model type's checkpoints give it. A saved quantized copy keeps Llama's names (save.c), so it is read
  * without renaming. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -288,9 +289,51 @@ const char *kvci_checkpoint_bare(const char *model_type, const char *name, char 
     return NULL;
 }
 
+/* LongCat-Flash's sub-layer L's modules within decoder layer L / 2 (LongcatFlashDecoderLayer): the attention, its
+ * norms and the MLP under self_attn.j, input_layernorm.j, post_attention_layernorm.j and mlps.j (j = L % 2), the MoE
+ * (at the even sub-layer) under mlp. with the router mlp.router.classifier and its correction bias beside it. */
+typedef struct longcat_rule {
+    const char *from, *to;
+    bool sub; /* the sub-layer's index j follows `to` */
+} longcat_rule;
+static const longcat_rule LONGCAT[] = {
+    {"self_attn.", "self_attn.", true},
+    {"input_layernorm.", "input_layernorm.", true},
+    {"post_attention_layernorm.", "post_attention_layernorm.", true},
+    {"mlp.gate_proj.", "mlps.", true},
+    {"mlp.up_proj.", "mlps.", true},
+    {"mlp.down_proj.", "mlps.", true},
+    {"mlp.gate.weight", "mlp.router.classifier.weight", false},
+    {"mlp.gate.e_score_correction_bias", "mlp.router.e_score_correction_bias", false},
+};
+
+static const char *longcat_name(const char *name, char *buf, size_t cap) {
+    static const char pre[] = "model.layers.";
+    long long L = 0;
+    int used = 0;
+    if (strncmp(name, pre, sizeof pre - 1) != 0 || sscanf(name + sizeof pre - 1, "%lld.%n", &L, &used) != 1 || !used)
+        return name;
+    const char *rest = name + sizeof pre - 1 + used;
+    for (size_t i = 0; i < sizeof LONGCAT / sizeof LONGCAT[0]; i++) {
+        const longcat_rule *r = &LONGCAT[i];
+        if (strncmp(rest, r->from, strlen(r->from)) != 0) continue;
+        const char *tail = rest + strlen(r->from);
+        if (!r->sub) {
+            snprintf(buf, cap, "%s%lld.%s%s", pre, L / 2, r->to, tail);
+        } else { /* mlp.gate_proj. -> mlps.j.gate_proj. keeps the module's own name after the index */
+            const char *own = strncmp(r->from, "mlp.", 4) == 0 ? r->from + 4 : "";
+            snprintf(buf, cap, "%s%lld.%s%lld.%s%s", pre, L / 2, r->to, L % 2, own, tail);
+        }
+        return buf;
+    }
+    snprintf(buf, cap, "%s%lld.%s", pre, L / 2, rest); /* the experts */
+    return buf;
+}
+
 const char *kvci_checkpoint_name(const char *model_type, const char *name, char *buf, size_t cap) {
     char tmp[320];
     const char *cur = name;
+    if (strcmp(model_type, "longcat_flash") == 0) return longcat_name(name, buf, cap);
     model_type = names_of(model_type);
     for (size_t i = 0; i < sizeof RULES / sizeof RULES[0]; i++) {
         const rename_rule *r = &RULES[i];

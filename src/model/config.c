@@ -225,6 +225,7 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
                                                                      : 12288;
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", def, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "solar_open") == 0 || strcmp(cfg->model_type, "kolibri1") == 0 ||
+               strcmp(cfg->model_type, "longcat_flash") == 0 || /* its hook reads ffn_hidden_size */
                strcmp(cfg->model_type, "mamba2") == 0 ||
                (cfg->family == KVC_FAMILY_JAMBA && strcmp(cfg->model_type, "jamba") != 0)) {
         /* no dense MLP, no key: Solar Open's and Kolibri 1's hooks set the experts' width; Mamba2 and Mamba have mixers

@@ -1,11 +1,11 @@
 /* MLA models (MF 4.2 - 4.5): DeepSeek-V3, DeepSeek-V2, GLM-4.7-Flash (glm4_moe_lite: V3's layers, its MoE
  * layers named by mlp_layer_types), Youtu-LLM (youtu: V3's attention, every layer dense), MiniCPM3 (V2's attention,
  * every layer dense, Granite's scales), Sarvam-105B (sarvam_mla: V3's layers, its class's defaults and legacy key
- * names), A.X-K1 (axk1: V3's layers, a norm on the MoE output) and GLM-5 (glm_moe_dsa: V3's layers, sparse attention
- * run dense below index_topk, family_glm_dsa.c) run; V3.2, Kimi-K2 and LongCat-Flash are planned only. Every layer is
- * full attention over a latent cache (or, unabsorbed, nH heads of dn + dr keys and dv values); the first
- * first_k_dense_replace layers are dense, the rest a grouped-routing MoE (V3: sigmoid scores with a correction bias;
- * V2: softmax scores). */
+ * names), A.X-K1 (axk1: V3's layers, a norm on the MoE output), GLM-5 (glm_moe_dsa: V3's layers, sparse attention
+ * run dense below index_topk, family_glm_dsa.c) and LongCat-Flash (longcat_flash: two MLA sub-layers per decoder
+ * layer, parse_longcat) run; V3.2 and Kimi-K2 are planned only. Every layer is full attention over a latent cache (or,
+ * unabsorbed, nH heads of dn + dr keys and dv values); the first first_k_dense_replace layers are dense, the rest a
+ * grouped-routing MoE (V3: sigmoid scores with a correction bias; V2: softmax scores). */
 #include <math.h>
 #include <string.h>
 
@@ -202,6 +202,53 @@ static kvc_status parse_minicpm3(const kvc_json_obj *c, kvc_model_config *cfg) {
     return kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
+static bool is_longcat(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "longcat_flash") == 0; }
+
+/* LongCat-Flash (meituan-longcat/LongCat-Flash-Chat, LongcatFlashForCausalLM): num_layers (hparams.c) counts the
+ * attention sub-layers, two per decoder layer, each with a dense MLP of ffn_hidden_size (12288); the even one's MLP
+ * input also feeds the decoder layer's MoE, added after the odd one's MLP (kvci_ffn_longcat). The router: softmax over
+ * n_routed_experts (512) of expert_ffn_hidden_size (2048) plus zero_expert_num (256; null: none) zero experts, moe_topk
+ * (12) by the scores plus the correction bias, times routed_scaling_factor (6). Queries times sqrt(hidden_size /
+ * q_lora_rank), the normalised latent times sqrt(hidden_size / kv_lora_rank); RoPE on interleaved pairs always.
+ * Refused by name: q_lora_rank null (its scale divides by it), qk_head_dim other than qk_nope + qk_rope, head_dim
+ * (its RoPE's width, 64) other than qk_rope_head_dim, router_bias true. */
+static kvc_status parse_longcat(const kvc_json_obj *c, kvc_model_config *cfg) {
+    const kvc_json_range scale = {0.0, KVC_HP_MAX_FACTOR, true};
+    bool bias = false, have = false;
+    if (cfg->q_lora_rank == 0)
+        return kvci_fail(KVC_EINVAL, "%s: longcat_flash q_lora_rank null is not supported (its q scale divides by it)",
+                         c->doc);
+    int64_t qk = cfg->qk_nope_head_dim + cfg->qk_rope_head_dim;
+    KVC_TRY(kvci_json_int(c, "qk_head_dim", 1, KVC_HP_MAX_WIDTH, &qk, &have));
+    if (qk != cfg->qk_nope_head_dim + cfg->qk_rope_head_dim)
+        return kvci_fail(KVC_EINVAL, "%s: longcat_flash qk_head_dim %lld must be qk_nope_head_dim + qk_rope_head_dim",
+                         c->doc, (long long)qk);
+    int64_t rope = 64; /* its rotary embedding's width: head_dim (64), which must be qk_rope_head_dim */
+    KVC_TRY(kvci_family_opt_int(c, "head_dim", 64, 1, KVC_HP_MAX_WIDTH, &rope));
+    if (rope != cfg->qk_rope_head_dim)
+        return kvci_fail(KVC_EINVAL, "%s: longcat_flash head_dim %lld must be qk_rope_head_dim %lld (its RoPE width)",
+                         c->doc, (long long)rope, (long long)cfg->qk_rope_head_dim);
+    KVC_TRY(kvci_family_opt_bool(c, "router_bias", false, &bias));
+    if (bias) return kvci_fail(KVC_EINVAL, "%s: longcat_flash router_bias true is not supported", c->doc);
+    if (kvci_json_missing(c, "rms_norm_eps")) cfg->rms_norm_eps = 1e-5; /* LongcatFlashConfig's */
+    cfg->rope_form = KVC_ROPE_INTERLEAVED;
+    KVC_TRY(kvci_family_opt_int(c, "ffn_hidden_size", 12288, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "expert_ffn_hidden_size", 2048, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
+    KVC_TRY(kvci_family_opt_int(c, "n_routed_experts", 512, 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts));
+    const cJSON *zero = cJSON_GetObjectItemCaseSensitive(c->obj, "zero_expert_num"); /* null: none (`or 0`) */
+    cfg->zero_experts = 0;
+    if (zero == NULL || !cJSON_IsNull(zero))
+        KVC_TRY(kvci_family_opt_int(c, "zero_expert_num", 256, 0, KVC_HP_MAX_EXPERTS, &cfg->zero_experts));
+    KVC_TRY(kvci_family_opt_int(c, "moe_topk", 12, 1, KVC_HP_MAX_EXPERTS, &cfg->experts_per_tok));
+    KVC_TRY(kvci_family_opt_num(c, "routed_scaling_factor", 6.0, scale, &cfg->routed_scaling_factor));
+    cfg->n_shared_experts = 0, cfg->n_group = cfg->topk_group = 1, cfg->norm_topk_prob = false;
+    cfg->first_k_dense_replace = 0, cfg->moe_shortcut = true;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = l % 2 == 0;
+    cfg->mla_q_scale = sqrt((double)cfg->hidden_size / (double)cfg->q_lora_rank);
+    cfg->mla_kv_scale = sqrt((double)cfg->hidden_size / (double)cfg->kv_lora_rank);
+    return KVC_OK;
+}
+
 static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     kvc_mla_dims d;
@@ -228,6 +275,7 @@ static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
         KVC_TRY(kvci_family_parse_glm_dsa(c, cfg));
     }
     KVC_TRY(kvci_deepseek_v2(cfg) ? parse_v2_moe(c, cfg)
+            : is_longcat(cfg)     ? parse_longcat(c, cfg)
             : is_youtu(cfg)       ? parse_youtu(c, cfg)
             : is_minicpm3(cfg)    ? parse_minicpm3(c, cfg)
                                   : parse_v3_moe(c, cfg));
@@ -242,6 +290,10 @@ kvc_status kvci_family_check_grouped_router(const kvc_model_config *cfg, const c
         return kvci_fail(KVC_EINVAL, "%s: routed_scaling_factor %g outside (0, %g]", doc, cfg->routed_scaling_factor,
                          KVC_HP_MAX_FACTOR);
     if (cfg->first_k_dense_replace >= cfg->num_layers) return KVC_OK;
+    if (cfg->moe_shortcut && cfg->experts_per_tok > cfg->n_routed_experts + cfg->zero_experts) /* one group */
+        return kvci_fail(KVC_EINVAL, "%s: moe_topk %lld above n_routed_experts + zero_expert_num %lld", doc,
+                         (long long)cfg->experts_per_tok, (long long)(cfg->n_routed_experts + cfg->zero_experts));
+    if (cfg->moe_shortcut) return KVC_OK;
     const int64_t E = cfg->n_routed_experts, g = cfg->n_group, tg = cfg->topk_group, k = cfg->experts_per_tok;
     const int64_t per = kvci_deepseek_v2(cfg) ? 1 : 2; /* experts a group's score reads: V2 its largest, V3 its top 2 */
     if (E < 1 || g < 1 || tg < 1 || k < 1 || E % g != 0 || E / g < per || tg > g || k > tg * (E / g))
@@ -255,6 +307,7 @@ kvc_status kvci_family_check_grouped_router(const kvc_model_config *cfg, const c
 
 /* The dense layers (layer_moe false): the dense MLP; the rest: routed and shared experts. */
 static kvc_status deepseek_ffn(const kvc_fwd_step *s, int64_t l) {
+    if (s->m->cfg.moe_shortcut) return kvci_ffn_longcat(s, l);
     return s->m->layers[l].moe ? kvci_ffn_deepseek(s, l, kvci_deepseek_v2(&s->m->cfg)) : kvci_fwd_dense_mlp(s, l);
 }
 
@@ -267,8 +320,8 @@ static const kvc_family_alias ALIASES[] = {
     {"sarvam_mla", "SarvamMLAForCausalLM", "sarvam_mla", true},
     {"axk1", "AXK1ForCausalLM", "axk1", true},
     {"glm_moe_dsa", "GlmMoeDsaForCausalLM", "glm_moe_dsa", true},
-    /* LongCat-Flash: two MLA attention layers per decoder layer (hparams.c counts them), planned only */
-    {"longcat_flash", "LongcatFlashForCausalLM", "longcat_flash", false},
+    /* LongCat-Flash: two MLA attention layers per decoder layer (hparams.c counts them) */
+    {"longcat_flash", "LongcatFlashForCausalLM", "longcat_flash", true},
     {"youtu", "YoutuForCausalLM", "youtu", true},
     {"minicpm3", "MiniCPM3ForCausalLM", "minicpm3", true},
 };

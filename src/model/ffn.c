@@ -189,6 +189,18 @@ static void deepseek_v2_route(const kvc_model_config *c, const kvc_layer_weights
     for (int64_t j = 0; j < K; j++) sw[j] = tmp[sel[j]] * (float)c->routed_scaling_factor;
 }
 
+/* LongCat-Flash's router (HF LongcatFlashTopkRouter): softmax over the E + Z logits (Z zero experts) in f32, the k
+ * largest of the scores plus the correction bias, their unbiased scores times routed_scaling_factor (never
+ * renormalised). */
+static void longcat_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
+                          float *sw, float *tmp /* [2 (E + Z)] */) {
+    const int64_t N = c->n_routed_experts + c->zero_experts, K = c->experts_per_tok;
+    softmax_probs(logits, N, tmp);
+    for (int64_t e = 0; e < N; e++) tmp[N + e] = tmp[e] + w->gate_corr[e];
+    top_k(tmp + N, N, K, sel);
+    for (int64_t j = 0; j < K; j++) sw[j] = tmp[sel[j]] * (float)c->routed_scaling_factor;
+}
+
 /* Qwen3-MoE / Qwen2-MoE / Mixtral router (HF Qwen3MoeTopKRouter, Qwen2MoeTopKRouter, MixtralTopKRouter): softmax over
  * all E logits in f32, the k largest probabilities (ties: lower index first, as top_k), divided by their sum when
  * norm_topk_prob (Mixtral always). */
@@ -317,9 +329,10 @@ static kvc_status routed_experts(const kvc_fwd_step *s, int64_t l, route_fn rout
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
     const int64_t T = s->T, H = c->hidden_size, E = c->n_routed_experts, K = c->experts_per_tok;
+    const int64_t R = E + c->zero_experts;                         /* the router's width */
     const int64_t W = w->lat_in.data ? w->lat_in.rows : H;         /* the experts' width */
-    KVC_TRY(kvci_linear(ws->xn, T, &w->gate_w, NULL, ws->router)); /* [T, E] */
-    for (int64_t t = 0; t < T; t++) route(c, w, ws->router + t * E, ws->sel + t * K, ws->selw + t * K, ws->route_tmp);
+    KVC_TRY(kvci_linear(ws->xn, T, &w->gate_w, NULL, ws->router)); /* [T, R] */
+    for (int64_t t = 0; t < T; t++) route(c, w, ws->router + t * R, ws->sel + t * K, ws->selw + t * K, ws->route_tmp);
     if (w->lat_in.data) KVC_TRY(kvci_linear(ws->xn, T, &w->lat_in, w->lat_in_b, ws->lat));
     const float *x = w->lat_in.data ? ws->lat : ws->xn; /* [T, W] */
     memset(ws->acc, 0, (size_t)(T * W) * sizeof(float));
@@ -334,6 +347,12 @@ static kvc_status routed_experts(const kvc_fwd_step *s, int64_t l, route_fn rout
         if (w->ex_norm) /* Ergo: the expert's own RMSNorm of its output [n, W], before its routing weight */
             kvci_rmsnorm_rows_threads(ws->yg, n, W, W, w->ex_norm + e * W, (float)c->rms_norm_eps, ws->yg);
         scatter_add(ws, n, W);
+    }
+    /* zero experts: the input times their summed weight (once: tensor-parallel ranks' outputs are summed) */
+    for (int64_t t = 0; R > E && s->m->tp.rank == 0 && t < T; t++) {
+        float z = 0.0f;
+        for (int64_t j = 0; j < K; j++) z += ws->sel[t * K + j] >= E ? ws->selw[t * K + j] : 0.0f;
+        for (int64_t j = 0; z != 0.0f && j < W; j++) ws->acc[t * W + j] += x[t * W + j] * z;
     }
     const float *routed = ws->acc; /* [T, H] */
     if (w->lat_out.data) {
@@ -355,6 +374,20 @@ kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l, bool v2) {
     if (c->n_group > DS_MAX_GROUPS)
         return kvci_fail(KVC_EINVAL, "forward: n_group %lld above %d", (long long)c->n_group, DS_MAX_GROUPS);
     return routed_experts(s, l, v2 ? deepseek_v2_route : deepseek_route);
+}
+
+/* LongCat-Flash's sub-layer l MLP (dense) into ws->proj: on an even sub-layer with experts the MoE of the same input
+ * is held in ws->shortcut, on the odd one after it added to the MLP's output. */
+kvc_status kvci_ffn_longcat(const kvc_fwd_step *s, int64_t l) {
+    kvc_model_workspace *ws = s->ws;
+    const int64_t n = s->T * s->m->cfg.hidden_size;
+    if (s->m->layers[l].moe) {
+        KVC_TRY(routed_experts(s, l, longcat_route));
+        memcpy(ws->shortcut, ws->proj, (size_t)n * sizeof(float));
+    }
+    KVC_TRY(kvci_fwd_dense_mlp(s, l));
+    for (int64_t i = 0; l % 2 == 1 && s->m->layers[l - 1].moe && i < n; i++) ws->proj[i] += ws->shortcut[i];
+    return KVC_OK;
 }
 
 kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, softmax_route); }

@@ -21,7 +21,8 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
                    &ws->proj,        &ws->ff_a,      &ws->ff_b, &ws->acc,      &ws->xg,    &ws->yg,
                    &ws->router,      &ws->route_tmp, &ws->selw, &ws->tokw,     &ws->mla_a, &ws->mla_b,
                    &ws->q_rope,      &ws->cos,       &ws->sin,  &ws->rope_tmp, &ws->fused, &ws->cos_sliding,
-                   &ws->sin_sliding, &ws->qk_ss,     &ws->gate, &ws->gdn,      &ws->mamba, &ws->lat};
+                   &ws->sin_sliding, &ws->qk_ss,     &ws->gate, &ws->gdn,      &ws->mamba, &ws->lat,
+                   &ws->shortcut};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->tok);
@@ -63,7 +64,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     ws->ow = nH * kvci_max64(dv, rkv);
     ws->ffw = max3(c->intermediate_size * (c->family == KVC_FAMILY_GPT_OSS ? 2 : 1),
                    kvci_max64(c->moe_intermediate_size, c->shared_expert_intermediate_size), 1);
-    const int64_t E = kvci_max64(kvci_max64(c->num_experts, c->n_routed_experts), 1);
+    const int64_t E = kvci_max64(kvci_max64(c->num_experts, c->n_routed_experts + c->zero_experts), 1);
     const int64_t K = kvci_max64(c->experts_per_tok, 1);
     kvc_status st = KVC_OK;
 #define A(ptr, n)                                                                                                      \
@@ -94,6 +95,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(xg, Tm * mw);
     A(yg, Tm * mw);
     A(lat, Tm * c->moe_latent_size);
+    A(shortcut, c->moe_shortcut ? Tm * H : 1); /* LongCat-Flash's MoE output held for the odd sub-layer */
     A(router, Tm * E);
     A(route_tmp, 2 * E);
     A(selw, Tm * K);

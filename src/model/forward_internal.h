@@ -42,8 +42,9 @@ struct kvc_model_workspace {
     float *xg;              /* [Tm, mw] MoE gathered rows */
     float *yg;              /* [Tm, mw] MoE expert outputs of the gathered rows */
     float *lat;             /* [Tm, moe_latent_size] Nemotron-H's latent expert inputs (1 float without) */
-    float *router;          /* [Tm, E] router logits / scores */
+    float *router;          /* [Tm, E] router logits / scores (E: with LongCat-Flash's zero experts) */
     float *route_tmp;       /* [2E] */
+    float *shortcut;        /* [Tm, H] LongCat-Flash: the MoE output of the even sub-layer, else unused */
     int32_t *sel;           /* [Tm, k] chosen experts */
     float *selw;            /* [Tm, k] their weights */
     int32_t *tok;           /* [Tm] tokens routed to one expert */
@@ -148,6 +149,8 @@ kvc_status kvci_ffn_gpt_oss(const kvc_fwd_step *s, int64_t l);
 /* DeepSeek's MoE layer: routed experts by V3's sigmoid router (MF 4.5) or, v2, V2's softmax one, plus shared experts.
  */
 kvc_status kvci_ffn_deepseek(const kvc_fwd_step *s, int64_t l, bool v2);
+/* LongCat-Flash: each sub-layer's dense MLP, the even one's MoE (softmax router, zero experts) added after the odd. */
+kvc_status kvci_ffn_longcat(const kvc_fwd_step *s, int64_t l);
 /* Qwen3-MoE / Mixtral: softmax router, top-k (renormalised when norm_topk_prob), SwiGLU experts. */
 kvc_status kvci_ffn_softmax_moe(const kvc_fwd_step *s, int64_t l);
 /* Granite MoE (and Shared): the k largest router logits, softmax over them (GptOss's router), SwiGLU experts. */

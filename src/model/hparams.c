@@ -58,6 +58,7 @@ static const type_defaults DEFAULTS[] = {
     {"hyperclovax", 0, 10000.0, 0, false, 0, false, false},      /* HyperCLOVAXConfig's (GraniteConfig's) */
     {"granite_swa", 0, 10000.0, 128, false, 4, false, false},    /* GraniteSWAConfig's */
     {"granitemoe_swa", 0, 10000.0, 128, false, 0, false, false}, /* GraniteMoeSWAConfig's */
+    {"longcat_flash", 0, 10000000.0, 0, false, 0, false, false}, /* LongcatFlashConfig's default_theta */
     {"flint", 128, 10000.0, 513, false, 4, false, false},        /* FlintConfig's */
     {"hy_v3", 128, 11158840.0, 0, false, 8, false, false},       /* HYV3Config's */
     {"cohere2_moe", 128, 10000.0, 4096, false, 0, false, false}, /* Cohere2MoeConfig's */
@@ -748,7 +749,7 @@ static const mla_defaults MLA_DEFAULTS[] = {
     {"sarvam_mla", 512, 64, 128, 128, 0},       /* SarvamMLAConfig: q_lora_rank None */
     {"axk1", 512, 64, 128, 128, 1536},          /* AXK1Config */
     {"glm_moe_dsa", 512, 64, 192, 256, 2048},   /* GlmMoeDsaConfig */
-    {"longcat_flash", 512, 64, 128, 128, 1536}, /* LongcatFlashConfig (planned only) */
+    {"longcat_flash", 512, 64, 128, 128, 1536}, /* LongcatFlashConfig */
 };
 
 static const mla_defaults *mla_defaults_of(const char *model_type) {

@@ -382,10 +382,11 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
     if (c->family == KVC_FAMILY_LLAMA4) return visit_llama4_moe(v, c, w);
     if (strcmp(c->model_type, "dbrx") == 0) return visit_dbrx_moe(v, c, w);
     if (c->family == KVC_FAMILY_LFM2) return visit_lfm2_moe(v, c, w);
-    TRY(m2(v, mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight", E, H, &w->gate_w, WHOLE));
+    const int64_t R = E + c->zero_experts; /* the router's width (LongCat-Flash's zero experts) */
+    TRY(m2(v, mixtral ? "block_sparse_moe.gate.weight" : "mlp.gate.weight", R, H, &w->gate_w, WHOLE));
     const kvc_wsplit corr = {.dim = -1, .absent_zero = kvci_family_is_axk1(c)}; /* AXK1's checkpoints: none */
     if ((ds && !kvci_deepseek_v2(c)) || kolibri)
-        TRY(v1(v, "mlp.gate.e_score_correction_bias", E, &w->gate_corr, KVC_WINIT_BIAS, corr));
+        TRY(v1(v, "mlp.gate.e_score_correction_bias", R, &w->gate_corr, KVC_WINIT_BIAS, corr));
     if (ernie) TRY(v2(v, "mlp.moe_statics.e_score_correction_bias", 1, E, &w->gate_corr, KVC_WINIT_BIAS, WHOLE));
     TRY(m3(v, mixtral ? KVC_MIXTRAL_EXPERTS_GATE : KVC_DS_EXPERTS_GATE, E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT,
            even(v, 1, Im)));
@@ -635,6 +636,8 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(visit_granite_moe(v, c, w));
     } else if (c->layer_moe[l]) {
         TRY(visit_routed_moe(v, c, w));
+        if (c->moe_shortcut) /* LongCat-Flash: the sub-layer's MLP beside the decoder layer's MoE */
+            TRY(visit_dense_mlp(v, c, w, "", c->intermediate_size, &w->w_gate, &w->w_up, &w->w_down));
     } else if (strcmp(c->model_type, "granitemoehybrid") == 0) { /* Granite 4.0-H without experts: its shared MLP */
         TRY(visit_granite_shared(v, c, c->intermediate_size, v->m->full.intermediate_size, &w->w_gate, &w->w_up,
                                  &w->w_down));
@@ -807,6 +810,14 @@ static kvc_status check_fields(const kvc_model_config *c) {
                          sizeof c->model_type);
     if (!(c->rms_norm_eps >= 0.0 && c->rms_norm_eps <= 1.0))
         return kvci_fail(KVC_EINVAL, "model: rms_norm_eps %g outside [0, 1]", c->rms_norm_eps);
+    if (!(c->mla_q_scale >= 0.0 && c->mla_q_scale <= KVC_HP_MAX_FACTOR && c->mla_kv_scale >= 0.0 &&
+          c->mla_kv_scale <= KVC_HP_MAX_FACTOR))
+        return kvci_fail(KVC_EINVAL, "model: mla_q_scale %g / mla_kv_scale %g outside [0, %g]", c->mla_q_scale,
+                         c->mla_kv_scale, KVC_HP_MAX_FACTOR);
+    if (c->zero_experts < 0 || c->zero_experts > KVC_HP_MAX_EXPERTS ||
+        ((c->zero_experts > 0 || c->moe_shortcut) && c->family != KVC_FAMILY_DEEPSEEK_V3))
+        return kvci_fail(KVC_EINVAL, "model: zero_experts %lld / moe_shortcut need family deepseek_v3 (longcat_flash)",
+                         (long long)c->zero_experts);
     if (c->max_position_embeddings < 1 || c->max_position_embeddings > KVC_HP_MAX_POSITIONS)
         return kvci_fail(KVC_EINVAL, "model: max_position_embeddings %lld outside [1, %lld]",
                          (long long)c->max_position_embeddings, (long long)KVC_HP_MAX_POSITIONS);
@@ -951,8 +962,9 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
         (cfg->qk_rope_head_dim != cfg->head_dim || cfg->num_kv_heads != cfg->num_heads))
         return kvci_fail(KVC_EINVAL,
                          "model: deepseek_v3 needs head_dim == qk_rope_head_dim and num_kv_heads == num_heads");
-    if (cfg->family != KVC_FAMILY_GPT_OSS && cfg->n_routed_experts > 0 && cfg->experts_per_tok > cfg->n_routed_experts)
-        return kvci_fail(KVC_EINVAL, "model: %s needs num_experts_per_tok %lld <= n_routed_experts %lld",
+    if (cfg->family != KVC_FAMILY_GPT_OSS && cfg->n_routed_experts > 0 &&
+        cfg->experts_per_tok > cfg->n_routed_experts + cfg->zero_experts)
+        return kvci_fail(KVC_EINVAL, "model: %s needs num_experts_per_tok %lld <= n_routed_experts %lld + zero_experts",
                          cfg->model_type, (long long)cfg->experts_per_tok, (long long)cfg->n_routed_experts);
     const kvc_model_tp one = {.rank = 0, .size = 1};
     if (!tp) tp = &one;

@@ -3285,6 +3285,35 @@ static void test_axk1_fields(void **state) {
     expect_refusal(AXK1_BASE ",\"moe_layer_freq\":0}", "moe_layer_freq");
 }
 
+/* LongCat-Flash (longcat_flash) with LongcatFlashConfig's defaults: 28 decoder layers of two sub-layers (56), MLA
+ * sizes (q LoRA 1536, latent 512, rope 64, nope 128, v 128), MLP 12288, 512 experts of 2048 plus 256 zero experts,
+ * top-12, times 6, rms_norm_eps 1e-5, theta 1e7, the MoE on the even sub-layers, q and latent scales
+ * sqrt(hidden / rank); refused by name: q_lora_rank null, qk_head_dim or head_dim off their widths, router_bias. */
+#define LONGCAT_BASE "{\"model_type\":\"longcat_flash\",\"vocab_size\":8,\"hidden_size\":32,\"num_attention_heads\":4"
+static void test_longcat_flash_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(LONGCAT_BASE "}", "longcat", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DEEPSEEK_V3 && c.num_layers == 56 && c.q_lora_rank == 1536);
+    assert_true(c.kv_lora_rank == 512 && c.qk_rope_head_dim == 64 && c.qk_nope_head_dim == 128 && c.v_head_dim == 128);
+    assert_true(c.intermediate_size == 12288 && c.moe_intermediate_size == 2048 && c.n_routed_experts == 512);
+    assert_true(c.zero_experts == 256 && c.experts_per_tok == 12 && c.routed_scaling_factor == 6.0);
+    assert_true(c.rms_norm_eps == 1e-5 && c.rope.theta == 1e7 && c.moe_shortcut && c.n_shared_experts == 0);
+    assert_true(c.layer_moe[0] && !c.layer_moe[1] && c.layer_moe[54] && !c.layer_moe[55]);
+    assert_true(fabs(c.mla_q_scale - sqrt(32.0 / 1536.0)) < 1e-12 && fabs(c.mla_kv_scale - 0.25) < 1e-12);
+    assert_int_equal(
+        kvc_model_config_parse(LONGCAT_BASE ",\"num_hidden_layers\":6,\"zero_expert_num\":null}", "longcat-hidden", &c),
+        KVC_OK);
+    assert_true(c.num_layers == 6 && c.zero_experts == 0);
+    expect_refusal(LONGCAT_BASE ",\"q_lora_rank\":null}", "q_lora_rank null");
+    expect_refusal(LONGCAT_BASE ",\"qk_head_dim\":100}", "qk_head_dim 100");
+    expect_refusal(LONGCAT_BASE ",\"head_dim\":32}", "head_dim 32");
+    expect_refusal(LONGCAT_BASE ",\"router_bias\":true}", "router_bias");
+    expect_refusal(LONGCAT_BASE ",\"moe_topk\":769}", "moe_topk 769");
+    c.mla_kv_scale = -1.0; /* a caller's own struct: the scales bounded */
+    expect_create_refusal(&c, "mla_kv_scale");
+}
+
 /* GLM-5 (glm_moe_dsa) with GlmMoeDsaConfig's defaults: MLA sizes (q LoRA 2048, latent 512, rope 64, nope 192, v 256),
  * rms_norm_eps 1e-5, the first 3 layers dense, 256 experts, 8 per token in 1 group, times 2.5; RoPE always
  * interleaved (rope_interleave not read); index_topk 2048; the indexer's keys checked by name. */
@@ -3661,6 +3690,7 @@ int main(void) {
         cmocka_unit_test(test_glm4_moe_lite_fields),
         cmocka_unit_test(test_sarvam_mla_fields),
         cmocka_unit_test(test_axk1_fields),
+        cmocka_unit_test(test_longcat_flash_fields),
         cmocka_unit_test(test_glm_moe_dsa_fields),
         cmocka_unit_test(test_exaone_moe_fields),
         cmocka_unit_test(test_lfm2_moe_fields),

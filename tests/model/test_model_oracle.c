@@ -229,6 +229,13 @@ static void test_glm_moe_dsa(void **state) {
     free(lg);
     kvc_test_oracle_close(&o);
 }
+/* LongCat-Flash-like: 2 decoder layers of two MLA sub-layers (q and latent scaled), each sub-layer's MLP, the shortcut
+ * MoE (softmax router with correction bias over 6 experts and 2 zero experts) added after the odd sub-layer; also mode
+ * 3 over both cache forms (run_dir) */
+static void test_longcat_flash(void **state) {
+    (void)state;
+    run_dir("longcat_flash");
+}
 /* A.X-K1-like: DeepSeek-V3's layers (sparse, dense, sparse by mlp_layer_types) with post_mlp_layernorm on the MoE
  * layers' output; also mode 3 over both cache forms (run_dir) */
 static void test_axk1(void **state) {
@@ -1096,6 +1103,7 @@ int main(void) {
         cmocka_unit_test(test_sarvam_mla),
         cmocka_unit_test(test_axk1),
         cmocka_unit_test(test_glm_moe_dsa),
+        cmocka_unit_test(test_longcat_flash),
         cmocka_unit_test(test_exaone_moe),
         cmocka_unit_test(test_dtypes_qwen3),
         cmocka_unit_test(test_dtypes_gpt_oss),

@@ -134,6 +134,8 @@ from transformers import (
     OPTConfig,
     OPTForCausalLM,
     AXK1Config,
+    LongcatFlashConfig,
+    LongcatFlashForCausalLM,
     AXK1ForCausalLM,
     GlmMoeDsaConfig,
     GlmMoeDsaForCausalLM,
@@ -1190,6 +1192,20 @@ def axk1_config():
     return AXK1Config(**MLA_MOE_TOY_SHAPE)
 
 
+def longcat_flash_config():
+    # LongCat-Flash at toy size: 2 decoder layers of two MLA sub-layers each (q LoRA 32, latent 24, 4 heads of nope 16
+    # + rope 8 keys and 12 values, RoPE on interleaved pairs, q and latent times sqrt(hidden / rank)), each sub-layer's
+    # MLP of 48, and per decoder layer the shortcut MoE: softmax router over 6 experts of 16 plus 2 zero experts, top-3
+    # by the scores plus a random e_score_correction_bias, times routed_scaling_factor 2 (the defaults are 512 + 256,
+    # top-12, times 6); untied, rms_norm_eps 1e-5 (the default).
+    return LongcatFlashConfig(vocab_size=VOCAB, hidden_size=64, num_layers=2, num_attention_heads=4,
+                              ffn_hidden_size=48, q_lora_rank=32, kv_lora_rank=24, qk_nope_head_dim=16,
+                              qk_rope_head_dim=8, head_dim=8, v_head_dim=12, moe_topk=3, n_routed_experts=6, zero_expert_num=2,
+                              expert_ffn_hidden_size=16, routed_scaling_factor=2.0, max_position_embeddings=128,
+                              rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                              bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def glm_moe_dsa_config():
     # GLM-5 at toy size: DeepSeek-V3's MLA (q LoRA 32, latent 24, 4 heads of nope 16 + rope 8 keys and 12 values,
     # RoPE on interleaved pairs: GLM-5's attention always) over 3 layers whose feed-forward mlp_layer_types names
@@ -1876,6 +1892,7 @@ FAMILIES = {
     "glm4_moe_lite": (glm4_moe_lite_config, Glm4MoeLiteForCausalLM),
     "sarvam_mla": (sarvam_mla_config, DeepseekV3ForCausalLM),
     "axk1": (axk1_config, AXK1ForCausalLM),
+    "longcat_flash": (longcat_flash_config, LongcatFlashForCausalLM),
     "glm_moe_dsa": (glm_moe_dsa_config, GlmMoeDsaForCausalLM),
     "exaone_moe": (exaone_moe_config, ExaoneMoeForCausalLM),
     "dots1": (dots1_config, Dots1ForCausalLM),
@@ -1924,6 +1941,8 @@ def param_std(name, shape, config):
     if name.endswith("ffn.experts.mlp.w2"):  # DBRX [E * I, H], used as x @ w2: fan-in is I
         return 1.0 / math.sqrt(config.ffn_config.ffn_hidden_size)
     if name.endswith(("post_norm1.weight", "post_norm2.weight")):  # HyperCLOVA X's Peri-LN output norms
+        return None
+    if config.model_type == "longcat_flash" and name.endswith(("layernorm.0.weight", "layernorm.1.weight")):
         return None
     if name.endswith("norm.weight") or ".norms." in name:  # input/post_attention/final, q/k, MLA latent norms;
         return None  # StableLM 2's per-head q/k LayerNorm modules (q_layernorm.norms.{h}.weight)
@@ -1989,7 +2008,7 @@ def param_std(name, shape, config):
             "granitemoehybrid",
             "glm4_moe", "ernie4_5_moe", "sarvam_moe", "param2moe", "minicpm5_moe", "kolibri1",
             "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2", "solar_open",
-            "phimoe", "qwen3_next", "lfm2_moe"):
+            "phimoe", "qwen3_next", "lfm2_moe", "longcat_flash"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith(("mixer.experts.up_proj", "mixer.experts.down_proj")):  # Nemotron-H [E, I, L], [E, L, I]
@@ -2022,8 +2041,9 @@ def randomise(model, seed):
             if name.endswith("linear_attn.A_log"):  # exp(g) near 0.9 per token: the state carries far
                 p.sub_(2.0)
         for name, b in model.named_buffers():  # saved buffers: the grouped routers' correction bias (HF: zeros)
-            if name.endswith("e_score_correction_bias"):
-                b.copy_(1.0 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
+            if name.endswith("e_score_correction_bias"):  # LongCat-Flash's beside softmax scores ~1/(E + Z)
+                std = 0.1 if model.config.model_type == "longcat_flash" else 1.0
+                b.copy_(std * torch.randn(b.shape, generator=gen, dtype=torch.float32))
             if name.endswith("feed_forward.expert_bias"):  # LFM2-MoE's (HF: zeros), added to sigmoid scores
                 b.copy_(0.2 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
             if name.endswith("act_fn.beta"):  # Apertus's xIELU beta (HF: 0.5 in every layer)
@@ -2340,6 +2360,9 @@ def make_family(family, out_root, seed):
     if family == "glm_moe_dsa":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_index_topk_8"] = sensitivity(model, ps[-1], index_topk=8)
+    if family == "longcat_flash":
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_routed_scaling_factor_1"] = sensitivity(model, ps[-1], routed_scaling_factor=1.0)
     if family == "axk1":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_no_post_mlp_layernorm"] = sensitivity_no_post_mlp_norm(model, ps[-1])
@@ -2756,7 +2779,7 @@ def sensitivity(model, ids, **overrides):
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "jetmoe": 1e-5, "granitemoeshared": 1e-5, "granitemoe_swa": 1e-5, "flint": 1e-5, "hy_v3": 1e-5, "cohere2_moe": 1e-5, "cohere2_moe_sigmoid": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
-                    "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5, "sarvam_mla": 1e-5, "axk1": 1e-5, "glm_moe_dsa": 1e-5,
+                    "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5, "sarvam_mla": 1e-5, "axk1": 1e-5, "glm_moe_dsa": 1e-5, "longcat_flash": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "sarvam_moe": 1e-5, "param2moe": 1e-5, "minicpm5_moe": 1e-5, "kolibri1": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5,
@@ -2811,7 +2834,7 @@ def main():
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "sarvam_moe", "param2moe",
-                               "minicpm5_moe", "kolibri1", "jetmoe", "ergo"]:
+                               "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
