@@ -1549,6 +1549,7 @@ static void test_jetmoe_fields(void **state) {
     assert_true(c.rms_norm_eps == 1e-6 && c.final_norm_eps == 1e-5);
     expect_plan_heads(JETMOE_BASE ",\"num_key_value_heads\":2,\"kv_channels\":16}", "jetmoe", 16, 2);
     expect_refusal(JETMOE_BASE ",\"activation_function\":\"gelu\"}", "activation_function \"gelu\"");
+    expect_refusal(JETMOE_BASE ",\"kv_channels\":23}", "kv_channels 23 must be even"); /* was named head_dim */
     expect_refusal(JETMOE_BASE ",\"num_local_experts\":1}",
                    "num_experts_per_tok 2 must be in [1, num_local_experts = 1]");
     kvc_model_config sh;
