@@ -1523,6 +1523,14 @@ static void test_malformed_configs(void **state) {
                      cases[i].needle);
         assert_null(plan);
     }
+    /* a raw NUL byte, in a string or between tokens, is not JSON (was: "jet" read as model_type; accepted) */
+    static const char nul_in_string[] = "{\"model_type\": \"jet\0moe\"}", nul_between[] = "{\0\"model_type\": 1}";
+    kvc_model_plan *plan = NULL;
+    assert_int_equal(kvc_model_plan_create(nul_in_string, sizeof nul_in_string - 1, &o, &plan), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "invalid JSON at byte 19: a NUL byte"));
+    assert_int_equal(kvc_model_plan_create(nul_between, sizeof nul_between - 1, &o, &plan), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "invalid JSON at byte 1: a NUL byte"));
+    assert_null(plan);
 }
 
 static void test_invalid_arguments(void **state) {
