@@ -1433,6 +1433,10 @@ static void test_malformed_configs(void **state) {
         {DSV4_HEAD "\"compress_rates\": {\"compressed_sparse_attention\": 4}}",
          "compress_rates has no entry \"heavily_compressed_attention\" for layer 0"},
         {DSV4_HEAD "\"compress_rate_hca\": 0}", "compress_rate_hca"},
+        /* a state layer in a type without state layers (was: only "the state layers need mamba_n_heads ...") */
+        {"{\"model_type\": \"granite\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
+         " \"max_position_embeddings\": 4096, \"layer_types\": [\"full_attention\", \"linear_attention\"]}",
+         "mamba_d_conv to size their state (its layer list names state layers, which granite has no rule"},
         {"{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 16,"
          " \"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 128, \"max_position_embeddings\": 4096}",
          "kv_lora_rank is missing"},
