@@ -251,9 +251,12 @@ static kvc_status parse_root(kvc_hparams *hp, kvc_model_config *cfg) {
     if (fam->check) KVC_TRY(fam->check(cfg, hp->cfg.doc));
     KVC_TRY(read_act(hp, cfg));
     KVC_TRY(parse_layer_kinds(hp, fam, cfg));
-    if (cfg->head_dim < 2 || cfg->head_dim % 2 != 0)
-        return kvci_fail(KVC_EINVAL, "%s: head_dim %lld must be even and >= 2 (rotary width)", hp->cfg.doc,
-                         (long long)cfg->head_dim);
+    if (cfg->head_dim < 2 || cfg->head_dim % 2 != 0) { /* ChatGLM's and JetMoE's head width is kv_channels */
+        const cJSON *hd = kvci_json_find(&hp->cfg, "head_dim");
+        const bool kv_ch = (!hd || cJSON_IsNull(hd)) && kvci_json_find(&hp->cfg, "kv_channels");
+        return kvci_fail(KVC_EINVAL, "%s: %s %lld must be even and >= 2 (rotary width)", hp->cfg.doc,
+                         kv_ch ? "kv_channels" : "head_dim", (long long)cfg->head_dim);
+    }
     return check_rotary(hp, cfg);
 }
 

@@ -284,8 +284,14 @@ kvc_status kvci_family_split_tp(const kvc_hparams *hp, const char *field, int64_
 kvc_status kvci_family_state_shapes(const kvc_family_desc *d, const kvc_hparams *hp, int64_t hidden_size, int64_t tp,
                                     kvc_state_shapes *s) {
     *s = (kvc_state_shapes){0};
-    const kvc_family_desc *by = d->state_shapes != NULL ? d : &kvc_family_mamba2_hybrid;
-    return by->state_shapes(hp, hidden_size, tp, s);
+    if (d->state_shapes != NULL) return d->state_shapes(hp, hidden_size, tp, s);
+    const kvc_status st = kvc_family_mamba2_hybrid.state_shapes(hp, hidden_size, tp, s);
+    if (st == KVC_OK) return st;
+    char why[512]; /* the layer list put state layers in a type without its own: say so beside Mamba2's refusal */
+    snprintf(why, sizeof why, "%s", kvc_last_error());
+    return kvci_fail(st,
+                     "%s (its layer list names state layers, which %s has no rule of its own for: read as Mamba2's)",
+                     why, hp->model_type != NULL ? hp->model_type : "this model type");
 }
 
 kvc_rope_config kvci_family_default_rope(double theta) {

@@ -49,17 +49,7 @@ kvc_status kvci_family_parse_afmoe(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(act, "silu") != 0)
         return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (afmoe: silu, its experts' activation)",
                          c->doc, act);
-    const cJSON *hd = cJSON_GetObjectItemCaseSensitive(c->obj, "head_dim");
-    if (hd != NULL && cJSON_IsNull(hd)) { /* LlamaAttention: hidden_size / num_attention_heads */
-        if (cfg->hidden_size % cfg->num_heads != 0)
-            return kvci_fail(KVC_EINVAL,
-                             "%s: head_dim is null and hidden_size %lld is not a multiple of "
-                             "num_attention_heads %lld",
-                             c->doc, (long long)cfg->hidden_size, (long long)cfg->num_heads);
-        cfg->head_dim = cfg->hidden_size / cfg->num_heads;
-    } else {
-        KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
-    }
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* null: hidden_size / num_attention_heads */
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
     cfg->o_bias = cfg->qkv_bias, cfg->mlp_bias = false;
     cfg->qk_norm = cfg->sandwich_norms = cfg->attn_gate_proj = true;

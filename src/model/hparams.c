@@ -348,21 +348,25 @@ kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
     const kvc_json_obj *c = &hp->cfg;
     const type_defaults d = defaults_of(hp);
     bool have = false;
-    if (!d.head_dim_from_hidden) {
+    /* AFMoE's null head_dim is hidden_size / num_attention_heads (AfmoeConfig's 128 only when absent) */
+    const bool null_derives = hp->model_type != NULL && strcmp(hp->model_type, "afmoe") == 0 &&
+                              !kvci_json_missing(c, "head_dim") && kvci_json_find(c, "head_dim") == NULL;
+    if (!d.head_dim_from_hidden && !null_derives) {
         KVC_TRY(kvci_json_int(c, "head_dim", 1, KVC_HP_MAX_DIM, out, &have));
         if (!have) KVC_TRY(kvci_json_int(c, "kv_channels", 1, KVC_HP_MAX_DIM, out, &have)); /* ChatGLM */
         if (have) return KVC_OK;
     }
-    if (d.head_dim > 0) {
+    if (d.head_dim > 0 && !null_derives) {
         *out = d.head_dim;
         return KVC_OK;
     }
+    const char *how = null_derives ? "null" : "missing";
     if (hp->hidden_size == 0)
-        return kvci_fail(KVC_EINVAL, "%s: head_dim is missing and hidden_size is absent to derive it", c->doc);
+        return kvci_fail(KVC_EINVAL, "%s: head_dim is %s and hidden_size is absent to derive it", c->doc, how);
     if (hp->hidden_size % hp->n_heads != 0)
         return kvci_fail(KVC_EINVAL,
-                         "%s: head_dim is missing and hidden_size %lld is not a multiple of num_attention_heads %lld",
-                         c->doc, (long long)hp->hidden_size, (long long)hp->n_heads);
+                         "%s: head_dim is %s and hidden_size %lld is not a multiple of num_attention_heads %lld",
+                         c->doc, how, (long long)hp->hidden_size, (long long)hp->n_heads);
     *out = hp->hidden_size / hp->n_heads;
     return KVC_OK;
 }

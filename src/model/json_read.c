@@ -38,6 +38,9 @@ static kvc_status parse_value(const char *text, size_t len, const char *what, cJ
     size_t at = 0;
     uint64_t failures = kvci_alloc_failures();
     const char *end = NULL;
+    const char *nul = memchr(text, '\0', len); /* cJSON takes a raw NUL as whitespace or inside a string */
+    if (nul != NULL)
+        return kvci_fail(KVC_EINVAL, "%s%sinvalid JSON at byte %zu: a NUL byte", what, sep, (size_t)(nul - text));
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
     if (root == NULL) {
         if (kvci_alloc_failures() != failures)

@@ -1549,6 +1549,7 @@ static void test_jetmoe_fields(void **state) {
     assert_true(c.rms_norm_eps == 1e-6 && c.final_norm_eps == 1e-5);
     expect_plan_heads(JETMOE_BASE ",\"num_key_value_heads\":2,\"kv_channels\":16}", "jetmoe", 16, 2);
     expect_refusal(JETMOE_BASE ",\"activation_function\":\"gelu\"}", "activation_function \"gelu\"");
+    expect_refusal(JETMOE_BASE ",\"kv_channels\":23}", "kv_channels 23 must be even"); /* was named head_dim */
     expect_refusal(JETMOE_BASE ",\"num_local_experts\":1}",
                    "num_experts_per_tok 2 must be in [1, num_local_experts = 1]");
     kvc_model_config sh;
@@ -1940,6 +1941,13 @@ static void test_afmoe_fields(void **state) {
     assert_true(c.head_dim == 4 && c.embed_scale == sqrtf(8.0f) && c.qkv_bias && c.o_bias && c.layer_moe[0]);
     assert_true(c.n_routed_experts == 1 && c.shared_expert_intermediate_size == 0 && c.routed_scaling_factor == 2.5);
     assert_true(!c.layer_sliding[0] && c.layer_sliding[1] && c.layer_nope[0] && !c.layer_nope[1] && c.layer_nope[2]);
+    /* the planner reads head_dim null as the runtime does (was: AfmoeConfig's 128, scale 128^-1/2 against 4^-1/2) */
+    expect_plan_heads("{\"model_type\":\"afmoe\"," MOE_BASE
+                      "\"num_hidden_layers\":2,\"head_dim\":null,\"max_position_embeddings\":64}",
+                      "afmoe", 4, 2);
+    expect_refusal("{\"model_type\":\"afmoe\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":2,\"head_dim\":null,\"num_attention_heads\":3,\"num_key_value_heads\":1}",
+                   "head_dim is null and hidden_size 8 is not a multiple of num_attention_heads 3");
     assert_int_equal(kvc_model_config_parse("{\"model_type\":\"afmoe\"," MOE_BASE
                                             "\"num_hidden_layers\":4,\"head_dim\":4,"
                                             "\"global_attn_every_n_layers\":2,\"sliding_window\":4}",

@@ -1433,6 +1433,10 @@ static void test_malformed_configs(void **state) {
         {DSV4_HEAD "\"compress_rates\": {\"compressed_sparse_attention\": 4}}",
          "compress_rates has no entry \"heavily_compressed_attention\" for layer 0"},
         {DSV4_HEAD "\"compress_rate_hca\": 0}", "compress_rate_hca"},
+        /* a state layer in a type without state layers (was: only "the state layers need mamba_n_heads ...") */
+        {"{\"model_type\": \"granite\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
+         " \"max_position_embeddings\": 4096, \"layer_types\": [\"full_attention\", \"linear_attention\"]}",
+         "mamba_d_conv to size their state (its layer list names state layers, which granite has no rule"},
         {"{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 16,"
          " \"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 128, \"max_position_embeddings\": 4096}",
          "kv_lora_rank is missing"},
@@ -1523,6 +1527,14 @@ static void test_malformed_configs(void **state) {
                      cases[i].needle);
         assert_null(plan);
     }
+    /* a raw NUL byte, in a string or between tokens, is not JSON (was: "jet" read as model_type; accepted) */
+    static const char nul_in_string[] = "{\"model_type\": \"jet\0moe\"}", nul_between[] = "{\0\"model_type\": 1}";
+    kvc_model_plan *plan = NULL;
+    assert_int_equal(kvc_model_plan_create(nul_in_string, sizeof nul_in_string - 1, &o, &plan), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "invalid JSON at byte 19: a NUL byte"));
+    assert_int_equal(kvc_model_plan_create(nul_between, sizeof nul_between - 1, &o, &plan), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "invalid JSON at byte 1: a NUL byte"));
+    assert_null(plan);
 }
 
 static void test_invalid_arguments(void **state) {

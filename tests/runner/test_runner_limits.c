@@ -17,6 +17,13 @@
     "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":16,"                     \
     "\"rope_theta\":10000,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":4194304}"
 
+/* GLM-5 with max_position_embeddings 64 cut to index_topk 4 */
+#define GLM_DSA                                                                                                        \
+    "{\"model_type\":\"glm_moe_dsa\",\"vocab_size\":64,\"hidden_size\":32,\"intermediate_size\":16,"                   \
+    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":2,\"q_lora_rank\":16,"                  \
+    "\"kv_lora_rank\":16,\"qk_rope_head_dim\":8,\"qk_nope_head_dim\":8,\"v_head_dim\":8,\"index_head_dim\":8,"         \
+    "\"index_topk\":4,\"max_position_embeddings\":64}"
+
 static kvc_runner_params params(int64_t new_tokens, int64_t max_positions) {
     kvc_runner_params p = kvc_runner_default_params();
     p.max_new_tokens = new_tokens;
@@ -42,7 +49,11 @@ static void test_model_positions(void **state) {
     p = params(31, 0);
     expect_refused(m, &p, 2, "a prompt of 2 ids + 31 new tokens passes the model's max_position_embeddings 32");
     p = params(INT64_MAX, 0); /* no overflow on the way */
-    expect_refused(m, &p, 2, "passes the model's max_position_embeddings 32");
+    expect_refused(m, &p, 2, "passes the model's max_position_embeddings 32 (max_positions overrides it)");
+    kvc_model_destroy(m);
+    m = fixture_model(GLM_DSA, 5); /* the cut named (was: only "max_position_embeddings 4", the file says 64) */
+    p = params(3, 0);
+    expect_refused(m, &p, 2, "max_position_embeddings 4 (cut to index_topk");
     kvc_model_destroy(m);
 }
 
