@@ -98,8 +98,9 @@ static kvc_status parse_gpt_neox(const kvc_hparams *hp, kvc_model_config *cfg) {
  * head, else as many as heads (hparams.c; c_attn then holds [q, k, v] or [heads, 3, D], weights.c). GPT-2's
  * scale_attn_by_inverse_layer_idx divides layer l's softmax scale by l + 1 (attn_scale_inverse_layer); its
  * reorder_and_upcast_attn (scores in float32, scaled before the product) is taken: the runtime's scores are float32
- * already, equal to rounding. Refused by name: those two keys true for GPT-BigCode (whose class has neither),
- * add_cross_attention, and scale_attn_weights false (an unscaled softmax the planner would not report). */
+ * already, equal to rounding. scale_attn_weights false (both classes): the softmax is not scaled by head_dim^-1/2
+ * (attention_multiplier 1; GPT-2's layer division still applies). Refused by name: scale_attn_by_inverse_layer_idx
+ * and reorder_and_upcast_attn true for GPT-BigCode (whose class has neither), and add_cross_attention. */
 static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
@@ -108,10 +109,8 @@ static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
     static const struct {
         const char *key;
         bool refused; /* the value refused; the other is the default */
-    } flags[] = {{"add_cross_attention", true},
-                 {"scale_attn_weights", false},
-                 {"scale_attn_by_inverse_layer_idx", true},
-                 {"reorder_and_upcast_attn", true}};
+    } flags[] = {
+        {"add_cross_attention", true}, {"scale_attn_by_inverse_layer_idx", true}, {"reorder_and_upcast_attn", true}};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0] - (bigcode ? 0 : 2); i++) {
         bool v = !flags[i].refused;
         KVC_TRY(kvci_family_opt_bool(c, flags[i].key, v, &v));
@@ -119,6 +118,9 @@ static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
             return kvci_fail(KVC_EINVAL, "%s: %s with %s %s is not supported", c->doc, type, flags[i].key,
                              v ? "true" : "false");
     }
+    bool scaled = true;
+    KVC_TRY(kvci_family_opt_bool(c, "scale_attn_weights", true, &scaled));
+    if (!scaled) cfg->attention_multiplier = 1.0; /* the classes' scaling 1 */
     if (!bigcode) {
         bool upcast = false;
         KVC_TRY(kvci_family_opt_bool(c, "scale_attn_by_inverse_layer_idx", false, &cfg->attn_scale_inverse_layer));

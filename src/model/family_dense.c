@@ -1258,12 +1258,17 @@ bool kvci_family_attn_sinks(const char *mt) {
 }
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),
- * GPT-Neo's 1 (its attention does not scale q.k), MPT's attn_config.softmax_scale when given (parse_mpt's), else
- * head_dim^-1/2. */
+ * GPT-Neo's 1 (its attention does not scale q.k), GPT-2's and GPT-BigCode's 1 with scale_attn_weights false, MPT's
+ * attn_config.softmax_scale when given (parse_mpt's), else head_dim^-1/2. */
 static kvc_status dense_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
     const char *mt = ctx->hp->model_type;
     const bool unscaled = granite_dense(mt) || granite_moe(mt) || (mt && strcmp(mt, "gpt_neo") == 0);
     *scale = unscaled ? 1.0 : 1.0 / sqrt((double)head_dim);
+    if (mt && (strcmp(mt, "gpt2") == 0 || strcmp(mt, "gpt_bigcode") == 0)) {
+        bool scaled = true;
+        KVC_TRY(kvci_family_opt_bool(&ctx->hp->cfg, "scale_attn_weights", true, &scaled));
+        if (!scaled) *scale = 1.0;
+    }
     if (mt && strcmp(mt, "mpt") == 0) {
         const kvc_json_range pos = {0.0, 3.4e38, true};
         kvc_json_obj attn = {.doc = ctx->hp->cfg.doc};

@@ -409,6 +409,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/gpt_neox/config.json",
         "oracle/gpt_neox_seq/config.json",
         "oracle/gpt2/config.json",
+        "oracle/gpt2_unscaled/config.json",
         "oracle/opt/config.json",
         "oracle/qwen2_5_vl/config.json",
         "oracle/qwen2_5_vl/flat/config.json",

@@ -1347,7 +1347,6 @@ static void test_gpt2_fields(void **state) {
     expect_refusal(BIGCODE_BASE ",\"scale_attn_by_inverse_layer_idx\":true}",
                    "gpt_bigcode with scale_attn_by_inverse_layer_idx true is not supported");
     expect_refusal(GPT2_BASE ",\"add_cross_attention\":true}", "gpt2 with add_cross_attention true");
-    expect_refusal(GPT2_BASE ",\"scale_attn_weights\":false}", "gpt2 with scale_attn_weights false");
     expect_refusal(GPT2_BASE ",\"activation_function\":\"silu\"}", "activation_function \"silu\" is not supported");
     c.pos_learned = false, c.pos_offset = 2;
     expect_create_refusal(&c, "pos_offset 2 must be in");
@@ -1355,7 +1354,7 @@ static void test_gpt2_fields(void **state) {
 
 /* GPT-BigCode with GPTBigCodeConfig's defaults (multi_query: one KV head whatever num_key_value_heads says, n_inner
  * 4 x n_embd, n_positions 1024, gelu_pytorch_tanh, every bias, learned positions, tied) and without multi_query (as
- * many KV heads as heads, gelu); refused by name: cross-attention, an unscaled softmax, another activation. */
+ * many KV heads as heads, gelu); refused by name: cross-attention, another activation. */
 static void test_gpt_bigcode_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -1372,7 +1371,6 @@ static void test_gpt_bigcode_fields(void **state) {
     assert_true(c.num_kv_heads == 4 && c.mlp_act == KVC_MLP_GELU && c.intermediate_size == 48);
     assert_true(!c.tie_word_embeddings);
     expect_refusal(BIGCODE_BASE ",\"add_cross_attention\":true}", "gpt_bigcode with add_cross_attention true");
-    expect_refusal(BIGCODE_BASE ",\"scale_attn_weights\":false}", "gpt_bigcode with scale_attn_weights false");
     expect_refusal(BIGCODE_BASE ",\"activation_function\":\"silu\"}",
                    "activation_function \"silu\" is not supported (gpt_bigcode");
 }
@@ -1508,6 +1506,35 @@ static kvc_model_plan *plan_of(const char *json, const char *family) {
     if (kvc_model_plan_create(json, strlen(json), &opt, &plan) != KVC_OK) fail_msg("%s", kvc_last_error());
     assert_string_equal(plan->family, family);
     return plan;
+}
+
+/* scale_attn_weights false (GPT-2, GPT-BigCode): the softmax unscaled, in the runtime and the plan; GPT-2's layer
+ * division still applies on top; a non-bool refused by name. */
+static void test_gpt2_unscaled_softmax(void **state) {
+    (void)state;
+    static const char *const configs[] = {GPT2_BASE ",\"n_positions\":64,\"scale_attn_weights\":false}",
+                                          BIGCODE_BASE ",\"n_positions\":64,\"scale_attn_weights\":false}"};
+    static const char *const families[] = {"gpt2", "gpt_bigcode"};
+    for (int i = 0; i < 2; i++) {
+        kvc_model_config c;
+        assert_int_equal(kvc_model_config_parse(configs[i], "unscaled", &c), KVC_OK);
+        assert_true(kvc_model_attn_scale(&c) == 1.0);
+        kvc_model_plan *plan = plan_of(configs[i], families[i]);
+        assert_true(plan->scale == 1.0);
+        kvc_model_plan_destroy(plan);
+    }
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GPT2_BASE "}", "scaled", &c), KVC_OK);
+    assert_true(fabs(kvc_model_attn_scale(&c) - 1.0 / sqrt(8.0)) < 1e-15);
+    kvc_model_plan *plan = plan_of(GPT2_BASE ",\"n_positions\":64}", "gpt2");
+    assert_true(fabs(plan->scale - 1.0 / sqrt(8.0)) < 1e-15);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(GPT2_BASE ",\"scale_attn_weights\":false,"
+                                                      "\"scale_attn_by_inverse_layer_idx\":true}",
+                                            "unscaled-crfm", &c),
+                     KVC_OK);
+    assert_true(kvc_model_attn_scale(&c) == 1.0 && c.attn_scale_inverse_layer);
+    expect_refusal(GPT2_BASE ",\"scale_attn_weights\":0}", "scale_attn_weights");
 }
 
 /* A config of model_type `type` without its closing brace: hidden 64 in 4 heads, 2 layers, 64 positions. */
@@ -3683,6 +3710,7 @@ int main(void) {
         cmocka_unit_test(test_gpt_neox_fields),
         cmocka_unit_test(test_gpt2_fields),
         cmocka_unit_test(test_gpt_bigcode_fields),
+        cmocka_unit_test(test_gpt2_unscaled_softmax),
         cmocka_unit_test(test_falcon_fields),
         cmocka_unit_test(test_alibi_fields),
         cmocka_unit_test(test_gptj_fields),

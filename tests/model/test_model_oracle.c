@@ -728,6 +728,12 @@ static void test_gpt2_layer_scale(void **state) {
     run_dir("gpt2_layer_scale");
 }
 
+/* GPT-2 with scale_attn_weights false: the softmax unscaled */
+static void test_gpt2_unscaled(void **state) {
+    (void)state;
+    run_dir("gpt2_unscaled");
+}
+
 /* OPT-125m-like: learned positions with OPT's offset of 2 (n 64, 66 rows) and no RoPE, pre-norm LayerNorms with
  * bias, every bias, relu, tied; OPT-350m-like (opt_350m): post-norm blocks without a final norm, embeddings and
  * head 32 wide with project_in / project_out to hidden 64 */
@@ -1163,6 +1169,7 @@ int main(void) {
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),
         cmocka_unit_test(test_gpt2_layer_scale),
+        cmocka_unit_test(test_gpt2_unscaled),
         cmocka_unit_test(test_opt),
         cmocka_unit_test(test_qwen2_5_vl),
         cmocka_unit_test(test_qwen2_vl),

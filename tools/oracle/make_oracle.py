@@ -1349,6 +1349,13 @@ def gpt2_layer_scale_config():
                       eos_token_id=None, pad_token_id=None)
 
 
+def gpt2_unscaled_config():
+    # GPT-2 with scale_attn_weights false: the softmax of q.k unscaled (GPT2Attention's scaling 1), 3 layers, 2 heads
+    # of 16, n_inner null (4 x n_embd).
+    return GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=3, n_head=2, n_inner=None, n_positions=64,
+                      scale_attn_weights=False, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def gpt_bigcode_config():
     # StarCoder 1 / SantaCoder at toy size: GPT-2's learned positions (n_positions 64) and no RoPE, nn.Linear layers
     # with biases, multi_query (the default: one KV head, c_attn [q 64 | k 16 | v 16] rows), LayerNorms with bias,
@@ -1839,6 +1846,7 @@ FAMILIES = {
     "gpt_neox_seq": (gpt_neox_seq_config, GPTNeoXForCausalLM),
     "gpt2": (gpt2_config, GPT2LMHeadModel),
     "gpt2_layer_scale": (gpt2_layer_scale_config, GPT2LMHeadModel),
+    "gpt2_unscaled": (gpt2_unscaled_config, GPT2LMHeadModel),
     "opt": (opt_config, OPTForCausalLM),
     "opt_350m": (opt_350m_config, OPTForCausalLM),
     "nanochat": (nanochat_config, NanoChatForCausalLM),
@@ -2827,7 +2835,7 @@ def main():
                                "helium", "arcee", "stablelm", "stablelm_parallel", "olmo",
                                "ernie4_5", "stablelm2_qk",
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "glm4_moe_lite", "exaone_moe",
-                               "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "gpt2_layer_scale", "opt", "gpt_bigcode",
+                               "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "gpt2_layer_scale", "gpt2_unscaled", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
                                "nemotron", "lfm2", "lfm3", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "bamba", "granitemoehybrid", "nemotron_h", "nemotron_h_moe", "falcon_h1", "falcon_h1_gated", "mamba2", "mamba", "falcon_mamba", "jamba", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
