@@ -155,8 +155,8 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     double t0 = kvci_sp_begin();
     const float *fused = NULL;
     KVC_TRY(project_qkv(s, w, q, k, v, &fused));
-    if (c->attn_gate_proj) KVC_TRY(kvci_linear(ws->xn, T, &w->wg, NULL, ws->gate)); /* AFMoE: [T, nH D] */
-    if (c->attn_head_gate) KVC_TRY(kvci_linear(ws->xn, T, &w->wg, NULL, ws->gate)); /* LFM3: [T, nH] of the input */
+    if (c->attn_gate_proj || c->attn_head_gate) /* AFMoE's [T, nH D], LFM3's [T, nH]: of the layer's input */
+        KVC_TRY(kvci_linear(ws->xn, T, &w->wg, NULL, ws->gate));
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
     /* the fused rows' split is timed with the q/k norms and RoPE */
     if (c->qk_norm_whole && m->tp.reduce != NULL) { /* the norms' sums span the ranks: split, norm, rotate */
