@@ -110,6 +110,9 @@ static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, con
         return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not supported: %s", doc, t, kvci_family_refusal(t));
     const kvc_family_alias *alias = NULL;
     *fam = kvci_family_find(t, NULL, &alias);
+    if (*fam != NULL && !alias->runs && kvci_family_not_run(t) != NULL)
+        return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is planned only, not run: %s", doc, t,
+                         kvci_family_not_run(t));
     if (*fam == NULL || !alias->runs) {
         char runs[256];
         kvci_family_runtime_types(runs, sizeof runs);

@@ -59,10 +59,19 @@ const kvc_family_desc *kvci_family_find(const char *model_type, const char *arch
     return NULL;
 }
 
-/* Model types refused by name, with the reason, by the runtime and the planner alike. */
-static const struct {
+typedef struct {
     const char *model_type, *why;
-} REFUSED[] = {
+} type_reason;
+
+/* The reason of model_type in table[0..n), or NULL. */
+static const char *reason_of(const type_reason *table, size_t n, const char *model_type) {
+    for (size_t i = 0; model_type != NULL && i < n; i++)
+        if (strcmp(model_type, table[i].model_type) == 0) return table[i].why;
+    return NULL;
+}
+
+/* Model types refused by name, with the reason, by the runtime and the planner alike. */
+static const type_reason REFUSED[] = {
     {"hrm_text", "HRM-Text is a looped (hierarchical recurrent) reasoning model: two weight-shared stacks run "
                  "H_cycles x (L_cycles + 1) times per token over two hidden streams (z_H, z_L), each run with a "
                  "cache of its own, and a prefix-LM mask over the prompt; neither the runtime's layer stack nor the "
@@ -70,9 +79,25 @@ static const struct {
 };
 
 const char *kvci_family_refusal(const char *model_type) {
-    for (size_t i = 0; model_type != NULL && i < sizeof REFUSED / sizeof REFUSED[0]; i++)
-        if (strcmp(model_type, REFUSED[i].model_type) == 0) return REFUSED[i].why;
-    return NULL;
+    return reason_of(REFUSED, sizeof REFUSED / sizeof REFUSED[0], model_type);
+}
+
+/* Model types planned only, with what the runtime lacks to run them. */
+static const type_reason NOT_RUN[] = {
+    {"bailing_hybrid", "its Kimi Delta Attention layers (per-channel forget gate, bounded by kda_lower_bound) have "
+                       "no operator in the runtime yet, nor its MLA layers' per-head sigmoid output gate (g_proj)"},
+    {"qwen4_exp_text", "its indexed_attention layers' QSA token indexer (compressed key blocks, top-k block "
+                       "selection), its hyper-connection residual streams (hc_count) and its n-gram per-layer "
+                       "embeddings (ple_layer_ids) have no operator in the runtime yet"},
+    {"qwen4_exp", "its text model's (qwen4_exp_text) indexed_attention layers' QSA token indexer, hyper-connection "
+                  "residual streams (hc_count) and n-gram per-layer embeddings have no operator in the runtime yet"},
+    {"dory", "its recurrent section (n_recurrent_loops passes over weight-shared layers, one cache per loop) and its "
+             "nGPT layers (unit-norm hidden states, interpolated residuals lambda_1 / lambda_2, sqk, s_gate, suv and "
+             "logit_scale) are not in the runtime's layer stack yet"},
+};
+
+const char *kvci_family_not_run(const char *model_type) {
+    return reason_of(NOT_RUN, sizeof NOT_RUN / sizeof NOT_RUN[0], model_type);
 }
 
 bool kvci_family_type_runs(const char *model_type) {
@@ -158,10 +183,13 @@ static kvc_status layer_types_list(const kvc_family_ctx *ctx, kvc_layer_kind *ki
             kinds[i] = KVC_LK_CHUNKED;
         else if (strcmp(s, "linear_attention") == 0 || strcmp(s, "mamba") == 0 || strcmp(s, "conv") == 0)
             kinds[i] = KVC_LK_STATE;
+        else if (strcmp(s, "mlp") == 0) /* an MLP block listed as a layer of its own (Dory's saved form) */
+            kinds[i] = KVC_LK_NONE;
         else
             return kvci_fail(KVC_EINVAL,
                              "%s: layer_types[%lld] \"%.64s\" is not a known layer type (full_attention, "
-                             "indexed_attention, sliding_attention, chunked_attention, linear_attention, mamba, conv)",
+                             "indexed_attention, sliding_attention, chunked_attention, linear_attention, mamba, conv, "
+                             "mlp)",
                              cfg->doc, (long long)i, s);
     }
     return KVC_OK;

@@ -240,6 +240,8 @@ kvc_status kvci_family_cohere2_moe_kinds(const kvc_family_ctx *ctx, kvc_layer_ki
 kvc_status kvci_family_parse_hy_v3(const kvc_hparams *hp, kvc_model_config *cfg);
 /* Why model_type is refused by name (the runtime and the planner say it), or NULL. */
 const char *kvci_family_refusal(const char *model_type);
+/* What the runtime lacks to run model_type, a type planned only (the runtime says it), or NULL. */
+const char *kvci_family_not_run(const char *model_type);
 /* Whether the dense family's model type has per-head attention sinks (Granite SWA, Granite MoE SWA, Flint). */
 bool kvci_family_attn_sinks(const char *model_type);
 /* JetMoE (family_jetmoe.c; run by the dense family): attention experts and a MoE MLP, each with a bias. */

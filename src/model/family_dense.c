@@ -1111,8 +1111,8 @@ static kvc_status dense_check(const kvc_model_config *cfg, const char *doc) {
 static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     int64_t from = 0;
     const char *mt = ctx->hp->model_type;
-    if (mt && strcmp(mt, "olmo3") == 0) /* Olmo3Config's layer_types: three sliding layers, then one full */
-        return kvci_family_every_nth_full(ctx, 4, kinds);
+    /* Olmo3Config's and DoryConfig's layer_types: three sliding layers, then one full */
+    if (mt && (strcmp(mt, "olmo3") == 0 || strcmp(mt, "dory") == 0)) return kvci_family_every_nth_full(ctx, 4, kinds);
     if (mt && strcmp(mt, "afmoe") == 0) return kvci_afmoe_kinds(ctx, kinds); /* by global_attn_every_n_layers */
     if (mt && strcmp(mt, "dots1") == 0) { /* Dots1Config's: the layers from max_window_layers (62) on slide */
         bool have = false;
@@ -1251,6 +1251,7 @@ static const kvc_family_alias ALIASES[] = {
     {"afmoe", "AfmoeForCausalLM", "afmoe", true},
     {"ergo", "ErgoForCausalLM", "ergo", true},
     {"jetmoe", "JetMoeForCausalLM", "jetmoe", true},
+    {"dory", "DoryForCausalLM", "dory", false}, /* planned only: recurrent loops, nGPT layers (family.c) */
 };
 
 bool kvci_family_attn_sinks(const char *mt) {

@@ -73,9 +73,23 @@ static kvc_status lfm2_states(const kvc_hparams *hp, int64_t hidden_size, int64_
 /* Lfm2Attention has no window: a "sliding_attention" entry of layer_types is a full layer there; LFM3's has. */
 static bool lfm2_reads_window(const kvc_hparams *hp) { return is_lfm3(hp); }
 
+static bool is_bailing(const kvc_hparams *hp) {
+    return hp->model_type != NULL && strcmp(hp->model_type, "bailing_hybrid") == 0;
+}
+
+/* Ling / Ring hybrids (bailing_hybrid, BailingHybridConfig's rule without layer_types): the last layer of every
+ * layer_group_size (6 when absent) is an MLA layer, the others Kimi Delta Attention. */
+static kvc_status bailing_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    int64_t group = 6;
+    KVC_TRY(kvci_json_int(&ctx->hp->cfg, "layer_group_size", 1, KVC_HP_MAX_LAYERS, &group, &(bool){false}));
+    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = (i + 1) % group == 0 ? KVC_LK_FULL : KVC_LK_STATE;
+    return KVC_OK;
+}
+
 /* Kimi-Linear: linear_attn_config.kda_layers lists its Kimi Delta Attention layers, counted from 1 (as the
  * model's own code reads them); the others are MLA layers. */
 static kvc_status kimi_linear_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
+    if (is_bailing(ctx->hp)) return bailing_kinds(ctx, kinds);
     char path[64];
     kvc_json_obj lin;
     const cJSON *kda = NULL;
@@ -103,11 +117,26 @@ static kvc_status kimi_linear_states(const kvc_hparams *hp, int64_t hidden_size,
     char path[64];
     kvc_json_obj lin;
     int64_t heads = 0, hdim = 0, kernel = 0, heads_r = 0;
-    KVC_TRY(kvci_json_child(&hp->cfg, "linear_attn_config", path, sizeof path, &lin, NULL));
-    KVC_TRY(kvci_json_int(&lin, "num_heads", 1, KVC_HP_MAX_DIM, &heads, NULL));
-    KVC_TRY(kvci_json_int(&lin, "head_dim", 1, KVC_HP_MAX_DIM, &hdim, NULL));
-    KVC_TRY(kvci_json_int(&lin, "short_conv_kernel_size", 1, KVC_HP_MAX_DIM, &kernel, NULL));
-    KVC_TRY(kvci_family_split_tp(hp, "linear_attn_config.num_heads", heads, tp, &heads_r));
+    if (is_bailing(hp)) {
+        /* BailingHybridConfig: linear_num_heads, linear_head_dim and linear_conv_kernel_dim as saved, else
+         * num_attention_heads, head_dim (128) and short_conv_kernel_size (4), read before the class turns head_dim
+         * into qk_rope_head_dim (its saved configs hold both) */
+        static const char *const heads_n[KVC_HP_ALIASES] = {"linear_num_heads", "num_attention_heads"};
+        static const char *const hdim_n[KVC_HP_ALIASES] = {"linear_head_dim", "head_dim"};
+        static const char *const kernel_n[KVC_HP_ALIASES] = {"linear_conv_kernel_dim", "short_conv_kernel_size"};
+        bool have = false;
+        heads = hp->n_heads, hdim = 128, kernel = 4;
+        KVC_TRY(kvci_hparams_int(&hp->cfg, heads_n, 1, KVC_HP_MAX_DIM, &heads, &have));
+        KVC_TRY(kvci_hparams_int(&hp->cfg, hdim_n, 1, KVC_HP_MAX_DIM, &hdim, &have));
+        KVC_TRY(kvci_hparams_int(&hp->cfg, kernel_n, 1, KVC_HP_MAX_DIM, &kernel, &have));
+        KVC_TRY(kvci_family_split_tp(hp, "linear_num_heads", heads, tp, &heads_r));
+    } else {
+        KVC_TRY(kvci_json_child(&hp->cfg, "linear_attn_config", path, sizeof path, &lin, NULL));
+        KVC_TRY(kvci_json_int(&lin, "num_heads", 1, KVC_HP_MAX_DIM, &heads, NULL));
+        KVC_TRY(kvci_json_int(&lin, "head_dim", 1, KVC_HP_MAX_DIM, &hdim, NULL));
+        KVC_TRY(kvci_json_int(&lin, "short_conv_kernel_size", 1, KVC_HP_MAX_DIM, &kernel, NULL));
+        KVC_TRY(kvci_family_split_tp(hp, "linear_attn_config.num_heads", heads, tp, &heads_r));
+    }
     *s = (kvc_state_shapes){.n = 2,
                             .names = {"conv_state", "recurrent_state"},
                             .n_shape = {2, 3},
@@ -260,7 +289,8 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
 static const kvc_family_alias LFM2[] = {{"lfm2", "Lfm2ForCausalLM", "lfm2", true},
                                         {"lfm2_moe", "Lfm2MoeForCausalLM", "lfm2_moe", true},
                                         {"lfm3", "Lfm3ForCausalLM", "lfm3", true}};
-static const kvc_family_alias KIMI_LINEAR[] = {{"kimi_linear", "KimiLinearForCausalLM", "kimi_linear", false}};
+static const kvc_family_alias KIMI_LINEAR[] = {{"kimi_linear", "KimiLinearForCausalLM", "kimi_linear", false},
+                                               {"bailing_hybrid", "BailingHybridForCausalLM", "bailing_hybrid", false}};
 static const kvc_family_alias MINIMAX[] = {{"minimax_text_01", "MiniMaxText01ForCausalLM", "minimax_text_01", false},
                                            {"minimax_m1", "MiniMaxM1ForCausalLM", "minimax_m1", false},
                                            {"minimax", "MiniMaxForCausalLM", "minimax", false}};
@@ -288,7 +318,7 @@ const kvc_family_desc kvc_family_kimi_linear = {
     .id = KVC_FAMILY_KIMI_LINEAR,
     .name = "kimi_linear",
     .aliases = KIMI_LINEAR,
-    .n_aliases = 1,
+    .n_aliases = 2,
     .mla = true,
     .default_kinds = kimi_linear_kinds,
     .cache_dims = kvci_family_mla_cache_dims,

@@ -142,13 +142,16 @@ static const kvc_family_alias QWEN3_NEXT[] = {
     {"qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe_text", true},
     /* planned only: its attention layers are OLMo 3's (post-norms), its Gated DeltaNet projects q, k, v apart with
      * beta x 2 (docs/model.md) */
-    {"olmo_hybrid", "OlmoHybridForCausalLM", "olmo_hybrid", false}};
+    {"olmo_hybrid", "OlmoHybridForCausalLM", "olmo_hybrid", false},
+    /* planned only: indexed_attention layers (QSA indexer), hyper-connections, n-gram embeddings (family.c) */
+    {"qwen4_exp_text", "Qwen4ExpForCausalLM", "qwen4_exp_text", false},
+    {"qwen4_exp", "Qwen4ExpForConditionalGeneration", "qwen4_exp_text", false}};
 
 const kvc_family_desc kvc_family_qwen3_next = {
     .id = KVC_FAMILY_QWEN3_NEXT,
     .name = "qwen3_next",
     .aliases = QWEN3_NEXT,
-    .n_aliases = 6,
+    .n_aliases = 8,
     .parse = parse_qwen3_next,
     .check = check_qwen3_next,
     .default_kinds = qwen3_next_kinds,

@@ -115,6 +115,9 @@ static const type_defaults DEFAULTS[] = {
     {"qwen3_5", 256, 10000.0, 0, false, 4, false, false}, /* its text config's when text_config names no type */
     {"qwen3_5_moe_text", 256, 10000.0, 0, false, 2, false, false},
     {"qwen3_5_moe", 256, 10000.0, 0, false, 2, false, false},
+    {"qwen4_exp_text", 256, 10000.0, 0, false, 2, false, false}, /* Qwen4ExpTextConfig's (Qwen3.5-MoE's) */
+    {"qwen4_exp", 256, 10000.0, 0, false, 2, false, false},
+    {"dory", 256, 10000000.0, 1024, false, 4, false, false},    /* DoryConfig's (the full layers' theta) */
     {"lfm2_moe", 0, 1000000.0, 0, false, 8, false, false},      /* Lfm2MoeConfig's */
     {"deepseek_v4", 512, 10000.0, 128, false, 1, false, false}, /* DeepseekV4Config's */
     {"afmoe", 128, 10000.0, 1024, false, 0, false, false},      /* AfmoeConfig's */
@@ -754,6 +757,7 @@ static const mla_defaults MLA_DEFAULTS[] = {
     {"axk1", 512, 64, 128, 128, 1536},          /* AXK1Config */
     {"glm_moe_dsa", 512, 64, 192, 256, 2048},   /* GlmMoeDsaConfig */
     {"longcat_flash", 512, 64, 128, 128, 1536}, /* LongcatFlashConfig */
+    {"bailing_hybrid", 512, 64, 128, 128, 0},   /* BailingHybridConfig: q_lora_rank None */
 };
 
 static const mla_defaults *mla_defaults_of(const char *model_type) {

@@ -192,7 +192,8 @@ kvc_status kvci_plan_run_planner(kvc_model_plan *plan) {
 /* One entry of plan->layers: model layer `layer` with attention type `type` (span: its window or chunk), its
  * masks and caches. */
 static void plan_entry(kvc_model_plan *plan, kvc_plan_layer *L, int32_t layer, kvc_attn_type type, int64_t span,
-                       const kvc_state_shapes *states, const kvc_cache_dims *cd, int64_t index_head_dim) {
+                       const kvc_state_shapes *states, const kvc_cache_dims *cd, int64_t index_head_dim,
+                       bool index_plain) {
     const kvc_plan_options *o = &plan->options;
     const kvc_dtype dt = o->kv_dtype;
     L->layer = layer;
@@ -207,12 +208,19 @@ static void plan_entry(kvc_model_plan *plan, kvc_plan_layer *L, int32_t layer, k
         const kvc_dtype v_dt = plan->mla && dt == KVC_DTYPE_I8 ? KVC_DTYPE_BF16 : dt;
         kvci_plan_add_cache(L, plan->mla ? "nope_cache" : "k_cache", cd->heads[0], cd->dim[0], dt, o->block_size);
         kvci_plan_add_cache(L, plan->mla ? "rope_cache" : "v_cache", cd->heads[1], cd->dim[1], v_dt, o->block_size);
-        if (index_head_dim > 0) { /* DeepSeek sparse attention's indexer keys, in vLLM's fp8 form */
+        if (index_head_dim > 0 && index_plain) { /* QSA's raw indexer keys, as transformers keeps them */
+            kvci_plan_add_cache(L, "indexer_k_cache", 1, index_head_dim, dt, o->block_size);
+        } else if (index_head_dim > 0) { /* DeepSeek sparse attention's indexer keys, in vLLM's fp8 form */
             kvci_plan_add_cache(L, "indexer_k_cache", 1, index_head_dim, KVC_DTYPE_F8E4M3, o->block_size);
             kvci_plan_add_cache(L, "indexer_k_scale", 1, kvci_cdiv(index_head_dim, KVC_PLAN_INDEXER_SCALE_GROUP),
                                 KVC_DTYPE_F32, o->block_size);
         }
     }
+}
+
+/* The caches layer i keeps: one, or one per loop in Dory's recurrent section (at most 1024). */
+static int64_t loop_copies(const kvc_model_facts *f, int64_t i) {
+    return f->loop_copies > 1 && i >= f->loop_lo && i < f->loop_hi ? f->loop_copies : 1;
 }
 
 kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f, const kvc_state_shapes *states,
@@ -229,10 +237,11 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
      * up to three for DeepSeek-V4's (window, compressed entries, pending state: compressed.c) */
     int32_t n = 0;
     for (int64_t i = 0; i < f->n_layers; i++)
-        n += f->v4 != NULL                    ? kvci_plan_v4_layer(plan, f, (int32_t)i, NULL)
-             : f->kinds[i] == KVC_LK_NONE     ? 0
-             : f->kinds[i] == KVC_LK_PARALLEL ? 2
-                                              : 1;
+        n += (f->v4 != NULL                    ? kvci_plan_v4_layer(plan, f, (int32_t)i, NULL)
+              : f->kinds[i] == KVC_LK_NONE     ? 0
+              : f->kinds[i] == KVC_LK_PARALLEL ? 2
+                                               : 1) *
+             (int32_t)loop_copies(f, i);
     if (n == 0) return kvci_fail(KVC_EINVAL, "plan: none of the %lld layers keeps a cache", (long long)f->n_layers);
     plan->n_layers = n;
     plan->layers = kvci_calloc((size_t)n, sizeof *plan->layers);
@@ -257,18 +266,23 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
             ld.num_kv_heads = f->layer_kv_heads[i], ld.head_dim = f->layer_head_dim[i];
             cd = kvci_family_cache_dims(f->fam, &ld, plan->mla);
         }
-        switch (f->kinds[i]) {
-        case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim); break;
-        case KVC_LK_SLIDING:
-            plan_entry(plan, L++, i, KVC_ATTN_SLIDING_WINDOW, f->window, states, &cd, index_dim);
-            break;
-        case KVC_LK_CHUNKED: plan_entry(plan, L++, i, KVC_ATTN_CHUNKED_LOCAL, f->chunk, states, &cd, index_dim); break;
-        case KVC_LK_STATE: plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim); break;
-        case KVC_LK_PARALLEL:
-            plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim);
-            plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim);
-            break;
-        case KVC_LK_NONE: break;
+        const bool plain = f->index_plain;
+        for (int64_t copy = 0; copy < loop_copies(f, i); copy++) {
+            switch (f->kinds[i]) {
+            case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim, plain); break;
+            case KVC_LK_SLIDING:
+                plan_entry(plan, L++, i, KVC_ATTN_SLIDING_WINDOW, f->window, states, &cd, index_dim, plain);
+                break;
+            case KVC_LK_CHUNKED:
+                plan_entry(plan, L++, i, KVC_ATTN_CHUNKED_LOCAL, f->chunk, states, &cd, index_dim, plain);
+                break;
+            case KVC_LK_STATE: plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim, plain); break;
+            case KVC_LK_PARALLEL:
+                plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim, plain);
+                plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim, plain);
+                break;
+            case KVC_LK_NONE: break;
+            }
         }
     }
     return KVC_OK;

@@ -69,6 +69,40 @@ static kvc_status read_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_
     return KVC_OK;
 }
 
+kvc_status kvci_plan_qsa_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
+    const kvc_json_obj *c = &hp->cfg;
+    static const char *const keys[] = {"indexer_n_heads", "indexer_kv_heads", "indexer_head_dim", "indexer_budget",
+                                       "indexer_compress_ratio"};
+    int64_t v[5] = {0};
+    int n_set = 0;
+    for (int i = 0; i < 5; i++) { /* null: none, as absent */
+        bool have = false;
+        if (!cJSON_IsNull(kvci_json_find(c, keys[i])))
+            KVC_TRY(kvci_json_int(c, keys[i], 1, i == 3 ? INT32_MAX : KVC_HP_MAX_DIM, &v[i], &have));
+        n_set += have;
+    }
+    const cJSON *ple = kvci_json_find(c, "ple_layer_ids");
+    if (cJSON_IsArray(ple) && cJSON_GetArraySize(ple) > 0)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: ple_layer_ids lists %d layers: their per-layer embedding states (a dilated "
+                         "convolution and the n-gram context) are not planned",
+                         c->doc, cJSON_GetArraySize(ple));
+    if (n_set == 0) return KVC_OK;
+    for (int i = 0; i < 5; i++)
+        if (v[i] == 0) return kvci_fail(KVC_EINVAL, "%s: the QSA indexer is set but %s is missing", c->doc, keys[i]);
+    if (v[1] != 1) return kvci_fail(KVC_EINVAL, "%s: indexer_kv_heads %lld must be 1", c->doc, (long long)v[1]);
+    if (v[3] % v[4] != 0)
+        return kvci_fail(KVC_EINVAL, "%s: indexer_budget %lld is not divisible by indexer_compress_ratio %lld", c->doc,
+                         (long long)v[3], (long long)v[4]);
+    f->index_head_dim = v[2], f->index_plain = true;
+    kvci_plan_warn(plan,
+                   "QSA indexer (indexer_budget %lld in blocks of %lld): its raw keys are planned (indexer_k_cache, "
+                   "one key of indexer_head_dim per token, in the KV dtype); the operator parameters below are dense "
+                   "attention's",
+                   (long long)v[3], (long long)v[4]);
+    return KVC_OK;
+}
+
 static kvc_status read_heads(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
     const kvc_json_obj *cfg = &hp->cfg;
     if (f->fam == &kvc_family_generic) {
@@ -215,6 +249,9 @@ kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kv
     KVC_TRY(share_kv_layers(hp, plan, f));
     f->chunk = ctx.chunk;
     if (f->fam == &kvc_family_deepseek_v4) KVC_TRY(kvci_plan_v4_read(hp, plan, f));
+    const char *mt = hp->model_type != NULL ? hp->model_type : "";
+    if (strcmp(mt, "dory") == 0) KVC_TRY(kvci_plan_dory_loops(hp, plan, f));
+    if (strcmp(mt, "qwen4_exp_text") == 0 || strcmp(mt, "qwen4_exp") == 0) KVC_TRY(kvci_plan_qsa_indexer(hp, plan, f));
     if (f->fam == &kvc_family_hy_v4) { /* indexer keys on the layers that run their own indexer */
         f->index_layers = kvci_calloc((size_t)f->n_layers, sizeof *f->index_layers);
         if (f->index_layers == NULL)

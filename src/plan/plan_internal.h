@@ -37,6 +37,9 @@ typedef struct kvc_model_facts {
     bool *index_layers;       /* [n_layers] the layers keeping indexer keys (HY V4's "full" ones); NULL: all */
     /* per layer (the family's layer_dims; NULL: every layer n_kv_heads of head_dim): head dim, KV heads per rank */
     int64_t *layer_head_dim, *layer_kv_heads; /* [n_layers] */
+    bool index_plain;                         /* the indexer keys kept as the keys are, no scales (Qwen4-Exp's QSA) */
+    int64_t loop_lo, loop_hi;                 /* Dory's recurrent section: layers [loop_lo, loop_hi) of kinds ... */
+    int64_t loop_copies; /* ... keep this many caches each (n_recurrent_loops with per_loop; 0 or 1: one) */
 } kvc_model_facts;
 
 /* kvci_plan_warn of a finished message, as a family rule's warn callback (kvc_family_ctx). */
@@ -51,6 +54,12 @@ kvc_status kvci_plan_read_facts(kvc_hparams *hp, kvc_model_plan *plan, kvc_model
  * frees them, also after a failure: kvci_plan_free_layers) and fills them from the family rules. */
 kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
 void kvci_plan_free_layers(kvc_model_facts *f);
+/* loops.c: Dory's recurrent section (n_input_layers, n_recurrent_layers, n_output_layers, n_recurrent_loops,
+ * recurrent_kv_cache_mode) into f->loop_lo, loop_hi and loop_copies, after the kinds; refused by name. */
+kvc_status kvci_plan_dory_loops(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
+/* facts.c: Qwen4-Exp's QSA indexer (indexer_n_heads, indexer_kv_heads, indexer_head_dim, indexer_budget,
+ * indexer_compress_ratio: none or all) into f->index_head_dim and index_plain; its PLE layers refused by name. */
+kvc_status kvci_plan_qsa_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
 
 /* select.c: the KV dtype from torch_dtype (or dtype) unless the options set it. */
 kvc_status kvci_plan_resolve_dtype(const kvc_hparams *hp, kvc_model_plan *plan);

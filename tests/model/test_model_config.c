@@ -408,6 +408,13 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE "\"num_hidden_layers\":2,"
                    "\"use_bidirectional_attention\":true}",
                    "use_bidirectional_attention is set");
+    /* planned only, refused by the runtime naming what it lacks */
+    expect_refusal("{\"model_type\":\"bailing_hybrid\"}",
+                   "\"bailing_hybrid\" is planned only, not run: its Kimi Delta");
+    expect_refusal("{\"model_type\":\"dory\"}", "\"dory\" is planned only, not run: its recurrent section");
+    expect_refusal("{\"model_type\":\"qwen4_exp\",\"text_config\":{\"model_type\":\"qwen4_exp_text\"}}",
+                   "\"qwen4_exp_text\" is planned only, not run: its indexed_attention layers' QSA token indexer");
+    expect_refusal("{\"model_type\":\"qwen4_exp\"}", "\"qwen4_exp\" is planned only, not run");
     /* Gemma 4 is planned only: the runtime refuses both types by name */
     expect_refusal("{\"model_type\":\"gemma4_text\"," MOE_BASE "\"num_hidden_layers\":2}",
                    "model_type \"gemma4_text\" is not supported");

@@ -1013,6 +1013,134 @@ static void test_recent_shapes(void **state) {
     }
 }
 
+/* Ling / Ring hybrids (bailing_hybrid): KDA state layers (q/k/v conv of linear_num_heads x linear_head_dim, else
+ * num_attention_heads x head_dim, and a head_dim^2 state per head) beside MLA layers, the last of every
+ * layer_group_size without layer_types. Qwen4-Exp: Gated DeltaNet states beside indexed_attention layers, whose QSA
+ * indexer (when set) keeps one raw key per token. Dory: the recurrent layers' caches once per loop (per_loop). */
+static void test_linear_and_loop_types(void **state) {
+    (void)state;
+    kvc_plan_options o = kvc_plan_default_options();
+    o.kv_dtype_set = true, o.kv_dtype = KVC_DTYPE_BF16;
+    kvc_model_plan *p = plan_text(
+        "{\"model_type\": \"bailing_hybrid\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
+        " \"num_key_value_heads\": 8, \"head_dim\": 16, \"linear_head_dim\": 32, \"kv_lora_rank\": 64,"
+        " \"qk_rope_head_dim\": 16, \"qk_nope_head_dim\": 32, \"v_head_dim\": 32, \"max_position_embeddings\": 4096,"
+        " \"layer_group_size\": 3}",
+        &o);
+    assert_string_equal(p->family, "bailing_hybrid");
+    assert_true(p->mla);
+    for (int i = 0; i < 6; i++) assert_int_equal(p->layers[i].attn_type, i % 3 == 2 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
+    assert_int_equal(p->layers[0].caches[0].shape[0], 3 * 8 * 32);
+    assert_int_equal(p->layers[0].caches[0].shape[1], 4);
+    assert_int_equal(p->layers[0].caches[1].bytes_per_block, 8 * 32 * 32 * 2);
+    assert_int_equal(p->layers[2].caches[0].dim, 64);
+    assert_int_equal(p->blocks.per_token_bytes, 2 * (64 + 16) * 2);
+    kvc_model_plan_destroy(p);
+    /* layer_types given, the class's MLA dims and KDA head_dim, kernel from short_conv_kernel_size */
+    p = plan_text("{\"model_type\": \"bailing_hybrid\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+                  " \"max_position_embeddings\": 4096, \"short_conv_kernel_size\": 3,"
+                  " \"layer_types\": [\"full_attention\", \"linear_attention\"]}",
+                  &o);
+    assert_int_equal(p->layers[0].attn_type, KVC_ATTN_FULL);
+    assert_int_equal(p->layers[1].caches[0].shape[0], 3 * 4 * 128);
+    assert_int_equal(p->layers[1].caches[0].shape[1], 3);
+    assert_int_equal(p->blocks.per_token_bytes, (512 + 64) * 2);
+    kvc_model_plan_destroy(p);
+
+#define QWEN4                                                                                                          \
+    "\"num_hidden_layers\": 4, \"num_attention_heads\": 16, \"num_key_value_heads\": 2, \"hidden_size\": 2048,"        \
+    " \"max_position_embeddings\": 32768"
+    p = plan_text("{\"model_type\": \"qwen4_exp_text\", " QWEN4 "}", &o);
+    assert_string_equal(p->family, "qwen4_exp_text");
+    for (int i = 0; i < 4; i++) assert_int_equal(p->layers[i].attn_type, i == 3 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
+    assert_int_equal(p->layers[0].caches[0].shape[0], 2 * 16 * 128 + 32 * 128);
+    assert_int_equal(p->layers[0].caches[1].bytes_per_block, 32 * 128 * 128 * 2);
+    assert_int_equal(p->layers[3].n_caches, 2);
+    assert_int_equal(p->blocks.per_token_bytes, 2 * 2 * 256 * 2);
+    kvc_model_plan_destroy(p);
+    static const char *const qsa =
+        "\"indexer_n_heads\": 8, \"indexer_kv_heads\": 1, \"indexer_head_dim\": 64, \"indexer_budget\": 2048,"
+        " \"indexer_compress_ratio\": 4";
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"architectures\": [\"Qwen4ExpForConditionalGeneration\"], \"model_type\": \"qwen4_exp\","
+             " \"text_config\": {\"model_type\": \"qwen4_exp_text\", " QWEN4 ", \"layer_types\": [\"linear_attention\","
+             " \"indexed_attention\", \"linear_attention\", \"full_attention\"], %s}}",
+             qsa);
+    p = plan_text(json, &o);
+    assert_string_equal(p->family, "qwen4_exp_text");
+    assert_int_equal(p->layers[1].n_caches, 3);
+    assert_string_equal(p->layers[1].caches[2].name, "indexer_k_cache");
+    assert_int_equal(p->layers[1].caches[2].dim, 64);
+    assert_int_equal(p->blocks.per_token_bytes, 2 * (2 * 2 * 256 + 64) * 2);
+    assert_true(has_warning(p, "QSA indexer (indexer_budget 2048 in blocks of 4)"));
+    kvc_model_plan_destroy(p);
+    static const char *const qwen4_bad[][2] = {
+        {"\"indexer_n_heads\": 8", "the QSA indexer is set but indexer_kv_heads is missing"},
+        {"\"indexer_n_heads\": 8, \"indexer_kv_heads\": 2, \"indexer_head_dim\": 64, \"indexer_budget\": 2048,"
+         " \"indexer_compress_ratio\": 4",
+         "indexer_kv_heads 2 must be 1"},
+        {"\"indexer_n_heads\": 8, \"indexer_kv_heads\": 1, \"indexer_head_dim\": 64, \"indexer_budget\": 2047,"
+         " \"indexer_compress_ratio\": 4",
+         "indexer_budget 2047 is not divisible by indexer_compress_ratio 4"},
+        {"\"ple_layer_ids\": [1]", "ple_layer_ids lists 1 layers"}};
+    for (size_t c = 0; c < sizeof qwen4_bad / sizeof qwen4_bad[0]; c++) {
+        snprintf(json, sizeof json, "{\"model_type\": \"qwen4_exp_text\", " QWEN4 ", %s}", qwen4_bad[c][0]);
+        p = NULL;
+        assert_int_equal(kvc_model_plan_create(json, strlen(json), &o, &p), KVC_EINVAL);
+        if (strstr(kvc_last_error(), qwen4_bad[c][1]) == NULL) fail_msg("%s", kvc_last_error());
+    }
+#undef QWEN4
+
+    /* Dory as saved: an "mlp" entry after every attention layer, the counts doubled; 2 input, 4 recurrent (3
+     * loops), 2 output attention layers */
+#define DORY                                                                                                           \
+    "{\"model_type\": \"dory\", \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 8,"              \
+    " \"sliding_window\": 16, \"max_position_embeddings\": 4096, "
+    static const char *const saved_types =
+        "\"num_hidden_layers\": 12, \"n_input_layers\": 2, \"n_output_layers\": 2, \"layer_types\": "
+        "[\"sliding_attention\","
+        " \"mlp\", \"sliding_attention\", \"mlp\", \"sliding_attention\", \"mlp\", \"full_attention\", \"mlp\","
+        " \"sliding_attention\", \"mlp\", \"sliding_attention\", \"mlp\"], \"n_recurrent_loops\": 3";
+    snprintf(json, sizeof json, DORY "%s}", saved_types);
+    p = plan_text(json, &o);
+    assert_string_equal(p->family, "dory");
+    assert_int_equal(p->n_layers, 1 + 4 * 3 + 1);
+    int full = 0;
+    for (int i = 0; i < p->n_layers; i++) full += p->layers[i].attn_type == KVC_ATTN_FULL;
+    assert_int_equal(full, 3);
+    assert_true(has_warning(p, "layers 2-9 run 3 times (n_recurrent_loops), one cache per loop (per_loop): 14"));
+    kvc_model_plan_destroy(p);
+    snprintf(json, sizeof json, DORY "%s, \"recurrent_kv_cache_mode\": \"last_loop\"}", saved_types);
+    p = plan_text(json, &o);
+    assert_int_equal(p->n_layers, 6);
+    kvc_model_plan_destroy(p);
+    /* built in Python (no "mlp" entries): DoryConfig's layer_types, every fourth layer full */
+    p = plan_text(DORY "\"num_hidden_layers\": 6, \"n_input_layers\": 1, \"n_output_layers\": 1}", &o);
+    assert_int_equal(p->n_layers, 1 + 4 * 2 + 1);
+    for (int i = 0; i < p->n_layers; i++)
+        assert_int_equal(p->layers[i].attn_type, p->layers[i].layer == 3 ? KVC_ATTN_FULL : KVC_ATTN_SLIDING_WINDOW);
+    kvc_model_plan_destroy(p);
+    static const char *const dory_bad[][2] = {
+        {"\"num_hidden_layers\": 6, \"n_input_layers\": 1, \"n_output_layers\": 1, \"n_recurrent_layers\": 2}",
+         "n_input_layers 1 + n_recurrent_layers 2 + n_output_layers 1 must be the 6 attention layers"},
+        {"\"num_hidden_layers\": 6, \"n_input_layers\": 1, \"n_output_layers\": 1, \"recurrent_kv_cache_mode\":"
+         " \"all\"}",
+         "recurrent_kv_cache_mode \"all\" is not per_loop or last_loop"},
+        {"\"num_hidden_layers\": 6, \"n_input_layers\": 1, \"n_output_layers\": 1, \"n_recurrent_loops\": 0}",
+         "n_recurrent_loops"},
+        {"\"num_hidden_layers\": 4, \"layer_types\": [\"sliding_attention\", \"sliding_attention\", \"mlp\","
+         " \"mlp\"]}",
+         "layer_types[1]: the saved form alternates an attention layer and \"mlp\""}};
+    for (size_t c = 0; c < sizeof dory_bad / sizeof dory_bad[0]; c++) {
+        snprintf(json, sizeof json, DORY "%s", dory_bad[c][0]);
+        p = NULL;
+        assert_int_equal(kvc_model_plan_create(json, strlen(json), &o, &p), KVC_EINVAL);
+        if (strstr(kvc_last_error(), dory_bad[c][1]) == NULL) fail_msg("%s", kvc_last_error());
+    }
+#undef DORY
+}
+
 /* Gemma 4: the full layers' own head dim (global_head_dim, 512 when absent) and, with attention_k_eq_v, their
  * own KV heads (num_global_key_value_heads); or both from per_layer_config as transformers 5.25 saves them; the
  * last layer always full; the last num_kv_shared_layers layers keep no caches; scale 1; proportional rope. */
@@ -1616,6 +1744,7 @@ int main(void) {
         cmocka_unit_test(test_deepseek_v4),
         cmocka_unit_test(test_hy_v4),
         cmocka_unit_test(test_gemma4_plan),
+        cmocka_unit_test(test_linear_and_loop_types),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
