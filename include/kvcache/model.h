@@ -47,13 +47,14 @@ typedef enum kvc_model_family {
     KVC_FAMILY_GEMMA2,        /* runs gemma2: alternating sliding / full, soft-capped scores and logits */
     KVC_FAMILY_GEMMA3,        /* runs gemma3_text and gemma3's text model (sliding_window_pattern or layer_types:
                                * sliding / full layers, each kind its own rope; Gemma norms, GeGLU) */
-    KVC_FAMILY_QWEN3_NEXT,    /* runs qwen3_next: linear attention (Gated DeltaNet) + gated full attention, MoE */
+    KVC_FAMILY_QWEN3_NEXT,    /* runs qwen3_next: linear attention (Gated DeltaNet) + gated full attention, MoE;
+                               * plans also qwen4_exp_text and qwen4_exp's text model (with QSA indexer keys) */
     KVC_FAMILY_JAMBA,         /* runs mamba, falcon_mamba (Mamba-1 mixers alone) and jamba (Mamba-1 + attention
                                * every attn_layer_period layers, experts every expert_layer_period layers) */
     KVC_FAMILY_MAMBA2_HYBRID, /* plans granitemoehybrid (layer_types), bamba, nemotron_h, falcon_h1 */
     KVC_FAMILY_GENERIC,       /* plans any other architecture from the generic fields */
     KVC_FAMILY_LFM2,          /* plans lfm2, lfm2_moe: short-convolution layers + full attention */
-    KVC_FAMILY_KIMI_LINEAR,   /* plans kimi_linear: Kimi Delta Attention (linear) layers + MLA */
+    KVC_FAMILY_KIMI_LINEAR,   /* plans kimi_linear, bailing_hybrid: Kimi Delta Attention (linear) layers + MLA */
     KVC_FAMILY_MINIMAX,       /* plans minimax_text_01, minimax_m1, minimax: lightning (linear) + softmax layers */
     KVC_FAMILY_LLAMA4,        /* runs llama4_text and llama4's text model: chunked local attention, every 4th layer
                                * full (NoPE), a sigmoid-routed MoE with a shared expert */
