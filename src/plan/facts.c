@@ -81,8 +81,10 @@ kvc_status kvci_plan_qsa_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kv
             KVC_TRY(kvci_json_int(c, keys[i], 1, i == 3 ? INT32_MAX : KVC_HP_MAX_DIM, &v[i], &have));
         n_set += have;
     }
-    const cJSON *ple = kvci_json_find(c, "ple_layer_ids");
-    if (cJSON_IsArray(ple) && cJSON_GetArraySize(ple) > 0)
+    const cJSON *ple = NULL; /* null: none, as absent */
+    if (!cJSON_IsNull(kvci_json_find(c, "ple_layer_ids")))
+        KVC_TRY(kvci_json_array(c, "ple_layer_ids", KVC_HP_MAX_LAYERS, &ple, &(bool){false}));
+    if (ple != NULL && cJSON_GetArraySize(ple) > 0)
         return kvci_fail(KVC_EINVAL,
                          "%s: ple_layer_ids lists %d layers: their per-layer embedding states (a dilated "
                          "convolution and the n-gram context) are not planned",

@@ -1083,7 +1083,8 @@ static void test_linear_and_loop_types(void **state) {
         {"\"indexer_n_heads\": 8, \"indexer_kv_heads\": 1, \"indexer_head_dim\": 64, \"indexer_budget\": 2047,"
          " \"indexer_compress_ratio\": 4",
          "indexer_budget 2047 is not divisible by indexer_compress_ratio 4"},
-        {"\"ple_layer_ids\": [1]", "ple_layer_ids lists 1 layers"}};
+        {"\"ple_layer_ids\": [1]", "ple_layer_ids lists 1 layers"},
+        {"\"ple_layer_ids\": \"1\"", "ple_layer_ids must be an array"}};
     for (size_t c = 0; c < sizeof qwen4_bad / sizeof qwen4_bad[0]; c++) {
         snprintf(json, sizeof json, "{\"model_type\": \"qwen4_exp_text\", " QWEN4 ", %s}", qwen4_bad[c][0]);
         p = NULL;
