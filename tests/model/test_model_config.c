@@ -2788,6 +2788,8 @@ static void test_class_fallbacks(void **state) {
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":100,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":3,\"num_key_value_heads\":1}",
                    "hidden_size 100 is not a multiple of num_attention_heads");
+    expect_refusal("{\"model_type\":\"lara_mini\",\"vocab_size\":8,\"hidden_size\":64,\"num_hidden_layers\":5}",
+                   "model_type \"lara_mini\" is not supported"); /* planned only */
     expect_refusal(
         "{\"model_type\":\"gemma4_unified_assistant\",\"text_config\":{\"model_type\":\"gemma4_text\"}}",
         "\"gemma4_unified_assistant\" is not supported: Gemma 4 Unified's assistant is a speculative drafter");
