@@ -237,6 +237,7 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
         KVC_TRY(kvci_json_int(c, "intermediate_size", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, NULL));
     }
     cfg->max_position_embeddings = hp->have_max_pos ? hp->max_pos : KVC_HP_DEFAULT_MAX_POS;
+    cfg->max_positions_assumed = !hp->have_max_pos;
     const double eps = kvci_family_get(cfg->family)->rms_norm_eps;
     KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", eps > 0.0 ? eps : 1e-6, EPS_RANGE, &cfg->rms_norm_eps));
     return kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings);

@@ -2773,6 +2773,11 @@ static void test_class_fallbacks(void **state) {
                                "bamba-null", &c),
         KVC_OK);
     assert_true(c.layer_mamba[0] && c.layer_mamba[1] && c.layer_mamba[2] && c.max_position_embeddings == 2048);
+    assert_true(c.max_positions_assumed);
+    assert_int_equal(
+        kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":4,\"max_position_embeddings\":2048}", "bamba-len", &c),
+        KVC_OK);
+    assert_false(c.max_positions_assumed);
     assert_int_equal(kvc_model_config_parse(LFM2_BASE "}", "lfm2-none", &c), KVC_OK);
     assert_true(!c.layer_conv[0] && !c.layer_conv[1] && !c.layer_conv[2]);
     expect_refusal("{\"model_type\":\"lfm2_moe\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"
