@@ -631,6 +631,11 @@ static int run(int argc, char **argv) {
     if (kvc_run_tp_root())
         fprintf(stderr, "kvcache run: loaded %s (%lld layers, vocab %lld)\n", mc->model_type, (long long)mc->num_layers,
                 (long long)mc->vocab_size);
+    if (kvc_run_tp_root() && mc->max_positions_assumed)
+        fprintf(stderr,
+                "kvcache run: warning: config.json has no length key (max_position_embeddings, n_positions, "
+                "seq_length, max_seq_len): assuming %lld positions, as vLLM does\n",
+                (long long)mc->max_position_embeddings);
     if (kvc_run_check_ids(ids, lens, n, given.eos ? eng.eos_id : -1, mc->vocab_size) != 0) {
         kvc_model_destroy(m);
         return 2;

@@ -347,6 +347,10 @@ typedef struct kvc_model_config {
     bool moe_shortcut;
     int64_t zero_experts;
     double mla_q_scale, mla_kv_scale;
+    /* max_position_embeddings is 2048 because the config has no length key (max_position_embeddings, n_positions,
+     * seq_length, max_seq_len) and its type no class default: vLLM's assumption, which `kvcache run` and the planner
+     * state in a warning. Last, as above. */
+    bool max_positions_assumed;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -106,8 +106,10 @@ static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, con
         return kvci_fail(KVC_EINVAL, "%s: model_type \"%.40s...\" is %zu bytes long, the runtime keeps at most %zu",
                          doc, t, strlen(t), sizeof cfg->model_type - 1);
     snprintf(cfg->model_type, sizeof cfg->model_type, "%s", t);
-    if (kvci_family_refusal(t) != NULL)
-        return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not supported: %s", doc, t, kvci_family_refusal(t));
+    const char *refused = kvci_family_refused_type(hp);
+    if (refused != NULL)
+        return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not supported: %s", doc, refused,
+                         kvci_family_refusal(refused));
     const kvc_family_alias *alias = NULL;
     *fam = kvci_family_find(t, NULL, &alias);
     if (*fam != NULL && !alias->runs && kvci_family_not_run(t) != NULL)
@@ -237,7 +239,8 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
     } else {
         KVC_TRY(kvci_json_int(c, "intermediate_size", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, NULL));
     }
-    cfg->max_position_embeddings = hp->have_max_pos ? hp->max_pos : 2048;
+    cfg->max_position_embeddings = hp->have_max_pos ? hp->max_pos : KVC_HP_DEFAULT_MAX_POS;
+    cfg->max_positions_assumed = !hp->have_max_pos;
     const double eps = kvci_family_get(cfg->family)->rms_norm_eps;
     KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", eps > 0.0 ? eps : 1e-6, EPS_RANGE, &cfg->rms_norm_eps));
     return kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings);

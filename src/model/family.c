@@ -59,6 +59,13 @@ const kvc_family_desc *kvci_family_find(const char *model_type, const char *arch
     return NULL;
 }
 
+/* Why a decoder with cross-attention is not planned (types transformers lists as causal LMs). */
+#define CROSS_ATTENTION                                                                                                \
+    ": besides self-attention its layers attend over an encoder's output (cross-attention, whose keys and values "     \
+    "per layer are sized by the source, not by the tokens generated); kvcache plans and runs decoder-only "            \
+    "self-attention caches, and a plan of the self-attention cache alone would leave the cross-attention cache out"
+#define ENCODER_DECODER(name) name " is an encoder-decoder whose ForCausalLM class is its decoder" CROSS_ATTENTION
+
 typedef struct {
     const char *model_type, *why;
 } type_reason;
@@ -70,8 +77,48 @@ static const char *reason_of(const type_reason *table, size_t n, const char *mod
     return NULL;
 }
 
-/* Model types refused by name, with the reason, by the runtime and the planner alike. */
+/* Model types refused by name, with the reason, by the runtime and the planner alike: types transformers lists as
+ * causal LMs that are not (single-stream, decoder-only) KV-cache decoders, and others kvcache does not model. */
 static const type_reason REFUSED[] = {
+    {"bart", ENCODER_DECODER("BART")},
+    {"mbart", ENCODER_DECODER("mBART")},
+    {"marian", ENCODER_DECODER("Marian")},
+    {"pegasus", ENCODER_DECODER("Pegasus")},
+    {"plbart", ENCODER_DECODER("PLBart")},
+    {"blenderbot", ENCODER_DECODER("Blenderbot")},
+    {"blenderbot-small", ENCODER_DECODER("Blenderbot-small")},
+    {"bigbird_pegasus", ENCODER_DECODER("BigBird-Pegasus")},
+    {"mvp", ENCODER_DECODER("MVP")},
+    {"whisper", ENCODER_DECODER("Whisper (speech to text)")},
+    {"trocr", "TrOCR is the text decoder of an image-to-text encoder-decoder" CROSS_ATTENTION},
+    {"prophetnet", "ProphetNet is an encoder-decoder whose decoder also runs `ngram` streams that predict future "
+                   "tokens" CROSS_ATTENTION},
+    {"musicgen", "MusicGen's decoder emits `num_codebooks` parallel streams of audio codes per step" CROSS_ATTENTION},
+    {"musicgen_melody", "MusicGen Melody nests a text encoder, an audio codec and a decoder (its config keeps each "
+                        "under its own key) and its decoder emits `num_codebooks` parallel streams of audio codes per "
+                        "step after the conditioning states it prepends; kvcache plans single-stream text decoders"},
+    {"blt", "BLT (Byte Latent Transformer) runs a local byte encoder, a global transformer over entropy-sized patches "
+            "and a local byte decoder, joined by cross-attention each way: three stacks whose caches have different "
+            "lengths; kvcache plans one decoder stack"},
+    {"xlm", "XLM is a cross-lingual masked language model: its attention sees the whole sequence unless `causal` is "
+            "true (XLMConfig's false), and its sizes use its own keys (emb_dim, n_heads, n_layers); kvcache plans "
+            "causal decoders"},
+    {"rwkv", "RWKV is a recurrent model: each layer keeps a time-mixing (WKV) state and token-shift states instead of "
+             "keys and values; kvcache's state layers are Mamba's, linear attention's and short convolutions'"},
+    {"gemma4_unified_assistant",
+     "Gemma 4 Unified's assistant is a speculative drafter with no cache of its own: every layer "
+     "(num_kv_shared_layers = num_hidden_layers) reads the keys and values of its target's last full-attention and "
+     "last sliding-attention layers, and its input is the target's hidden states; the target's plan holds every "
+     "cache it reads, and kvcache runs no drafter"},
+    {"xlstm", "xLSTM is a recurrent model: each mLSTM block keeps a matrix memory, a normaliser and a max state "
+              "instead of keys and values, states kvcache does not model"},
+    {"xlnet", "XLNet is a permutation language model: two-stream attention over the whole sequence under a "
+              "permutation mask, its memory (mems) of each layer's hidden states, not keys and values"},
+    {"recurrent_gemma", "RecurrentGemma (Griffin) runs RG-LRU recurrent blocks, whose linear recurrence and conv "
+                        "states kvcache does not model, between local-attention blocks"},
+    {"reformer", "Reformer attends through locality-sensitive hashing buckets and chunked local attention, over "
+                 "reversible layers; its cache (past_buckets_states) keeps each layer's hidden states and bucket ids, "
+                 "not keys and values, so no KV-cache plan describes it"},
     {"hrm_text", "HRM-Text is a looped (hierarchical recurrent) reasoning model: two weight-shared stacks run "
                  "H_cycles x (L_cycles + 1) times per token over two hidden streams (z_H, z_L), each run with a "
                  "cache of its own, and a prefix-LM mask over the prompt; neither the runtime's layer stack nor the "
@@ -98,6 +145,12 @@ static const type_reason NOT_RUN[] = {
 
 const char *kvci_family_not_run(const char *model_type) {
     return reason_of(NOT_RUN, sizeof NOT_RUN / sizeof NOT_RUN[0], model_type);
+}
+
+const char *kvci_family_refused_type(const kvc_hparams *hp) {
+    if (kvci_family_refusal(hp->model_type) != NULL) return hp->model_type;
+    const cJSON *top = cJSON_GetObjectItemCaseSensitive(hp->doc, "model_type");
+    return cJSON_IsString(top) && kvci_family_refusal(top->valuestring) != NULL ? top->valuestring : NULL;
 }
 
 bool kvci_family_type_runs(const char *model_type) {

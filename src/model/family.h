@@ -242,6 +242,9 @@ kvc_status kvci_family_parse_hy_v3(const kvc_hparams *hp, kvc_model_config *cfg)
 const char *kvci_family_refusal(const char *model_type);
 /* What the runtime lacks to run model_type, a type planned only (the runtime says it), or NULL. */
 const char *kvci_family_not_run(const char *model_type);
+/* The model_type refused by name among text_config's and the top level's (a wrapper whose text model is a known type:
+ * Gemma 4 Unified's assistant), or NULL. */
+const char *kvci_family_refused_type(const kvc_hparams *hp);
 /* Whether the dense family's model type has per-head attention sinks (Granite SWA, Granite MoE SWA, Flint). */
 bool kvci_family_attn_sinks(const char *model_type);
 /* JetMoE (family_jetmoe.c; run by the dense family): attention experts and a MoE MLP, each with a bias. */

@@ -49,6 +49,16 @@ static kvc_status lfm2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
         return KVC_OK;
     }
     KVC_TRY(kvci_json_array(&ctx->hp->cfg, "full_attn_idxs", KVC_HP_MAX_LAYERS, &indices, &have));
+    const char *type = ctx->hp->model_type;
+    if (!have && type != NULL && strcmp(type, "lfm2") == 0) { /* Lfm2Config: absent or null, every layer attends */
+        for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_FULL;
+        return KVC_OK;
+    }
+    if (!have && type != NULL && strcmp(type, "lfm2_moe") == 0) /* Lfm2MoeConfig derives no list */
+        return kvci_fail(KVC_EINVAL,
+                         "%s: layer_types is missing: Lfm2MoeConfig has no default for it (transformers' own "
+                         "Lfm2MoeForCausalLM cannot be built without it), and it tells conv from attention layers",
+                         ctx->hp->cfg.doc);
     if (!have)
         return kvci_fail(
             KVC_EINVAL, "%s: layer_types and full_attn_idxs are missing (one of them tells conv from attention layers)",
@@ -87,13 +97,19 @@ static kvc_status bailing_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds
 }
 
 /* Kimi-Linear: linear_attn_config.kda_layers lists its Kimi Delta Attention layers, counted from 1 (as the
- * model's own code reads them); the others are MLA layers. */
+ * model's own code reads them); the others are MLA layers. Without linear_attn_config (transformers 5 saves
+ * layer_types instead), KimiLinearConfig's rule: layer i MLA when i > 0 and i % 4 == 0, else KDA. */
 static kvc_status kimi_linear_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     if (is_bailing(ctx->hp)) return bailing_kinds(ctx, kinds);
     char path[64];
     kvc_json_obj lin;
     const cJSON *kda = NULL;
-    KVC_TRY(kvci_json_child(&ctx->hp->cfg, "linear_attn_config", path, sizeof path, &lin, NULL));
+    bool have = false;
+    KVC_TRY(kvci_json_child(&ctx->hp->cfg, "linear_attn_config", path, sizeof path, &lin, &have));
+    if (!have) {
+        for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = i > 0 && i % 4 == 0 ? KVC_LK_FULL : KVC_LK_STATE;
+        return KVC_OK;
+    }
     KVC_TRY(kvci_json_array(&lin, "kda_layers", KVC_HP_MAX_LAYERS, &kda, NULL));
     for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_FULL;
     int64_t n = 0;
@@ -111,12 +127,14 @@ static kvc_status kimi_linear_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *k
 }
 
 /* A KDA layer keeps the short convolutions of q, k and v (num_heads x head_dim channels each, one conv_state of
- * their channels side by side, the full kernel width) and a head_dim x head_dim recurrent state per head. */
+ * their channels side by side, the full kernel width) and a head_dim x head_dim recurrent state per head. Without
+ * linear_attn_config, transformers 5's top-level linear_num_heads, linear_head_dim, linear_conv_kernel_dim
+ * (KimiLinearConfig's 32, 128, 4 when absent). */
 static kvc_status kimi_linear_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
     (void)hidden_size;
     char path[64];
     kvc_json_obj lin;
-    int64_t heads = 0, hdim = 0, kernel = 0, heads_r = 0;
+    int64_t heads = 32, hdim = 128, kernel = 4, heads_r = 0;
     if (is_bailing(hp)) {
         /* BailingHybridConfig: linear_num_heads, linear_head_dim and linear_conv_kernel_dim as saved, else
          * num_attention_heads, head_dim (128) and short_conv_kernel_size (4), read before the class turns head_dim
@@ -131,11 +149,18 @@ static kvc_status kimi_linear_states(const kvc_hparams *hp, int64_t hidden_size,
         KVC_TRY(kvci_hparams_int(&hp->cfg, kernel_n, 1, KVC_HP_MAX_DIM, &kernel, &have));
         KVC_TRY(kvci_family_split_tp(hp, "linear_num_heads", heads, tp, &heads_r));
     } else {
-        KVC_TRY(kvci_json_child(&hp->cfg, "linear_attn_config", path, sizeof path, &lin, NULL));
-        KVC_TRY(kvci_json_int(&lin, "num_heads", 1, KVC_HP_MAX_DIM, &heads, NULL));
-        KVC_TRY(kvci_json_int(&lin, "head_dim", 1, KVC_HP_MAX_DIM, &hdim, NULL));
-        KVC_TRY(kvci_json_int(&lin, "short_conv_kernel_size", 1, KVC_HP_MAX_DIM, &kernel, NULL));
-        KVC_TRY(kvci_family_split_tp(hp, "linear_attn_config.num_heads", heads, tp, &heads_r));
+        bool have = false;
+        KVC_TRY(kvci_json_child(&hp->cfg, "linear_attn_config", path, sizeof path, &lin, &have));
+        if (have) {
+            KVC_TRY(kvci_json_int(&lin, "num_heads", 1, KVC_HP_MAX_DIM, &heads, NULL));
+            KVC_TRY(kvci_json_int(&lin, "head_dim", 1, KVC_HP_MAX_DIM, &hdim, NULL));
+            KVC_TRY(kvci_json_int(&lin, "short_conv_kernel_size", 1, KVC_HP_MAX_DIM, &kernel, NULL));
+        } else {
+            KVC_TRY(kvci_family_opt_int(&hp->cfg, "linear_num_heads", heads, 1, KVC_HP_MAX_DIM, &heads));
+            KVC_TRY(kvci_family_opt_int(&hp->cfg, "linear_head_dim", hdim, 1, KVC_HP_MAX_DIM, &hdim));
+            KVC_TRY(kvci_family_opt_int(&hp->cfg, "linear_conv_kernel_dim", kernel, 1, KVC_HP_MAX_DIM, &kernel));
+        }
+        KVC_TRY(kvci_family_split_tp(hp, have ? "linear_attn_config.num_heads" : "linear_num_heads", heads, tp, &heads_r));
     }
     *s = (kvc_state_shapes){.n = 2,
                             .names = {"conv_state", "recurrent_state"},
@@ -236,6 +261,11 @@ static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
     bool have_indices = false, have_pattern = false;
     KVC_TRY(kvci_json_array(cfg, "attn_layer_indices", KVC_HP_MAX_LAYERS, &indices, &have_indices));
     if (have_indices) return index_list_kinds(ctx, "attn_layer_indices", indices, kinds);
+    if ((type != NULL && strcmp(type, "bamba") == 0) || (arch != NULL && strcmp(arch, "BambaForCausalLM") == 0)) {
+        /* BambaConfig: attention on the attn_layer_indices layers alone; absent or null, none */
+        for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_STATE;
+        return KVC_OK;
+    }
     const cJSON *blocks = NULL;
     bool have_blocks = false;
     KVC_TRY(kvci_json_array(cfg, "layers_block_type", KVC_HP_MAX_LAYERS, &blocks, &have_blocks));

@@ -16,13 +16,19 @@ static bool is_olmo_hybrid(const kvc_hparams *hp) {
 }
 
 /* Without layer_types: every full_attention_interval-th layer full. OLMo Hybrid (OlmoHybridConfig's rule): layer i
- * full when i % 4 == 3, the last one when that gives none. */
+ * full when i % 4 == 3, the last one when that gives none. Lara Mini (LaraMiniConfig's): linear, sliding, linear,
+ * full, sliding, repeated. */
 static kvc_status qwen3_next_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     int64_t interval = 4;
     bool have = false;
     if (is_olmo_hybrid(ctx->hp)) {
         for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = i % 4 == 3 ? KVC_LK_FULL : KVC_LK_STATE;
         if (ctx->n_layers < 4) kinds[ctx->n_layers - 1] = KVC_LK_FULL;
+        return KVC_OK;
+    }
+    if (ctx->hp->model_type != NULL && strcmp(ctx->hp->model_type, "lara_mini") == 0) {
+        static const kvc_layer_kind LARA[5] = {KVC_LK_STATE, KVC_LK_SLIDING, KVC_LK_STATE, KVC_LK_FULL, KVC_LK_SLIDING};
+        for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = LARA[i % 5]; /* LaraMiniConfig's released pattern */
         return KVC_OK;
     }
     KVC_TRY(kvci_json_int(&ctx->hp->cfg, "full_attention_interval", 1, KVC_HP_MAX_LAYERS, &interval, &have));
@@ -145,13 +151,15 @@ static const kvc_family_alias QWEN3_NEXT[] = {
     {"olmo_hybrid", "OlmoHybridForCausalLM", "olmo_hybrid", false},
     /* planned only: indexed_attention layers (QSA indexer), hyper-connections, n-gram embeddings (family.c) */
     {"qwen4_exp_text", "Qwen4ExpForCausalLM", "qwen4_exp_text", false},
-    {"qwen4_exp", "Qwen4ExpForConditionalGeneration", "qwen4_exp_text", false}};
+    {"qwen4_exp", "Qwen4ExpForConditionalGeneration", "qwen4_exp_text", false},
+    /* planned only: Qwen3-Next's Gated DeltaNet state and its own attention (q/k norms, sliding layers) */
+    {"lara_mini", "LaraMiniForCausalLM", "lara_mini", false}};
 
 const kvc_family_desc kvc_family_qwen3_next = {
     .id = KVC_FAMILY_QWEN3_NEXT,
     .name = "qwen3_next",
     .aliases = QWEN3_NEXT,
-    .n_aliases = 8,
+    .n_aliases = 9,
     .parse = parse_qwen3_next,
     .check = check_qwen3_next,
     .default_kinds = qwen3_next_kinds,

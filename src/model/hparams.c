@@ -29,7 +29,8 @@ static const type_defaults DEFAULTS[] = {
     {"qwen2", 0, 10000.0, 0, true, 32, false, false},
     {"qwen2_moe", 0, 10000.0, 0, true, 16, false, false},
     {"qwen3", 128, 10000.0, 0, true, 32, false, false},
-    {"qwen3_moe", 0, 10000.0, 0, true, 4, false, false}, /* Qwen3MoeConfig has no head_dim of its own */
+    {"qwen3_moe", 0, 10000.0, 0, true, 4, false, false},      /* Qwen3MoeConfig has no head_dim of its own */
+    {"lara_mini", 128, 10000.0, 512, false, 4, false, false}, /* LaraMiniConfig's */
     {"gpt_oss", 64, 150000.0, 128, false, 8, false, false},
     {"mistral", 0, 10000.0, 4096, false, 8, false, false},
     {"mixtral", 0, 1000000.0, 0, false, 8, false, false},
@@ -366,7 +367,9 @@ kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
     const char *how = null_derives ? "null" : "missing";
     if (hp->hidden_size == 0)
         return kvci_fail(KVC_EINVAL, "%s: head_dim is %s and hidden_size is absent to derive it", c->doc, how);
-    if (hp->hidden_size % hp->n_heads != 0)
+    /* Glm4MoeAttention: hidden_size // num_attention_heads, rounded down (its default 4096 / 96: 42) */
+    const bool floors = hp->model_type != NULL && strcmp(hp->model_type, "glm4_moe") == 0;
+    if (hp->hidden_size % hp->n_heads != 0 && !floors)
         return kvci_fail(KVC_EINVAL,
                          "%s: head_dim is %s and hidden_size %lld is not a multiple of num_attention_heads %lld",
                          c->doc, how, (long long)hp->hidden_size, (long long)hp->n_heads);

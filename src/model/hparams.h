@@ -28,6 +28,8 @@
 #define KVC_HP_MAX_FACTOR    1e6                /* rope factors, attention factors, mscales */
 #define KVC_HP_MAX_THETA     1e12               /* rope_theta */
 #define KVC_HP_NAME_MAX      255                /* bytes of model_type, architectures[0] and rope type */
+/* positions when a config has no length key: vLLM's assumption, the planner's and the runtime's */
+#define KVC_HP_DEFAULT_MAX_POS 2048
 
 /* A parsed config.json. Strings point into the owned tree. */
 typedef struct kvc_hparams {

@@ -62,10 +62,13 @@ static kvc_status check_options(const kvc_plan_options *o) {
 static kvc_status resolve_max_model_len(kvc_model_plan *plan, const kvc_model_facts *f) {
     kvc_plan_options *o = &plan->options;
     if (o->max_model_len == 0 && o->kv_memory_bytes == 0) {
-        if (!f->have_max_pos)
-            return kvci_fail(KVC_EINVAL,
-                             "config.json: max_position_embeddings is missing; pass --max-model-len or --kv-memory");
-        o->max_model_len = f->max_pos;
+        o->max_model_len = f->have_max_pos ? f->max_pos : KVC_HP_DEFAULT_MAX_POS;
+        if (!f->have_max_pos) /* vLLM's fallback, and the runtime's cap on positions */
+            kvci_plan_warn(
+                plan,
+                "config.json has no length key (max_position_embeddings, n_positions, seq_length, max_seq_len): "
+                "assuming %d positions, as vLLM and kvcache's runtime do; --max-model-len plans another",
+                KVC_HP_DEFAULT_MAX_POS);
     } else if (o->max_model_len == 0) {
         o->max_model_len = f->have_max_pos ? f->max_pos : 0;
     }

@@ -17,9 +17,10 @@ static kvc_status identify(const kvc_hparams *hp, kvc_model_plan *plan, const kv
     kvci_plan_copy_text(plan->architecture, sizeof plan->architecture, arch != NULL ? arch : model_type);
     kvci_plan_copy_text(plan->model_type, sizeof plan->model_type, model_type);
 
-    if (kvci_family_refusal(model_type) != NULL)
-        return kvci_fail(KVC_EINVAL, "config.json: model_type \"%s\" is not planned: %s", model_type,
-                         kvci_family_refusal(model_type));
+    const char *refused = kvci_family_refused_type(hp);
+    if (refused != NULL)
+        return kvci_fail(KVC_EINVAL, "config.json: model_type \"%s\" is not planned: %s", refused,
+                         kvci_family_refusal(refused));
     const kvc_family_alias *alias = NULL;
     *fam = kvci_family_find(model_type, arch, &alias);
     if (*fam == NULL && kvci_json_find(&hp->cfg, "kv_lora_rank") != NULL) {

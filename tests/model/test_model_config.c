@@ -2763,6 +2763,52 @@ static void test_bamba_fields(void **state) {
         strstr(kvc_last_error(), "tensor parallelism 4 neither divides mamba_n_groups 6 nor is a multiple"));
 }
 
+/* The config classes' rules where a key is absent or null, as the planner reads them (test_plan): Bamba's null
+ * attn_layer_indices (BambaConfig's default) is Mamba2 on every layer; LFM2 without layer_types or full_attn_idxs
+ * attends on every layer (Lfm2Config's); Lfm2MoeConfig has no such rule; GLM-4.5's head_dim is hidden // heads rounded
+ * down (Glm4MoeConfig's 4096 / 96: 42); no length key is 2048 positions; the encoder-decoders transformers lists as
+ * causal LMs are refused by name. */
+static void test_class_fallbacks(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":4}", "bamba-base", &c), KVC_OK);
+    assert_true(!c.layer_mamba[1]);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"bamba\",\"vocab_size\":8,\"hidden_size\":32,"
+                               "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"intermediate_size\":48,"
+                               "\"attn_layer_indices\":null,\"mamba_n_heads\":4}",
+                               "bamba-null", &c),
+        KVC_OK);
+    assert_true(c.layer_mamba[0] && c.layer_mamba[1] && c.layer_mamba[2] && c.max_position_embeddings == 2048);
+    assert_true(c.max_positions_assumed);
+    assert_int_equal(
+        kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":4,\"max_position_embeddings\":2048}", "bamba-len", &c),
+        KVC_OK);
+    assert_false(c.max_positions_assumed);
+    assert_int_equal(kvc_model_config_parse(LFM2_BASE "}", "lfm2-none", &c), KVC_OK);
+    assert_true(!c.layer_conv[0] && !c.layer_conv[1] && !c.layer_conv[2]);
+    expect_refusal("{\"model_type\":\"lfm2_moe\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"
+                   "\"num_attention_heads\":4,\"num_key_value_heads\":2}",
+                   "Lfm2MoeConfig has no default");
+#define GLM4_MOE_FLOOR(hidden, heads)                                                                                  \
+    "{\"model_type\":\"glm4_moe\",\"vocab_size\":8,\"hidden_size\":" hidden ",\"intermediate_size\":8,"                \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":" heads ",\"num_key_value_heads\":1}"
+    assert_int_equal(kvc_model_config_parse(GLM4_MOE_FLOOR("100", "6"), "glm4_moe-floor", &c), KVC_OK);
+    assert_true(c.head_dim == 16 && kvci_model_rot_dim(&c) == 8);
+    expect_refusal(GLM4_MOE_FLOOR("84", "2"), "the rotary width 21 (head_dim 42");
+#undef GLM4_MOE_FLOOR /* transformers rotates 22 channels at 21's frequencies */
+    expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":100,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":1,\"num_attention_heads\":3,\"num_key_value_heads\":1}",
+                   "hidden_size 100 is not a multiple of num_attention_heads");
+    expect_refusal("{\"model_type\":\"lara_mini\",\"vocab_size\":8,\"hidden_size\":64,\"num_hidden_layers\":5}",
+                   "model_type \"lara_mini\" is not supported"); /* planned only */
+    expect_refusal(
+        "{\"model_type\":\"gemma4_unified_assistant\",\"text_config\":{\"model_type\":\"gemma4_text\"}}",
+        "\"gemma4_unified_assistant\" is not supported: Gemma 4 Unified's assistant is a speculative drafter");
+    expect_refusal("{\"model_type\":\"mbart\",\"vocab_size\":8,\"d_model\":64,\"decoder_layers\":2}",
+                   "model_type \"mbart\" is not supported: mBART is an encoder-decoder");
+}
+
 #define NEMOTRON_H_BASE                                                                                                \
     "{\"model_type\":\"nemotron_h\",\"vocab_size\":8,\"hidden_size\":32,\"num_attention_heads\":4,"                    \
     "\"num_key_value_heads\":2,\"intermediate_size\":48,\"mamba_num_heads\":8,\"mamba_head_dim\":8"
@@ -3711,6 +3757,7 @@ int main(void) {
         cmocka_unit_test(test_cohere2_moe_fields),
         cmocka_unit_test(test_ergo_fields),
         cmocka_unit_test(test_hrm_text_refused),
+        cmocka_unit_test(test_class_fallbacks),
         cmocka_unit_test(test_jais2_fields),
         cmocka_unit_test(test_iquestcoder_fields),
         cmocka_unit_test(test_hyperclovax_fields),

@@ -1517,6 +1517,99 @@ static void test_hy_v4(void **state) {
     kvc_model_plan_destroy(p);
 }
 
+/* Rules read off transformers' config classes where a key is absent or null, as the runtime reads them: no length
+ * key plans vLLM's 2048 positions with a warning; Bamba without attn_layer_indices has Mamba2 layers alone; LFM2
+ * without layer_types or full_attn_idxs attends on every layer; GLM-4.5's head_dim is hidden // heads rounded down.
+ * Types transformers lists as causal LMs that are no KV decoders are refused by name with the reason. */
+static void test_class_fallbacks(void **state) {
+    (void)state;
+    kvc_plan_options o = kvc_plan_default_options();
+    kvc_model_plan *p = plan_text("{\"model_type\": \"mamba2\", \"num_hidden_layers\": 2, \"hidden_size\": 64,"
+                                  " \"num_heads\": 4, \"head_dim\": 32, \"n_groups\": 1, \"state_size\": 16,"
+                                  " \"conv_kernel\": 4}",
+                                  &o);
+    assert_int_equal(p->options.max_model_len, 2048);
+    assert_true(has_warning(p, "no length key") && has_warning(p, "assuming 2048 positions"));
+    kvc_model_plan_destroy(p);
+    o.max_model_len = 8192; /* given: taken as is, as vLLM does, without the warning */
+    p = plan_text("{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+                  " \"hidden_size\": 512}",
+                  &o);
+    assert_true(p->options.max_model_len == 8192 && !has_warning(p, "no length key"));
+    kvc_model_plan_destroy(p);
+    o.max_model_len = 0;
+    p = plan_text("{\"model_type\": \"bamba\", \"num_hidden_layers\": 3, \"num_attention_heads\": 8,"
+                  " \"hidden_size\": 1024, \"max_position_embeddings\": 4096, \"attn_layer_indices\": null,"
+                  " \"mamba_n_heads\": 32, \"mamba_d_head\": 64, \"mamba_d_state\": 128, \"mamba_d_conv\": 4,"
+                  " \"mamba_n_groups\": 1}",
+                  &o);
+    for (int i = 0; i < 3; i++) assert_int_equal(p->layers[i].attn_type, KVC_ATTN_MAMBA);
+    kvc_model_plan_destroy(p);
+    p = plan_text("{\"model_type\": \"lfm2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+                  " \"hidden_size\": 512, \"max_position_embeddings\": 4096, \"full_attn_idxs\": null}",
+                  &o);
+    assert_true(p->n_layers == 2 && p->layers[0].attn_type == KVC_ATTN_FULL && p->layers[1].attn_type == KVC_ATTN_FULL);
+    kvc_model_plan_destroy(p);
+    p = plan_text("{\"model_type\": \"glm4_moe\", \"num_hidden_layers\": 2, \"num_attention_heads\": 96,"
+                  " \"num_key_value_heads\": 8, \"hidden_size\": 4096, \"max_position_embeddings\": 4096}",
+                  &o);
+    assert_int_equal(p->layers[0].caches[0].dim, 42);
+    kvc_model_plan_destroy(p);
+    /* Lara Mini (planned only): LaraMiniConfig's layers without layer_types (linear, sliding, linear, full, sliding),
+     * window 512, Qwen3-Next's Gated DeltaNet states */
+    p = plan_text("{\"model_type\": \"lara_mini\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
+                  " \"hidden_size\": 512, \"max_position_embeddings\": 4096, \"linear_num_key_heads\": 2,"
+                  " \"linear_num_value_heads\": 4, \"linear_key_head_dim\": 8, \"linear_value_head_dim\": 12}",
+                  &o);
+    static const kvc_attn_type LARA[6] = {KVC_ATTN_MAMBA, KVC_ATTN_SLIDING_WINDOW, KVC_ATTN_MAMBA,
+                                          KVC_ATTN_FULL,  KVC_ATTN_SLIDING_WINDOW, KVC_ATTN_MAMBA};
+    for (int i = 0; i < 6; i++) assert_int_equal(p->layers[i].attn_type, LARA[i]);
+    assert_true(p->layers[1].sliding_window == 512 && p->layers[1].caches[0].num_head == 4);
+    assert_true(p->layers[0].caches[0].shape[0] == 2 * 2 * 8 + 4 * 12 && p->layers[0].caches[1].shape[2] == 12);
+    kvc_model_plan_destroy(p);
+    /* Kimi-Linear as transformers 5 saves it: no linear_attn_config; KimiLinearConfig's layers (MLA when i > 0 and
+     * i % 4 == 0) and its top-level KDA sizes (heads 32 of 128 when absent; the q, k, v convs side by side) */
+    p = plan_text("{\"model_type\": \"kimi_linear\", \"num_hidden_layers\": 5, \"num_attention_heads\": 8,"
+                  " \"kv_lora_rank\": 64, \"qk_rope_head_dim\": 16, \"qk_nope_head_dim\": 32, \"v_head_dim\": 32,"
+                  " \"max_position_embeddings\": 4096, \"linear_num_heads\": 4, \"linear_conv_kernel_dim\": 3}",
+                  &o);
+    for (int i = 0; i < 5; i++) assert_int_equal(p->layers[i].attn_type, i == 4 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
+    assert_true(p->layers[0].caches[0].shape[0] == 3 * 4 * 128 && p->layers[0].caches[0].shape[1] == 3);
+    kvc_model_plan_destroy(p);
+    static const char *const refused[][2] = {{"bart", "BART is an encoder-decoder"},
+                                             {"whisper", "cross-attention"},
+                                             {"trocr", "cross-attention"},
+                                             {"musicgen_melody", "num_codebooks"},
+                                             {"blt", "Byte Latent"},
+                                             {"xlm", "masked language model"},
+                                             {"rwkv", "recurrent model"},
+                                             {"reformer", "past_buckets_states"},
+                                             {"xlnet", "permutation"},
+                                             {"xlstm", "matrix memory"},
+                                             {"recurrent_gemma", "RG-LRU"}};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char json[256];
+        snprintf(json, sizeof json,
+                 "{\"model_type\": \"%s\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+                 " \"hidden_size\": 512, \"max_position_embeddings\": 1024}",
+                 refused[i][0]);
+        kvc_model_plan *none = NULL;
+        assert_int_equal(kvc_model_plan_create(json, strlen(json), &o, &none), KVC_EINVAL);
+        assert_null(none);
+        if (!strstr(kvc_last_error(), "is not planned") || !strstr(kvc_last_error(), refused[i][1]))
+            fail_msg("%s: \"%s\"", refused[i][0], kvc_last_error());
+    }
+    /* a wrapper refused by its own type whatever its text model: Gemma 4 Unified's assistant reads its target's caches
+     */
+    const char *assistant = "{\"model_type\": \"gemma4_unified_assistant\", \"text_config\": {\"model_type\":"
+                            " \"gemma4_unified_text\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+                            " \"head_dim\": 64, \"max_position_embeddings\": 1024, \"num_kv_shared_layers\": 2}}";
+    kvc_model_plan *none = NULL;
+    assert_int_equal(kvc_model_plan_create(assistant, strlen(assistant), &o, &none), KVC_EINVAL);
+    assert_non_null(
+        strstr(kvc_last_error(), "\"gemma4_unified_assistant\" is not planned: Gemma 4 Unified's assistant"));
+}
+
 static void test_malformed_configs(void **state) {
     (void)state;
     const bad_case cases[] = {
@@ -1591,8 +1684,6 @@ static void test_malformed_configs(void **state) {
         {"{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, \"hidden_size\": 1024,"
          " \"max_position_embeddings\": 4096, \"use_sliding_window\": true}",
          "use_sliding_window is true but sliding_window is missing"},
-        {"{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, \"hidden_size\": 4096}",
-         "max_position_embeddings is missing"},
         {"{\"model_type\": \"mistral\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, \"hidden_size\": 4096,"
          " \"max_position_embeddings\": 4096, \"sliding_window\": 0}",
          "sliding_window 0"},
@@ -1636,9 +1727,9 @@ static void test_malformed_configs(void **state) {
         {KIMI_LINEAR_HEAD "\"kda_layers\": [0]}}", "linear_attn_config.kda_layers[0]"},
         {KIMI_LINEAR_HEAD "\"kda_layers\": [1, 1]}}", "kda_layers lists layer 1 twice"},
         {KIMI_LINEAR_HEAD "\"full_attn_layers\": [2]}}", "kda_layers is missing"},
-        {"{\"model_type\": \"lfm2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"hidden_size\": 512,"
+        {"{\"model_type\": \"lfm2_moe\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"hidden_size\": 512,"
          " \"max_position_embeddings\": 4096, \"conv_L_cache\": 3}",
-         "layer_types and full_attn_idxs are missing"},
+         "layer_types is missing: Lfm2MoeConfig has no default"},
         {"{\"model_type\": \"lfm2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"hidden_size\": 512,"
          " \"max_position_embeddings\": 4096, \"full_attn_idxs\": [1]}",
          "conv_L_cache is missing"},
@@ -1738,6 +1829,7 @@ int main(void) {
         cmocka_unit_test(test_recent_shapes),
         cmocka_unit_test(test_runtime_tp_refusal),
         cmocka_unit_test(test_equal_layer_groups),
+        cmocka_unit_test(test_class_fallbacks),
         cmocka_unit_test(test_malformed_configs),
         cmocka_unit_test(test_invalid_arguments),
         cmocka_unit_test(test_size_parser),
