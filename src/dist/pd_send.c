@@ -53,6 +53,12 @@ kvc_status kvci_pd_send(const kvc_engine *e, kvci_pd_layout *l, const kvci_trans
         return kvci_fail(KVC_EINVAL, "P/D send: request %lld is %s (%s), not prefilled by a PREFILL engine",
                          (long long)r->id, kvc_engine_request_state_name(info.state),
                          kvc_engine_finish_reason_name(info.finish));
+    if (info.n_prompt != kvci_pd_prefill_len(l, r->n_prompt)) /* a state sent must be the one after n_external */
+        return kvci_fail(KVC_EINVAL,
+                         "P/D send: request %lld was prefilled over %lld prompt tokens, its prompt has %lld: a model "
+                         "%s state layers prefills %lld (kvci_pd_prefill_len)",
+                         (long long)r->id, (long long)info.n_prompt, (long long)r->n_prompt,
+                         l->has_state ? "with" : "without", (long long)kvci_pd_prefill_len(l, r->n_prompt));
     st = kvc_sampling_params_check(&r->sampling); /* the arrays' counts bound what the header copies */
     if (st != KVC_OK) return st;
     const kvc_manager *m = kvc_engine_manager(e);

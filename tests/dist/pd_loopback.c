@@ -194,7 +194,8 @@ static void test_bad_headers(void **state) {
 
 /* A state model's message whose tensor records differ from the decode engine's (a Bamba: per layer the K/V of
  * the attention layer, the conv and ssm states of the mixers) is refused after its payload came, naming the
- * tensor, before the request enters the engine: another dtype, bytes per block, kind, layer or cache name. */
+ * tensor, before the request enters the engine: another dtype, bytes per block, kind, layer or cache name. The
+ * prefill side refuses to send a request it prefilled over its whole prompt (its state is one token too late). */
 static void test_state_records(void **state) {
     (void)state;
     kvc_model *m = random_model(PD_BAMBA);
@@ -248,6 +249,23 @@ static void test_state_records(void **state) {
     kvc_engine_stats st;
     assert_int_equal(kvc_engine_get_stats(dc.e, &st), KVC_OK);
     assert_int_equal(st.n_waiting + st.n_running + st.n_finished, 0);
+    /* the prefill side: a request prefilled over its whole prompt holds the state one token too late */
+    instance pf;
+    instance_open(&pf, m, false, KVC_ENGINE_ROLE_PREFILL, 4, false);
+    kvci_pd_layout pl;
+    assert_int_equal(kvci_pd_layout_init(kvc_engine_manager(pf.e), pf.rec.inner->cache_info, &pl), KVC_OK);
+    const kvc_engine_request r0 = request(0);
+    assert_int_equal(kvc_engine_add_request(pf.e, &r0), KVC_OK);
+    step_until_idle(pf.e);
+    kvci_transport tp, td;
+    assert_int_equal(kvci_transport_loopback_open(&tp, &td, -1), KVC_OK);
+    assert_int_equal(kvci_pd_send(pf.e, &pl, &tp, 1, 0, &r0, 50, false), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "prefilled over 19 prompt tokens, its prompt has 19"));
+    assert_int_equal(kvc_engine_request_release(pf.e, 0), KVC_OK);
+    kvci_transport_close(&tp);
+    kvci_transport_close(&td);
+    kvci_pd_layout_free(&pl);
+    instance_close(&pf);
     free(payload);
     kvci_pd_receiver_free(&rx);
     instance_close(&dc);
