@@ -223,7 +223,7 @@ static void test_state_records(void **state) {
         if (kvc_manager_key_is_state(mg, k)) assert_int_equal(h.n_blocks[k], 1); /* the request's state block */
     }
     char *payload = calloc((size_t)h.payload_bytes, 1);
-    kvci_pd_tensor *rec = (kvci_pd_tensor *)(payload + 9 * sizeof(int32_t));
+    kvci_pd_tensor *rec = calloc((size_t)l->n_buffers, sizeof *rec); /* copied in after the ids (unaligned) */
     static const char *const what[5] = {"f16, 2048 bytes", "K/V, manager", "1024 bytes per block", "layer 7",
                                         "cache conv_state (state"};
     for (int c = 0; c < 5; c++) {
@@ -234,6 +234,7 @@ static void test_state_records(void **state) {
         if (c == 2) t->bytes_per_block = 1024;
         if (c == 3) t->layer_idx = 7;
         if (c == 4) snprintf(t->name, sizeof t->name, "conv_state");
+        memcpy(payload + 9 * sizeof(int32_t), rec, (size_t)l->n_buffers * sizeof *rec);
         kvci_transport tp, td;
         assert_int_equal(kvci_transport_loopback_open(&tp, &td, -1), KVC_OK);
         assert_int_equal(tp.ops->send(tp.self, 1, 0, &h, sizeof h, payload, h.payload_bytes, 50), KVC_OK);
@@ -267,6 +268,7 @@ static void test_state_records(void **state) {
     kvci_pd_layout_free(&pl);
     instance_close(&pf);
     free(payload);
+    free(rec);
     kvci_pd_receiver_free(&rx);
     instance_close(&dc);
     kvc_model_destroy(m);
