@@ -146,7 +146,7 @@ static kvc_status bp_prefill(int64_t t0, const kvci_transport *tr) {
     bp_engine b;
     kvci_pd_layout l = {0};
     kvc_status st = bp_open(&b, KVC_ENGINE_ROLE_PREFILL);
-    if (st == KVC_OK) st = kvci_pd_layout_init(kvc_engine_manager(b.e), &l);
+    if (st == KVC_OK) st = kvci_pd_layout_init(kvc_engine_manager(b.e), kvc_engine_adapter_model(b.a)->cache_info, &l);
     int64_t next = 0, sent = 0;
     while (st == KVC_OK && sent < BP_REQUESTS) {
         kvc_engine_step_result res;
@@ -173,7 +173,7 @@ static kvc_status bp_decode(const kvci_transport *tr) {
     bp_engine b;
     kvci_pd_receiver rx = {0};
     kvc_status st = bp_open(&b, KVC_ENGINE_ROLE_DECODE);
-    if (st == KVC_OK) st = kvci_pd_receiver_init(b.e, BP_REQUESTS, &rx);
+    if (st == KVC_OK) st = kvci_pd_receiver_init(b.e, kvc_engine_adapter_model(b.a)->cache_info, BP_REQUESTS, &rx);
     kvc_engine_stats s = {.finished_total = 0};
     while (st == KVC_OK && s.finished_total < BP_REQUESTS) {
         kvci_pd_event ev;

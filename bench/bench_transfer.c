@@ -121,9 +121,10 @@ static kvc_status rank0(bt_side *s, const kvci_transport *t, int64_t *bytes, bt_
     kvc_engine_step_result res = {.idle = false};
     while (st == KVC_OK && !res.idle) st = kvc_engine_step(s->e, &res);
     kvci_pd_layout l = {0};
-    if (st == KVC_OK) st = kvci_pd_layout_init(kvc_engine_manager(s->e), &l);
+    if (st == KVC_OK)
+        st = kvci_pd_layout_init(kvc_engine_manager(s->e), kvc_engine_adapter_model(s->a)->cache_info, &l);
     const kvc_manager *m = kvc_engine_manager(s->e);
-    *bytes = BT_TOKENS * (int64_t)sizeof(int32_t);
+    *bytes = kvci_pd_blocks_offset(&l, BT_TOKENS);
     for (int32_t k = 0; k < l.n_keys; k++) {
         int64_t first = 0, n = 0;
         kvci_pd_block_range(m, k, BT_TOKENS - 1, &first, &n);
@@ -163,7 +164,7 @@ static kvc_status rank0(bt_side *s, const kvci_transport *t, int64_t *bytes, bt_
 /* Rank 1: the receiving ends. */
 static kvc_status rank1(bt_side *s, const kvci_transport *t) {
     kvci_pd_receiver rx;
-    kvc_status st = kvci_pd_receiver_init(s->e, 1, &rx);
+    kvc_status st = kvci_pd_receiver_init(s->e, kvc_engine_adapter_model(s->a)->cache_info, 1, &rx);
     int64_t bytes[1] = {0};
     MPI_Bcast(bytes, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
     double unused = 0.0;

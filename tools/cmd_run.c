@@ -410,22 +410,10 @@ static int parse_pd_flag(const char *flag, const char *val, kvc_run_pd_opts *pd,
     return 2;
 }
 
-/* The first line `kvcache run` prints on the runner's path: the KV bytes per token of the runner
- * those prompts would make. Left as it is when the runner refuses them. */
-static void runner_first_line(const kvc_model *m, const kvc_runner_params *p, const int64_t *lens, int64_t n,
-                              char *line, size_t cap) {
-    int64_t maxl = 0;
-    for (int64_t b = 0; b < n; b++) maxl = lens[b] > maxl ? lens[b] : maxl;
-    kvc_runner *r = NULL;
-    if (kvc_runner_check(m, p, n, maxl) == KVC_OK && kvc_runner_create(m, p, n, maxl, &r) == KVC_OK)
-        snprintf(line, cap, "kv cache %s: %lld bytes per token (all layers)", kvc_dtype_name(p->cache.kv_dtype),
-                 (long long)kvc_runner_kv_bytes_per_token(r));
-    kvc_runner_destroy(r);
-}
-
 /* The line after the K/V bytes for a model with state layers (LFM2's short convolutions, Mamba2 mixers): their f32
- * states per sequence, every state of every such layer (docs/runtime.md, "State layers"); nothing for other models. */
-static void print_states(const kvc_model_config *c) {
+ * states per sequence, every state of every such layer (docs/runtime.md, "State layers"), with a newline before it
+ * into line [cap]; nothing (an empty string) for other models. */
+static void states_line(const kvc_model_config *c, char *line, size_t cap) {
     int64_t layers = 0, bytes = 0;
     kvci_state_shape s[KVCI_MAX_LAYER_STATES];
     for (int64_t l = 0; l < c->num_layers; l++) {
@@ -433,8 +421,25 @@ static void print_states(const kvc_model_config *c) {
         layers += n > 0;
         for (int32_t i = 0; i < n; i++) bytes += kvci_layer_state_floats(&s[i]) * 4;
     }
+    line[0] = '\0';
     if (layers > 0)
-        printf("states f32: %lld bytes per sequence (%lld state layers)\n", (long long)bytes, (long long)layers);
+        snprintf(line, cap, "\nstates f32: %lld bytes per sequence (%lld state layers)", (long long)bytes,
+                 (long long)layers);
+}
+
+/* The first line `kvcache run` prints on the runner's path: the KV bytes per token of the runner
+ * those prompts would make (and the states line after it). Left as it is when the runner refuses them. */
+static void runner_first_line(const kvc_model *m, const kvc_runner_params *p, const int64_t *lens, int64_t n,
+                              char *line, size_t cap) {
+    int64_t maxl = 0;
+    for (int64_t b = 0; b < n; b++) maxl = lens[b] > maxl ? lens[b] : maxl;
+    kvc_runner *r = NULL;
+    char states[128];
+    states_line(kvc_model_config_of(m), states, sizeof states);
+    if (kvc_runner_check(m, p, n, maxl) == KVC_OK && kvc_runner_create(m, p, n, maxl, &r) == KVC_OK)
+        snprintf(line, cap, "kv cache %s: %lld bytes per token (all layers)%s", kvc_dtype_name(p->cache.kv_dtype),
+                 (long long)kvc_runner_kv_bytes_per_token(r), states);
+    kvc_runner_destroy(r);
 }
 
 /* --save-weights: loads dir with `weights` (q8_0 or q4_0) and writes it to out; `other`: a flag
@@ -657,7 +662,7 @@ static int run(int argc, char **argv) {
     if (given.stream || given.sampling || given.eos || given.role) {
         eng.max_new_tokens = p.max_new_tokens;
         eng.adapter = (kvc_engine_adapter_params){.latent = mode == KVC_RUNNER_MLA_LATENT, .cache = p.cache};
-        char first[256];
+        char first[384];
         snprintf(first, sizeof first, "kv cache %s, through the engine (paged blocks of %lld tokens)",
                  kvc_dtype_name(p.cache.kv_dtype), (long long)p.cache.block_size);
         if (given.role && !(given.stream || given.sampling || given.eos)) /* `kvcache run ARGS` takes the runner */
@@ -702,9 +707,10 @@ static int run(int argc, char **argv) {
         rc = 1;
     } else if (!json) {
         if (p.mode != KVC_RUNNER_RECOMPUTE) {
-            printf("kv cache %s: %lld bytes per token (all layers)\n", kvc_dtype_name(p.cache.kv_dtype),
-                   (long long)kvc_runner_kv_bytes_per_token(r));
-            print_states(kvc_model_config_of(m));
+            char states[128];
+            states_line(kvc_model_config_of(m), states, sizeof states);
+            printf("kv cache %s: %lld bytes per token (all layers)%s\n", kvc_dtype_name(p.cache.kv_dtype),
+                   (long long)kvc_runner_kv_bytes_per_token(r), states);
         }
         for (int64_t b = 0; b < n; b++) { /* up to and including the model's end-of-sequence id */
             for (int64_t i = 0; i < NT && (i == 0 || tok[b * NT + i - 1] != eng.eos_id); i++)

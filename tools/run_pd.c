@@ -58,15 +58,19 @@ static kvc_status send_prefilled(kvc_engine *e, kvci_pd_layout *l, const kvc_run
     return KVC_OK;
 }
 
-static int run_prefill(kvc_engine *e, const kvc_run_pd_link *k, const kvc_run_engine_opts *o, const kvc_run_pd_opts *pd,
-                       const int32_t *ids, const int64_t *lens, int64_t n) {
+/* Each prompt's first kvci_pd_prefill_len tokens go through the PREFILL engine (a model with state layers: all
+ * but the last, whose states the decode rank resumes from); kvci_pd_send sends the whole prompt. */
+static int run_prefill(kvc_engine *e, const kvc_model_cache_info *ci, const kvc_run_pd_link *k,
+                       const kvc_run_engine_opts *o, const kvc_run_pd_opts *pd, const int32_t *ids, const int64_t *lens,
+                       int64_t n) {
     kvci_pd_layout l = {0};
     bool *sent = kvci_calloc((size_t)n, sizeof *sent);
-    kvc_status st = sent ? kvci_pd_layout_init(kvc_engine_manager(e), &l) : kvci_fail(KVC_ENOMEM, "out of memory");
+    kvc_status st = sent ? kvci_pd_layout_init(kvc_engine_manager(e), ci, &l) : kvci_fail(KVC_ENOMEM, "out of memory");
     int rc = 0;
     int64_t n_sent = 0;
     for (int64_t b = 0; b < n && st == KVC_OK; b++) {
-        const kvc_engine_request r = kvc_run_engine_request(o, b, prompt_of(ids, lens, b), lens[b]);
+        const kvc_engine_request r =
+            kvc_run_engine_request(o, b, prompt_of(ids, lens, b), kvci_pd_prefill_len(&l, lens[b]));
         st = kvc_engine_add_request(e, &r);
     }
     while (st == KVC_OK && n_sent < n && (pd->exit_after < 0 || n_sent < pd->exit_after)) {
@@ -189,16 +193,16 @@ static kvc_status decode_all(kvc_engine *e, kvci_pd_receiver *rx, const kvci_tra
     }
 }
 
-static int run_decode(kvc_engine *e, const kvci_transport *t, const kvc_run_engine_opts *o, const kvc_run_pd_opts *pd,
-                      int64_t n) {
+static int run_decode(kvc_engine *e, const kvc_model_cache_info *ci, const kvci_transport *t,
+                      const kvc_run_engine_opts *o, const kvc_run_pd_opts *pd, int64_t n) {
     kvci_pd_receiver rx;
     char *state = kvci_calloc((size_t)n, 1);
     int32_t *agree = kvci_calloc((size_t)(AGREE_STATES + n), sizeof *agree);
     int32_t *buf = kvci_calloc((size_t)o->max_new_tokens, sizeof *buf);
     int64_t *printed = kvci_calloc((size_t)n, sizeof *printed);
     int rc = 0;
-    kvc_status st =
-        state && agree && buf && printed ? kvci_pd_receiver_init(e, n, &rx) : kvci_fail(KVC_ENOMEM, "out of memory");
+    kvc_status st = state && agree && buf && printed ? kvci_pd_receiver_init(e, ci, n, &rx)
+                                                     : kvci_fail(KVC_ENOMEM, "out of memory");
     if (st == KVC_OK) {
         printf("%s\n", pd->first_line);
         st = decode_all(e, &rx, t, o, pd, n, state, agree, buf, printed, &rc);
@@ -232,9 +236,9 @@ int kvc_run_pd(const kvc_model *m, const kvc_run_engine_opts *o, const kvc_run_p
     if (st != KVC_OK)
         fprintf(stderr, "kvcache run: %s\n", kvc_last_error());
     else if (pd->role == KVC_ENGINE_ROLE_PREFILL)
-        rc = run_prefill(e, &k, o, pd, ids, lens, n);
+        rc = run_prefill(e, kvc_engine_adapter_model(a)->cache_info, &k, o, pd, ids, lens, n);
     else
-        rc = run_decode(e, &k.transport, o, pd, n);
+        rc = run_decode(e, kvc_engine_adapter_model(a)->cache_info, &k.transport, o, pd, n);
     fflush(stdout); /* everything is out before MPI ends (its teardown may wait for a dead peer) */
     fflush(stderr);
     kvc_engine_destroy(e);

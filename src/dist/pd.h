@@ -5,9 +5,11 @@
  * sends it as one message: a kvci_pd_header, then a payload
  *
  *   payload = prompt ids int32 [n_prompt]
+ *             then one kvci_pd_tensor per cache tensor (n_tensors): what the
+ *             sender's tensors are, checked by the receiver one by one
  *             then for each manager key k, each block j of its range
  *             [first_block[k], first_block[k] + n_blocks[k]), each cache
- *             tensor of k (kvc_manager_buffer_infos order): the block's
+ *             tensor of k (in the order of the tensor records): the block's
  *             bytes_per_block bytes.
  *
  * The range covers the KV of positions [0, n_external) with n_external =
@@ -15,8 +17,12 @@
  * samples the first token): a full-attention key all their blocks, a
  * sliding-window key only the blocks its window still reads at n_external
  * (kvc_manager_skipped_tokens), an MLA latent key its latent blocks (one
- * key: sent once). State (Mamba) keys are refused: the prefill side holds
- * the state after the whole prompt, not after n_external tokens.
+ * key: sent once), a state (Mamba) key the request's state block, every
+ * state tensor of it: the state after exactly n_external tokens. For that
+ * the prefill engine of a model with state layers computes n_prompt - 1
+ * tokens only (kvci_pd_prefill_len: the request is added with its prompt
+ * cut by one), so its state block holds the state the decode side resumes
+ * from; the prompt's last token is computed once, on the decode side.
  *
  * The decode side (kvci_pd_receiver) checks a header against its own
  * manager before it takes the payload, then adds the request to its
@@ -33,7 +39,7 @@
 #include "kvcache/engine.h"
 
 #define KVC_PD_MAGIC   0x4450564bu /* "KVPD" */
-#define KVC_PD_VERSION 2u          /* 2: the sampling options after seed (min_p .. logit_bias) */
+#define KVC_PD_VERSION 3u          /* 3: the tensor records and state blocks; 2: the sampling options after seed */
 
 typedef struct kvci_pd_header {
     uint32_t magic, version;
@@ -57,36 +63,57 @@ typedef struct kvci_pd_header {
     int64_t block_bytes[KVC_MAX_MANAGERS]; /* bytes of one block of the key, all its tensors */
     int64_t payload_bytes;
     char message[512]; /* status != KVC_OK: why */
+    int64_t n_tensors; /* tensor records in the payload, after the prompt ids */
 } kvci_pd_header;
+
+/* One cache tensor as the payload describes it (the receiver compares each with its own, naming the first that
+ * differs): its layer, cache name, manager key, whether it is a per-sequence state, dtype and bytes per block. */
+typedef struct kvci_pd_tensor {
+    int32_t layer_idx, key, dtype, is_state;
+    int64_t bytes_per_block;
+    char name[KVC_NAME_MAX];
+} kvci_pd_tensor;
 
 /* The cache tensors of a manager, grouped by key. */
 typedef struct kvci_pd_layout {
     int32_t n_keys;
     int64_t block_size[KVC_MAX_MANAGERS];
     int64_t block_bytes[KVC_MAX_MANAGERS];
+    bool has_state; /* some key holds per-sequence states */
     int64_t n_buffers;
-    kvc_buffer_info *buffers; /* [n_buffers] */
-    int32_t *table;           /* [max table width] scratch for block ids */
+    kvci_pd_tensor *tensors; /* [n_buffers] the records the payload carries */
+    char **data;             /* [n_buffers] each tensor's storage, [blocks, bytes_per_block] */
+    int32_t *table;          /* [max table width] scratch for block ids */
     int64_t table_cap;
     char *pack; /* [pack_cap] the sender's payload buffer, kept from message to message */
     int64_t pack_cap;
 } kvci_pd_layout;
 
-/* KVC_EINVAL naming a state (Mamba) key, which P/D does not carry. */
-kvc_status kvci_pd_layout_init(const kvc_manager *m, kvci_pd_layout *out);
+/* The tensors of manager m, every needs_block entry of ci (the engine's cache description, its storage
+ * allocated) in ci's order. */
+kvc_status kvci_pd_layout_init(const kvc_manager *m, const kvc_model_cache_info *ci, kvci_pd_layout *out);
 void kvci_pd_layout_free(kvci_pd_layout *l);
 
-/* Block range [*first, *first + *n) of key k that carries the KV of positions [0, n_external). */
+/* The prompt tokens a PREFILL engine computes of a prompt of n_prompt tokens: all of them, or with state
+ * layers n_prompt - 1 (at least 1), so that the states it sends are those after n_external tokens. */
+int64_t kvci_pd_prefill_len(const kvci_pd_layout *l, int64_t n_prompt);
+
+/* Bytes of the payload before the blocks: the prompt ids and the tensor records. */
+int64_t kvci_pd_blocks_offset(const kvci_pd_layout *l, int64_t n_prompt);
+
+/* Block range [*first, *first + *n) of key k that carries the KV of positions [0, n_external) (a state key:
+ * the request's state block, none when n_external is 0). */
 void kvci_pd_block_range(const kvc_manager *m, int32_t k, int64_t n_external, int64_t *first, int64_t *n);
 
 /* Pool <-> payload for every key of the request id (manager m): the blocks of positions [0, n_external)
- * at their payload offsets (after n_prompt ids); to the pool (to_payload false), the blocks before
- * position n_hit are skipped (the request's prefix-cache hit). KVC_EINTERNAL for a block the request's
- * table lacks. */
+ * at their payload offsets (after the ids and records); to the pool (to_payload false), the blocks before
+ * position n_hit are skipped (the request's prefix-cache hit; never a state block). KVC_EINTERNAL for a block the
+ * request's table lacks. */
 kvc_status kvci_pd_copy_blocks(const kvc_manager *m, kvci_pd_layout *l, int64_t id, int64_t n_prompt,
                                int64_t n_external, int64_t n_hit, char *payload, bool to_payload);
 
-/* The prefill side: packs the request r (as added to the prefill engine e, now finished PREFILLED)
+/* The prefill side: packs the request r (its whole prompt; added to the prefill engine e with
+ * kvci_pd_prefill_len of it, now finished PREFILLED)
  * and sends it to peer as message seq. drop_payload (a fault for tests): the header goes, the payload
  * does not. The caller releases the request from e afterwards, whatever the outcome. */
 kvc_status kvci_pd_send(const kvc_engine *e, kvci_pd_layout *l, const kvci_transport *t, int32_t peer, uint64_t seq,
@@ -106,8 +133,10 @@ typedef struct kvci_pd_receiver {
     kvci_pd_staged *staged; /* [n_slots] */
 } kvci_pd_receiver;
 
-/* For a DECODE engine: up to max_staged received requests waiting for admission at once. */
-kvc_status kvci_pd_receiver_init(const kvc_engine *e, int64_t max_staged, kvci_pd_receiver *out);
+/* For a DECODE engine (ci: its cache description): up to max_staged received requests waiting for admission
+ * at once. */
+kvc_status kvci_pd_receiver_init(const kvc_engine *e, const kvc_model_cache_info *ci, int64_t max_staged,
+                                 kvci_pd_receiver *out);
 void kvci_pd_receiver_free(kvci_pd_receiver *rx);
 /* Frees what is staged for request id (call it when the request leaves the engine before its
  * admission: released, aborted); nothing for an id with nothing staged. */

@@ -15,13 +15,14 @@ struct kvci_pd_staged {
     int64_t cap;
 };
 
-kvc_status kvci_pd_receiver_init(const kvc_engine *e, int64_t max_staged, kvci_pd_receiver *out) {
+kvc_status kvci_pd_receiver_init(const kvc_engine *e, const kvc_model_cache_info *ci, int64_t max_staged,
+                                 kvci_pd_receiver *out) {
     memset(out, 0, sizeof *out);
     const kvc_manager *m = kvc_engine_manager(e);
     if (m == NULL || kvc_engine_params_of(e)->role != KVC_ENGINE_ROLE_DECODE || max_staged < 1)
         return kvci_fail(KVC_EINVAL, "P/D receiver: needs a managed engine of the DECODE role and max_staged %lld >= 1",
                          (long long)max_staged);
-    kvc_status st = kvci_pd_layout_init(m, &out->layout);
+    kvc_status st = kvci_pd_layout_init(m, ci, &out->layout);
     if (st != KVC_OK) return st;
     out->staged = kvci_calloc((size_t)max_staged, sizeof *out->staged);
     if (out->staged == NULL) {
@@ -64,10 +65,13 @@ static kvc_status check_header(const kvci_pd_receiver *rx, const kvci_pd_header 
                          (long long)id, (long long)h->n_prompt, (long long)max_len, (long long)h->n_external,
                          (long long)h->cache_salt_len, KVC_ENGINE_SALT_MAX, h->n_min_tokens_ids,
                          KVC_SAMPLING_MAX_STOP_IDS, h->n_logit_bias, KVC_SAMPLING_MAX_LOGIT_BIAS);
-    if (h->n_keys != rx->layout.n_keys)
-        return kvci_fail(KVC_EINVAL, "P/D receive: request %lld has %d manager keys, this engine %d (another model?)",
-                         (long long)id, h->n_keys, rx->layout.n_keys);
-    int64_t bytes = h->n_prompt * (int64_t)sizeof(int32_t);
+    if (h->n_keys != rx->layout.n_keys || h->n_tensors != rx->layout.n_buffers)
+        return kvci_fail(KVC_EINVAL,
+                         "P/D receive: request %lld has %d manager keys and %lld cache tensors, this engine %d and "
+                         "%lld (another model?)",
+                         (long long)id, h->n_keys, (long long)h->n_tensors, rx->layout.n_keys,
+                         (long long)rx->layout.n_buffers);
+    int64_t bytes = kvci_pd_blocks_offset(&rx->layout, h->n_prompt);
     for (int32_t k = 0; k < h->n_keys; k++) {
         int64_t first = 0, n = 0;
         kvci_pd_block_range(rx->mgr, k, h->n_external, &first, &n);
@@ -83,6 +87,32 @@ static kvc_status check_header(const kvci_pd_receiver *rx, const kvci_pd_header 
     if (h->payload_bytes != bytes)
         return kvci_fail(KVC_EINVAL, "P/D receive: request %lld announces %lld payload bytes, its blocks make %lld",
                          (long long)id, (long long)h->payload_bytes, (long long)bytes);
+    return KVC_OK;
+}
+
+/* The sender's tensor records (after the prompt ids) against this side's, each naming the first that differs:
+ * the layer, the cache, its kind (state or K/V), manager key, dtype and bytes per block. */
+static kvc_status check_tensors(const kvci_pd_receiver *rx, const kvci_pd_header *h, const char *payload) {
+    const kvci_pd_layout *l = &rx->layout;
+    for (int64_t i = 0; i < l->n_buffers; i++) {
+        kvci_pd_tensor got;
+        memcpy(&got, payload + h->n_prompt * (int64_t)sizeof(int32_t) + i * (int64_t)sizeof got, sizeof got);
+        const kvci_pd_tensor *want = &l->tensors[i];
+        got.name[sizeof got.name - 1] = '\0';
+        if (got.layer_idx == want->layer_idx && strcmp(got.name, want->name) == 0 && got.key == want->key &&
+            got.is_state == want->is_state && got.dtype == want->dtype && got.bytes_per_block == want->bytes_per_block)
+            continue;
+        return kvci_fail(KVC_EINVAL,
+                         "P/D receive: request %lld, tensor %lld: the prefill side sends layer %d, cache %s (%s, "
+                         "manager %s, %s, %lld bytes per block), this engine holds layer %d, cache %s (%s, manager %s, "
+                         "%s, %lld bytes per block) (another model, dtype or tensor parallelism?)",
+                         (long long)h->request_id, (long long)i, got.layer_idx, got.name,
+                         got.is_state ? "state" : "K/V",
+                         got.key >= 0 && got.key < l->n_keys ? kvc_manager_key(rx->mgr, got.key) : "?",
+                         kvc_dtype_name((kvc_dtype)got.dtype), (long long)got.bytes_per_block, want->layer_idx,
+                         want->name, want->is_state ? "state" : "K/V", kvc_manager_key(rx->mgr, want->key),
+                         kvc_dtype_name((kvc_dtype)want->dtype), (long long)want->bytes_per_block);
+    }
     return KVC_OK;
 }
 
@@ -171,6 +201,7 @@ kvc_status kvci_pd_receive(kvci_pd_receiver *rx, kvc_engine *e, const kvci_trans
     s->rx = rx;
     s->h = h;
     st = t->ops->recv_payload(t->self, from, h.seq, s->payload, h.payload_bytes, timeout_ms);
+    if (st == KVC_OK) st = check_tensors(rx, &h, s->payload);
     if (st == KVC_OK) st = add_request(e, s);
     if (st != KVC_OK || h.n_external == 0) unstage(s); /* nothing (more) to load */
     if (st != KVC_OK) return failed(ev, h.request_id, st);

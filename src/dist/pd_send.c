@@ -53,12 +53,19 @@ kvc_status kvci_pd_send(const kvc_engine *e, kvci_pd_layout *l, const kvci_trans
         return kvci_fail(KVC_EINVAL, "P/D send: request %lld is %s (%s), not prefilled by a PREFILL engine",
                          (long long)r->id, kvc_engine_request_state_name(info.state),
                          kvc_engine_finish_reason_name(info.finish));
+    if (info.n_prompt != kvci_pd_prefill_len(l, r->n_prompt)) /* a state sent must be the one after n_external */
+        return kvci_fail(KVC_EINVAL,
+                         "P/D send: request %lld was prefilled over %lld prompt tokens, its prompt has %lld: a model "
+                         "%s state layers prefills %lld (kvci_pd_prefill_len)",
+                         (long long)r->id, (long long)info.n_prompt, (long long)r->n_prompt,
+                         l->has_state ? "with" : "without", (long long)kvci_pd_prefill_len(l, r->n_prompt));
     st = kvc_sampling_params_check(&r->sampling); /* the arrays' counts bound what the header copies */
     if (st != KVC_OK) return st;
     const kvc_manager *m = kvc_engine_manager(e);
     kvci_pd_header h = header_of(seq, r);
     h.n_keys = l->n_keys;
-    h.payload_bytes = r->n_prompt * (int64_t)sizeof(int32_t);
+    h.n_tensors = l->n_buffers;
+    h.payload_bytes = kvci_pd_blocks_offset(l, r->n_prompt);
     for (int32_t k = 0; k < l->n_keys; k++) {
         kvci_pd_block_range(m, k, h.n_external, &h.first_block[k], &h.n_blocks[k]);
         h.block_bytes[k] = l->block_bytes[k];
@@ -74,6 +81,7 @@ kvc_status kvci_pd_send(const kvc_engine *e, kvci_pd_layout *l, const kvci_trans
         l->pack_cap = h.payload_bytes;
     }
     memcpy(l->pack, r->prompt, (size_t)r->n_prompt * sizeof(int32_t));
+    memcpy(l->pack + r->n_prompt * (int64_t)sizeof(int32_t), l->tensors, (size_t)l->n_buffers * sizeof *l->tensors);
     st = kvci_pd_copy_blocks(m, l, r->id, r->n_prompt, h.n_external, 0, l->pack, true);
     if (st != KVC_OK) return st;
     if (drop_payload) return t->ops->send(t->self, peer, seq, &h, sizeof h, NULL, 0, timeout_ms);

@@ -203,32 +203,9 @@ static int64_t state_only_snapshot_interval(const kvc_model_cache_info *ci, int6
 
 /* *saved_bs: the block sizes of the description before shared_pools grew them (block_sizes_save), for
  * kvc_engine_create to put back when it fails; NULL when nothing was changed. */
-/* The first entry of a state group (Mamba: LFM2's conv states) in ci, NULL: none. */
-static const kvc_cache_entry *state_entry(const kvc_model_cache_info *ci) {
-    for (int32_t l = 0; l < ci->n_layer_infos; l++)
-        for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++)
-            if (ci->layer_infos[l].caches[c].attn_type == KVC_ATTN_MAMBA) return &ci->layer_infos[l].caches[c];
-    return NULL;
-}
-
-/* A model with state layers (docs/runtime.md, "State layers"): its states live in blocks of the manager's state
- * group, one per request, freed with it; with prefix caching its snapshots are cached too (state_cache.c). The
- * P/D roles, which ship attention blocks only, are refused. */
-static kvc_status state_rules(kvc_engine *e, const kvc_model_cache_info *ci) {
-    const kvc_cache_entry *st = state_entry(ci);
-    if (st == NULL) return KVC_OK;
-    if (e->p.role != KVC_ENGINE_ROLE_BOTH)
-        return kvci_fail(KVC_EINVAL,
-                         "engine: the %s role with state layers (cache %s): P/D transfers carry attention blocks, not "
-                         "per-request states",
-                         e->p.role == KVC_ENGINE_ROLE_PREFILL ? "PREFILL" : "DECODE", st->name);
-    return KVC_OK;
-}
-
 static kvc_status managed_create(kvc_engine *e, int64_t **saved_bs) {
     kvc_model_cache_info *ci = e->model.cache_info;
     kvc_status st = kvc_validate_cache_info(ci, e->p.next_n);
-    if (st == KVC_OK) st = state_rules(e, ci);
     if (st == KVC_OK) st = check_setters(ci);
     /* The planner's block-size rule (kvcache plan applies the same, to the same bound): keys whose bytes per
      * token differ get block sizes with equal pages, so that one pool serves them; the model reads each

@@ -8,7 +8,8 @@
  * state (kvc_layer_cache.state [L - 1, I], the row's last L - 1 x inputs, oldest first) and the ssm state (.recurrent
  * [I, N]) are read and rewritten by every step. Each output element is one fixed-order sum on one thread (channels
  * in parallel, each one's tokens in order), whatever the step's rows or chunks: a sequence's bits do not depend on
- * how it was split into steps or batched. */
+ * how it was split into steps or batched. Under tensor parallelism a rank holds I / tp channels (of x, z, the conv,
+ * dt, A, D and both states): x_proj's partial dt | B | C is summed over the ranks, out_proj's with the layer's. */
 #include <math.h>
 #include <string.h>
 
@@ -111,6 +112,8 @@ kvc_status kvci_mamba1_mixer(const kvc_fwd_step *s, int64_t l) {
     }
     for (int64_t i = 0; i < T * d.I; i++) xc[i] = silu(xc[i]);
     KVC_TRY(kvci_linear(xc, T, &w->ssm_x_proj, NULL, xp));
+    /* tensor parallelism: each rank's x_proj reads its channels only; dt | B | C is the sum over the ranks */
+    if (s->m->tp.reduce) KVC_TRY(s->m->tp.reduce(s->m->tp.user, xp, T * d.X));
     split_xproj(c, &d, w, T, xp, dtr);
     KVC_TRY(kvci_linear(dtr, T, &w->ssm_dt_proj, w->ssm_dt_bias, dt));
     for (int64_t i = 0; i < d.I * d.N; i++) A[i] = -expf(w->ssm_a_log[i]);

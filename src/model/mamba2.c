@@ -95,9 +95,9 @@ static float gate_group(float *yg, const float *z, int64_t n) {
 /* y [T, I] times silu(z) (z of in [T, rows], column 0), RMS-normed in G groups of I / G channels, times the norm
  * weight, in place; Falcon-H1 (mamba_parallel_attn): without mamba_rms_norm gated alone, with mamba_norm_before_gate
  * normed first, then gated. Under tensor parallelism with fewer groups than ranks (each group on span = tp / groups
- * ranks, this rank one group's I channels of span I; not Falcon-H1, whose tensor parallelism is refused), a group's
- * sum of squares is its ranks' sums added (ss [T, groups of the whole model], over ws->proj, which out_proj writes
- * next; each rank's sum in its group's column). */
+ * ranks, this rank one group's I channels of span I), a normed group's sum of squares (of y gated, or of y alone
+ * when normed before the gate) is its ranks' sums added (ss [T, groups of the whole model], over ws->proj, which
+ * out_proj writes next; each rank's sum in its group's column). */
 static kvc_status gated_norm(const kvc_fwd_step *s, const dims *d, const kvc_layer_weights *w, const float *in,
                              int64_t T, float *y) {
     const kvc_model *m = s->m;
@@ -106,10 +106,15 @@ static kvc_status gated_norm(const kvc_fwd_step *s, const dims *d, const kvc_lay
     const bool gate_first = !norm || !c->mamba_parallel_attn || !c->mamba_norm_before_gate;
     const int64_t gs = d->I / d->G, Gf = m->full.mamba_groups, span = m->tp.size > Gf ? m->tp.size / Gf : 1;
     float *ss = s->ws->proj; /* [T, Gf] when span > 1 (Gf < tp <= hidden_size: shard_state.c) */
-    if (span > 1) {
+    if (span > 1 && norm) {
         const int64_t g0 = kvci_shard_mamba_group0(m);
         memset(ss, 0, (size_t)(T * Gf) * sizeof(float));
-        for (int64_t t = 0; t < T; t++) ss[t * Gf + g0] = gate_group(y + t * d->I, in + t * d->rows, d->I);
+        for (int64_t t = 0; t < T; t++) {
+            float *yt = y + t * d->I, sum = 0.0f;
+            if (gate_first) sum = gate_group(yt, in + t * d->rows, d->I);
+            for (int64_t i = 0; !gate_first && i < d->I; i++) sum += yt[i] * yt[i];
+            ss[t * Gf + g0] = sum;
+        }
         KVC_TRY(m->tp.reduce(m->tp.user, ss, T * Gf));
         for (int64_t t = 0; t < T; t++) ss[t] = ss[t * Gf + g0];
     }
@@ -119,7 +124,7 @@ static kvc_status gated_norm(const kvc_fwd_step *s, const dims *d, const kvc_lay
             float *yg = y + t * d->I + g * gs;
             const float *z = in + t * d->rows + g * gs;
             float sum = 0.0f;
-            if (span > 1) {
+            if (span > 1 && norm) {
                 sum = ss[t];
             } else if (gate_first) {
                 sum = gate_group(yg, z, gs);

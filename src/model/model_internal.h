@@ -336,9 +336,9 @@ int64_t kvci_model_shard_kv_head0(const kvc_model_config *full, int64_t r, int64
 /* v / tp into *out; KVC_EINVAL naming `field` when tp does not divide it. */
 kvc_status kvci_shard_divide(const char *field, int64_t v, int64_t tp, int64_t *out);
 /* The state layers' part of kvci_model_shard_config (shard_state.c): LFM2's conv channels (conv_channels =
- * hidden_size / tp), Gated DeltaNet's key and value heads, Mamba2's heads divided by tp and its groups divided, or 1
- * when tp is a multiple of mamba_n_groups (each group on tp / groups ranks); KVC_EINVAL naming the size that does not
- * divide, or a state layer without a rule. */
+ * hidden_size / tp), Mamba-1's channels (mamba_inner / tp), Gated DeltaNet's key and value heads, Mamba2's heads
+ * divided by tp and its groups divided, or 1 when tp is a multiple of mamba_n_groups (each group on tp / groups ranks);
+ * KVC_EINVAL naming the size that does not divide, or a state layer without a rule. */
 kvc_status kvci_shard_state_config(const kvc_model_config *full, int64_t tp, kvc_model_config *c);
 /* The channels of an LFM2 conv layer of config c (conv_channels, else hidden_size). */
 static inline int64_t kvci_conv_channels(const kvc_model_config *c) {
@@ -347,13 +347,14 @@ static inline int64_t kvci_conv_channels(const kvc_model_config *c) {
 /* The first Mamba2 group this rank's heads read (rank * mamba_n_groups / tp: split, or replicated). */
 int64_t kvci_shard_mamba_group0(const kvc_model *m);
 /* The fused projections of the state layers whose segments are each split (kvc_wsplit.runs): LFM2's in_proj
- * B | C | x, Mamba2's in_proj z | x | B | C | dt and its conv x | B | C, Qwen3.5's in_proj_qkv and Gated DeltaNet's
- * conv q | k | v. One rank: the whole tensor. */
+ * B | C | x, Mamba2's in_proj z | x | B | C | dt and its conv x | B | C, Mamba-1's in_proj x | z, Qwen3.5's
+ * in_proj_qkv and Gated DeltaNet's conv q | k | v. One rank: the whole tensor. */
 typedef enum kvci_state_runs {
     KVCI_RUNS_LFM2_IN,
     KVCI_RUNS_MAMBA_IN,
     KVCI_RUNS_MAMBA_CONV,
-    KVCI_RUNS_GDN_QKV
+    KVCI_RUNS_GDN_QKV,
+    KVCI_RUNS_MAMBA1_IN
 } kvci_state_runs;
 kvc_wsplit kvci_shard_state_runs(const kvc_model *m, kvci_state_runs what);
 

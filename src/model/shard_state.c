@@ -1,26 +1,26 @@
 /* Tensor-parallel shards of the state layers (docs/distributed.md, "State layers"): what a rank's config holds of
- * LFM2's short convolutions, the Mamba2 mixers and Qwen3-Next's Gated DeltaNet, and which runs of their fused
- * projections it reads. A rank holds whole channels, heads and groups only, so each one's recurrence and conv run
- * on one rank as on one process; the out_proj is row-parallel and reduced with the attention's o_proj. */
+ * LFM2's short convolutions, the Mamba-1 and Mamba2 mixers (Falcon-H1's beside its attention too) and Qwen3-Next's
+ * Gated DeltaNet, and which runs of their fused projections it reads. A rank holds whole channels, heads and groups
+ * only, so each one's recurrence and conv run on one rank as on one process; the out_proj is row-parallel and reduced
+ * with the attention's o_proj. */
 #include "base/internal.h"
 #include "model/model_internal.h"
 
 kvc_status kvci_shard_state_config(const kvc_model_config *full, int64_t tp, kvc_model_config *c) {
     if (tp == 1) return KVC_OK;
-    if (full->mamba_parallel_attn) /* Falcon-H1: its mixer and attention share a layer's residual add */
-        return kvci_fail(KVC_EINVAL,
-                         "model: tensor parallelism %lld over %s: its layers' mixer beside attention "
-                         "(mamba_parallel_attn) has no shard rule",
-                         (long long)tp, full->model_type);
-    bool conv = false, mamba = false, gdn = false;
+    bool conv = false, mamba = false, gdn = false, mamba1 = false;
     for (int64_t l = 0; l < full->num_layers; l++) {
         conv |= full->layer_conv[l], mamba |= full->layer_mamba[l], gdn |= full->layer_gdn[l];
-        if (kvci_model_layer_is_state(full, l) && !full->layer_conv[l] && !full->layer_mamba[l] && !full->layer_gdn[l])
+        mamba1 |= full->layer_mamba1[l];
+        if (kvci_model_layer_is_state(full, l) && !full->layer_conv[l] && !full->layer_mamba[l] &&
+            !full->layer_gdn[l] && !full->layer_mamba1[l])
             return kvci_fail(KVC_EINVAL,
                              "model: tensor parallelism %lld over %s: layer %lld's state layer has no "
-                             "shard rule (short convolution, Mamba2 and Gated DeltaNet have)",
+                             "shard rule (short convolution, Mamba-1, Mamba2 and Gated DeltaNet have)",
                              (long long)tp, full->model_type, (long long)l);
     }
+    if (mamba1)
+        KVC_TRY(kvci_shard_divide("mamba_inner (the Mamba-1 channels)", full->mamba_inner, tp, &c->mamba_inner));
     if (conv)
         KVC_TRY(kvci_shard_divide("hidden_size (the conv layers' channels)", full->hidden_size, tp, &c->conv_channels));
     if (gdn) {
@@ -63,6 +63,11 @@ kvc_wsplit kvci_shard_state_runs(const kvc_model *m, kvci_state_runs what) {
         const int64_t W = c->conv_channels, H = f->hidden_size;
         const int64_t full[3] = {H, H, H}, first[3] = {r * W, r * W, r * W}, len[3] = {W, W, W};
         return runs(3, full, first, len);
+    }
+    if (what == KVCI_RUNS_MAMBA1_IN) { /* x | z [I] each: the rank's channels */
+        const int64_t I = c->mamba_inner, If = f->mamba_inner;
+        const int64_t full[2] = {If, If}, first[2] = {r * I, r * I}, len[2] = {I, I};
+        return runs(2, full, first, len);
     }
     if (what == KVCI_RUNS_GDN_QKV) { /* q | k [nk dk] each, v [nv dv]: the rank's key heads and their value heads */
         const int64_t K = c->gdn_k_heads * c->gdn_k_dim, V = c->gdn_v_heads * c->gdn_v_dim;

@@ -570,26 +570,29 @@ static kvc_status visit_mamba2(visitor *v, const kvc_model_config *c, kvc_layer_
 /* A Mamba-1 mixer (mamba1.c): mamba.in_proj [2 I, H], the depthwise mamba.conv1d [I, 1, L], x_proj [R + 2 N, I],
  * dt_proj [I, R] and its bias [I], A_log [I, N], D [I], out_proj [H, I] (Jamba: the weights of its dt, B and C
  * norms, [R], [N], [N]); in_proj / out_proj biases under
- * mamba_proj_bias, the conv's under mamba_conv_bias. */
+ * mamba_proj_bias, the conv's under mamba_conv_bias. A rank: its channels (I of the config) of in_proj's x and z,
+ * the conv, dt_proj, A_log and D; x_proj and out_proj by those input columns (their partial sums added over the
+ * ranks), the dt / B / C norms whole, out_proj's bias on rank 0. */
 static kvc_status visit_mamba1(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, I = c->mamba_inner, N = c->mamba_d_state, R = c->mamba_dt_rank;
     const int64_t taps[3] = {I, 1, c->conv_kernel};
-    TRY(m2(v, "mamba.in_proj.weight", 2 * I, H, &w->conv_in, WHOLE));
-    if (c->mamba_proj_bias) TRY(v1(v, "mamba.in_proj.bias", 2 * I, &w->conv_in_b, KVC_WINIT_BIAS, WHOLE));
-    TRY(visit(v, "mamba.conv1d.weight", 3, taps, &w->conv_w, NULL, false, KVC_WINIT_WEIGHT, WHOLE));
-    if (c->mamba_conv_bias) TRY(v1(v, "mamba.conv1d.bias", I, &w->conv_b, KVC_WINIT_BIAS, WHOLE));
-    TRY(m2(v, "mamba.x_proj.weight", R + 2 * N, I, &w->ssm_x_proj, WHOLE));
+    const kvc_wsplit in = kvci_shard_state_runs(v->m, KVCI_RUNS_MAMBA1_IN), rows = even(v, 0, I);
+    TRY(m2(v, "mamba.in_proj.weight", 2 * I, H, &w->conv_in, in));
+    if (c->mamba_proj_bias) TRY(v1(v, "mamba.in_proj.bias", 2 * I, &w->conv_in_b, KVC_WINIT_BIAS, in));
+    TRY(visit(v, "mamba.conv1d.weight", 3, taps, &w->conv_w, NULL, false, KVC_WINIT_WEIGHT, rows));
+    if (c->mamba_conv_bias) TRY(v1(v, "mamba.conv1d.bias", I, &w->conv_b, KVC_WINIT_BIAS, rows));
+    TRY(m2(v, "mamba.x_proj.weight", R + 2 * N, I, &w->ssm_x_proj, even(v, 1, I)));
     if (strcmp(c->model_type, "jamba") == 0) { /* Jamba's dt / B / C norms have weights */
         TRY(v1(v, "mamba.dt_layernorm.weight", R, &w->ssm_dt_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(v, "mamba.b_layernorm.weight", N, &w->ssm_b_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(v, "mamba.c_layernorm.weight", N, &w->ssm_c_norm, KVC_WINIT_NORM, WHOLE));
     }
-    TRY(m2(v, "mamba.dt_proj.weight", I, R, &w->ssm_dt_proj, WHOLE));
-    TRY(v1(v, "mamba.dt_proj.bias", I, &w->ssm_dt_bias, KVC_WINIT_BIAS, WHOLE));
-    TRY(v2(v, "mamba.A_log", I, N, &w->ssm_a_log, KVC_WINIT_BIAS, WHOLE));
-    TRY(v1(v, "mamba.D", I, &w->ssm_d, KVC_WINIT_NORM, WHOLE));
-    TRY(m2(v, "mamba.out_proj.weight", H, I, &w->wo, WHOLE));
-    if (c->mamba_proj_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->bo, KVC_WINIT_BIAS, WHOLE));
+    TRY(m2(v, "mamba.dt_proj.weight", I, R, &w->ssm_dt_proj, rows));
+    TRY(v1(v, "mamba.dt_proj.bias", I, &w->ssm_dt_bias, KVC_WINIT_BIAS, rows));
+    TRY(v2(v, "mamba.A_log", I, N, &w->ssm_a_log, KVC_WINIT_BIAS, rows));
+    TRY(v1(v, "mamba.D", I, &w->ssm_d, KVC_WINIT_NORM, rows));
+    TRY(m2(v, "mamba.out_proj.weight", H, I, &w->wo, even(v, 1, I)));
+    if (c->mamba_proj_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
     return KVC_OK;
 }
 

@@ -97,9 +97,17 @@ static kvc_status split_kv(kvc_model_plan *plan, int64_t n_kv, int64_t *per_rank
     return KVC_OK;
 }
 
-/* Tensor parallelism: query heads split evenly; KV heads split or replicated. */
-static kvc_status split_heads(kvc_model_plan *plan, const kvc_model_facts *f, int64_t *kv_per_rank) {
+/* Tensor parallelism: query heads split evenly; KV heads split or replicated. A config without any heads key
+ * (Mamba, FalconMamba: no attention layer) has none to split. */
+static kvc_status split_heads(const kvc_hparams *hp, kvc_model_plan *plan, const kvc_model_facts *f,
+                              int64_t *kv_per_rank) {
     const kvc_plan_options *o = &plan->options;
+    if (kvci_hparams_key(&hp->cfg, kvci_hp_heads_keys) == NULL && f->fam != &kvc_family_generic) {
+        *kv_per_rank = f->n_kv_heads;
+        plan->num_attention_heads = f->n_heads, plan->num_key_value_heads = f->n_kv_heads;
+        plan->q_heads_per_rank = f->n_heads;
+        return KVC_OK;
+    }
     if (f->n_heads % o->tp != 0)
         return kvci_fail(KVC_EINVAL, "tp %lld does not divide num_attention_heads %lld", (long long)o->tp,
                          (long long)f->n_heads);
@@ -204,7 +212,7 @@ static kvc_status analyze(kvc_hparams *hp, kvc_model_plan *plan) {
     kvc_status st = kvci_plan_read_facts(hp, plan, &f);
     if (st == KVC_OK) st = kvci_plan_resolve_dtype(hp, plan);
     if (st == KVC_OK) st = resolve_max_model_len(plan, &f);
-    if (st == KVC_OK) st = split_heads(plan, &f, &kv_per_rank);
+    if (st == KVC_OK) st = split_heads(hp, plan, &f, &kv_per_rank);
     if (st == KVC_OK) st = kvci_family_attn_softcap(f.fam, &hp->cfg, &plan->logit_softcap);
     if (st != KVC_OK) return st;
     plan->mla = f.fam->mla;

@@ -24,8 +24,8 @@ static void check_family(const pd_family *f, bool tight) {
         expect_same_outputs(&dc, &ref, 0);
         kvc_engine_stats st;
         assert_int_equal(kvc_engine_get_stats(dc.e, &st), KVC_OK);
-        assert_true(st.prefix_hit_tokens >= 16);
-        if (tight) assert_true(st.preemptions > 0);
+        assert_true(f->state || st.prefix_hit_tokens >= 16);
+        if (tight && has_kv_key(dc.e)) assert_true(st.preemptions > 0);
         expect_no_blocks(dc.e);
         instance_close(&dc);
         instance_close(&ref);

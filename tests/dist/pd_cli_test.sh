@@ -1,7 +1,7 @@
 #!/bin/sh
 # `kvcache run ... --role prefill : ... --role decode` under mpirun (docs/pd.md):
-#  - for each oracle family (and DeepSeek-V3's MLA latent caches, mode 3) the decode rank prints
-#    byte for byte what `kvcache run` prints alone;
+#  - for each oracle family (and DeepSeek-V3's MLA latent caches, mode 3; Bamba: Mamba2 states beside
+#    attention) the decode rank prints byte for byte what `kvcache run` prints alone;
 #  - a dropped transfer (--pd-fault drop=1) fails prompt 1 within the timeout with the documented
 #    message while prompts 0 and 2 are served as alone;
 #  - a prefill rank that stops after one prompt (--pd-fault exit=1), or is killed there by SIGKILL
@@ -29,7 +29,7 @@ pd() {
     return $rc
 }
 
-for case in "qwen3" "gpt_oss" "deepseek_v3" "deepseek_v3 --mode 3"; do
+for case in "qwen3" "gpt_oss" "deepseek_v3" "deepseek_v3 --mode 3" "bamba"; do
     set -- $case
     dir=$DATA/oracle/$1
     shift

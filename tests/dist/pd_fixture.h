@@ -109,6 +109,14 @@ static inline void step_until_idle(kvc_engine *e) {
     }
 }
 
+/* Whether e's manager has a K/V key (one of state keys alone never grows, so never preempts). */
+static inline bool has_kv_key(const kvc_engine *e) {
+    const kvc_manager *m = kvc_engine_manager(e);
+    for (int32_t k = 0; k < kvc_manager_n_keys(m); k++)
+        if (!kvc_manager_key_is_state(m, k)) return true;
+    return false;
+}
+
 static inline void expect_no_blocks(const kvc_engine *e) {
     kvc_engine_stats st;
     assert_int_equal(kvc_engine_get_stats(e, &st), KVC_OK);
@@ -120,13 +128,14 @@ static inline void prefill_and_send(const kvc_model *m, bool latent, int64_t bs,
                                     int64_t drop) {
     instance pf;
     instance_open(&pf, m, latent, KVC_ENGINE_ROLE_PREFILL, bs, false);
-    for (int64_t b = 0; b < N_REQ; b++) {
-        const kvc_engine_request r = request(b);
+    kvci_pd_layout l;
+    assert_int_equal(kvci_pd_layout_init(kvc_engine_manager(pf.e), pf.rec.inner->cache_info, &l), KVC_OK);
+    for (int64_t b = 0; b < N_REQ; b++) { /* with state layers the last prompt token is the decode side's alone */
+        kvc_engine_request r = request(b);
+        r.n_prompt = kvci_pd_prefill_len(&l, r.n_prompt);
         assert_int_equal(kvc_engine_add_request(pf.e, &r), KVC_OK);
     }
     step_until_idle(pf.e);
-    kvci_pd_layout l;
-    assert_int_equal(kvci_pd_layout_init(kvc_engine_manager(pf.e), &l), KVC_OK);
     for (int64_t b = 0; b < N_REQ; b++) {
         const kvc_engine_request r = request(b);
         kvc_engine_request_info info;
@@ -145,7 +154,7 @@ static inline void prefill_and_send(const kvc_model *m, bool latent, int64_t bs,
  * can hit the blocks an earlier one cached). Returns the ids whose transfer failed, as a bit set. */
 static inline unsigned receive_and_decode(instance *dc, const kvci_transport *t) {
     kvci_pd_receiver rx;
-    assert_int_equal(kvci_pd_receiver_init(dc->e, N_REQ, &rx), KVC_OK);
+    assert_int_equal(kvci_pd_receiver_init(dc->e, dc->rec.inner->cache_info, N_REQ, &rx), KVC_OK);
     unsigned failed = 0;
     for (int64_t got = 0; got < N_REQ; got++) {
         kvci_pd_event ev = {.kind = KVC_PD_NONE};
@@ -204,10 +213,11 @@ static inline void reference_open(instance *ref, const kvc_model *m, bool latent
 }
 
 /* Random small configs of every built-in family (gpt_oss: sliding window 5 beside full attention;
- * deepseek_v3 twice: full-form and MLA latent caches). */
+ * deepseek_v3 twice: full-form and MLA latent caches) and of each kind of state layer (state: the decode side
+ * finds no state snapshot of another request's prefix, as it computed only each prompt's last token). */
 typedef struct pd_family {
     const char *name, *json;
-    bool latent;
+    bool latent, state;
 } pd_family;
 
 #define PD_LLAMA                                                                                                       \
@@ -235,10 +245,49 @@ typedef struct pd_family {
     "\"n_group\":2,\"topk_group\":1,\"num_experts_per_tok\":2,\"n_shared_experts\":1,"                                 \
     "\"routed_scaling_factor\":2.5,\"max_position_embeddings\":256}"
 
-#define PD_N_FAMILIES 6
+/* LFM2's short convolutions around attention */
+#define PD_LFM2                                                                                                        \
+    "{\"model_type\":\"lfm2\",\"vocab_size\":128,\"hidden_size\":32,\"intermediate_size\":48,"                         \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"conv_L_cache\":3,"                  \
+    "\"conv_bias\":true,\"layer_types\":[\"conv\",\"full_attention\",\"conv\"],\"max_position_embeddings\":256}"
+/* Bamba: Mamba2 mixers (conv and ssm states) around attention */
+#define PD_BAMBA                                                                                                       \
+    "{\"model_type\":\"bamba\",\"vocab_size\":128,\"hidden_size\":32,\"intermediate_size\":48,"                        \
+    "\"num_hidden_layers\":3,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"attn_layer_indices\":[1],"          \
+    "\"mamba_n_heads\":4,\"mamba_d_head\":16,\"mamba_n_groups\":2,\"mamba_d_state\":8,\"mamba_d_conv\":3,"             \
+    "\"max_position_embeddings\":256}"
+/* Qwen3-Next: Gated DeltaNet (conv and recurrent states) around gated attention */
+#define PD_QWEN3_NEXT                                                                                                  \
+    "{\"model_type\":\"qwen3_next\",\"vocab_size\":128,\"hidden_size\":32,\"intermediate_size\":48,"                   \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":8,"                      \
+    "\"linear_num_key_heads\":2,\"linear_num_value_heads\":4,\"linear_key_head_dim\":8,"                               \
+    "\"linear_value_head_dim\":8,\"num_experts\":4,\"num_experts_per_tok\":2,\"moe_intermediate_size\":16,"            \
+    "\"shared_expert_intermediate_size\":16,\"layer_types\":[\"linear_attention\",\"full_attention\"],"                \
+    "\"max_position_embeddings\":256}"
+/* Falcon-H1: a Mamba2 mixer beside attention in every layer (K/V and states of one layer under two keys) */
+#define PD_FALCON_H1                                                                                                   \
+    "{\"model_type\":\"falcon_h1\",\"vocab_size\":128,\"hidden_size\":32,\"intermediate_size\":48,"                    \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":8,"                      \
+    "\"mamba_d_ssm\":32,\"mamba_n_heads\":4,\"mamba_n_groups\":2,\"mamba_d_state\":8,\"mamba_d_conv\":3,"              \
+    "\"mamba_rms_norm\":true,\"max_position_embeddings\":256}"
+/* FalconMamba: Mamba-1 mixers only (no K/V at all) */
+#define PD_FALCON_MAMBA                                                                                                \
+    "{\"model_type\":\"falcon_mamba\",\"vocab_size\":128,\"hidden_size\":32,\"num_hidden_layers\":2,"                  \
+    "\"state_size\":8,\"conv_kernel\":3,\"use_bias\":true,\"max_position_embeddings\":256}"
+
+#define PD_N_FAMILIES 11
 static const pd_family PD_FAMILIES[PD_N_FAMILIES] = {
-    {"llama", PD_LLAMA, false},     {"qwen2", PD_QWEN2, false},          {"qwen3", PD_QWEN3, false},
-    {"gpt_oss", PD_GPT_OSS, false}, {"deepseek_v3", PD_DEEPSEEK, false}, {"deepseek_v3 latent", PD_DEEPSEEK, true},
+    {"llama", PD_LLAMA, false, false},
+    {"qwen2", PD_QWEN2, false, false},
+    {"qwen3", PD_QWEN3, false, false},
+    {"gpt_oss", PD_GPT_OSS, false, false},
+    {"deepseek_v3", PD_DEEPSEEK, false, false},
+    {"deepseek_v3 latent", PD_DEEPSEEK, true, false},
+    {"lfm2", PD_LFM2, false, true},
+    {"bamba", PD_BAMBA, false, true},
+    {"qwen3_next", PD_QWEN3_NEXT, false, true},
+    {"falcon_h1", PD_FALCON_H1, false, true},
+    {"falcon_mamba", PD_FALCON_MAMBA, false, true},
 };
 
 #endif

@@ -2,8 +2,9 @@
 # P/D with tensor parallelism under mpirun (docs/pd.md): 2 prefill ranks (--tp 2) and 2 decode ranks
 # (--tp 2), 4 in all, prefill rank r sending its KV shard to decode rank r (the MLA latent from prefill
 # rank 0 to both decode ranks):
-#  - qwen3 (KV heads split) and DeepSeek-V3 in mode 3 (the latent, whole on every rank): decode rank 0
-#    prints byte for byte what `mpirun -np 2 kvcache run ... --tp 2` prints;
+#  - qwen3 (KV heads split), DeepSeek-V3 in mode 3 (the latent, whole on every rank) and FalconMamba (each
+#    rank's shard of the Mamba-1 states): decode rank 0 prints byte for byte what
+#    `mpirun -np 2 kvcache run ... --tp 2` prints;
 #  - one prefill rank drops prompt 1's KV (--pd-fault drop=1 on it only): both decode ranks fail
 #    prompt 1 (the one that received it releases it), prompts 0 and 2 are served as by --tp 2;
 #  - a job whose roles have other rank counts than --tp is refused, naming the counts.
@@ -18,7 +19,7 @@ pd2() {
         : -np 2 "$KVC" run "$@" --tp 2 --role decode >"$TMP/out" 2>"$TMP/err"
 }
 
-for case in "qwen3" "deepseek_v3 --mode 3"; do
+for case in "qwen3" "deepseek_v3 --mode 3" "falcon_mamba"; do
     set -- $case
     dir=$DATA/oracle/$1
     shift

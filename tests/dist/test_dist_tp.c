@@ -80,6 +80,25 @@ static const tp_case QWEN3_NEXT = {.sub = "qwen3_next",
                                    .mode = KVC_RUNNER_PAGED,
                                    .refuse_tp = 4,
                                    .refusal = "tensor parallelism 4 does not divide linear_num_key_heads 2"};
+/* Mamba-1 (Mamba, FalconMamba: its dt / B / C normed without weights, Jamba: with weights, beside attention and
+ * experts): each rank its channels, x_proj's partial dt | B | C summed over the ranks, out_proj row-parallel */
+static const tp_case MAMBA = {.sub = "mamba", .mode = KVC_RUNNER_PAGED};
+static const tp_case FALCON_MAMBA = {.sub = "falcon_mamba", .mode = KVC_RUNNER_PAGED};
+static const tp_case JAMBA = {.sub = "jamba", .mode = KVC_RUNNER_PAGED};
+/* Falcon-H1: the Mamba2 mixer's heads and groups beside the attention's heads, the two partial outputs (each scaled
+ * by its multiplier) summed into one reduce; its 6 mixer heads refused on 4 ranks. The gated variant (one group,
+ * no norm) replicates its group on every rank. */
+static const tp_case FALCON_H1 = {.sub = "falcon_h1",
+                                  .mode = KVC_RUNNER_PAGED,
+                                  .refuse_tp = 4,
+                                  .refusal = "tensor parallelism 4 does not divide mamba_n_heads 6"};
+static const tp_case FALCON_H1_GATED = {.sub = "falcon_h1_gated", .mode = KVC_RUNNER_PAGED};
+/* Falcon-H1 normed before its gate with one group (a random checkpoint each rank writes, held to the one-rank run):
+ * the group replicated on 2 ranks, its sum of squares of the ungated y added over them */
+static const tp_case FALCON_H1_G1 = {.sub = "falcon_h1 one group",
+                                     .mode = KVC_RUNNER_PAGED,
+                                     .refuse_tp = 4,
+                                     .refusal = "tensor parallelism 4 does not divide mamba_n_heads 6"};
 /* Quantized shards, held to a one-rank run with the same weights (not to the f32 oracle). */
 static const tp_case QWEN3_Q8_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q8_0"};
 static const tp_case QWEN3_Q4_0 = {.sub = "qwen3", .mode = KVC_RUNNER_PAGED, .weights = "q4_0"};
@@ -92,11 +111,13 @@ static const tp_case DEEPSEEK_MOE = {.sub = "deepseek_moe", .mode = KVC_RUNNER_M
 /* DeepSeek-V2: its oracle's MoE layers (softmax router, group_limited_greedy, shared experts) split over the ranks
  * against transformers, through the latent caches */
 static const tp_case DEEPSEEK_V2 = {.sub = "deepseek_v2", .mode = KVC_RUNNER_MLA_LATENT};
-static char g_moe_dir[512];
+static char g_moe_dir[512], g_h1_dir[512];
 
 static void model_dir(const tp_case *c, char *dir, size_t cap) {
     if (c == &DEEPSEEK_MOE)
         snprintf(dir, cap, "%s", g_moe_dir);
+    else if (c == &FALCON_H1_G1)
+        snprintf(dir, cap, "%s", g_h1_dir);
     else
         kvc_test_oracle_dir(c->sub, dir, cap);
 }
@@ -111,7 +132,7 @@ static void own_prompts(kvc_test_oracle *o) {
 
 /* The oracle of c with this rank's shard in place of the whole model. */
 static void open_shard(const tp_case *c, kvc_test_oracle *o, kvc_tp *tp) {
-    if (c == &DEEPSEEK_MOE) {
+    if (c == &DEEPSEEK_MOE || c == &FALCON_H1_G1) {
         own_prompts(o);
     } else {
         kvc_test_oracle_open(c->sub, o);
@@ -195,12 +216,13 @@ static void check_deterministic(const tp_case *c) {
 /* `kvcache plan --tp R --json` of c's config for this many ranks (f32 caches): its parsed JSON. */
 static cJSON *plan_json(const tp_case *c) {
     char dir[1024], path[1100];
-    kvc_test_oracle_dir(c->sub, dir, sizeof dir);
+    model_dir(c, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/config.json", dir);
     char *config = kvc_test_read_text(path), *json = NULL;
     kvc_plan_options opt = kvc_plan_default_options();
     opt.tp = g_comm.size;
     opt.kv_dtype_set = true, opt.kv_dtype = KVC_DTYPE_F32;
+    opt.max_model_len = 64; /* Mamba's and FalconMamba's configs have no max_position_embeddings */
     kvc_model_plan *plan = NULL;
     if (kvc_model_plan_create(config, strlen(config), &opt, &plan) != KVC_OK ||
         kvc_model_plan_to_json(plan, &json) != KVC_OK)
@@ -331,6 +353,10 @@ static state_runs runs_of(const kvc_model_config *f, int64_t l, int state, int64
         const int64_t I = f->mamba_heads * P, Gr = G >= tp ? G / tp : 1, g0 = r * G / tp; /* conv: x | B | C */
         return (state_runs){3, {r * nh * P, I + g0 * N, I + (G + g0) * N}, {nh * P, Gr * N, Gr * N}};
     }
+    if (f->layer_mamba1[l]) { /* conv [.., L - 1, I] and ssm [.., I, N]: channels */
+        const int64_t I = f->mamba_inner / tp, N = state == 1 ? f->mamba_d_state : 1;
+        return (state_runs){1, {r * I * N}, {I * N}};
+    }
     if (f->layer_gdn[l]) {
         const int64_t K = f->gdn_k_heads * f->gdn_k_dim / tp, nv = f->gdn_v_heads / tp, dv = f->gdn_v_dim;
         if (state == 1) return (state_runs){1, {r * nv * f->gdn_k_dim * dv}, {nv * f->gdn_k_dim * dv}};
@@ -366,7 +392,13 @@ static void check_plan_states(const tp_case *c, const kvc_runner *r) {
     const cJSON *layers = cJSON_GetObjectItem(doc, "layers");
     int seen = 0;
     for (int32_t l = 0; l < r->caches.n_layers; l++) {
-        const cJSON *caches = cJSON_GetObjectItem(cJSON_GetArrayItem(layers, l), "caches");
+        const cJSON *caches = NULL; /* the plan's Mamba layer l (Falcon-H1: after its attention layer of that index) */
+        for (int i = 0; i < cJSON_GetArraySize(layers); i++) {
+            const cJSON *pl = cJSON_GetArrayItem(layers, i);
+            if (cJSON_GetObjectItem(pl, "layer")->valueint == l &&
+                strcmp(cJSON_GetObjectItem(pl, "attn_type")->valuestring, "Mamba") == 0)
+                caches = cJSON_GetObjectItem(pl, "caches");
+        }
         const kvc_tensor *t[2] = {&r->caches.layers[l].state, &r->caches.layers[l].recurrent};
         for (int i = 0; i < 2 && t[i]->data; i++, seen++) {
             int64_t per = 4; /* f32 bytes of one block (a sequence) */
@@ -506,6 +538,15 @@ STATE_TESTS(lfm2, LFM2)
 STATE_TESTS(lfm3, LFM3)
 STATE_TESTS(bamba, BAMBA)
 STATE_TESTS(qwen3_next, QWEN3_NEXT)
+STATE_TESTS(mamba, MAMBA)
+STATE_TESTS(falcon_mamba, FALCON_MAMBA)
+STATE_TESTS(jamba, JAMBA)
+STATE_TESTS(falcon_h1, FALCON_H1)
+STATE_TESTS(falcon_h1_gated, FALCON_H1_GATED)
+static void test_state_slices_falcon_h1_g1(void **state) {
+    (void)state;
+    if (!refused(&FALCON_H1_G1)) check_state_slices(&FALCON_H1_G1);
+}
 static void test_deterministic_bamba(void **state) {
     (void)state;
     check_deterministic(&BAMBA);
@@ -601,12 +642,14 @@ static void test_wait_times_out(void **state) {
 static int write_moe_checkpoint(void **state) {
     (void)state;
     kvc_test_write_deepseek_moe(20261205, g_moe_dir, sizeof g_moe_dir); /* the same bytes on every rank */
+    kvc_test_write_falcon_h1_one_group(20261207, g_h1_dir, sizeof g_h1_dir);
     return 0;
 }
 
 static int remove_moe_checkpoint(void **state) {
     (void)state;
     kvc_test_remove_checkpoint(g_moe_dir);
+    kvc_test_remove_checkpoint(g_h1_dir);
     return 0;
 }
 
@@ -634,6 +677,12 @@ int main(int argc, char **argv) {
         S(lfm3),
         S(bamba),
         S(qwen3_next),
+        S(mamba),
+        S(falcon_mamba),
+        S(jamba),
+        S(falcon_h1),
+        S(falcon_h1_gated),
+        cmocka_unit_test(test_state_slices_falcon_h1_g1),
 #undef S
         cmocka_unit_test(test_deterministic_bamba),
         cmocka_unit_test(test_oracle_olmo2),

@@ -7,8 +7,9 @@
  * Gemma 3, and its text model under a multimodal checkpoint's prefixes, read as the plain checkpoint;
  * Phi-3's fused q/k/v and gate/up, GLM-4's fused gate/up, Cohere and Cohere 2; Phi, GPT-NeoX, GPT-2, OPT);
  * the state layers' fused projections and convs by runs (LFM2's channels, Bamba's heads and groups, Qwen3-Next's and
- * Qwen3.5's key heads); a size that does not divide is refused naming it; with q8_0 / q4_0 weights each shard holds the
- * whole model's quantized blocks of its part. (The collectives are tests/dist/'s.) */
+ * Qwen3.5's key heads, FalconMamba's and Jamba's Mamba-1 channels); a size that does not divide is refused naming it;
+ * with q8_0 / q4_0 weights each shard holds the whole model's quantized blocks of its part. (The collectives are
+ * tests/dist/'s.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -292,6 +293,20 @@ static void check_state_layer(const kvc_model *s, const kvc_model *m, int64_t l,
         check_vec_runs(p->ssm_norm, w->ssm_norm, P, &heads, "gated norm");
         check_part(&p->wo, &w->wo, 0, r * h * P, "mamba out_proj");
         if (p->bo) check_vec(p->bo, w->bo, H, r > 0, "mamba out_proj bias");
+    } else if (f->layer_mamba1[l]) { /* Mamba-1: x | z, the conv, dt_proj, A_log, D by channels; x_proj by columns */
+        const int64_t I = f->mamba_inner, Ir = c->mamba_inner, c0 = r * Ir;
+        const runs in = {2, {c0, I + c0}, {Ir, Ir}}, ch = {1, {c0}, {Ir}};
+        check_runs(&p->conv_in, &w->conv_in, &in, "mamba1 in_proj");
+        if (p->conv_in_b) check_vec_runs(p->conv_in_b, w->conv_in_b, 1, &in, "mamba1 in_proj bias");
+        check_vec_runs(p->conv_w, w->conv_w, f->conv_kernel, &ch, "mamba1 conv1d");
+        if (p->conv_b) check_vec_runs(p->conv_b, w->conv_b, 1, &ch, "mamba1 conv1d bias");
+        check_part(&p->ssm_x_proj, &w->ssm_x_proj, 0, c0, "x_proj");
+        check_part(&p->ssm_dt_proj, &w->ssm_dt_proj, c0, 0, "dt_proj");
+        check_vec_runs(p->ssm_dt_bias, w->ssm_dt_bias, 1, &ch, "dt_proj bias");
+        check_vec_runs(p->ssm_a_log, w->ssm_a_log, f->mamba_d_state, &ch, "mamba1 A_log");
+        check_vec_runs(p->ssm_d, w->ssm_d, 1, &ch, "mamba1 D");
+        check_part(&p->wo, &w->wo, 0, c0, "mamba1 out_proj");
+        if (p->bo) check_vec(p->bo, w->bo, H, r > 0, "mamba1 out_proj bias");
     } else if (f->layer_gdn[l]) { /* key heads with their value heads */
         const int64_t nk = c->gdn_k_heads, nv = c->gdn_v_heads, dk = f->gdn_k_dim, dv = f->gdn_v_dim;
         const int64_t K = f->gdn_k_heads * dk, k0 = r * nk * dk, v0 = r * nv * dv;
@@ -317,7 +332,7 @@ static void check_state_layer(const kvc_model *s, const kvc_model *m, int64_t l,
 /* The state layers of the oracles: every rank of 2 and 4 (those that divide the key heads) holds its runs. */
 static void test_state_layers(void **state) {
     (void)state;
-    const char *subs[] = {"lfm2", "lfm3", "bamba", "qwen3_next", "qwen3_5_text"};
+    const char *subs[] = {"lfm2", "lfm3", "bamba", "qwen3_next", "qwen3_5_text", "falcon_mamba", "jamba"};
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
         char dir[1024];
         kvc_test_oracle_dir(subs[i], dir, sizeof dir);

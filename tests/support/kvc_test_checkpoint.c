@@ -1,5 +1,5 @@
-/* kvc_test_write_deepseek_moe, kvc_test_write_qwen3_moe, kvc_test_write_gemma3, kvc_test_write_axk1_released
- * (kvc_test_checkpoint.h): every tensor
+/* kvc_test_write_deepseek_moe, kvc_test_write_qwen3_moe, kvc_test_write_gemma3, kvc_test_write_axk1_released,
+ * kvc_test_write_falcon_h1_one_group (kvc_test_checkpoint.h): every tensor
  * the model visits, as the loader reads it (F32, the stored shape), in one safetensors file. */
 #include "kvc_test_checkpoint.h"
 
@@ -13,6 +13,7 @@
 
 #include "kvc_test_util.h"
 #include "model/model_internal.h"
+#include "model/weights_internal.h"
 
 typedef struct tensor {
     char name[200];
@@ -29,6 +30,7 @@ typedef struct collect {
     int64_t fused_layer; /* this layer's routed experts in the fused form */
     const char *prefix;  /* the "model." tensors' names under this prefix instead (NULL: as they are) */
     const char *omit;    /* tensors whose names hold this are left out (NULL: none) */
+    const char *rename; /* names as this model type's checkpoints hold them (kvci_checkpoint_name; NULL: as they are) */
 } collect;
 
 static int64_t numel(const int64_t *s, int32_t n) {
@@ -41,6 +43,8 @@ static void add(collect *c, const char *name, int32_t ndim, const int64_t *shape
                 int64_t stride) {
     assert_true(c->n < 1024);
     tensor *t = &c->t[c->n++];
+    char renamed[200];
+    if (c->rename) name = kvci_checkpoint_name(c->rename, name, renamed, sizeof renamed);
     if (c->prefix && strncmp(name, "model.", 6) == 0)
         snprintf(t->name, sizeof t->name, "%s%s", c->prefix, name + 6);
     else
@@ -119,7 +123,8 @@ static void write_file(const collect *c, const char *path) {
     for (int i = 0; i < c->n; i++) {
         const tensor *t = &c->t[i];
         if (strstr(t->name, "#up")) continue;
-        const int64_t per = t->ndim == 3 ? t->shape[1] * t->shape[2] : numel(t->shape, t->ndim);
+        /* a matrix of E (count), or the whole tensor (a conv's [C, 1, L] too) */
+        const int64_t per = t->ndim == 3 && t->count > 1 ? t->shape[1] * t->shape[2] : numel(t->shape, t->ndim);
         for (int64_t e = 0; e < t->count; e++) {
             assert_int_equal(fwrite(t->data + e * t->stride, 4, (size_t)per, f), (size_t)per);
             if (strstr(t->name, "gate_up_proj")) { /* the up matrix of expert e follows its gate */
@@ -135,9 +140,9 @@ static void write_file(const collect *c, const char *path) {
 
 /* oracle `family`'s config.json, its first `from` (when not NULL) replaced by `to` (as long), and a
  * random model of it (seed) with layer 2's routed experts fused and the "model." tensors under `prefix`
- * (NULL: as they are), in a fresh directory dir[cap]. */
+ * (NULL: as they are), renamed as the model type's checkpoints name them (rename), in a fresh directory dir[cap]. */
 static void write_random(const char *family, const char *from, const char *to, const char *prefix, uint64_t seed,
-                         char *dir, size_t cap, const char *omit) {
+                         char *dir, size_t cap, const char *omit, bool rename) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, cap, "%s/kvc_moe_XXXXXX", tmp && *tmp ? tmp : "/tmp");
     assert_non_null(mkdtemp(dir));
@@ -159,7 +164,7 @@ static void write_random(const char *family, const char *from, const char *to, c
     assert_int_equal(kvc_model_create_random(&cfg, seed, &m), KVC_OK);
     collect *c = calloc(1, sizeof *c);
     assert_non_null(c);
-    c->fused_layer = 2, c->prefix = prefix, c->omit = omit;
+    c->fused_layer = 2, c->prefix = prefix, c->omit = omit, c->rename = rename ? cfg.model_type : NULL;
     assert_int_equal(kvci_model_visit_weights(m, collect_fn, c), KVC_OK);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     write_file(c, path);
@@ -169,19 +174,23 @@ static void write_random(const char *family, const char *from, const char *to, c
 
 void kvc_test_write_deepseek_moe(uint64_t seed, char *dir, size_t cap) {
     write_random("deepseek_v3", "\"first_k_dense_replace\": 3", "\"first_k_dense_replace\": 1", NULL, seed, dir, cap,
-                 NULL);
+                 NULL, false);
 }
 
 void kvc_test_write_qwen3_moe(uint64_t seed, char *dir, size_t cap) {
-    write_random("qwen3_moe", NULL, NULL, NULL, seed, dir, cap, NULL);
+    write_random("qwen3_moe", NULL, NULL, NULL, seed, dir, cap, NULL, false);
 }
 
 void kvc_test_write_gemma3(uint64_t seed, const char *prefix, char *dir, size_t cap) {
-    write_random("gemma3", NULL, NULL, prefix, seed, dir, cap, NULL);
+    write_random("gemma3", NULL, NULL, prefix, seed, dir, cap, NULL, false);
 }
 
 void kvc_test_write_axk1_released(uint64_t seed, char *dir, size_t cap) {
-    write_random("axk1", NULL, NULL, NULL, seed, dir, cap, "e_score_correction_bias");
+    write_random("axk1", NULL, NULL, NULL, seed, dir, cap, "e_score_correction_bias", false);
+}
+
+void kvc_test_write_falcon_h1_one_group(uint64_t seed, char *dir, size_t cap) {
+    write_random("falcon_h1", "\"mamba_n_groups\": 2", "\"mamba_n_groups\": 1", NULL, seed, dir, cap, NULL, true);
 }
 
 void kvc_test_remove_checkpoint(const char *dir) {

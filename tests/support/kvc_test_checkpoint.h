@@ -22,6 +22,8 @@ void kvc_test_write_gemma3(uint64_t seed, const char *prefix, char *dir, size_t 
 /* tests/data/oracle/axk1's config.json and a random model of it without the routers' e_score_correction_bias, as
  * A.X-K1's released checkpoints store it. */
 void kvc_test_write_axk1_released(uint64_t seed, char *dir, size_t cap);
+/* The falcon_h1 oracle's config with one Mamba2 group instead of 2 (each rank of 2 holds a replica of it), random. */
+void kvc_test_write_falcon_h1_one_group(uint64_t seed, char *dir, size_t cap);
 void kvc_test_remove_checkpoint(const char *dir);
 
 #endif
