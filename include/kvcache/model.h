@@ -346,6 +346,12 @@ typedef struct kvc_model_config {
     bool moe_shortcut;
     int64_t zero_experts;
     double mla_q_scale, mla_kv_scale;
+    /* OLMo Hybrid (model_type olmo_hybrid): its Gated DeltaNet (gdn_split_proj) scales beta by 2 (gdn_neg_eigval:
+     * linear_allow_neg_eigval), its gated norm's eps is gdn_norm_eps (0: rms_norm_eps); under post_norms its Gated
+     * DeltaNet layers keep pre-norms (gdn_pre_norms: input_layernorm, post_attention_layernorm the MLP's input). Last,
+     * as above. */
+    bool gdn_neg_eigval, gdn_pre_norms;
+    double gdn_norm_eps;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

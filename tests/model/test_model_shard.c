@@ -314,10 +314,11 @@ static void check_state_layer(const kvc_model *s, const kvc_model *m, int64_t l,
     }
 }
 
-/* The state layers of the oracles: every rank of 2 and 4 (those that divide the key heads) holds its runs. */
+/* The state layers of the oracles: every rank of 2 and 4 (those that divide the key heads) holds its runs (OLMo
+ * Hybrid's read across the parts its checkpoint cuts them into). */
 static void test_state_layers(void **state) {
     (void)state;
-    const char *subs[] = {"lfm2", "lfm3", "bamba", "qwen3_next", "qwen3_5_text"};
+    const char *subs[] = {"lfm2", "lfm3", "bamba", "qwen3_next", "qwen3_5_text", "olmo_hybrid"};
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
         char dir[1024];
         kvc_test_oracle_dir(subs[i], dir, sizeof dir);
