@@ -32,6 +32,32 @@ static kvc_status qwen3_next_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *ki
     return KVC_OK;
 }
 
+/* layer_types, or the default kinds; OLMo Hybrid's (OlmoHybridModel) only linear_attention and full_attention, as
+ * its forward has masks of these two kinds alone (another fails there), at least one of each (OlmoHybridConfig's
+ * validate_architecture). */
+static kvc_status qwen3_next_layer_list(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, bool *given) {
+    KVC_TRY(kvci_family_layer_types(ctx, kinds, given));
+    if (!is_olmo_hybrid(ctx->hp)) return KVC_OK;
+    const char *doc = ctx->hp->cfg.doc;
+    const cJSON *lt = *given ? kvci_json_find(&ctx->hp->cfg, "layer_types")->child : NULL;
+    for (int64_t i = 0; lt != NULL; lt = lt->next, i++) /* strings (kvci_family_layer_types) */
+        if (strcmp(lt->valuestring, "linear_attention") != 0 && strcmp(lt->valuestring, "full_attention") != 0)
+            return kvci_fail(KVC_EINVAL,
+                             "%s: layer_types[%lld] \"%s\" is not run by olmo_hybrid (linear_attention or "
+                             "full_attention)",
+                             doc, (long long)i, lt->valuestring);
+    if (!*given) KVC_TRY(qwen3_next_kinds(ctx, kinds));
+    *given = true;
+    bool state = false, attn = false;
+    for (int64_t i = 0; i < ctx->n_layers; i++) state |= kinds[i] == KVC_LK_STATE, attn |= kinds[i] == KVC_LK_FULL;
+    if (!state || !attn)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: layer_types: olmo_hybrid needs a linear_attention layer and a full_attention "
+                         "layer at least (OlmoHybridConfig refuses it)",
+                         doc);
+    return KVC_OK;
+}
+
 /* A Gated DeltaNet layer keeps the last linear_conv_kernel_dim - 1 inputs of its conv channels (q, k and v side by
  * side: 2 x key heads x key dim + value heads x value dim), all the next token's convolution reads besides its own
  * input, as vLLM keeps it and the runtime stores it (transformers' cache holds one column more, never read), and a
@@ -182,4 +208,5 @@ const kvc_family_desc kvc_family_qwen3_next = {
     .attention = qwen3_next_operator,
     .ffn = qwen3_next_ffn,
     .state_shapes = qwen3_next_states,
+    .layer_list = qwen3_next_layer_list,
 };
