@@ -351,6 +351,12 @@ typedef struct kvc_model_config {
      * seq_length, max_seq_len) and its type no class default: vLLM's assumption, which `kvcache run` and the planner
      * state in a warning. Last, as above. */
     bool max_positions_assumed;
+    /* OLMo Hybrid (model_type olmo_hybrid): its Gated DeltaNet (gdn_split_proj) scales beta by 2 (gdn_neg_eigval:
+     * linear_allow_neg_eigval), its gated norm's eps is gdn_norm_eps (0: rms_norm_eps); under post_norms its Gated
+     * DeltaNet layers keep pre-norms (gdn_pre_norms: input_layernorm, post_attention_layernorm the MLP's input). Last,
+     * as above. */
+    bool gdn_neg_eigval, gdn_pre_norms;
+    double gdn_norm_eps;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -247,9 +247,24 @@ static const rename_rule RULES[] = {
     {"ergo", "mlp.shared_experts.up_proj.weight", "feed_forward.shared_up_proj"},
     {"ergo", "mlp.shared_experts.down_proj.weight", "feed_forward.shared_down_proj"},
     {"ergo", "mlp.shared_experts.norm.weight", "feed_forward.shared_expert_output_norm.scale"},
+    /* OLMo Hybrid (OlmoHybridForCausalLM): the Gated DeltaNet as Qwen3.5's (weights.c) with the gate g_proj, b_proj,
+     * a_proj, o_norm and o_proj; q, k, v and the conv in three parts each (weights.c); its norms: LOAD_RULES */
+    {"olmo_hybrid", "linear_attn.in_proj_z.", "linear_attn.g_proj."},
+    {"olmo_hybrid", "linear_attn.in_proj_b.", "linear_attn.b_proj."},
+    {"olmo_hybrid", "linear_attn.in_proj_a.", "linear_attn.a_proj."},
+    {"olmo_hybrid", "linear_attn.norm.", "linear_attn.o_norm."},
+    {"olmo_hybrid", "linear_attn.out_proj.", "linear_attn.o_proj."},
     /* NanoChat (NanoChatForCausalLM): the MLP fc1 (up) and fc2 (down) */
     {"nanochat", "mlp.up_proj.", "mlp.fc1."},
     {"nanochat", "mlp.down_proj.", "mlp.fc2."},
+};
+
+/* Renames transformers undoes on load (its conversion mapping): a file may hold either name
+ * (kvci_checkpoint_unconverted). OLMo Hybrid, as transformers saves it: the sub-layers' first norms
+ * attention_layer_norm and feedforward_layer_norm, on every layer. */
+static const rename_rule LOAD_RULES[] = {
+    {"olmo_hybrid", "input_layernorm.", "attention_layer_norm."},
+    {"olmo_hybrid", "post_attention_layernorm.", "feedforward_layer_norm."},
 };
 
 /* The base model's prefix that a type's hub checkpoints may leave out or name otherwise (openai-community/gpt2 holds
@@ -330,18 +345,39 @@ static const char *longcat_name(const char *name, char *buf, size_t cap) {
     return buf;
 }
 
-const char *kvci_checkpoint_name(const char *model_type, const char *name, char *buf, size_t cap) {
+/* name under the rules[0..n) of model_type into buf[cap] (name itself when none applies); *hit: whether one did. */
+static const char *apply(const rename_rule *rules, size_t n, const char *model_type, const char *name, bool *hit,
+                         char *buf, size_t cap) {
     char tmp[320];
     const char *cur = name;
-    if (strcmp(model_type, "longcat_flash") == 0) return longcat_name(name, buf, cap);
-    model_type = names_of(model_type);
-    for (size_t i = 0; i < sizeof RULES / sizeof RULES[0]; i++) {
-        const rename_rule *r = &RULES[i];
+    for (size_t i = 0; i < n; i++) {
+        const rename_rule *r = &rules[i];
         const char *at = strcmp(model_type, r->type) == 0 ? strstr(cur, r->from) : NULL;
         if (!at) continue;
         snprintf(tmp, sizeof tmp, "%.*s%s%s", (int)(at - cur), cur, r->to, at + strlen(r->from));
         snprintf(buf, cap, "%s", tmp);
         cur = buf;
+        *hit = true;
     }
     return cur;
+}
+
+const char *kvci_checkpoint_name(const char *model_type, const char *name, char *buf, size_t cap) {
+    char tmp[320];
+    bool hit = false;
+    if (strcmp(model_type, "longcat_flash") == 0) return longcat_name(name, buf, cap);
+    model_type = names_of(model_type);
+    name = apply(LOAD_RULES, sizeof LOAD_RULES / sizeof LOAD_RULES[0], model_type, name, &hit, tmp, sizeof tmp);
+    const char *out = apply(RULES, sizeof RULES / sizeof RULES[0], model_type, name, &hit, buf, cap);
+    if (out == tmp) snprintf(buf, cap, "%s", tmp), out = buf;
+    return out;
+}
+
+const char *kvci_checkpoint_unconverted(const char *model_type, const char *name, char *buf, size_t cap) {
+    char tmp[320];
+    bool hit = false;
+    model_type = names_of(model_type);
+    apply(LOAD_RULES, sizeof LOAD_RULES / sizeof LOAD_RULES[0], model_type, name, &hit, tmp, sizeof tmp);
+    bool any = false;
+    return hit ? apply(RULES, sizeof RULES / sizeof RULES[0], model_type, name, &any, buf, cap) : NULL;
 }

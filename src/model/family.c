@@ -214,7 +214,7 @@ void kvci_family_warn(const kvc_family_ctx *ctx, const char *fmt, ...) {
 /* ---- layer kinds ----------------------------------------------------------- */
 
 /* layer_types, when given (*given), into kinds. */
-static kvc_status layer_types_list(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, bool *given) {
+kvc_status kvci_family_layer_types(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, bool *given) {
     const kvc_json_obj *cfg = &ctx->hp->cfg;
     const cJSON *lt = NULL;
     KVC_TRY(kvci_json_array(cfg, "layer_types", KVC_HP_MAX_LAYERS, &lt, given));
@@ -294,7 +294,7 @@ kvc_status kvci_family_layer_kinds(const kvc_family_desc *d, kvc_family_ctx *ctx
     } else if (d->layer_list != NULL) {
         KVC_TRY(d->layer_list(ctx, kinds, &given));
     } else {
-        KVC_TRY(layer_types_list(ctx, kinds, &given));
+        KVC_TRY(kvci_family_layer_types(ctx, kinds, &given));
     }
     KVC_TRY(kvci_hparams_window(ctx->hp, &ctx->window, &ctx->qwen_rule));
     if (d->reads_window != NULL && !d->reads_window(ctx->hp)) {

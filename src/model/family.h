@@ -185,6 +185,9 @@ kvc_status kvci_family_split_tp(const kvc_hparams *hp, const char *field, int64_
  * (the rule when default_kinds is NULL); even layers sliding, odd ones full. */
 kvc_status kvci_family_full_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
 kvc_status kvci_family_uniform_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+/* The kinds config.json's layer_types gives (*given: whether it has the key), as the families without a layer_list
+ * read them. */
+kvc_status kvci_family_layer_types(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, bool *given);
 /* One 0/1 flag per layer in the array `field` (MiniMax's attn_type_list, Llama 4's no_rope_layers): kind
  * if_zero or if_one per layer; refused naming the field when its length is not the layer count or an entry is
  * not 0 or 1. */

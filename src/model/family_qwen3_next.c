@@ -4,7 +4,8 @@
  * their multimodal wrappers, qwen3_5 and qwen3_5_moe): Gated DeltaNet layers (gated_delta.c) beside gated
  * full-attention layers (every full_attention_interval-th, or layer_types), zero-centred (1 + w) RMSNorms, partial
  * rotary, and a softmax-routed MoE with a sigmoid-gated shared expert (Qwen2-MoE's) on the sparse layers. Its kinds and
- * state shapes are the planner's too, and OLMo Hybrid's (olmo_hybrid, planned only). Defaults as Qwen3NextConfig's. */
+ * state shapes are the planner's too. OLMo Hybrid (olmo_hybrid) runs on these layers (parse_olmo_hybrid). Defaults as
+ * Qwen3NextConfig's. */
 #include <string.h>
 
 #include "base/internal.h"
@@ -37,25 +38,55 @@ static kvc_status qwen3_next_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *ki
     return KVC_OK;
 }
 
+/* layer_types, or the default kinds; OLMo Hybrid's (OlmoHybridModel) only linear_attention and full_attention, as
+ * its forward has masks of these two kinds alone (another fails there), at least one of each (OlmoHybridConfig's
+ * validate_architecture). */
+static kvc_status qwen3_next_layer_list(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, bool *given) {
+    KVC_TRY(kvci_family_layer_types(ctx, kinds, given));
+    if (!is_olmo_hybrid(ctx->hp)) return KVC_OK;
+    const char *doc = ctx->hp->cfg.doc;
+    const cJSON *lt = *given ? kvci_json_find(&ctx->hp->cfg, "layer_types")->child : NULL;
+    for (int64_t i = 0; lt != NULL; lt = lt->next, i++) /* strings (kvci_family_layer_types) */
+        if (strcmp(lt->valuestring, "linear_attention") != 0 && strcmp(lt->valuestring, "full_attention") != 0)
+            return kvci_fail(KVC_EINVAL,
+                             "%s: layer_types[%lld] \"%s\" is not run by olmo_hybrid (linear_attention or "
+                             "full_attention)",
+                             doc, (long long)i, lt->valuestring);
+    if (!*given) KVC_TRY(qwen3_next_kinds(ctx, kinds));
+    *given = true;
+    bool state = false, attn = false;
+    for (int64_t i = 0; i < ctx->n_layers; i++) state |= kinds[i] == KVC_LK_STATE, attn |= kinds[i] == KVC_LK_FULL;
+    if (!state || !attn)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: layer_types: olmo_hybrid needs a linear_attention layer and a full_attention "
+                         "layer at least (OlmoHybridConfig refuses it)",
+                         doc);
+    return KVC_OK;
+}
+
 /* A Gated DeltaNet layer keeps the last linear_conv_kernel_dim - 1 inputs of its conv channels (q, k and v side by
  * side: 2 x key heads x key dim + value heads x value dim), all the next token's convolution reads besides its own
  * input, as vLLM keeps it and the runtime stores it (transformers' cache holds one column more, never read), and a
  * key dim x value dim recurrent state per value head. Absent sizes take the defaults the runtime's parse takes. */
-static kvc_status qwen3_next_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
-    (void)hidden_size;
-    int64_t nk = 0, nv = 0, dk = 0, dv = 0, k = 0, nk_r = 0, nv_r = 0;
+static kvc_status gdn_sizes(const kvc_hparams *hp, int64_t hidden_size, int64_t out[5]) {
+    int64_t def[] = {16, 32, 128, 128, 4}; /* the config classes' (Qwen3-Next's and Qwen3.5's alike) */
     const char *names[] = {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
                            "linear_value_head_dim", "linear_conv_kernel_dim"};
-    int64_t *dst[] = {&nk, &nv, &dk, &dv, &k};
-    int64_t def[] = {16, 32, 128, 128, 4}; /* the config classes' (Qwen3-Next's and Qwen3.5's alike) */
     for (int i = 0; i < 5; i++) {
         if (is_olmo_hybrid(hp) && i < 4) { /* OlmoHybridConfig's: heads, heads, int(0.75 H / nk), 2 dk */
             const int64_t heads = hp->n_heads > 0 ? hp->n_heads : 1;
-            def[i] = i < 2 ? heads : i == 2 ? (int64_t)(0.75 * (double)hidden_size / (double)nk) : 2 * dk;
+            def[i] = i < 2 ? heads : i == 2 ? (int64_t)(0.75 * (double)hidden_size / (double)out[0]) : 2 * out[2];
             if (def[i] < 1) def[i] = 1; /* hidden_size absent: the key is then required in effect */
         }
-        KVC_TRY(kvci_family_opt_int(&hp->cfg, names[i], def[i], i == 4 ? 2 : 1, KVC_HP_MAX_DIM, dst[i]));
+        KVC_TRY(kvci_family_opt_int(&hp->cfg, names[i], def[i], i == 4 ? 2 : 1, KVC_HP_MAX_DIM, &out[i]));
     }
+    return KVC_OK;
+}
+
+static kvc_status qwen3_next_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
+    int64_t z[5], nk_r = 0, nv_r = 0;
+    KVC_TRY(gdn_sizes(hp, hidden_size, z));
+    const int64_t nk = z[0], nv = z[1], dk = z[2], dv = z[3], k = z[4];
     KVC_TRY(kvci_family_split_tp(hp, "linear_num_key_heads", nk, tp, &nk_r));
     KVC_TRY(kvci_family_split_tp(hp, "linear_num_value_heads", nv, tp, &nv_r));
     *s = (kvc_state_shapes){.n = 2,
@@ -103,8 +134,32 @@ static kvc_status parse_wrapper(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_bool(&root, "tie_word_embeddings", false, &cfg->tie_word_embeddings);
 }
 
+/* OLMo Hybrid (OlmoHybridConfig): OLMo 3's attention layers (post-norms, q_norm / k_norm over the whole projection,
+ * no output gate, attention_bias on q, k, v and o, never sliding; no RoPE at all when rope_theta is null: rope_none)
+ * and pre-norm Gated DeltaNet layers with Qwen3.5's projections (q, k and v apart in its checkpoints: weights.c),
+ * beta times 2 under linear_allow_neg_eigval (true), the gated norm's eps 1e-5 (OlmoHybridGatedDeltaNet's, whatever
+ * rms_norm_eps says); plain RMSNorms (w), a dense MLP. Sizes default as OlmoHybridConfig's. */
+static kvc_status parse_olmo_hybrid(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    bool bias = false;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias;
+    cfg->qk_norm = cfg->qk_norm_whole = cfg->post_norms = cfg->gdn_pre_norms = true;
+    cfg->gdn_split_proj = true;
+    cfg->gdn_norm_eps = 1e-5;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = hp->rope_none;
+    KVC_TRY(kvci_family_opt_bool(c, "linear_allow_neg_eigval", true, &cfg->gdn_neg_eigval));
+    int64_t z[5];
+    KVC_TRY(gdn_sizes(hp, cfg->hidden_size, z));
+    cfg->gdn_k_heads = z[0], cfg->gdn_v_heads = z[1], cfg->gdn_k_dim = z[2], cfg->gdn_v_dim = z[3];
+    cfg->gdn_conv_kernel = z[4];
+    return KVC_OK;
+}
+
 static kvc_status parse_qwen3_next(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
+    if (strcmp(cfg->model_type, "olmo_hybrid") == 0) return parse_olmo_hybrid(hp, cfg);
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     cfg->qk_norm = cfg->gemma_norms = cfg->attn_output_gate = true;
     bool bias = false;
@@ -146,9 +201,7 @@ static const kvc_family_alias QWEN3_NEXT[] = {
     {"qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", "qwen3_5_moe_text", true},
     {"qwen3_5", "Qwen3_5ForConditionalGeneration", "qwen3_5_text", true},
     {"qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe_text", true},
-    /* planned only: its attention layers are OLMo 3's (post-norms), its Gated DeltaNet projects q, k, v apart with
-     * beta x 2 (docs/model.md) */
-    {"olmo_hybrid", "OlmoHybridForCausalLM", "olmo_hybrid", false},
+    {"olmo_hybrid", "OlmoHybridForCausalLM", "olmo_hybrid", true},
     /* planned only: indexed_attention layers (QSA indexer), hyper-connections, n-gram embeddings (family.c) */
     {"qwen4_exp_text", "Qwen4ExpForCausalLM", "qwen4_exp_text", false},
     {"qwen4_exp", "Qwen4ExpForConditionalGeneration", "qwen4_exp_text", false},
@@ -166,4 +219,5 @@ const kvc_family_desc kvc_family_qwen3_next = {
     .attention = qwen3_next_operator,
     .ffn = qwen3_next_ffn,
     .state_shapes = qwen3_next_states,
+    .layer_list = qwen3_next_layer_list,
 };

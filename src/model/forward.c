@@ -482,9 +482,10 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         const bool own_rope = c->layer_sliding[l] && m->inv_freq_sliding; /* the sliding layers' rope */
         s.cos = own_rope ? ws->cos_sliding : ws->cos, s.sin = own_rope ? ws->sin_sliding : ws->sin;
         /* each sub-layer's input norm and output norm (NULL: none): pre-norm, Gemma's sandwich, OLMo 2's post */
-        const bool raw_in = c->post_norms || c->norm_after_add; /* the sub-layers read h as it is */
+        const bool post = kvci_layer_post_norms(c, l);
+        const bool raw_in = post || c->norm_after_add; /* the sub-layers read h as it is */
         const float *attn_in = raw_in ? NULL : w->in_norm;
-        const float *attn_out = c->post_norms || c->sandwich_norms ? w->post_norm : NULL;
+        const float *attn_out = post || c->sandwich_norms ? w->post_norm : NULL;
         const float *ffn_in = raw_in ? NULL : c->sandwich_norms ? w->pre_ff_norm : w->post_norm;
         if (!c->layer_no_mixer[l]) { /* Nemotron-H: a layer may hold its MLP alone, or its mixer alone */
             t0 = kvci_sp_begin();

@@ -9,10 +9,11 @@
  * prefill by its chunked form of the same recurrence (64 tokens a chunk) and a decode step by this sequential one;
  * the runtime runs the sequential one for every token whatever the step (docs/runtime.md, "Gated DeltaNet": the
  * logits within 3.2e-5 of the chunked form's on the oracle, transformers' own two forms 1.5e-5 apart). Qwen3.5
- * (gdn_split_proj) projects q | k | v, z, b and a apart instead of grouped per key head. Each output element is one
- * fixed-order sum on one thread, each head's recurrence on one thread: a sequence's bits do not depend on how it was
- * split into steps or batched. The conv state (kvc_layer_cache.state [.., K - 1, C], oldest first) and the recurrent
- * state (.recurrent [.., nv, dk, dv]) are read and rewritten by every step with caches. */
+ * (gdn_split_proj) projects q | k | v, z, b and a apart instead of grouped per key head; OLMo Hybrid as Qwen3.5 (its q,
+ * k and v rows joined at load), beta times 2 (gdn_neg_eigval), its gated norm's eps gdn_norm_eps. Each output element
+ * is one fixed-order sum on one thread, each head's recurrence on one thread: a sequence's bits do not depend on how it
+ * was split into steps or batched. The conv state (kvc_layer_cache.state [.., K - 1, C], oldest first) and the
+ * recurrent state (.recurrent [.., nv, dk, dv]) are read and rewritten by every step with caches. */
 #include <math.h>
 #include <string.h>
 
@@ -112,7 +113,8 @@ static void head_row(const kvc_model_config *c, const kvc_layer_weights *w, cons
                      int64_t j, float *S, bool fresh, float *scratch) {
     const int64_t nk = c->gdn_k_heads, nv = c->gdn_v_heads, dk = c->gdn_k_dim, dv = c->gdn_v_dim, r = nv / nk;
     const int64_t g = j / r, i = j % r, C = conv_channels(c);
-    const float eps = (float)c->rms_norm_eps, root = (float)sqrt((double)dk); /* q / dk^1/2, as transformers */
+    const float eps = (float)(c->gdn_norm_eps > 0.0 ? c->gdn_norm_eps : c->rms_norm_eps);
+    const float root = (float)sqrt((double)dk), beta_scale = c->gdn_neg_eigval ? 2.0f : 1.0f; /* q / dk^1/2 */
     const float neg_a = -expf(w->gdn_a_log[j]);
     float *q = scratch, *k = scratch + dk, *kvm = scratch + 2 * dk;
     if (fresh) memset(S, 0, (size_t)(dk * dv) * sizeof(float));
@@ -122,7 +124,7 @@ static void head_row(const kvc_model_config *c, const kvc_layer_weights *w, cons
         l2norm(xc + nk * dk + g * dk, dk, 1.0f, k);
         float bv = 0.0f, av = 0.0f;
         ba_of(c, b, t, j, g, i, &bv, &av);
-        const float beta = 1.0f / (1.0f + expf(-bv));
+        const float beta = beta_scale / (1.0f + expf(-bv));
         const float decay = expf(neg_a * kvci_softplus(av + w->gdn_dt_bias[j]));
         for (int64_t e = 0; e < dv; e++) kvm[e] = 0.0f;
         for (int64_t a = 0; a < dk; a++) { /* S = exp(g) S; kvm = S^T k */

@@ -722,11 +722,27 @@ static void lfm3_ropes(kvc_hparams *hp) {
     hp->rope_sliding_given = true;
 }
 
+/* OlmoHybridModel builds no rotary embedding when its rope dict's rope_theta is None: the dict's null, else (the dict
+ * without one) the top level's null; a dict per layer type has none at its top. */
+static bool olmo_hybrid_nope(const kvc_hparams *hp, const kvc_json_obj *dict) {
+    if (hp->model_type == NULL || strcmp(hp->model_type, "olmo_hybrid") != 0) return false;
+    if (hp->rope_per_layer_type) return true;
+    const cJSON *in_dict = dict != NULL ? cJSON_GetObjectItemCaseSensitive(dict->obj, "rope_theta") : NULL;
+    const cJSON *theta = in_dict != NULL ? in_dict : cJSON_GetObjectItemCaseSensitive(hp->cfg.obj, "rope_theta");
+    return theta != NULL && cJSON_IsNull(theta);
+}
+
 kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
     kvc_json_obj dict = {0}, sliding = {0};
     char dict_path[64], sliding_path[64];
     bool have_sliding = false;
     KVC_TRY(rope_dict(hp, dict_path, sizeof dict_path, &dict, sliding_path, &sliding, &have_sliding));
+    hp->rope_none = olmo_hybrid_nope(hp, hp->rope_source != NULL ? &dict : NULL);
+    if (hp->rope_none) { /* the rest of the dict unread, as transformers leaves it */
+        KVC_TRY(read_rope_entry(hp, NULL, &hp->rope));
+        hp->rope_sliding = hp->rope;
+        return KVC_OK;
+    }
     if (gemma4_default_rope(hp)) return KVC_OK;
     if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "lfm3") == 0) {
         lfm3_ropes(hp);

@@ -52,6 +52,7 @@ typedef struct kvc_hparams {
     const char *rope_entry;   /* nested: the entry `rope` was read from ("full_attention", DeepSeek-V4's "compress") */
     kvc_rope_config rope_sliding; /* nested: its sliding_attention entry (rope_sliding_given), else `rope` */
     bool rope_sliding_given;
+    bool rope_none; /* OLMo Hybrid without a rope_theta (null) or with a dict per layer type: no rotary embedding */
 } kvc_hparams;
 
 /* The latent dims of an MLA (DeepSeek-style) model. */

@@ -182,8 +182,12 @@ static bool has_module(const load_ctx *c, const char *name) {
  * "model.", and the head as lm_head.weight (transformers 5) or language_model.lm_head.weight (the hub's earlier
  * layout). */
 static const char *file_name(const load_ctx *c, const char *name, char *buf, size_t cap) {
-    char own[320], other[320];
-    if (c->model_type) name = kvci_checkpoint_name(c->model_type, name, own, sizeof own);
+    char own[320], other[320], as_is[320];
+    if (c->model_type) { /* or the name transformers renames on load, when the file holds that one */
+        const char *ckpt = kvci_checkpoint_name(c->model_type, name, own, sizeof own);
+        const char *alt = kvci_checkpoint_unconverted(c->model_type, name, as_is, sizeof as_is);
+        name = alt && !has_module(c, ckpt) && has_module(c, alt) ? alt : ckpt;
+    }
     const char *bare = c->model_type ? kvci_checkpoint_bare(c->model_type, name, other, sizeof other) : NULL;
     if (bare && !has_module(c, name) && has_module(c, bare)) name = bare;
     if (c->text && strncmp(name, "model.", 6) == 0)
@@ -234,6 +238,46 @@ static kvc_status read_blocks(const load_ctx *c, const kvc_wtensor *t, const cha
     return KVC_OK;
 }
 
+/* t (this rank's rows, sp: all, one range or runs of dim 0; dst NULL: checks only) from the tensors t->parts one
+ * after the other along dim 0, each as long as the file holds it (transformers' cut of OLMo Hybrid's conv1d in equal
+ * thirds skips a part it leaves empty); *dtype: the parts' (NULL when they differ). */
+static kvc_status read_concat(const load_ctx *c, const kvc_wtensor *t, const char *name, const kvc_wsplit *sp,
+                              float *dst, const char **dtype) {
+    char names[KVC_WPARTS_MAX][320];
+    int64_t len[KVC_WPARTS_MAX], total = 0, inner = 1, part[KVC_MAX_DIMS];
+    const int64_t full = sp->dim == 0 ? sp->full : t->shape[0];
+    if (sp->dim > 0)
+        return kvci_fail(KVC_EINVAL, "model_load: \"%s\" split along dim %d cannot be read from its parts", name,
+                         (int)sp->dim);
+    for (int32_t i = 0; i < t->ndim && i < KVC_MAX_DIMS; i++) part[i] = t->shape[i], inner *= i > 0 ? t->shape[i] : 1;
+    for (int32_t p = 0; p < t->n_parts; p++) {
+        file_name(c, t->parts[p], names[p], sizeof names[p]);
+        len[p] = kvci_safetensors_dim0(c->st, names[p]);
+        len[p] = len[p] > 0 ? len[p] : 0;
+        const char *d = len[p] ? kvci_safetensors_dtype(c->st, names[p]) : NULL;
+        if (d && !total) *dtype = d;
+        if (d && *dtype && strcmp(d, *dtype) != 0) *dtype = NULL;
+        total += len[p];
+    }
+    if (total == 0) return kvci_fail(KVC_EINVAL, "missing tensor \"%s\" (nor its parts \"%s\", ...)", name, names[0]);
+    if (total != full)
+        return kvci_fail(KVC_EINVAL, "model_load: the parts of \"%s\" (\"%s\", ...) hold %lld rows, expected %lld",
+                         name, names[0], (long long)total, (long long)full);
+    const kvc_wsplit one = {.runs = 1, .run_start = {sp->dim == 0 ? sp->start : 0}, .run_len = {t->shape[0]}};
+    const kvc_wsplit *runs = sp->runs > 0 ? sp : &one;
+    int64_t at = 0; /* rows written */
+    for (int32_t r = 0; r < runs->runs; r++)
+        for (int64_t p = 0, base = 0, row = runs->run_start[r], left = runs->run_len[r]; left > 0; base += len[p++]) {
+            if (p == t->n_parts) return kvci_fail(KVC_EINVAL, "model_load: \"%s\": a run past its parts", name);
+            if (row >= base + len[p]) continue;
+            part[0] = base + len[p] - row < left ? base + len[p] - row : left;
+            KVC_TRY(kvci_safetensors_read_part(c->st, names[p], t->ndim, part, 0, len[p], row - base,
+                                               dst ? dst + at * inner : NULL));
+            at += part[0], row += part[0], left -= part[0];
+        }
+    return KVC_OK;
+}
+
 /* Vectors straight into the arena; a GEMM operand through an f32 buffer into its
  * dtype (check pass: kvci_wmat_dtype_for the one asked and the file's, BF16, F16 or else f32). Each
  * reads this rank's part (t->split); a row-parallel bias on ranks > 0 is checked and held as zeros. */
@@ -259,20 +303,24 @@ static kvc_status load_fn(void *user, const kvc_wtensor *t) {
     kvc_wsplit sp;
     KVC_TRY(fused_source(c, t, &name, fbuf, sizeof fbuf, &sp));
     const bool blocks = name == fbuf && t->fused.block > 0;
+    const bool concat = t->n_parts > 0 && !kvc_safetensors_has(c->st, name);
+    const char *dtype = concat ? NULL : kvci_safetensors_dtype(c->st, name);
     if (!t->mat && t->split.absent_zero && !kvc_safetensors_has(c->st, name)) {
         if (!c->check_only) memset(*t->vec, 0, (size_t)n * sizeof(float));
         return KVC_OK;
     }
     if (!t->mat) {
         float *dst = c->check_only ? NULL : *t->vec;
-        KVC_TRY(blocks ? read_blocks(c, t, name, dst) : read_part(c, name, t->ndim, t->shape, &sp, 0, *t->vec));
+        KVC_TRY(concat   ? read_concat(c, t, name, &sp, dst, &dtype)
+                : blocks ? read_blocks(c, t, name, dst)
+                         : read_part(c, name, t->ndim, t->shape, &sp, 0, *t->vec));
         if (t->split.zero && !c->check_only) memset(*t->vec, 0, (size_t)n * sizeof(float));
         return KVC_OK;
     }
     float *tmp = c->check_only ? NULL : staging(c, n);
     if (!c->check_only && !tmp) return kvci_fail(KVC_ENOMEM, "model_load: out of memory for \"%s\"", name);
-    const char *dtype = kvci_safetensors_dtype(c->st, name);
     kvc_status s = strchr(name, '*') ? load_experts(c, t, name, tmp, &dtype)
+                   : concat          ? read_concat(c, t, name, &sp, tmp, &dtype)
                    : blocks          ? read_blocks(c, t, name, tmp)
                                      : read_part(c, name, t->ndim, t->shape, &sp, 0, tmp);
     if (s == KVC_OK && c->check_only) {

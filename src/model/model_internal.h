@@ -133,7 +133,7 @@ typedef struct kvc_layer_weights {
      * depthwise taps [C, K] (C = 2 nk dk + nv dv channels q | k | v, oldest input first), dt_bias [nv], A_log [nv],
      * the gated norm's weight [dv] (applied as w); out_proj is wo. Qwen3.5 (gdn_split_proj): gdn_qkvz holds
      * in_proj_qkv [C, H] (q | k | v as the conv reads them), gdn_z in_proj_z [nv dv, H], gdn_ba in_proj_b [nv, H],
-     * gdn_a in_proj_a [nv, H] */
+     * gdn_a in_proj_a [nv, H] (OLMo Hybrid's: in_proj_qkv its q_proj | k_proj | v_proj rows) */
     kvc_wmat gdn_qkvz, gdn_ba, gdn_z, gdn_a;
     float *gdn_conv, *gdn_dt_bias, *gdn_a_log, *gdn_norm;
     /* A Mamba2 mixer (layer_mamba) also reads conv_in (in_proj [I + C + nh, H], bias conv_in_b), conv_w / conv_b
@@ -237,7 +237,13 @@ typedef struct kvc_wtensor {
     float **vec;
     kvc_wmat *mat;
     bool transposed;
+    /* n_parts > 0: when the file has no `name`, the loader reads it as the tensors parts[0..n_parts) one after the
+     * other along dim 0, each as long as the file holds it (OLMo Hybrid's Gated DeltaNet: in_proj_qkv as q_proj |
+     * k_proj | v_proj, conv1d as q_conv1d | k_conv1d | v_conv1d, which transformers saves cut in equal thirds) */
+    const char *const *parts;
+    int32_t n_parts;
 } kvc_wtensor;
+#define KVC_WPARTS_MAX 3
 typedef kvc_status (*kvc_weight_visit_fn)(void *user, const kvc_wtensor *t);
 kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *user);
 
@@ -343,6 +349,11 @@ kvc_status kvci_shard_state_config(const kvc_model_config *full, int64_t tp, kvc
 /* The channels of an LFM2 conv layer of config c (conv_channels, else hidden_size). */
 static inline int64_t kvci_conv_channels(const kvc_model_config *c) {
     return c->conv_channels > 0 ? c->conv_channels : c->hidden_size;
+}
+/* Whether layer l's sub-layers take OLMo 2's post-norms (post_norms; OLMo Hybrid's Gated DeltaNet layers take
+ * pre-norms, gdn_pre_norms). */
+static inline bool kvci_layer_post_norms(const kvc_model_config *c, int64_t l) {
+    return c->post_norms && !(c->gdn_pre_norms && c->layer_gdn[l]);
 }
 /* The first Mamba2 group this rank's heads read (rank * mamba_n_groups / tp: split, or replicated). */
 int64_t kvci_shard_mamba_group0(const kvc_model *m);

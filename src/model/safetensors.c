@@ -511,6 +511,13 @@ const char *kvci_safetensors_dtype(const kvc_safetensors *st, const char *name) 
     return e ? cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring : NULL;
 }
 
+int64_t kvci_safetensors_dim0(const kvc_safetensors *st, const char *name) {
+    const st_file *f;
+    const cJSON *e = st && name ? find(st, name, &f) : NULL;
+    const cJSON *d0 = e ? cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e, "shape"), 0) : NULL;
+    return d0 ? (int64_t)d0->valuedouble : -1; /* an integer (file_open) */
+}
+
 kvc_status kvci_safetensors_view(const kvc_safetensors *st, const char *name, const char *dtype, int32_t ndim,
                                  const int64_t *shape, const void **data) {
     const st_file *f = NULL;

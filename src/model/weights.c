@@ -25,12 +25,22 @@ typedef struct visitor {
     bool conv1d; /* GPT-2's Conv1D layers: every layer matrix stored [in, out], transposed at load */
 } visitor;
 
-static kvc_status visit_fused(visitor *v, const char *suffix, int32_t ndim, const int64_t *shape, float **vec,
-                              kvc_wmat *mat, bool transposed, kvc_winit init, kvc_wsplit split, kvc_wfused fused) {
-    char name[256], fused_name[256];
+/* parts: NULL, or the suffixes (NULL-terminated, at most KVC_WPARTS_MAX) of kvc_wtensor.parts. */
+static kvc_status visit_parts(visitor *v, const char *suffix, int32_t ndim, const int64_t *shape, float **vec,
+                              kvc_wmat *mat, bool transposed, kvc_winit init, kvc_wsplit split, kvc_wfused fused,
+                              const char *const *parts) {
+    char name[256], fused_name[256], part_names[KVC_WPARTS_MAX][256];
+    const char *part_ptrs[KVC_WPARTS_MAX];
+    int32_t n_parts = 0;
     snprintf(name, sizeof name, "%s%s", v->prefix, suffix);
     if (fused.name) snprintf(fused_name, sizeof fused_name, "%s%s", v->prefix, fused.name), fused.name = fused_name;
-    const kvc_wtensor t = {.name = name,
+    for (; parts && parts[n_parts] && n_parts < KVC_WPARTS_MAX; n_parts++) {
+        snprintf(part_names[n_parts], sizeof part_names[n_parts], "%s%s", v->prefix, parts[n_parts]);
+        part_ptrs[n_parts] = part_names[n_parts];
+    }
+    const kvc_wtensor t = {.parts = part_ptrs,
+                           .n_parts = n_parts,
+                           .name = name,
                            .ndim = ndim,
                            .shape = shape,
                            .split = split,
@@ -40,6 +50,11 @@ static kvc_status visit_fused(visitor *v, const char *suffix, int32_t ndim, cons
                            .mat = mat,
                            .transposed = transposed};
     return v->fn(v->user, &t);
+}
+
+static kvc_status visit_fused(visitor *v, const char *suffix, int32_t ndim, const int64_t *shape, float **vec,
+                              kvc_wmat *mat, bool transposed, kvc_winit init, kvc_wsplit split, kvc_wfused fused) {
+    return visit_parts(v, suffix, ndim, shape, vec, mat, transposed, init, split, fused, NULL);
 }
 
 static kvc_status visit(visitor *v, const char *suffix, int32_t ndim, const int64_t *shape, float **vec, kvc_wmat *mat,
@@ -487,7 +502,8 @@ static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, int64
     char n[64];
     if (c->norm_weightless) return KVC_OK;
     snprintf(n, sizeof n, "%s.weight", in);
-    if (!c->post_norms && !c->layer_no_mixer[l]) TRY(v1(v, n, H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
+    const bool post_norms = kvci_layer_post_norms(c, l);
+    if (!post_norms && !c->layer_no_mixer[l]) TRY(v1(v, n, H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
     snprintf(n, sizeof n, "%s.bias", in);
     if (c->norm_bias) TRY(v1(v, n, H, &w->in_norm_b, KVC_WINIT_BIAS, WHOLE));
     /* GPT-NeoX's parallel block has its own; Nemotron-H's layers one norm, their block's */
@@ -497,7 +513,7 @@ static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, int64
     snprintf(n, sizeof n, "%s.bias", post);
     if (c->norm_bias && mlp_norm) TRY(v1(v, n, H, &w->post_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (c->sandwich_norms) TRY(v1(v, ffn_in, H, &w->pre_ff_norm, KVC_WINIT_NORM, WHOLE));
-    if (c->sandwich_norms || c->post_norms) TRY(v1(v, ffn_out, H, &w->post_ff_norm, KVC_WINIT_NORM, WHOLE));
+    if (c->sandwich_norms || post_norms) TRY(v1(v, ffn_out, H, &w->post_ff_norm, KVC_WINIT_NORM, WHOLE));
     /* A.X-K1's norm of the MoE block's output, stored at the layer (its dense layers' copies unused) */
     if (kvci_family_is_axk1(c) && c->layer_moe[l])
         TRY(v1(v, "post_mlp_layernorm.weight", H, &w->post_ff_norm, KVC_WINIT_NORM, WHOLE));
@@ -521,13 +537,22 @@ static kvc_status visit_short_conv(visitor *v, const kvc_model_config *c, kvc_la
 
 /* Qwen3-Next's Gated DeltaNet under linear_attn.: in_proj_qkvz, in_proj_ba (Qwen3.5: in_proj_qkv, _z, _b, _a), conv1d
  * [C, 1, K] (no bias), dt_bias, A_log, the gated norm, out_proj (no biases). A rank: its key heads with their value
- * heads (Qwen3-Next's in_proj rows grouped per key head: one range; q | k | v apart: runs), out_proj row-parallel. */
+ * heads (Qwen3-Next's in_proj rows grouped per key head: one range; q | k | v apart: runs), out_proj row-parallel.
+ * OLMo Hybrid's checkpoints hold in_proj_qkv and conv1d in three parts each (kvc_wtensor.parts; ckpt_names.c names
+ * the others). */
 static kvc_status visit_gated_delta(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    static const char *const proj[] = {"linear_attn.q_proj.weight", "linear_attn.k_proj.weight",
+                                       "linear_attn.v_proj.weight", NULL};
+    static const char *const conv[] = {"linear_attn.q_conv1d.weight", "linear_attn.k_conv1d.weight",
+                                       "linear_attn.v_conv1d.weight", NULL};
+    const bool olmo = strcmp(c->model_type, "olmo_hybrid") == 0;
     const int64_t H = c->hidden_size, nk = c->gdn_k_heads, nv = c->gdn_v_heads, dk = c->gdn_k_dim, dv = c->gdn_v_dim;
-    const int64_t C = 2 * nk * dk + nv * dv, taps[3] = {C, 1, c->gdn_conv_kernel};
+    const int64_t C = 2 * nk * dk + nv * dv, taps[3] = {C, 1, c->gdn_conv_kernel}, proj_shape[2] = {C, H};
     const kvc_wsplit qkv = kvci_shard_state_runs(v->m, KVCI_RUNS_GDN_QKV);
     if (c->gdn_split_proj) { /* Qwen3.5 */
-        TRY(m2(v, "linear_attn.in_proj_qkv.weight", C, H, &w->gdn_qkvz, qkv));
+        w->gdn_qkvz.count = 1, w->gdn_qkvz.rows = C, w->gdn_qkvz.cols = H;
+        TRY(visit_parts(v, "linear_attn.in_proj_qkv.weight", 2, proj_shape, NULL, &w->gdn_qkvz, false, KVC_WINIT_WEIGHT,
+                        qkv, (kvc_wfused){0}, olmo ? proj : NULL));
         TRY(m2(v, "linear_attn.in_proj_z.weight", nv * dv, H, &w->gdn_z, even(v, 0, nv * dv)));
         TRY(m2(v, "linear_attn.in_proj_b.weight", nv, H, &w->gdn_ba, even(v, 0, nv)));
         TRY(m2(v, "linear_attn.in_proj_a.weight", nv, H, &w->gdn_a, even(v, 0, nv)));
@@ -536,7 +561,8 @@ static kvc_status visit_gated_delta(visitor *v, const kvc_model_config *c, kvc_l
         TRY(m2(v, "linear_attn.in_proj_qkvz.weight", rows, H, &w->gdn_qkvz, even(v, 0, rows)));
         TRY(m2(v, "linear_attn.in_proj_ba.weight", 2 * nv, H, &w->gdn_ba, even(v, 0, 2 * nv)));
     }
-    TRY(visit(v, "linear_attn.conv1d.weight", 3, taps, &w->gdn_conv, NULL, false, KVC_WINIT_WEIGHT, qkv));
+    TRY(visit_parts(v, "linear_attn.conv1d.weight", 3, taps, &w->gdn_conv, NULL, false, KVC_WINIT_WEIGHT, qkv,
+                    (kvc_wfused){0}, olmo ? conv : NULL));
     TRY(v1(v, "linear_attn.dt_bias", nv, &w->gdn_dt_bias, KVC_WINIT_BIAS, even(v, 0, nv)));
     TRY(v1(v, "linear_attn.A_log", nv, &w->gdn_a_log, KVC_WINIT_BIAS, even(v, 0, nv)));
     TRY(v1(v, KVC_GDN_NORM, dv, &w->gdn_norm, KVC_WINIT_NORM, WHOLE));

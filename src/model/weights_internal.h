@@ -31,6 +31,8 @@
 
 /* The dtype string ("F32", "BF16", ...) of a tensor of st; NULL when absent. */
 const char *kvci_safetensors_dtype(const kvc_safetensors *st, const char *name);
+/* The length of dim 0 of a tensor of st; -1 when absent or of no dims. */
+int64_t kvci_safetensors_dim0(const kvc_safetensors *st, const char *name);
 /* kvc_safetensors_read_f32 of a part of a tensor: along `dim` (-1: the whole tensor, as
  * kvc_safetensors_read_f32), the part[dim] entries from `start` of the file's `full`; the file's
  * shape is part with part[dim] = full. dst [prod(part)] (NULL: check names, shapes, dtype only). */
@@ -47,6 +49,9 @@ const char *kvci_safetensors_meta(const kvc_safetensors *st, const char *key);
 /* The name under which a checkpoint of model_type holds the tensor weights.c calls `name` (Llama's module
  * names): name itself, or the renamed one in buf[cap] (ckpt_names.c). */
 const char *kvci_checkpoint_name(const char *model_type, const char *name, char *buf, size_t cap);
+/* The name a checkpoint of model_type may hold in its place, the one transformers renames on load (ckpt_names.c's
+ * `either` rules left out), into buf[cap]; NULL when no such rule applies. */
+const char *kvci_checkpoint_unconverted(const char *model_type, const char *name, char *buf, size_t cap);
 /* That name under the base model's other prefix into buf[cap], which some of the type's checkpoints leave out
  * (GPT-2's transformer.) or name otherwise (Nemotron-H's backbone.); NULL when the type has none or name is not
  * under it. */

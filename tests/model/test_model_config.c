@@ -3128,17 +3128,48 @@ static void test_qwen3_next_fields(void **state) {
                    "linear_num_value_heads 24 is not a multiple of linear_num_key_heads 16");
     expect_refusal(QWEN3_NEXT_BASE ",\"linear_conv_kernel_dim\":1}", "linear_conv_kernel_dim");
     expect_refusal(QWEN3_NEXT_BASE ",\"num_experts\":4,\"num_experts_per_tok\":5}", "num_experts_per_tok");
-    /* OLMo Hybrid, planned only: OlmoHybridConfig's kinds (i % 4 == 3 full, else the last) and its Gated DeltaNet
-     * sizes when absent (heads, heads, int(0.75 H / nk) = 12, 2 dk = 24); the runtime refuses it by name */
-    const char *olmo = "{\"model_type\":\"olmo_hybrid\",\"vocab_size\":8,\"hidden_size\":64,\"num_hidden_layers\":3,"
-                       "\"num_attention_heads\":4,\"intermediate_size\":96,\"max_position_embeddings\":1024}";
-    kvc_model_plan *plan = plan_of(olmo, "olmo_hybrid");
+    /* OLMo Hybrid: OlmoHybridConfig's kinds (i % 4 == 3 full, else the last) and its Gated DeltaNet sizes when absent
+     * (heads, heads, int(0.75 H / nk) = 12, 2 dk = 24), planned and run alike */
+#define OLMO_H                                                                                                         \
+    "{\"model_type\":\"olmo_hybrid\",\"vocab_size\":8,\"hidden_size\":64,\"num_hidden_layers\":3,"                     \
+    "\"num_attention_heads\":4,\"intermediate_size\":96,\"max_position_embeddings\":1024"
+    kvc_model_plan *plan = plan_of(OLMO_H "}", "olmo_hybrid");
     assert_true(plan->n_layers == 3 && plan->layers[0].caches[0].is_state && !plan->layers[2].caches[0].is_state);
     assert_true(plan->layers[0].caches[0].shape[0] == 2 * 4 * 12 + 4 * 24 && plan->layers[0].caches[0].shape[1] == 3);
     assert_true(plan->layers[1].caches[1].shape[0] == 4 && plan->layers[1].caches[1].shape[1] == 12 &&
                 plan->layers[1].caches[1].shape[2] == 24);
     kvc_model_plan_destroy(plan);
-    expect_refusal(olmo, "model_type \"olmo_hybrid\" is not supported");
+    assert_int_equal(kvc_model_config_parse(OLMO_H "}", "olmo-h", &c), KVC_OK);
+    assert_true(c.layer_gdn[0] && c.layer_gdn[1] && !c.layer_gdn[2] && c.gdn_split_proj && c.gdn_neg_eigval);
+    assert_true(c.gdn_k_heads == 4 && c.gdn_v_heads == 4 && c.gdn_k_dim == 12 && c.gdn_v_dim == 24);
+    assert_true(c.gdn_norm_eps == 1e-5 && c.rms_norm_eps == 1e-6 && c.gdn_pre_norms && c.post_norms && c.qk_norm_whole);
+    assert_true(!c.attn_output_gate && !c.gemma_norms && !c.qkv_bias && c.num_kv_heads == 4 && c.head_dim == 16);
+    assert_true(kvci_model_rot_dim(&c) == 16 && c.rope.theta == 10000.0 && !c.layer_nope[2] && !c.tie_word_embeddings);
+    assert_int_equal(
+        kvc_model_config_parse(OLMO_H ",\"linear_allow_neg_eigval\":false,\"attention_bias\":true}", "o", &c), KVC_OK);
+    assert_true(!c.gdn_neg_eigval && c.qkv_bias && c.o_bias);
+    /* no RoPE when rope_theta is None: the dict's null, else the top level's under a dict without one, or a dict per
+     * layer type (OlmoHybridModel's rotary_emb None); the dict's number wins over a null top level */
+    const char *nope[] = {",\"rope_parameters\":{\"rope_type\":\"yarn\",\"rope_theta\":null}}", ",\"rope_theta\":null}",
+                          ",\"rope_parameters\":{\"rope_type\":\"default\"},\"rope_theta\":null}",
+                          ",\"rope_parameters\":{\"full_attention\":{\"rope_theta\":500.0}}}"};
+    for (size_t i = 0; i < sizeof nope / sizeof nope[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s%s", OLMO_H, nope[i]);
+        assert_int_equal(kvc_model_config_parse(text, "olmo-nope", &c), KVC_OK);
+        assert_true(c.layer_nope[0] && c.layer_nope[2]);
+    }
+    assert_int_equal(
+        kvc_model_config_parse(OLMO_H ",\"rope_parameters\":{\"rope_theta\":500.0},\"rope_theta\":null}", "o", &c),
+        KVC_OK);
+    assert_true(!c.layer_nope[2] && c.rope.theta == 500.0);
+    expect_refusal(OLMO_H ",\"layer_types\":[\"linear_attention\",\"sliding_attention\",\"linear_attention\"],"
+                          "\"sliding_window\":4}",
+                   "layer_types[1] \"sliding_attention\" is not run by olmo_hybrid");
+    expect_refusal(OLMO_H ",\"layer_types\":[\"full_attention\",\"full_attention\",\"full_attention\"]}",
+                   "olmo_hybrid needs a linear_attention layer and a full_attention layer");
+    expect_refusal(OLMO_H ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\" is not supported");
+#undef OLMO_H
 }
 
 /* Qwen3.5's text model with Qwen3_5TextConfig's defaults: qwen3_next's layers, the projections apart, no experts

@@ -1009,6 +1009,14 @@ static void test_qwen3_next(void **state) {
     kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
 }
 
+/* OLMo Hybrid as transformers saves it: pre-norm Gated DeltaNet layers 0 and 2 (Qwen3.5's with q, k, v apart, beta x 2,
+ * the gated norm's eps 1e-5; the conv cut in equal thirds across q | k | v, the norms under their checkpoint names)
+ * beside an OLMo 3 post-norm attention layer. Within the default floor. */
+static void test_olmo_hybrid(void **state) {
+    (void)state;
+    run_dir("olmo_hybrid");
+}
+
 /* Qwen3.5's text model: qwen3_next's layers with the Gated DeltaNet's projections apart (in_proj_qkv, _z, _b, _a),
  * three value heads per key head, conv kernel 3, gated attention on layer 1, a dense MLP, tied. As sensitive as
  * qwen3_next's in float32 (transformers' logits up to 4.2e-5 from its float64 ones, its two forms 2.8e-5 apart):
@@ -1201,6 +1209,7 @@ int main(void) {
         cmocka_unit_test(test_lfm3),
         cmocka_unit_test(test_qwen3_next),
         cmocka_unit_test(test_qwen3_5_text),
+        cmocka_unit_test(test_olmo_hybrid),
         cmocka_unit_test(test_qwen3_5_moe),
         cmocka_unit_test(test_lfm2_moe),
         cmocka_unit_test(test_bamba),

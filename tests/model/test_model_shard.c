@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
 #include <cmocka.h>
 
 #include "kvc_test_checkpoint.h"
@@ -230,6 +231,69 @@ static void test_gemma3(void **state) {
     for (int i = 0; i < 3; i++) kvc_model_destroy(m[i]);
 }
 
+/* The olmo_hybrid oracle's checkpoint with its norms under transformers' own module names (input_layernorm,
+ * post_attention_layernorm: a save of the state dict, which transformers loads as well) in a fresh directory dir[cap]:
+ * its header rewritten, the data as it is. */
+static void write_olmo_hybrid_module_names(char *dir, size_t cap) {
+    char src[1024], path[1200];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, cap, "%s/kvc_olmoh_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    kvc_test_oracle_dir("olmo_hybrid", src, sizeof src);
+    snprintf(path, sizeof path, "%s/config.json", src);
+    char *text = kvc_test_read_text(path);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "wb");
+    assert_true(f && fwrite(text, 1, strlen(text), f) == strlen(text) && fclose(f) == 0);
+    free(text);
+    snprintf(path, sizeof path, "%s/model.safetensors", src);
+    f = fopen(path, "rb");
+    assert_true(f && fseek(f, 0, SEEK_END) == 0);
+    const long n = ftell(f);
+    uint8_t *bytes = malloc((size_t)n);
+    assert_true(bytes && fseek(f, 0, SEEK_SET) == 0 && fread(bytes, 1, (size_t)n, f) == (size_t)n && fclose(f) == 0);
+    uint64_t hl = 0;
+    for (int i = 0; i < 8; i++) hl |= (uint64_t)bytes[i] << (8 * i);
+    cJSON *h = cJSON_ParseWithLength((const char *)bytes + 8, (size_t)hl), *out = cJSON_CreateObject();
+    assert_non_null(h);
+    for (const cJSON *e = h->child; e; e = e->next) {
+        char name[256];
+        const char *at = strstr(e->string, "attention_layer_norm"), *ff = strstr(e->string, "feedforward_layer_norm");
+        if (at || ff)
+            snprintf(name, sizeof name, "%.*s%s%s", (int)((at ? at : ff) - e->string), e->string,
+                     at ? "input_layernorm" : "post_attention_layernorm", (at ? at : ff) + (at ? 20 : 22));
+        else
+            snprintf(name, sizeof name, "%s", e->string);
+        cJSON_AddItemToObject(out, name, cJSON_Duplicate(e, true));
+    }
+    char *header = cJSON_PrintUnformatted(out);
+    const uint64_t len = strlen(header);
+    uint8_t le[8];
+    for (int i = 0; i < 8; i++) le[i] = (uint8_t)(len >> (8 * i));
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    f = fopen(path, "wb");
+    assert_true(f && fwrite(le, 1, 8, f) == 8 && fwrite(header, 1, len, f) == len);
+    assert_true(fwrite(bytes + 8 + hl, 1, (size_t)(n - 8 - (long)hl), f) == (size_t)(n - 8 - (long)hl) &&
+                fclose(f) == 0);
+    free(header), free(bytes);
+    cJSON_Delete(h), cJSON_Delete(out);
+}
+
+/* OLMo Hybrid's norms under either name transformers reads (ckpt_names.c's LOAD_RULES): the very weights. */
+static void test_olmo_hybrid_names(void **state) {
+    (void)state;
+    char dir[512], src[1024];
+    write_olmo_hybrid_module_names(dir, sizeof dir);
+    kvc_test_oracle_dir("olmo_hybrid", src, sizeof src);
+    kvc_model *a = NULL, *b = NULL;
+    assert_int_equal(kvc_model_load(src, &a), KVC_OK);
+    assert_int_equal(kvc_model_load(dir, &b), KVC_OK);
+    assert_int_equal(a->arena_bytes, b->arena_bytes);
+    assert_memory_equal(a->arena, b->arena, (size_t)a->arena_bytes);
+    kvc_model_destroy(a), kvc_model_destroy(b);
+    kvc_test_remove_checkpoint(dir);
+}
+
 /* Rows of part, stacked, equal the whole's rows of each run (start[i], len[i]): the fused projections of the state
  * layers, each segment split by heads (written from the configs, apart from the loader's rule). */
 typedef struct runs {
@@ -329,10 +393,11 @@ static void check_state_layer(const kvc_model *s, const kvc_model *m, int64_t l,
     }
 }
 
-/* The state layers of the oracles: every rank of 2 and 4 (those that divide the key heads) holds its runs. */
+/* The state layers of the oracles: every rank of 2 and 4 (those that divide the key heads) holds its runs (OLMo
+ * Hybrid's read across the parts its checkpoint cuts them into). */
 static void test_state_layers(void **state) {
     (void)state;
-    const char *subs[] = {"lfm2", "lfm3", "bamba", "qwen3_next", "qwen3_5_text", "falcon_mamba", "jamba"};
+    const char *subs[] = {"lfm2", "lfm3", "bamba", "qwen3_next", "qwen3_5_text", "falcon_mamba", "jamba", "olmo_hybrid"};
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
         char dir[1024];
         kvc_test_oracle_dir(subs[i], dir, sizeof dir);
@@ -471,6 +536,7 @@ int main(void) {
         cmocka_unit_test(test_mixtral),
         cmocka_unit_test(test_qwen2_moe),
         cmocka_unit_test(test_gemma3),
+        cmocka_unit_test(test_olmo_hybrid_names),
         cmocka_unit_test(test_phi3),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_state_layers),

@@ -8,7 +8,7 @@ ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek
 olmoe, granitemoe, granitemoeshared, glm4_moe, glm4_moe_lite, exaone_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2, bamba, granitemoehybrid,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
-internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text, qwen3_5_moe, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
+internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text, qwen3_5_moe, olmo_hybrid, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
 cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa, lfm3, ergo) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
@@ -110,6 +110,8 @@ from transformers import (
     Qwen3NextConfig,
     Qwen3NextForCausalLM,
     Qwen3_5ForCausalLM,
+    OlmoHybridConfig,
+    OlmoHybridForCausalLM,
     Qwen3_5TextConfig,
     Qwen3_5MoeConfig,
     Qwen3_5MoeForConditionalGeneration,
@@ -1517,6 +1519,19 @@ def qwen3_5_text_config():
                              bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def olmo_hybrid_config():
+    # OLMo Hybrid at toy size: 3 layers, Gated DeltaNet on layers 0 and 2 (pre-norms; q, k, v, the gate, b and a
+    # projected apart; 2 key heads of 8, 4 value heads of 12, conv kernel 4; beta x 2 by default, the gated norm's
+    # eps 1e-5), OLMo 3's attention on layer 1 (post-norms, q/k norms over the whole projection; 4 heads of 16, 2 KV
+    # heads, the default rope), the SwiGLU MLP of 96, rms_norm_eps 1e-6, untied (the defaults).
+    return OlmoHybridConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                            linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                            linear_value_head_dim=12, linear_conv_kernel_dim=4,
+                            layer_types=["linear_attention", "full_attention", "linear_attention"],
+                            bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def qwen3_5_moe_config():
     # Qwen3.5-MoE at toy size, the multimodal class with a one-block vision tower (never run on text): its text model
     # is qwen3_5_text's layers with Qwen3-Next's routed block on every layer: 3 layers, Gated DeltaNet on layers 0 and
@@ -1868,6 +1883,7 @@ FAMILIES = {
     "lfm3": (lfm3_config, Lfm3ForCausalLM),
     "qwen3_next": (qwen3_next_config, Qwen3NextForCausalLM),
     "qwen3_5_text": (qwen3_5_text_config, Qwen3_5ForCausalLM),
+    "olmo_hybrid": (olmo_hybrid_config, OlmoHybridForCausalLM),
     "qwen3_5_moe": (qwen3_5_moe_config, Qwen3_5MoeForConditionalGeneration),
     "lfm2_moe": (lfm2_moe_config, Lfm2MoeForCausalLM),
     "bamba": (bamba_config, BambaForCausalLM),
@@ -2837,7 +2853,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "glm4_moe_lite", "exaone_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "gpt2_layer_scale", "gpt2_unscaled", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
-                               "nemotron", "lfm2", "lfm3", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "bamba", "granitemoehybrid", "nemotron_h", "nemotron_h_moe", "falcon_h1", "falcon_h1_gated", "mamba2", "mamba", "falcon_mamba", "jamba", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
+                               "nemotron", "lfm2", "lfm3", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "olmo_hybrid", "bamba", "granitemoehybrid", "nemotron_h", "nemotron_h_moe", "falcon_h1", "falcon_h1_gated", "mamba2", "mamba", "falcon_mamba", "jamba", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
