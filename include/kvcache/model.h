@@ -358,6 +358,11 @@ typedef struct kvc_model_config {
     int64_t layer_head_dim[KVC_MODEL_MAX_LAYERS];   /* [num_layers] */
     int64_t layer_v_head_dim[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     int64_t layer_rot_dim[KVC_MODEL_MAX_LAYERS];    /* [num_layers] */
+    /* MiMo-V2-Flash (model_type mimo_v2_flash): attn_sinks on the sliding layers only (sinks_sliding_only), and each
+     * value times attn_value_scale right after its projection, before the cache (as an f32; 0: none). Last, as
+     * above. */
+    bool sinks_sliding_only;
+    double attn_value_scale;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

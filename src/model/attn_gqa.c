@@ -168,6 +168,10 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     } else {
         qkv_rows(s, l, fused, q, k, v, true, true, true);
     }
+    if (c->attn_value_scale > 0.0) { /* MiMo-V2-Flash: the values times attention_value_scale, f32 as transformers */
+        const float vs = (float)c->attn_value_scale;
+        for (int64_t i = 0; i < T * nKV * Dv; i++) v[i] *= vs;
+    }
     if (c->mamba_parallel_attn) { /* Falcon-H1: the keys times key_multiplier (rotated: the same to rounding) */
         const float km = (float)c->key_multiplier;
         for (int64_t i = 0; i < T * nKV * D; i++) k[i] *= km;

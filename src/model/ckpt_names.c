@@ -198,6 +198,8 @@ static const rename_rule RULES[] = {
     {"granitemoe_swa", "block_sparse_moe.output_linear.weight", "block_sparse_moe.experts.down_proj"},
     /* Flint (FlintForCausalLM): the sinks are saved as softmax_offset */
     {"flint", "self_attn.sinks", "self_attn.softmax_offset"},
+    /* MiMo-V2-Flash (MiMoV2FlashForCausalLM): its sliding layers' sinks are saved as attention_sink_bias */
+    {"mimo_v2_flash", "self_attn.sinks", "self_attn.attention_sink_bias"},
     /* Hy3 (HYV3ForCausalLM): the router mlp.router.gate, its correction bias mlp.expert_bias, the shared MLP
      * mlp.shared_mlp */
     {"hy_v3", "mlp.gate.weight", "mlp.router.gate.weight"},

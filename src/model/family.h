@@ -232,6 +232,13 @@ kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cf
  */
 bool kvci_family_is_granite_swa(const char *model_type);
 kvc_status kvci_family_parse_granite_swa(const kvc_hparams *hp, kvc_model_config *cfg);
+/* MiMo-V2-Flash (family_mimo.c; run by the dense family): whether model_type is mimo_v2_flash, its keys (the per-layer
+ * attention shapes included), its layer kinds without layer_types, and the planner's per-layer dims. */
+bool kvci_family_is_mimo(const char *model_type);
+kvc_status kvci_family_parse_mimo(const kvc_hparams *hp, kvc_model_config *cfg);
+kvc_status kvci_family_mimo_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+kvc_status kvci_family_mimo_layer_dims(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, int64_t *head_dim,
+                                       int64_t *kv_heads, int64_t *v_head_dim);
 /* Flint (family_flint.c; run by the dense family): its keys, and its layer kinds without layer_types. */
 kvc_status kvci_family_parse_flint(const kvc_hparams *hp, kvc_model_config *cfg);
 kvc_status kvci_family_flint_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);

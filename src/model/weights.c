@@ -207,7 +207,7 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, int64_t 
         TRY(v1(v, "self_attn.q_norm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
         TRY(v1(v, "self_attn.k_norm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
     }
-    if (c->family == KVC_FAMILY_GPT_OSS || c->attn_sinks)
+    if (c->family == KVC_FAMILY_GPT_OSS || (c->attn_sinks && (!c->sinks_sliding_only || c->layer_sliding[l])))
         TRY(v1(v, "self_attn.sinks", nH, &w->sinks, KVC_WINIT_SINK, even(v, 0, nH)));
     return KVC_OK;
 }
@@ -782,7 +782,8 @@ static kvc_status check_extras(const kvc_model_config *c) {
                   {"residual_multiplier", c->residual_multiplier},
                   {"attention_multiplier", c->attention_multiplier},
                   {"logits_scaling", c->logits_scaling},
-                  {"alibi_bias_max", c->alibi_bias_max}};
+                  {"alibi_bias_max", c->alibi_bias_max},
+                  {"attn_value_scale", c->attn_value_scale}};
     for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++)
         if (!(scales[i].value >= 0.0 && scales[i].value <= KVC_HP_MAX_FACTOR))
             return kvci_fail(KVC_EINVAL, "model: %s %g outside [0, %g] (0: none)", scales[i].name, scales[i].value,
@@ -799,6 +800,8 @@ static kvc_status check_extras(const kvc_model_config *c) {
                          (long long)c->conv_kernel, KVC_HP_MAX_DIM, (long long)conv);
     if (c->attn_head_gate && (kvci_family_get(c->family)->mla || c->attn_output_gate))
         return kvci_fail(KVC_EINVAL, "model: attn_head_gate needs GQA attention without attn_output_gate");
+    if (c->sinks_sliding_only && !c->attn_sinks)
+        return kvci_fail(KVC_EINVAL, "model: sinks_sliding_only needs attn_sinks");
     if (c->conv_channels != 0 && c->conv_channels != c->hidden_size) /* a rank's own: set by the shard */
         return kvci_fail(KVC_EINVAL, "model: conv_channels %lld is neither 0 nor hidden_size %lld",
                          (long long)c->conv_channels, (long long)c->hidden_size);

@@ -1933,6 +1933,64 @@ static void test_minimax_m2_fields(void **state) {
                    "rotary_dim 32 above head_dim 16");
 }
 
+/* MiMo-V2-Flash under MiMoV2FlashConfig's defaults (head_dim 192, values of 128, layer 0 and every sixth full, the
+ * others sliding over 129 keys with twice the KV heads and sinks, values times 0.707, each kind its rope over 0.334 of
+ * the head, 256 experts of 2048, top 8, no shared one, the first layer dense, eps 1e-5): the runtime's per-layer
+ * shapes and the plan's caches agree; sliding_window_size, the nulls the class reads as defaults, refusals. */
+static void test_mimo_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"mimo_v2_flash\",\"vocab_size\":8,\"hidden_size\":64,"
+                      "\"num_attention_heads\":8,\"num_hidden_layers\":12,\"max_position_embeddings\":4096}";
+    assert_int_equal(kvc_model_config_parse(def, "mimo", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 192 && c.num_kv_heads == 4 && c.rms_norm_eps == 1e-5);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.qk_norm && !c.tie_word_embeddings && c.intermediate_size == 16384);
+    assert_true(c.attn_value_scale == 0.707 && c.attn_sinks && c.sinks_sliding_only && c.sliding_window == 129);
+    assert_true(c.n_routed_experts == 256 && c.experts_per_tok == 8 && c.moe_intermediate_size == 2048);
+    assert_true(c.shared_expert_intermediate_size == 0 && c.n_group == 1 && c.norm_topk_prob);
+    assert_true(c.routed_scaling_factor == 1.0 && !c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[11]);
+    assert_true(c.rope.theta == 5e6 && c.rope_sliding.theta == 1e4 && c.rope.partial_rotary_factor == 0.334);
+    for (int l = 0; l < 12; l++) {
+        const bool full = l == 0 || l == 5 || l == 11;
+        assert_true(c.layer_sliding[l] == !full && c.layer_kv_heads[l] == (full ? 0 : 8));
+        assert_true(c.layer_v_head_dim[l] == 128 && c.layer_heads[l] == 0 && c.layer_head_dim[l] == 0);
+    }
+    kvc_model_plan *plan = plan_of(def, "mimo_v2_flash");
+    assert_true(plan->n_layers == 12 && plan->head_dim == 192 && plan->sinks);
+    for (int l = 0; l < 12; l++) {
+        const bool full = l == 0 || l == 5 || l == 11;
+        assert_true(plan->layers[l].sliding_window == (full ? 0 : 129));
+        assert_true(plan->layers[l].caches[0].num_head == (full ? 4 : 8) && plan->layers[l].caches[0].dim == 192);
+        assert_true(plan->layers[l].caches[1].num_head == (full ? 4 : 8) && plan->layers[l].caches[1].dim == 128);
+    }
+    assert_int_equal(plan->blocks.per_token_bytes, 3 * 4 * (192 + 128) * 2); /* bf16 by default */
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"mimo_v2_flash\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"head_dim\":8,\"v_head_dim\":4,"
+                                            "\"sliding_window\":50,\"sliding_window_size\":6,"
+                                            "\"attention_value_scale\":null,\"routed_scaling_factor\":null,"
+                                            "\"attention_bias\":true,\"mlp_layer_types\":[\"sparse\",\"dense\"],"
+                                            "\"n_routed_experts\":4,\"num_experts_per_tok\":2}",
+                                            "mimo-set", &c),
+                     KVC_OK);
+    assert_true(c.sliding_window == 7 && c.layer_sliding[1] && c.layer_kv_heads[1] == 4 && c.layer_v_head_dim[0] == 4);
+    assert_true(c.attn_value_scale == 1.0 && c.routed_scaling_factor == 1.0 && c.qkv_bias && !c.o_bias);
+    assert_true(c.layer_moe[0] && !c.layer_moe[1] && c.n_routed_experts == 4);
+    expect_refusal("{\"model_type\":\"mimo_v2_flash\"," MOE_BASE "\"num_hidden_layers\":2,\"v_head_dim\":0}",
+                   "v_head_dim");
+    expect_refusal("{\"model_type\":\"mimo_v2_flash\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":8,"
+                   "\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\",\"rope_theta\":1e4,"
+                   "\"partial_rotary_factor\":0.5},\"sliding_attention\":{\"rope_type\":\"default\","
+                   "\"rope_theta\":1e4}}}",
+                   "partial_rotary_factor 0.334 of the sliding layers differs from the full layers' 0.5");
+    kvc_model_config hand = c;
+    hand.attn_sinks = false;
+    expect_create_refusal(&hand, "sinks_sliding_only needs attn_sinks");
+    hand = c;
+    hand.attn_value_scale = -1.0;
+    expect_create_refusal(&hand, "attn_value_scale -1 outside");
+}
+
 /* AFMoE (Trinity) under AfmoeConfig's defaults (head_dim 128, intermediate 6144, 64 experts of 1408, top 6, 2 shared,
  * the first layer dense, window 1024 over three sliding layers then one full, RoPE on the sliding ones only, eps
  * 1e-5, untied), the plan's layers and cache bytes, its keys set (layer_types, mup_enabled, attention_bias, a null
@@ -3747,6 +3805,7 @@ int main(void) {
         cmocka_unit_test(test_youtu_fields),
         cmocka_unit_test(test_minicpm3_fields),
         cmocka_unit_test(test_afmoe_fields),
+        cmocka_unit_test(test_mimo_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -610,6 +610,15 @@ static void test_afmoe(void **state) {
     run_dir("afmoe");
 }
 
+/* MiMo-V2-Flash-like: per-layer attention shapes (1 KV head on the full layers 0 and 3, 2 with sinks on the sliding
+ * layers 1-2 over 8 keys), q/k head dim 24 and values of 16 times attention_value_scale 0.707, each kind its own
+ * rope over 8 channels, q/k/v biases, a dense first layer, then DeepSeek-V3's grouped sigmoid router over 8 experts
+ * (2 groups, top-2, times 2.5) without shared experts, untied */
+static void test_mimo_v2_flash(void **state) {
+    (void)state;
+    run_dir("mimo_v2_flash");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -1221,6 +1230,7 @@ int main(void) {
         cmocka_unit_test(test_minicpm3),
         cmocka_unit_test(test_afmoe),
         cmocka_unit_test(test_ergo),
+        cmocka_unit_test(test_mimo_v2_flash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
