@@ -363,6 +363,9 @@ typedef struct kvc_model_config {
      * above. */
     bool sinks_sliding_only;
     double attn_value_scale;
+    /* Laguna (model_type laguna): the attention output gates (attn_head_gate per head, attn_gate_proj per channel)
+     * by softplus instead of the sigmoid (attn_gate_softplus: f32, torch's threshold 20). Last, as above. */
+    bool attn_gate_softplus;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -41,6 +41,12 @@ static void take_q(const float *src, int64_t n, int64_t D, bool gated, float *q,
     }
 }
 
+/* An output gate's factor: sigmoid(g), or with attn_gate_softplus (Laguna) softplus(g) as torch's (g above 20: g). */
+static float gate_of(const kvc_model_config *c, float g) {
+    if (c->attn_gate_softplus) return g > 20.0f ? g : log1pf(expf(g));
+    return 1.0f / (1.0f + expf(-g));
+}
+
 /* Elements from which qkv_rows shares the tokens among the OpenMP threads (a prefill's 512 tokens x
  * 4,096 floats); a decode step's rows stay on the calling thread. */
 #define QKV_PARALLEL_ELEMS (1 << 16)
@@ -201,9 +207,9 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     t0 = kvci_sp_begin();
     if (st != KVC_OK) return st;
     if (c->attn_output_gate || c->attn_gate_proj) /* the output times sigmoid(gate), f32 as transformers */
-        for (int64_t i = 0; i < T * nH * Dv; i++) ws->att[i] *= 1.0f / (1.0f + expf(-ws->gate[i]));
+        for (int64_t i = 0; i < T * nH * Dv; i++) ws->att[i] *= gate_of(c, ws->gate[i]);
     if (c->attn_head_gate) /* LFM3: each head's output times sigmoid of its gate, f32 as transformers */
-        for (int64_t i = 0; i < T * nH * Dv; i++) ws->att[i] *= 1.0f / (1.0f + expf(-ws->gate[i / Dv]));
+        for (int64_t i = 0; i < T * nH * Dv; i++) ws->att[i] *= gate_of(c, ws->gate[i / Dv]);
     st = kvci_linear(ws->att, T, &w->wo, w->bo, ws->proj);
     kvci_sp_end(KVC_SP_O, t0);
     return st;

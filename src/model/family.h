@@ -232,6 +232,10 @@ kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cf
  */
 bool kvci_family_is_granite_swa(const char *model_type);
 kvc_status kvci_family_parse_granite_swa(const kvc_hparams *hp, kvc_model_config *cfg);
+/* Laguna (family_laguna.c; run by the dense family): whether model_type is laguna, and its keys (per-layer query
+ * heads and rotary widths included). */
+bool kvci_family_is_laguna(const char *model_type);
+kvc_status kvci_family_parse_laguna(const kvc_hparams *hp, kvc_model_config *cfg);
 /* MiMo-V2-Flash (family_mimo.c; run by the dense family): whether model_type is mimo_v2_flash, its keys (the per-layer
  * attention shapes included), its layer kinds without layer_types, and the planner's per-layer dims. */
 bool kvci_family_is_mimo(const char *model_type);

@@ -121,6 +121,7 @@ static const type_defaults DEFAULTS[] = {
     {"ergo", 0, 1000000.0, 512, false, 8, true, false},             /* ErgoConfig's */
     {"lfm3", 128, 1000000.0, 256, false, 4, false, false},          /* Lfm3Config's (its ropes: lfm3_ropes) */
     {"mimo_v2_flash", 192, 5000000.0, 129, false, 4, false, false}, /* MiMoV2FlashConfig's (ropes: mimo_ropes) */
+    {"laguna", 128, 500000.0, 512, false, 8, false, false},         /* LagunaConfig's (ropes: laguna_ropes) */
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
@@ -562,9 +563,9 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
  * whatever the config says. Types planned only, and unknown ones, keep the factor. */
 static bool rotates_part(const kvc_hparams *hp) {
     static const char *const PARTIAL_TYPES[] = {
-        "glm",         "glm4",       "glm4_moe",  "phi",          "phi3",         "stablelm", "gpt_neox",
-        "nemotron",    "minimax_m2", "persimmon", "qwen3_next",   "qwen3_5_text", "qwen3_5",  "qwen3_5_moe_text",
-        "qwen3_5_moe", "sarvam_moe", "param2moe", "mimo_v2_flash"};
+        "glm",         "glm4",       "glm4_moe",  "phi",           "phi3",         "stablelm", "gpt_neox",
+        "nemotron",    "minimax_m2", "persimmon", "qwen3_next",    "qwen3_5_text", "qwen3_5",  "qwen3_5_moe_text",
+        "qwen3_5_moe", "sarvam_moe", "param2moe", "mimo_v2_flash", "laguna"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, PARTIAL_TYPES, sizeof PARTIAL_TYPES / sizeof PARTIAL_TYPES[0]);
 }
@@ -734,6 +735,17 @@ static void mimo_ropes(kvc_hparams *hp) {
     hp->rope_entry = "full_attention";
 }
 
+/* LagunaConfig's ropes when config.json has none: theta 5e5 over half of each full layer's head, 1e4 over all of
+ * each sliding one's. */
+static void laguna_ropes(kvc_hparams *hp) {
+    const kvc_rope_config base = {
+        .factor = 1.0, .beta_fast = 32.0, .beta_slow = 1.0, .truncate = true, .partial_rotary_factor = 1.0};
+    hp->rope = base, hp->rope_sliding = base;
+    hp->rope.theta = 500000.0, hp->rope.partial_rotary_factor = 0.5, hp->rope_sliding.theta = 10000.0;
+    hp->rope_per_layer_type = hp->rope_sliding_given = true;
+    hp->rope_entry = "full_attention";
+}
+
 kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
     kvc_json_obj dict = {0}, sliding = {0};
     char dict_path[64], sliding_path[64];
@@ -742,6 +754,10 @@ kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
     if (gemma4_default_rope(hp)) return KVC_OK;
     if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "lfm3") == 0) {
         lfm3_ropes(hp);
+        return KVC_OK;
+    }
+    if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "laguna") == 0) {
+        laguna_ropes(hp);
         return KVC_OK;
     }
     if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "mimo_v2_flash") == 0) {

@@ -280,6 +280,8 @@ void kvci_model_fuse(kvc_model *m);
 int64_t kvci_model_rot_dim(const kvc_model_config *c);
 /* The same for a layer of its own head dim (kvci_layer_shape). */
 int64_t kvci_model_rot_dim_of(const kvc_model_config *c, int64_t head_dim);
+/* head_dim times r's partial_rotary_factor (truncated; proportional, 0 or 1: the whole head). */
+int64_t kvci_rope_share_width(const kvc_rope_config *r, int64_t head_dim);
 
 /* One layer's attention shape (layer_shape.c; kvc_model_config.layer_heads ...): query heads, KV heads, q/k and v
  * head dims, rotary width, and the widths of its q [nH D], k [nKV D], v [nKV Dv] and attention output [nH Dv]. */

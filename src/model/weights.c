@@ -800,6 +800,8 @@ static kvc_status check_extras(const kvc_model_config *c) {
                          (long long)c->conv_kernel, KVC_HP_MAX_DIM, (long long)conv);
     if (c->attn_head_gate && (kvci_family_get(c->family)->mla || c->attn_output_gate))
         return kvci_fail(KVC_EINVAL, "model: attn_head_gate needs GQA attention without attn_output_gate");
+    if (c->attn_gate_softplus && !c->attn_head_gate && !c->attn_gate_proj)
+        return kvci_fail(KVC_EINVAL, "model: attn_gate_softplus needs attn_head_gate or attn_gate_proj");
     if (c->sinks_sliding_only && !c->attn_sinks)
         return kvci_fail(KVC_EINVAL, "model: sinks_sliding_only needs attn_sinks");
     if (c->conv_channels != 0 && c->conv_channels != c->hidden_size) /* a rank's own: set by the shard */

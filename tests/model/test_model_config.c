@@ -1933,6 +1933,56 @@ static void test_minimax_m2_fields(void **state) {
                    "rotary_dim 32 above head_dim 16");
 }
 
+/* Laguna under LagunaConfig's defaults (head_dim 128, 8 KV heads, every layer full, window 512 for sliding ones,
+ * ropes theta 5e5 over half the head on full layers and 1e4 over all of it on sliding ones, softplus gates per head,
+ * q/k norms, 256 experts of 512, top 8, a shared expert of 512, the first layer dense, eps 1e-6): per-layer query
+ * heads and rotary widths, the plan's caches, gating per element, refusals by name. */
+static void test_laguna_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"laguna\",\"vocab_size\":8,\"hidden_size\":64,\"num_attention_heads\":16,"
+                      "\"num_hidden_layers\":3,\"max_position_embeddings\":4096,\"layer_types\":[\"full_attention\","
+                      "\"sliding_attention\",\"full_attention\"],\"num_attention_heads_per_layer\":[16,8,24]}";
+    assert_int_equal(kvc_model_config_parse(def, "laguna", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 && c.rms_norm_eps == 1e-6);
+    assert_true(c.qk_norm && c.attn_head_gate && !c.attn_gate_proj && c.attn_gate_softplus && !c.qkv_bias);
+    assert_true(c.intermediate_size == 8192 && c.n_routed_experts == 256 && c.experts_per_tok == 8);
+    assert_true(c.moe_intermediate_size == 512 && c.shared_expert_intermediate_size == 512 && c.n_group == 1);
+    assert_true(c.norm_topk_prob && c.routed_scaling_factor == 1.0 && !c.layer_moe[0] && c.layer_moe[1]);
+    assert_true(c.rope.theta == 5e5 && c.rope.partial_rotary_factor == 0.5 && c.rope_sliding.theta == 1e4);
+    assert_true(c.layer_heads[0] == 0 && c.layer_heads[1] == 8 && c.layer_heads[2] == 24 && c.sliding_window == 512);
+    assert_true(c.layer_rot_dim[0] == 0 && c.layer_rot_dim[1] == 128 && c.layer_rot_dim[2] == 0);
+    kvc_model_plan *plan = plan_of(def, "laguna");
+    assert_true(plan->layers[1].sliding_window == 512 && plan->layers[0].sliding_window == 0);
+    for (int l = 0; l < 3; l++)
+        assert_true(plan->layers[l].caches[0].num_head == 8 && plan->layers[l].caches[1].dim == 128);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"laguna\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"head_dim\":8,\"gating\":\"per-element\","
+                                            "\"attention_bias\":true,\"moe_routed_scaling_factor\":2}",
+                                            "laguna-set", &c),
+                     KVC_OK);
+    assert_true(!c.attn_head_gate && c.attn_gate_proj && c.qkv_bias && c.o_bias && c.routed_scaling_factor == 2.0);
+    assert_true(!c.layer_sliding[0] && !c.layer_sliding[1] && c.layer_heads[1] == 0);
+    expect_refusal("{\"model_type\":\"laguna\"," MOE_BASE "\"num_hidden_layers\":2,\"gating\":\"per-token\"}",
+                   "gating must be true, false");
+    expect_refusal("{\"model_type\":\"laguna\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"num_attention_heads_per_layer\":[2]}",
+                   "num_attention_heads_per_layer has 1 entries for 2 layers");
+    expect_refusal("{\"model_type\":\"laguna\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"moe_router_logit_softcapping\":30}",
+                   "moe_router_logit_softcapping 30 is not supported");
+    expect_refusal("{\"model_type\":\"laguna\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"moe_apply_router_weight_on_input\":true}",
+                   "moe_apply_router_weight_on_input true is not supported");
+    kvc_model_config hand = c;
+    hand.attn_gate_proj = false;
+    expect_create_refusal(&hand, "attn_gate_softplus needs attn_head_gate or attn_gate_proj");
+    hand = c;
+    hand.layer_heads[1] = 3;
+    expect_create_refusal(&hand, "layer 1: its 3 query heads (layer_heads) must be a multiple of its 2 KV heads");
+}
+
 /* MiMo-V2-Flash under MiMoV2FlashConfig's defaults (head_dim 192, values of 128, layer 0 and every sixth full, the
  * others sliding over 129 keys with twice the KV heads and sinks, values times 0.707, each kind its rope over 0.334 of
  * the head, 256 experts of 2048, top 8, no shared one, the first layer dense, eps 1e-5): the runtime's per-layer
@@ -3806,6 +3856,7 @@ int main(void) {
         cmocka_unit_test(test_minicpm3_fields),
         cmocka_unit_test(test_afmoe_fields),
         cmocka_unit_test(test_mimo_fields),
+        cmocka_unit_test(test_laguna_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -619,6 +619,15 @@ static void test_mimo_v2_flash(void **state) {
     run_dir("mimo_v2_flash");
 }
 
+/* Laguna-like: per-layer query heads [4, 2, 6] over 2 KV heads of 16, per-head q/k norms, the output times
+ * softplus(g_proj x) per head, layers [full, sliding, full] over 8 keys, RoPE over half of the full layers' heads and
+ * all of the sliding one's, a dense first layer, then 8 experts by sigmoid scores plus a correction bias, top-2
+ * renormalised, times 2.5, plus a shared expert, untied */
+static void test_laguna(void **state) {
+    (void)state;
+    run_dir("laguna");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -1231,6 +1240,7 @@ int main(void) {
         cmocka_unit_test(test_afmoe),
         cmocka_unit_test(test_ergo),
         cmocka_unit_test(test_mimo_v2_flash),
+        cmocka_unit_test(test_laguna),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

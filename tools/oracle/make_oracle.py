@@ -71,6 +71,8 @@ from transformers import (
     AfmoeForCausalLM,
     MiMoV2FlashConfig,
     MiMoV2FlashForCausalLM,
+    LagunaConfig,
+    LagunaForCausalLM,
     ArceeConfig,
     ArceeForCausalLM,
     PersimmonConfig,
@@ -817,6 +819,19 @@ def mimo_v2_flash_config():
                              layer_types=["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
                              moe_intermediate_size=16, n_routed_experts=8, num_experts_per_tok=2, n_group=2,
                              topk_group=1, routed_scaling_factor=2.5, attention_bias=True, tie_word_embeddings=False)
+
+
+def laguna_config():
+    # Laguna at toy size: per-layer query heads (num_attention_heads_per_layer [4, 2, 6] over 2 KV heads of 16),
+    # per-head q/k norms, the output times softplus(g_proj x) per head (gating true, the default), 3 layers [full,
+    # sliding, full] over sliding_window 8, the class's ropes per kind (theta 5e5 over half of each full layer's head,
+    # 1e4 over all of each sliding one's); layer 0 a dense MLP of 96, layers 1-2 8 experts of 16 chosen by sigmoid
+    # scores plus a random correction bias, top-2 renormalised, times moe_routed_scaling_factor 2.5, plus a shared
+    # expert of 24; untied.
+    return LagunaConfig(**DENSE_TOY_SHAPE, head_dim=16, num_hidden_layers=3, num_attention_heads_per_layer=[4, 2, 6],
+                        layer_types=["full_attention", "sliding_attention", "full_attention"], sliding_window=8,
+                        num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16,
+                        shared_expert_intermediate_size=24, moe_routed_scaling_factor=2.5)
 
 
 def iquestcoder_config():
@@ -1848,6 +1863,7 @@ FAMILIES = {
     "arcee": (arcee_config, ArceeForCausalLM),
     "afmoe": (afmoe_config, AfmoeForCausalLM),
     "mimo_v2_flash": (mimo_v2_flash_config, MiMoV2FlashForCausalLM),
+    "laguna": (laguna_config, LagunaForCausalLM),
     "ergo": (ergo_config, ErgoForCausalLM),
     "apertus": (apertus_config, ApertusForCausalLM),
     "jais2": (jais2_config, Jais2ForCausalLM),
@@ -2021,6 +2037,8 @@ def param_std(name, shape, config):
         return 0.3
     if name.endswith("moe_statics.e_score_correction_bias"):  # ERNIE 4.5 MoE: added to probabilities ~1/E
         return 0.2
+    if name.endswith("gate.e_score_correction_bias") and config.model_type == "laguna":  # a parameter there, added
+        return 0.3  # to sigmoid scores: moves choices
     if name.endswith(".bias") or name.endswith("_bias"):
         return 0.05
     if name in ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight", "model.embeddings.weight",
@@ -2403,6 +2421,12 @@ def make_family(family, out_root, seed):
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_window_64"] = sensitivity(model, ps[-1], sliding_window=64)
+    if family == "laguna":
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        rp = model.config.rope_parameters
+        summary["sensitivity_sliding_half_rotary"] = sensitivity(
+            model, ps[-1], rope_parameters={**rp, "sliding_attention": {**rp["sliding_attention"],
+                                                                         "partial_rotary_factor": 0.5}})
     if family == "mimo_v2_flash":
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
@@ -2814,7 +2838,7 @@ RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deep
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "sarvam_moe": 1e-5, "param2moe": 1e-5, "minicpm5_moe": 1e-5, "kolibri1": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5,
-                    "afmoe": 1e-5, "ergo": 1e-5, "mimo_v2_flash": 1e-5}
+                    "afmoe": 1e-5, "ergo": 1e-5, "mimo_v2_flash": 1e-5, "laguna": 1e-5}
 
 
 def verify(family, out):
@@ -2865,7 +2889,7 @@ def main():
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "sarvam_moe", "param2moe",
-                               "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash"]:
+                               "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
