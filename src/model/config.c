@@ -211,6 +211,8 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
         cfg->intermediate_size = 1;
     } else if (strcmp(cfg->model_type, "afmoe") == 0) { /* AfmoeConfig's 6144 when absent */
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 6144, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (strcmp(cfg->model_type, "mellum") == 0) { /* MellumConfig's 7168 when absent */
+        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 7168, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "laguna") == 0) { /* LagunaConfig's 8192 when absent */
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 8192, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "mimo_v2_flash") == 0) { /* MiMoV2FlashConfig's 16384 when absent */

@@ -232,6 +232,9 @@ kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cf
  */
 bool kvci_family_is_granite_swa(const char *model_type);
 kvc_status kvci_family_parse_granite_swa(const kvc_hparams *hp, kvc_model_config *cfg);
+/* Mellum (family_mellum.c; run by the dense family): whether model_type is mellum, and its keys. */
+bool kvci_family_is_mellum(const char *model_type);
+kvc_status kvci_family_parse_mellum(const kvc_hparams *hp, kvc_model_config *cfg);
 /* Laguna (family_laguna.c; run by the dense family): whether model_type is laguna, and its keys (per-layer query
  * heads and rotary widths included). */
 bool kvci_family_is_laguna(const char *model_type);

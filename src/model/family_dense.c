@@ -1022,6 +1022,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "afmoe") == 0) return kvci_family_parse_afmoe(hp, cfg);
     if (kvci_family_is_mimo(mt)) return kvci_family_parse_mimo(hp, cfg);
     if (kvci_family_is_laguna(mt)) return kvci_family_parse_laguna(hp, cfg);
+    if (kvci_family_is_mellum(mt)) return kvci_family_parse_mellum(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (strcmp(mt, "nanochat") == 0) return kvci_family_parse_nanochat(hp, cfg);
     if (strcmp(mt, "jetmoe") == 0) return kvci_family_parse_jetmoe(hp, cfg);
@@ -1117,7 +1118,8 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
         return kvci_family_every_nth_full(ctx, 4, kinds);
     if (mt && strcmp(mt, "afmoe") == 0) return kvci_afmoe_kinds(ctx, kinds); /* by global_attn_every_n_layers */
     if (kvci_family_is_mimo(mt)) return kvci_family_mimo_kinds(ctx, kinds);
-    if (kvci_family_is_laguna(mt)) return kvci_family_full_kinds(ctx, kinds); /* LagunaConfig's: every layer full */
+    if (kvci_family_is_laguna(mt) || kvci_family_is_mellum(mt)) /* their config classes': every layer full */
+        return kvci_family_full_kinds(ctx, kinds);
     if (mt && strcmp(mt, "dots1") == 0) { /* Dots1Config's: the layers from max_window_layers (62) on slide */
         bool have = false;
         from = 62;
@@ -1165,7 +1167,7 @@ static bool dense_reads_window(const kvc_hparams *hp) {
         "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
         "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",  "gpt_neo",
         "dots1",      "cwm",       "exaone_moe", "granite_swa",   "granitemoe_swa",  "flint",   "cohere2_moe",
-        "afmoe",      "kolibri1",  "ergo",       "mimo_v2_flash", "laguna"};
+        "afmoe",      "kolibri1",  "ergo",       "mimo_v2_flash", "laguna",          "mellum"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -1257,6 +1259,7 @@ static const kvc_family_alias ALIASES[] = {
     {"jetmoe", "JetMoeForCausalLM", "jetmoe", true},
     {"mimo_v2_flash", "MiMoV2FlashForCausalLM", "mimo_v2_flash", true},
     {"laguna", "LagunaForCausalLM", "laguna", true},
+    {"mellum", "MellumForCausalLM", "mellum", true},
 };
 
 bool kvci_family_attn_sinks(const char *mt) {

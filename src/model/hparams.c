@@ -122,6 +122,7 @@ static const type_defaults DEFAULTS[] = {
     {"lfm3", 128, 1000000.0, 256, false, 4, false, false},          /* Lfm3Config's (its ropes: lfm3_ropes) */
     {"mimo_v2_flash", 192, 5000000.0, 129, false, 4, false, false}, /* MiMoV2FlashConfig's (ropes: mimo_ropes) */
     {"laguna", 128, 500000.0, 512, false, 8, false, false},         /* LagunaConfig's (ropes: laguna_ropes) */
+    {"mellum", 128, 500000.0, 1024, false, 4, false, false},        /* MellumConfig's (ropes: laguna_ropes, whole) */
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
@@ -582,6 +583,11 @@ static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
             "%s: partial_rotary_factor %g: glm4_moe_lite rotates all of qk_rope_head_dim, and transformers "
             "would size its frequencies for part of it (its forward fails)",
             hp->cfg.doc, r->partial_rotary_factor);
+    if (hp->model_type != NULL && strcmp(hp->model_type, "mellum") == 0) /* so does Mellum's */
+        return kvci_fail(KVC_EINVAL,
+                         "%s: partial_rotary_factor %g: mellum rotates whole heads, and transformers would size its "
+                         "frequencies for part of each (its forward fails)",
+                         hp->cfg.doc, r->partial_rotary_factor);
     const bool no_rope =
         kvci_name_listed(hp->model_type, NO_ROPE_TYPES, sizeof NO_ROPE_TYPES / sizeof NO_ROPE_TYPES[0]);
     if (r->type != KVC_ROPE_DEFAULT && !no_rope)
@@ -758,6 +764,11 @@ kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
     }
     if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "laguna") == 0) {
         laguna_ropes(hp);
+        return KVC_OK;
+    }
+    if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "mellum") == 0) {
+        laguna_ropes(hp); /* MellumConfig's: Laguna's thetas, whole heads */
+        hp->rope.partial_rotary_factor = 1.0;
         return KVC_OK;
     }
     if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "mimo_v2_flash") == 0) {

@@ -1933,6 +1933,44 @@ static void test_minimax_m2_fields(void **state) {
                    "rotary_dim 32 above head_dim 16");
 }
 
+/* Mellum under MellumConfig's defaults (head_dim 128, 4 KV heads, every layer full, window 1024 for sliding ones,
+ * ropes theta 5e5 full and 1e4 sliding over whole heads, q/k norms, every layer sparse: 64 experts of 896, top 8,
+ * renormalised, intermediate 7168, eps 1e-6): the plan's caches, mlp_layer_types, refusals by name. */
+static void test_mellum_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"mellum\",\"vocab_size\":8,\"hidden_size\":64,\"num_attention_heads\":8,"
+                      "\"num_hidden_layers\":3,\"max_position_embeddings\":4096,\"layer_types\":[\"sliding_attention\","
+                      "\"full_attention\",\"sliding_attention\"]}";
+    assert_int_equal(kvc_model_config_parse(def, "mellum", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 4 && c.rms_norm_eps == 1e-6);
+    assert_true(c.qk_norm && !c.qkv_bias && !c.o_bias && c.intermediate_size == 7168 && c.n_routed_experts == 64);
+    assert_true(c.experts_per_tok == 8 && c.moe_intermediate_size == 896 && c.norm_topk_prob && c.n_group == 0);
+    assert_true(c.shared_expert_intermediate_size == 0 && c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[2]);
+    assert_true(c.rope.theta == 5e5 && c.rope_sliding.theta == 1e4 && c.rope.partial_rotary_factor == 1.0);
+    assert_true(c.layer_sliding[0] && !c.layer_sliding[1] && c.sliding_window == 1024 && c.layer_kv_heads[0] == 0);
+    kvc_model_plan *plan = plan_of(def, "mellum");
+    assert_true(plan->layers[0].sliding_window == 1024 && plan->layers[1].sliding_window == 0);
+    assert_true(plan->layers[1].caches[0].num_head == 4 && plan->layers[1].caches[1].dim == 128);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"mellum\"," MOE_BASE
+                               "\"num_hidden_layers\":2,\"head_dim\":8,\"attention_bias\":true,"
+                               "\"num_local_experts\":4,\"num_experts_per_tok\":2,\"norm_topk_prob\":false,"
+                               "\"mlp_layer_types\":[\"dense\",\"sparse\"]}",
+                               "mellum-set", &c),
+        KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && c.n_routed_experts == 4 && !c.norm_topk_prob && !c.layer_moe[0]);
+    assert_true(c.layer_moe[1] && !c.layer_sliding[0] && !c.layer_sliding[1]);
+    expect_refusal("{\"model_type\":\"mellum\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":8,"
+                   "\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\",\"rope_theta\":1e4,"
+                   "\"partial_rotary_factor\":0.5}}}",
+                   "partial_rotary_factor 0.5: mellum rotates whole heads");
+    expect_refusal("{\"model_type\":\"mellum\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"mlp_layer_types\":[\"sparse\",\"moe\"]}",
+                   "mlp_layer_types[1] must be \"dense\" or \"sparse\"");
+}
+
 /* Laguna under LagunaConfig's defaults (head_dim 128, 8 KV heads, every layer full, window 512 for sliding ones,
  * ropes theta 5e5 over half the head on full layers and 1e4 over all of it on sliding ones, softplus gates per head,
  * q/k norms, 256 experts of 512, top 8, a shared expert of 512, the first layer dense, eps 1e-6): per-layer query
@@ -3857,6 +3895,7 @@ int main(void) {
         cmocka_unit_test(test_afmoe_fields),
         cmocka_unit_test(test_mimo_fields),
         cmocka_unit_test(test_laguna_fields),
+        cmocka_unit_test(test_mellum_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

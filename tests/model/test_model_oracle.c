@@ -628,6 +628,14 @@ static void test_laguna(void **state) {
     run_dir("laguna");
 }
 
+/* Mellum-like: Qwen3-MoE's attention (per-head q/k norms, GQA 4/2 of 16), layers [sliding, full, sliding] over 8 keys,
+ * each kind its own rope (theta 5e5 / 1e4), the softmax router over 8 experts (top-2 renormalised) on layers 0 and
+ * 2, a dense MLP on layer 1, untied */
+static void test_mellum(void **state) {
+    (void)state;
+    run_dir("mellum");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -1241,6 +1249,7 @@ int main(void) {
         cmocka_unit_test(test_ergo),
         cmocka_unit_test(test_mimo_v2_flash),
         cmocka_unit_test(test_laguna),
+        cmocka_unit_test(test_mellum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -73,6 +73,8 @@ from transformers import (
     MiMoV2FlashForCausalLM,
     LagunaConfig,
     LagunaForCausalLM,
+    MellumConfig,
+    MellumForCausalLM,
     ArceeConfig,
     ArceeForCausalLM,
     PersimmonConfig,
@@ -832,6 +834,17 @@ def laguna_config():
                         layer_types=["full_attention", "sliding_attention", "full_attention"], sliding_window=8,
                         num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16,
                         shared_expert_intermediate_size=24, moe_routed_scaling_factor=2.5)
+
+
+def mellum_config():
+    # Mellum at toy size: Qwen3-MoE's attention (per-head q/k norms, GQA 4/2 of 16), 3 layers [sliding, full, sliding]
+    # over sliding_window 8, the class's ropes per kind (theta 5e5 full, 1e4 sliding, whole heads); layers 0 and 2 the
+    # softmax router over 8 experts of 16, top-2 renormalised (norm_topk_prob, the class's), layer 1 a dense MLP of
+    # 96 (mlp_layer_types); untied.
+    return MellumConfig(**DENSE_TOY_SHAPE, head_dim=16, num_hidden_layers=3, sliding_window=8,
+                        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                        mlp_layer_types=["sparse", "dense", "sparse"], num_experts=8, num_experts_per_tok=2,
+                        moe_intermediate_size=16)
 
 
 def iquestcoder_config():
@@ -1864,6 +1877,7 @@ FAMILIES = {
     "afmoe": (afmoe_config, AfmoeForCausalLM),
     "mimo_v2_flash": (mimo_v2_flash_config, MiMoV2FlashForCausalLM),
     "laguna": (laguna_config, LagunaForCausalLM),
+    "mellum": (mellum_config, MellumForCausalLM),
     "ergo": (ergo_config, ErgoForCausalLM),
     "apertus": (apertus_config, ApertusForCausalLM),
     "jais2": (jais2_config, Jais2ForCausalLM),
@@ -2421,6 +2435,13 @@ def make_family(family, out_root, seed):
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_window_64"] = sensitivity(model, ps[-1], sliding_window=64)
+    if family == "mellum":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_all_full_attention"] = sensitivity(
+            model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
+        rp = model.config.rope_parameters
+        summary["sensitivity_one_rope"] = sensitivity(
+            model, ps[-1], rope_parameters={**rp, "sliding_attention": dict(rp["full_attention"])})
     if family == "laguna":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         rp = model.config.rope_parameters
@@ -2838,7 +2859,7 @@ RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deep
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "sarvam_moe": 1e-5, "param2moe": 1e-5, "minicpm5_moe": 1e-5, "kolibri1": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5,
-                    "afmoe": 1e-5, "ergo": 1e-5, "mimo_v2_flash": 1e-5, "laguna": 1e-5}
+                    "afmoe": 1e-5, "ergo": 1e-5, "mimo_v2_flash": 1e-5, "laguna": 1e-5, "mellum": 1e-5}
 
 
 def verify(family, out):
@@ -2889,7 +2910,7 @@ def main():
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "sarvam_moe", "param2moe",
-                               "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna"]:
+                               "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
