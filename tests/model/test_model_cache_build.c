@@ -248,6 +248,37 @@ static void test_layer_shapes_mixed(void **state) {
     free(c);
 }
 
+/* MiMo-V2-Flash's oracle model: each layer's cache entries (heads, dims, attention type, window) are the ones
+ * `kvcache plan` gives its config.json. */
+static void test_layer_shapes_as_planned(void **state) {
+    (void)state;
+    kvc_model *m = load("mimo_v2_flash");
+    char dir[1024], path[1100];
+    kvc_test_oracle_dir("mimo_v2_flash", dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *json = kvc_test_read_text(path);
+    const kvc_plan_options o = kvc_plan_default_options();
+    kvc_model_plan *plan = NULL;
+    check(kvc_model_plan_create(json, strlen(json), &o, &plan), "plan");
+    kvc_model_cache_info *ci = NULL;
+    check(kvc_model_cache_info_build(m, false, KVC_DTYPE_F32, 16, &ci), "cache info");
+    assert_int_equal(ci->n_layer_infos, plan->n_layers);
+    for (int32_t l = 0; l < plan->n_layers; l++) {
+        const kvc_plan_layer *p = &plan->layers[l];
+        const kvc_cache_entry *e = ci->layer_infos[l].caches;
+        assert_int_equal(e[0].attn_type, p->attn_type);
+        assert_int_equal(e[0].sliding_window, p->sliding_window);
+        for (int i = 0; i < 2; i++) {
+            assert_int_equal(e[i].num_head, p->caches[i].num_head);
+            assert_int_equal(e[i].dim[0], p->caches[i].dim);
+        }
+    }
+    kvc_model_cache_info_destroy(ci);
+    kvc_model_plan_destroy(plan);
+    free(json);
+    kvc_model_destroy(m);
+}
+
 static void expect_shapes_refused(kvc_model_config *c, const char *text) {
     kvc_model *m = NULL;
     assert_int_equal(kvc_model_create_random(c, 1, &m), KVC_EINVAL);
@@ -284,6 +315,7 @@ int main(void) {
                                        cmocka_unit_test(test_refusals),
                                        cmocka_unit_test(test_layer_shapes_as_uniform),
                                        cmocka_unit_test(test_layer_shapes_mixed),
+                                       cmocka_unit_test(test_layer_shapes_as_planned),
                                        cmocka_unit_test(test_layer_shapes_refused)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
