@@ -357,6 +357,26 @@ typedef struct kvc_model_config {
      * as above. */
     bool gdn_neg_eigval, gdn_pre_norms;
     double gdn_norm_eps;
+    /* Per-layer attention shapes (MiMo-V2-Flash's sliding layers with more KV heads and values narrower than q/k;
+     * Gemma 4's full layers): layer l's query heads, KV heads, q/k head dim, v head dim and rotary width, each 0
+     * where the layer takes the model's (num_heads, num_kv_heads, head_dim, its q/k head dim, and its head dim
+     * times rope.partial_rotary_factor). Its projections are q [nH D, H], k [nKV D, H], v [nKV Dv, H], o [H, nH Dv],
+     * its caches k [.., nKV, D] and v [.., nKV, Dv], its softmax scale the family's from its own D. Layers of one
+     * kind (full, sliding) share one rotary width (one cos/sin table each); tensor parallelism is refused
+     * (kvci_layer_shapes_check, docs/model.md). Last, as above. */
+    int64_t layer_heads[KVC_MODEL_MAX_LAYERS];      /* [num_layers] */
+    int64_t layer_kv_heads[KVC_MODEL_MAX_LAYERS];   /* [num_layers] */
+    int64_t layer_head_dim[KVC_MODEL_MAX_LAYERS];   /* [num_layers] */
+    int64_t layer_v_head_dim[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    int64_t layer_rot_dim[KVC_MODEL_MAX_LAYERS];    /* [num_layers] */
+    /* MiMo-V2-Flash (model_type mimo_v2_flash): attn_sinks on the sliding layers only (sinks_sliding_only), and each
+     * value times attn_value_scale right after its projection, before the cache (as an f32; 0: none). Last, as
+     * above. */
+    bool sinks_sliding_only;
+    double attn_value_scale;
+    /* Laguna (model_type laguna): the attention output gates (attn_head_gate per head, attn_gate_proj per channel)
+     * by softplus instead of the sigmoid (attn_gate_softplus: f32, torch's threshold 20). Last, as above. */
+    bool attn_gate_softplus;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -198,6 +198,13 @@ static const rename_rule RULES[] = {
     {"granitemoe_swa", "block_sparse_moe.output_linear.weight", "block_sparse_moe.experts.down_proj"},
     /* Flint (FlintForCausalLM): the sinks are saved as softmax_offset */
     {"flint", "self_attn.sinks", "self_attn.softmax_offset"},
+    /* MiMo-V2-Flash (MiMoV2FlashForCausalLM): its sliding layers' sinks are saved as attention_sink_bias */
+    {"mimo_v2_flash", "self_attn.sinks", "self_attn.attention_sink_bias"},
+    /* Laguna (LagunaForCausalLM): its output gate's projection is g_proj; transformers saves the router's
+     * correction bias under the experts and the shared experts as shared_expert */
+    {"laguna", "self_attn.gate_proj.", "self_attn.g_proj."},
+    {"laguna", "mlp.gate.e_score_correction_bias", "mlp.experts.e_score_correction_bias"},
+    {"laguna", "mlp.shared_experts.", "mlp.shared_expert."},
     /* Hy3 (HYV3ForCausalLM): the router mlp.router.gate, its correction bias mlp.expert_bias, the shared MLP
      * mlp.shared_mlp */
     {"hy_v3", "mlp.gate.weight", "mlp.router.gate.weight"},

@@ -37,7 +37,8 @@ static double rotated_share(const kvc_rope_config *r) {
 static kvc_status take_rope(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(supported_rope(hp, &hp->rope, hp->rope_per_layer_type ? "full_attention " : ""));
     KVC_TRY(supported_rope(hp, &hp->rope_sliding, hp->rope_sliding_given ? "sliding_attention " : ""));
-    if (rotated_share(&hp->rope_sliding) != rotated_share(&hp->rope))
+    if (rotated_share(&hp->rope_sliding) != rotated_share(&hp->rope) &&
+        !kvci_family_is_laguna(hp->model_type)) /* Laguna's kinds rotate their own widths (layer_rot_dim) */
         return kvci_fail(KVC_EINVAL,
                          "%s: partial_rotary_factor %g of the sliding layers differs from the full layers' %g (the "
                          "runtime rotates one width)",
@@ -67,10 +68,16 @@ static kvc_status check_rotary(const kvc_hparams *hp, const kvc_model_config *cf
 
 int64_t kvci_model_embed_width(const kvc_model_config *c) { return c->embed_dim > 0 ? c->embed_dim : c->hidden_size; }
 
-int64_t kvci_model_rot_dim(const kvc_model_config *c) {
+int64_t kvci_model_rot_dim(const kvc_model_config *c) { return kvci_model_rot_dim_of(c, c->head_dim); }
+
+int64_t kvci_model_rot_dim_of(const kvc_model_config *c, int64_t head_dim) {
     if (c->family == KVC_FAMILY_DEEPSEEK_V3) return c->qk_rope_head_dim;
-    const double f = rotated_share(&c->rope);
-    return f > 0.0 && f < 1.0 ? (int64_t)((double)c->head_dim * f) : c->head_dim;
+    return kvci_rope_share_width(&c->rope, head_dim);
+}
+
+int64_t kvci_rope_share_width(const kvc_rope_config *r, int64_t head_dim) {
+    const double f = rotated_share(r);
+    return f > 0.0 && f < 1.0 ? (int64_t)((double)head_dim * f) : head_dim;
 }
 
 /* The gated families' activation, hidden_act (silu when absent; transformers' "swish" is the same function). A
@@ -209,6 +216,12 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
         cfg->intermediate_size = 1;
     } else if (strcmp(cfg->model_type, "afmoe") == 0) { /* AfmoeConfig's 6144 when absent */
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 6144, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (strcmp(cfg->model_type, "mellum") == 0) { /* MellumConfig's 7168 when absent */
+        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 7168, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (strcmp(cfg->model_type, "laguna") == 0) { /* LagunaConfig's 8192 when absent */
+        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 8192, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (strcmp(cfg->model_type, "mimo_v2_flash") == 0) { /* MiMoV2FlashConfig's 16384 when absent */
+        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 16384, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "biogpt") == 0) { /* BioGptConfig's intermediate_size, 4096 when absent */
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 4096, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "dbrx") == 0) { /* DbrxFFNConfig's ffn_hidden_size, 3584 when absent */

@@ -116,10 +116,13 @@ typedef struct kvc_family_desc {
     /* The family's own reading of its layer list in place of layer_types (DeepSeek-V4's attention types),
      * *given set when it fills kinds; NULL: layer_types. */
     kvc_status (*layer_list)(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, bool *given);
-    /* The layers whose head dim or KV heads differ from the model's (Gemma 4's full layers), read after the kinds
-     * (which it may correct, as the config class does) into head_dim[n_layers] and kv_heads[n_layers] (whole model,
-     * not per rank), which hold the model's on entry; NULL: every layer the model's. The planner's only. */
-    kvc_status (*layer_dims)(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, int64_t *head_dim, int64_t *kv_heads);
+    /* The layers whose head dim, KV heads or value head dim differ from the model's (Gemma 4's full layers,
+     * MiMo-V2-Flash's sliding ones), read after the kinds (which it may correct, as the config class does) into
+     * head_dim[n_layers], kv_heads[n_layers] and v_head_dim[n_layers] (whole model, not per rank), which hold the
+     * model's on entry (v_head_dim 0: the layer's head dim); NULL: every layer the model's. The planner's only (the
+     * runtime's are kvc_model_config.layer_head_dim ...). */
+    kvc_status (*layer_dims)(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, int64_t *head_dim, int64_t *kv_heads,
+                             int64_t *v_head_dim);
     int64_t kv_shared_layers; /* num_kv_shared_layers when config.json has none (Gemma 3n: 15); planner only */
 } kvc_family_desc;
 
@@ -174,6 +177,8 @@ kvc_status kvci_family_layer_kinds(const kvc_family_desc *d, kvc_family_ctx *ctx
 kvc_cache_dims kvci_family_cache_dims(const kvc_family_desc *d, const kvc_family_dims *dims, bool latent);
 /* The cache heads and dims of a layer of a runtime config (its rank's heads). */
 kvc_cache_dims kvci_model_cache_dims(const kvc_model_config *c, bool latent);
+/* Layer l's (layer_shape.c): its own KV heads, q/k and v head dims (kvci_layer_shape), or the family's hook's. */
+kvc_cache_dims kvci_model_layer_cache_dims(const kvc_model_config *c, int64_t l, bool latent);
 /* The state shapes of family d's state layers for tp ranks (its hook, else the Mamba2 fields). */
 kvc_status kvci_family_state_shapes(const kvc_family_desc *d, const kvc_hparams *hp, int64_t hidden_size, int64_t tp,
                                     kvc_state_shapes *s);
@@ -230,6 +235,20 @@ kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cf
  */
 bool kvci_family_is_granite_swa(const char *model_type);
 kvc_status kvci_family_parse_granite_swa(const kvc_hparams *hp, kvc_model_config *cfg);
+/* Mellum (family_mellum.c; run by the dense family): whether model_type is mellum, and its keys. */
+bool kvci_family_is_mellum(const char *model_type);
+kvc_status kvci_family_parse_mellum(const kvc_hparams *hp, kvc_model_config *cfg);
+/* Laguna (family_laguna.c; run by the dense family): whether model_type is laguna, and its keys (per-layer query
+ * heads and rotary widths included). */
+bool kvci_family_is_laguna(const char *model_type);
+kvc_status kvci_family_parse_laguna(const kvc_hparams *hp, kvc_model_config *cfg);
+/* MiMo-V2-Flash (family_mimo.c; run by the dense family): whether model_type is mimo_v2_flash, its keys (the per-layer
+ * attention shapes included), its layer kinds without layer_types, and the planner's per-layer dims. */
+bool kvci_family_is_mimo(const char *model_type);
+kvc_status kvci_family_parse_mimo(const kvc_hparams *hp, kvc_model_config *cfg);
+kvc_status kvci_family_mimo_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+kvc_status kvci_family_mimo_layer_dims(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, int64_t *head_dim,
+                                       int64_t *kv_heads, int64_t *v_head_dim);
 /* Flint (family_flint.c; run by the dense family): its keys, and its layer kinds without layer_types. */
 kvc_status kvci_family_parse_flint(const kvc_hparams *hp, kvc_model_config *cfg);
 kvc_status kvci_family_flint_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);

@@ -1020,6 +1020,9 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "cohere2_moe") == 0) return kvci_family_parse_cohere2_moe(hp, cfg);
     if (strcmp(mt, "ergo") == 0) return kvci_family_parse_ergo(hp, cfg);
     if (strcmp(mt, "afmoe") == 0) return kvci_family_parse_afmoe(hp, cfg);
+    if (kvci_family_is_mimo(mt)) return kvci_family_parse_mimo(hp, cfg);
+    if (kvci_family_is_laguna(mt)) return kvci_family_parse_laguna(hp, cfg);
+    if (kvci_family_is_mellum(mt)) return kvci_family_parse_mellum(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (strcmp(mt, "nanochat") == 0) return kvci_family_parse_nanochat(hp, cfg);
     if (strcmp(mt, "jetmoe") == 0) return kvci_family_parse_jetmoe(hp, cfg);
@@ -1114,6 +1117,9 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     /* Olmo3Config's and DoryConfig's layer_types: three sliding layers, then one full */
     if (mt && (strcmp(mt, "olmo3") == 0 || strcmp(mt, "dory") == 0)) return kvci_family_every_nth_full(ctx, 4, kinds);
     if (mt && strcmp(mt, "afmoe") == 0) return kvci_afmoe_kinds(ctx, kinds); /* by global_attn_every_n_layers */
+    if (kvci_family_is_mimo(mt)) return kvci_family_mimo_kinds(ctx, kinds);
+    if (kvci_family_is_laguna(mt) || kvci_family_is_mellum(mt)) /* their config classes': every layer full */
+        return kvci_family_full_kinds(ctx, kinds);
     if (mt && strcmp(mt, "dots1") == 0) { /* Dots1Config's: the layers from max_window_layers (62) on slide */
         bool have = false;
         from = 62;
@@ -1161,7 +1167,7 @@ static bool dense_reads_window(const kvc_hparams *hp) {
         "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
         "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",  "gpt_neo",
         "dots1",      "cwm",       "exaone_moe", "granite_swa",   "granitemoe_swa",  "flint",   "cohere2_moe",
-        "afmoe",      "kolibri1",  "ergo"};
+        "afmoe",      "kolibri1",  "ergo",       "mimo_v2_flash", "laguna",          "mellum"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -1252,10 +1258,13 @@ static const kvc_family_alias ALIASES[] = {
     {"ergo", "ErgoForCausalLM", "ergo", true},
     {"jetmoe", "JetMoeForCausalLM", "jetmoe", true},
     {"dory", "DoryForCausalLM", "dory", false}, /* planned only: recurrent loops, nGPT layers (family.c) */
+    {"mimo_v2_flash", "MiMoV2FlashForCausalLM", "mimo_v2_flash", true},
+    {"laguna", "LagunaForCausalLM", "laguna", true},
+    {"mellum", "MellumForCausalLM", "mellum", true},
 };
 
 bool kvci_family_attn_sinks(const char *mt) {
-    return kvci_family_is_granite_swa(mt) || (mt != NULL && strcmp(mt, "flint") == 0);
+    return kvci_family_is_granite_swa(mt) || (mt != NULL && strcmp(mt, "flint") == 0) || kvci_family_is_mimo(mt);
 }
 
 /* The planner's scale without attention_multiplier: Granite's and Granite MoE's default 1 (their config classes'),
@@ -1281,6 +1290,14 @@ static kvc_status dense_scale(const kvc_family_ctx *ctx, int64_t head_dim, doubl
     return KVC_OK;
 }
 
+/* The per-layer dims of the types whose layers differ (MiMo-V2-Flash's); the others keep the model's. */
+static kvc_status dense_layer_dims(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, int64_t *head_dim,
+                                   int64_t *kv_heads, int64_t *v_head_dim) {
+    if (kvci_family_is_mimo(ctx->hp->model_type))
+        return kvci_family_mimo_layer_dims(ctx, kinds, head_dim, kv_heads, v_head_dim);
+    return KVC_OK;
+}
+
 const kvc_family_desc kvc_family_dense = {
     .id = KVC_FAMILY_DENSE,
     .name = "dense",
@@ -1293,4 +1310,5 @@ const kvc_family_desc kvc_family_dense = {
     .attention = dense_attention,
     .ffn = dense_ffn,
     .reads_window = dense_reads_window,
+    .layer_dims = dense_layer_dims,
 };

@@ -104,7 +104,8 @@ static kvc_status global_layers(const kvc_family_ctx *ctx, const kvc_layer_kind 
 }
 
 static kvc_status gemma4_layer_dims(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, int64_t *head_dim,
-                                    int64_t *kv_heads) {
+                                    int64_t *kv_heads, int64_t *v_head_dim) {
+    (void)v_head_dim; /* values as wide as the keys */
     const kvc_hparams *hp = ctx->hp;
     const bool wrapper = hp->model_type != NULL ? strcmp(hp->model_type, "gemma4") == 0
                                                 : strcmp(hp->architecture, "Gemma4ForConditionalGeneration") == 0;

@@ -118,12 +118,15 @@ static const type_defaults DEFAULTS[] = {
     {"qwen3_5_moe", 256, 10000.0, 0, false, 2, false, false},
     {"qwen4_exp_text", 256, 10000.0, 0, false, 2, false, false}, /* Qwen4ExpTextConfig's (Qwen3.5-MoE's) */
     {"qwen4_exp", 256, 10000.0, 0, false, 2, false, false},
-    {"dory", 256, 10000000.0, 1024, false, 4, false, false},    /* DoryConfig's (the full layers' theta) */
-    {"lfm2_moe", 0, 1000000.0, 0, false, 8, false, false},      /* Lfm2MoeConfig's */
-    {"deepseek_v4", 512, 10000.0, 128, false, 1, false, false}, /* DeepseekV4Config's */
-    {"afmoe", 128, 10000.0, 1024, false, 0, false, false},      /* AfmoeConfig's */
-    {"ergo", 0, 1000000.0, 512, false, 8, true, false},         /* ErgoConfig's */
-    {"lfm3", 128, 1000000.0, 256, false, 4, false, false},      /* Lfm3Config's (its ropes: lfm3_ropes) */
+    {"dory", 256, 10000000.0, 1024, false, 4, false, false},        /* DoryConfig's (the full layers' theta) */
+    {"lfm2_moe", 0, 1000000.0, 0, false, 8, false, false},          /* Lfm2MoeConfig's */
+    {"deepseek_v4", 512, 10000.0, 128, false, 1, false, false},     /* DeepseekV4Config's */
+    {"afmoe", 128, 10000.0, 1024, false, 0, false, false},          /* AfmoeConfig's */
+    {"ergo", 0, 1000000.0, 512, false, 8, true, false},             /* ErgoConfig's */
+    {"lfm3", 128, 1000000.0, 256, false, 4, false, false},          /* Lfm3Config's (its ropes: lfm3_ropes) */
+    {"mimo_v2_flash", 192, 5000000.0, 129, false, 4, false, false}, /* MiMoV2FlashConfig's (ropes: mimo_ropes) */
+    {"laguna", 128, 500000.0, 512, false, 8, false, false},         /* LagunaConfig's (ropes: laguna_ropes) */
+    {"mellum", 128, 500000.0, 1024, false, 4, false, false},        /* MellumConfig's (ropes: laguna_ropes, whole) */
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
@@ -142,6 +145,7 @@ static double default_partial_rotary(const kvc_hparams *hp) {
         return 0.25;
     if (mt != NULL && (strcmp(mt, "phi") == 0 || strcmp(mt, "nemotron") == 0 || strcmp(mt, "persimmon") == 0))
         return 0.5;
+    if (mt != NULL && strcmp(mt, "mimo_v2_flash") == 0) return 0.334; /* its rope's .get default */
     return mt != NULL && (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0 || strcmp(mt, "glm4_moe") == 0) ? 0.5 : 1.0;
 }
 
@@ -402,6 +406,11 @@ kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwe
     /* the class default applies when the key is absent; an explicit null is no window (Mistral v0.2 on) */
     *window = cJSON_GetObjectItemCaseSensitive(hp->cfg.obj, key) != NULL ? 0 : d.sliding_window;
     KVC_TRY(kvci_json_int(&hp->cfg, key, 1, KVC_HP_MAX_POSITIONS, window, &have));
+    if (hp->model_type != NULL && strcmp(hp->model_type, "mimo_v2_flash") == 0) { /* SGLang's count: + the query */
+        int64_t size = 0;
+        KVC_TRY(kvci_json_int(&hp->cfg, "sliding_window_size", 0, KVC_HP_MAX_POSITIONS - 1, &size, &have));
+        if (have) *window = size + 1;
+    }
     if (*qwen_rule && *window == 0)
         return kvci_fail(KVC_EINVAL, "%s: use_sliding_window is true but sliding_window is missing", hp->cfg.doc);
     return KVC_OK;
@@ -561,9 +570,9 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
  * whatever the config says. Types planned only, and unknown ones, keep the factor. */
 static bool rotates_part(const kvc_hparams *hp) {
     static const char *const PARTIAL_TYPES[] = {
-        "glm",         "glm4",       "glm4_moe",  "phi",        "phi3",         "stablelm", "gpt_neox",
-        "nemotron",    "minimax_m2", "persimmon", "qwen3_next", "qwen3_5_text", "qwen3_5",  "qwen3_5_moe_text",
-        "qwen3_5_moe", "sarvam_moe", "param2moe"};
+        "glm",         "glm4",       "glm4_moe",  "phi",           "phi3",         "stablelm", "gpt_neox",
+        "nemotron",    "minimax_m2", "persimmon", "qwen3_next",    "qwen3_5_text", "qwen3_5",  "qwen3_5_moe_text",
+        "qwen3_5_moe", "sarvam_moe", "param2moe", "mimo_v2_flash", "laguna"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, PARTIAL_TYPES, sizeof PARTIAL_TYPES / sizeof PARTIAL_TYPES[0]);
 }
@@ -580,6 +589,11 @@ static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
             "%s: partial_rotary_factor %g: glm4_moe_lite rotates all of qk_rope_head_dim, and transformers "
             "would size its frequencies for part of it (its forward fails)",
             hp->cfg.doc, r->partial_rotary_factor);
+    if (hp->model_type != NULL && strcmp(hp->model_type, "mellum") == 0) /* so does Mellum's */
+        return kvci_fail(KVC_EINVAL,
+                         "%s: partial_rotary_factor %g: mellum rotates whole heads, and transformers would size its "
+                         "frequencies for part of each (its forward fails)",
+                         hp->cfg.doc, r->partial_rotary_factor);
     const bool no_rope =
         kvci_name_listed(hp->model_type, NO_ROPE_TYPES, sizeof NO_ROPE_TYPES / sizeof NO_ROPE_TYPES[0]);
     if (r->type != KVC_ROPE_DEFAULT && !no_rope)
@@ -732,6 +746,28 @@ static bool olmo_hybrid_nope(const kvc_hparams *hp, const kvc_json_obj *dict) {
     return theta != NULL && cJSON_IsNull(theta);
 }
 
+/* MiMoV2FlashConfig's ropes when config.json has none (its top-level rope_theta not read): the default rope at theta
+ * 5e6 on the full layers and 1e4 on the sliding ones, both over 0.334 of each head. */
+static void mimo_ropes(kvc_hparams *hp) {
+    const kvc_rope_config base = {
+        .factor = 1.0, .beta_fast = 32.0, .beta_slow = 1.0, .truncate = true, .partial_rotary_factor = 0.334};
+    hp->rope = base, hp->rope_sliding = base;
+    hp->rope.theta = 5000000.0, hp->rope_sliding.theta = 10000.0;
+    hp->rope_per_layer_type = hp->rope_sliding_given = true;
+    hp->rope_entry = "full_attention";
+}
+
+/* LagunaConfig's ropes when config.json has none: theta 5e5 over half of each full layer's head, 1e4 over all of
+ * each sliding one's. */
+static void laguna_ropes(kvc_hparams *hp) {
+    const kvc_rope_config base = {
+        .factor = 1.0, .beta_fast = 32.0, .beta_slow = 1.0, .truncate = true, .partial_rotary_factor = 1.0};
+    hp->rope = base, hp->rope_sliding = base;
+    hp->rope.theta = 500000.0, hp->rope.partial_rotary_factor = 0.5, hp->rope_sliding.theta = 10000.0;
+    hp->rope_per_layer_type = hp->rope_sliding_given = true;
+    hp->rope_entry = "full_attention";
+}
+
 kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
     kvc_json_obj dict = {0}, sliding = {0};
     char dict_path[64], sliding_path[64];
@@ -746,6 +782,19 @@ kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
     if (gemma4_default_rope(hp)) return KVC_OK;
     if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "lfm3") == 0) {
         lfm3_ropes(hp);
+        return KVC_OK;
+    }
+    if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "laguna") == 0) {
+        laguna_ropes(hp);
+        return KVC_OK;
+    }
+    if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "mellum") == 0) {
+        laguna_ropes(hp); /* MellumConfig's: Laguna's thetas, whole heads */
+        hp->rope.partial_rotary_factor = 1.0;
+        return KVC_OK;
+    }
+    if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "mimo_v2_flash") == 0) {
+        mimo_ropes(hp);
         return KVC_OK;
     }
     KVC_TRY(read_rope_entry(hp, hp->rope_source != NULL ? &dict : NULL, &hp->rope));

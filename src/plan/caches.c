@@ -265,6 +265,7 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
             kvc_family_dims ld = fd;
             ld.num_kv_heads = f->layer_kv_heads[i], ld.head_dim = f->layer_head_dim[i];
             cd = kvci_family_cache_dims(f->fam, &ld, plan->mla);
+            if (!plan->mla && f->layer_v_head_dim[i] > 0) cd.dim[1] = f->layer_v_head_dim[i]; /* MiMo's values */
         }
         const bool plain = f->index_plain;
         for (int64_t copy = 0; copy < loop_copies(f, i); copy++) {

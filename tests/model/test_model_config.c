@@ -1940,6 +1940,152 @@ static void test_minimax_m2_fields(void **state) {
                    "rotary_dim 32 above head_dim 16");
 }
 
+/* Mellum under MellumConfig's defaults (head_dim 128, 4 KV heads, every layer full, window 1024 for sliding ones,
+ * ropes theta 5e5 full and 1e4 sliding over whole heads, q/k norms, every layer sparse: 64 experts of 896, top 8,
+ * renormalised, intermediate 7168, eps 1e-6): the plan's caches, mlp_layer_types, refusals by name. */
+static void test_mellum_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"mellum\",\"vocab_size\":8,\"hidden_size\":64,\"num_attention_heads\":8,"
+                      "\"num_hidden_layers\":3,\"max_position_embeddings\":4096,\"layer_types\":[\"sliding_attention\","
+                      "\"full_attention\",\"sliding_attention\"]}";
+    assert_int_equal(kvc_model_config_parse(def, "mellum", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 4 && c.rms_norm_eps == 1e-6);
+    assert_true(c.qk_norm && !c.qkv_bias && !c.o_bias && c.intermediate_size == 7168 && c.n_routed_experts == 64);
+    assert_true(c.experts_per_tok == 8 && c.moe_intermediate_size == 896 && c.norm_topk_prob && c.n_group == 0);
+    assert_true(c.shared_expert_intermediate_size == 0 && c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[2]);
+    assert_true(c.rope.theta == 5e5 && c.rope_sliding.theta == 1e4 && c.rope.partial_rotary_factor == 1.0);
+    assert_true(c.layer_sliding[0] && !c.layer_sliding[1] && c.sliding_window == 1024 && c.layer_kv_heads[0] == 0);
+    kvc_model_plan *plan = plan_of(def, "mellum");
+    assert_true(plan->layers[0].sliding_window == 1024 && plan->layers[1].sliding_window == 0);
+    assert_true(plan->layers[1].caches[0].num_head == 4 && plan->layers[1].caches[1].dim == 128);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"mellum\"," MOE_BASE
+                               "\"num_hidden_layers\":2,\"head_dim\":8,\"attention_bias\":true,"
+                               "\"num_local_experts\":4,\"num_experts_per_tok\":2,\"norm_topk_prob\":false,"
+                               "\"mlp_layer_types\":[\"dense\",\"sparse\"]}",
+                               "mellum-set", &c),
+        KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && c.n_routed_experts == 4 && !c.norm_topk_prob && !c.layer_moe[0]);
+    assert_true(c.layer_moe[1] && !c.layer_sliding[0] && !c.layer_sliding[1]);
+    expect_refusal("{\"model_type\":\"mellum\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":8,"
+                   "\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\",\"rope_theta\":1e4,"
+                   "\"partial_rotary_factor\":0.5}}}",
+                   "partial_rotary_factor 0.5: mellum rotates whole heads");
+    expect_refusal("{\"model_type\":\"mellum\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"mlp_layer_types\":[\"sparse\",\"moe\"]}",
+                   "mlp_layer_types[1] must be \"dense\" or \"sparse\"");
+}
+
+/* Laguna under LagunaConfig's defaults (head_dim 128, 8 KV heads, every layer full, window 512 for sliding ones,
+ * ropes theta 5e5 over half the head on full layers and 1e4 over all of it on sliding ones, softplus gates per head,
+ * q/k norms, 256 experts of 512, top 8, a shared expert of 512, the first layer dense, eps 1e-6): per-layer query
+ * heads and rotary widths, the plan's caches, gating per element, refusals by name. */
+static void test_laguna_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"laguna\",\"vocab_size\":8,\"hidden_size\":64,\"num_attention_heads\":16,"
+                      "\"num_hidden_layers\":3,\"max_position_embeddings\":4096,\"layer_types\":[\"full_attention\","
+                      "\"sliding_attention\",\"full_attention\"],\"num_attention_heads_per_layer\":[16,8,24]}";
+    assert_int_equal(kvc_model_config_parse(def, "laguna", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 && c.rms_norm_eps == 1e-6);
+    assert_true(c.qk_norm && c.attn_head_gate && !c.attn_gate_proj && c.attn_gate_softplus && !c.qkv_bias);
+    assert_true(c.intermediate_size == 8192 && c.n_routed_experts == 256 && c.experts_per_tok == 8);
+    assert_true(c.moe_intermediate_size == 512 && c.shared_expert_intermediate_size == 512 && c.n_group == 1);
+    assert_true(c.norm_topk_prob && c.routed_scaling_factor == 1.0 && !c.layer_moe[0] && c.layer_moe[1]);
+    assert_true(c.rope.theta == 5e5 && c.rope.partial_rotary_factor == 0.5 && c.rope_sliding.theta == 1e4);
+    assert_true(c.layer_heads[0] == 0 && c.layer_heads[1] == 8 && c.layer_heads[2] == 24 && c.sliding_window == 512);
+    assert_true(c.layer_rot_dim[0] == 0 && c.layer_rot_dim[1] == 128 && c.layer_rot_dim[2] == 0);
+    kvc_model_plan *plan = plan_of(def, "laguna");
+    assert_true(plan->layers[1].sliding_window == 512 && plan->layers[0].sliding_window == 0);
+    for (int l = 0; l < 3; l++)
+        assert_true(plan->layers[l].caches[0].num_head == 8 && plan->layers[l].caches[1].dim == 128);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"laguna\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"head_dim\":8,\"gating\":\"per-element\","
+                                            "\"attention_bias\":true,\"moe_routed_scaling_factor\":2}",
+                                            "laguna-set", &c),
+                     KVC_OK);
+    assert_true(!c.attn_head_gate && c.attn_gate_proj && c.qkv_bias && c.o_bias && c.routed_scaling_factor == 2.0);
+    assert_true(!c.layer_sliding[0] && !c.layer_sliding[1] && c.layer_heads[1] == 0);
+    expect_refusal("{\"model_type\":\"laguna\"," MOE_BASE "\"num_hidden_layers\":2,\"gating\":\"per-token\"}",
+                   "gating must be true, false");
+    expect_refusal("{\"model_type\":\"laguna\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"num_attention_heads_per_layer\":[2]}",
+                   "num_attention_heads_per_layer has 1 entries for 2 layers");
+    expect_refusal("{\"model_type\":\"laguna\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"moe_router_logit_softcapping\":30}",
+                   "moe_router_logit_softcapping 30 is not supported");
+    expect_refusal("{\"model_type\":\"laguna\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"moe_apply_router_weight_on_input\":true}",
+                   "moe_apply_router_weight_on_input true is not supported");
+    kvc_model_config hand = c;
+    hand.attn_gate_proj = false;
+    expect_create_refusal(&hand, "attn_gate_softplus needs attn_head_gate or attn_gate_proj");
+    hand = c;
+    hand.layer_heads[1] = 3;
+    expect_create_refusal(&hand, "layer 1: its 3 query heads (layer_heads) must be a multiple of its 2 KV heads");
+}
+
+/* MiMo-V2-Flash under MiMoV2FlashConfig's defaults (head_dim 192, values of 128, layer 0 and every sixth full, the
+ * others sliding over 129 keys with twice the KV heads and sinks, values times 0.707, each kind its rope over 0.334 of
+ * the head, 256 experts of 2048, top 8, no shared one, the first layer dense, eps 1e-5): the runtime's per-layer
+ * shapes and the plan's caches agree; sliding_window_size, the nulls the class reads as defaults, refusals. */
+static void test_mimo_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"mimo_v2_flash\",\"vocab_size\":8,\"hidden_size\":64,"
+                      "\"num_attention_heads\":8,\"num_hidden_layers\":12,\"max_position_embeddings\":4096}";
+    assert_int_equal(kvc_model_config_parse(def, "mimo", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 192 && c.num_kv_heads == 4 && c.rms_norm_eps == 1e-5);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.qk_norm && !c.tie_word_embeddings && c.intermediate_size == 16384);
+    assert_true(c.attn_value_scale == 0.707 && c.attn_sinks && c.sinks_sliding_only && c.sliding_window == 129);
+    assert_true(c.n_routed_experts == 256 && c.experts_per_tok == 8 && c.moe_intermediate_size == 2048);
+    assert_true(c.shared_expert_intermediate_size == 0 && c.n_group == 1 && c.norm_topk_prob);
+    assert_true(c.routed_scaling_factor == 1.0 && !c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[11]);
+    assert_true(c.rope.theta == 5e6 && c.rope_sliding.theta == 1e4 && c.rope.partial_rotary_factor == 0.334);
+    for (int l = 0; l < 12; l++) {
+        const bool full = l == 0 || l == 5 || l == 11;
+        assert_true(c.layer_sliding[l] == !full && c.layer_kv_heads[l] == (full ? 0 : 8));
+        assert_true(c.layer_v_head_dim[l] == 128 && c.layer_heads[l] == 0 && c.layer_head_dim[l] == 0);
+    }
+    kvc_model_plan *plan = plan_of(def, "mimo_v2_flash");
+    assert_true(plan->n_layers == 12 && plan->head_dim == 192 && plan->sinks);
+    for (int l = 0; l < 12; l++) {
+        const bool full = l == 0 || l == 5 || l == 11;
+        assert_true(plan->layers[l].sliding_window == (full ? 0 : 129));
+        assert_true(plan->layers[l].caches[0].num_head == (full ? 4 : 8) && plan->layers[l].caches[0].dim == 192);
+        assert_true(plan->layers[l].caches[1].num_head == (full ? 4 : 8) && plan->layers[l].caches[1].dim == 128);
+    }
+    assert_int_equal(plan->blocks.per_token_bytes, 3 * 4 * (192 + 128) * 2); /* bf16 by default */
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"mimo_v2_flash\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"head_dim\":8,\"v_head_dim\":4,"
+                                            "\"sliding_window\":50,\"sliding_window_size\":6,"
+                                            "\"attention_value_scale\":null,\"routed_scaling_factor\":null,"
+                                            "\"attention_bias\":true,\"mlp_layer_types\":[\"sparse\",\"dense\"],"
+                                            "\"n_routed_experts\":4,\"num_experts_per_tok\":2}",
+                                            "mimo-set", &c),
+                     KVC_OK);
+    assert_true(c.sliding_window == 7 && c.layer_sliding[1] && c.layer_kv_heads[1] == 4 && c.layer_v_head_dim[0] == 4);
+    assert_true(c.attn_value_scale == 1.0 && c.routed_scaling_factor == 1.0 && c.qkv_bias && !c.o_bias);
+    assert_true(c.layer_moe[0] && !c.layer_moe[1] && c.n_routed_experts == 4);
+    expect_refusal("{\"model_type\":\"mimo_v2_flash\"," MOE_BASE "\"num_hidden_layers\":2,\"v_head_dim\":0}",
+                   "v_head_dim");
+    expect_refusal("{\"model_type\":\"mimo_v2_flash\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":8,"
+                   "\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\",\"rope_theta\":1e4,"
+                   "\"partial_rotary_factor\":0.5},\"sliding_attention\":{\"rope_type\":\"default\","
+                   "\"rope_theta\":1e4}}}",
+                   "partial_rotary_factor 0.334 of the sliding layers differs from the full layers' 0.5");
+    kvc_model_config hand = c;
+    hand.attn_sinks = false;
+    expect_create_refusal(&hand, "sinks_sliding_only needs attn_sinks");
+    hand = c;
+    hand.attn_value_scale = -1.0;
+    expect_create_refusal(&hand, "attn_value_scale -1 outside");
+}
+
 /* AFMoE (Trinity) under AfmoeConfig's defaults (head_dim 128, intermediate 6144, 64 experts of 1408, top 6, 2 shared,
  * the first layer dense, window 1024 over three sliding layers then one full, RoPE on the sliding ones only, eps
  * 1e-5, untied), the plan's layers and cache bytes, its keys set (layer_types, mup_enabled, attention_bias, a null
@@ -3832,6 +3978,9 @@ int main(void) {
         cmocka_unit_test(test_youtu_fields),
         cmocka_unit_test(test_minicpm3_fields),
         cmocka_unit_test(test_afmoe_fields),
+        cmocka_unit_test(test_mimo_fields),
+        cmocka_unit_test(test_laguna_fields),
+        cmocka_unit_test(test_mellum_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

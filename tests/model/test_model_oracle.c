@@ -610,6 +610,32 @@ static void test_afmoe(void **state) {
     run_dir("afmoe");
 }
 
+/* MiMo-V2-Flash-like: per-layer attention shapes (1 KV head on the full layers 0 and 3, 2 with sinks on the sliding
+ * layers 1-2 over 8 keys), q/k head dim 24 and values of 16 times attention_value_scale 0.707, each kind its own
+ * rope over 8 channels, q/k/v biases, a dense first layer, then DeepSeek-V3's grouped sigmoid router over 8 experts
+ * (2 groups, top-2, times 2.5) without shared experts, untied */
+static void test_mimo_v2_flash(void **state) {
+    (void)state;
+    run_dir("mimo_v2_flash");
+}
+
+/* Laguna-like: per-layer query heads [4, 2, 6] over 2 KV heads of 16, per-head q/k norms, the output times
+ * softplus(g_proj x) per head, layers [full, sliding, full] over 8 keys, RoPE over half of the full layers' heads and
+ * all of the sliding one's, a dense first layer, then 8 experts by sigmoid scores plus a correction bias, top-2
+ * renormalised, times 2.5, plus a shared expert, untied */
+static void test_laguna(void **state) {
+    (void)state;
+    run_dir("laguna");
+}
+
+/* Mellum-like: Qwen3-MoE's attention (per-head q/k norms, GQA 4/2 of 16), layers [sliding, full, sliding] over 8 keys,
+ * each kind its own rope (theta 5e5 / 1e4), the softmax router over 8 experts (top-2 renormalised) on layers 0 and
+ * 2, a dense MLP on layer 1, untied */
+static void test_mellum(void **state) {
+    (void)state;
+    run_dir("mellum");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -1230,6 +1256,9 @@ int main(void) {
         cmocka_unit_test(test_minicpm3),
         cmocka_unit_test(test_afmoe),
         cmocka_unit_test(test_ergo),
+        cmocka_unit_test(test_mimo_v2_flash),
+        cmocka_unit_test(test_laguna),
+        cmocka_unit_test(test_mellum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,6 +69,12 @@ from transformers import (
     ApertusForCausalLM,
     AfmoeConfig,
     AfmoeForCausalLM,
+    MiMoV2FlashConfig,
+    MiMoV2FlashForCausalLM,
+    LagunaConfig,
+    LagunaForCausalLM,
+    MellumConfig,
+    MellumForCausalLM,
     ArceeConfig,
     ArceeForCausalLM,
     PersimmonConfig,
@@ -801,6 +807,46 @@ def afmoe_config():
                        global_attn_every_n_layers=2, sliding_window=8, moe_intermediate_size=16, num_experts=8,
                        num_experts_per_tok=2, num_shared_experts=1, route_scale=2.5, mup_enabled=True,
                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
+
+
+def mimo_v2_flash_config():
+    # MiMo-V2-Flash at toy size: per-layer attention shapes, 4 query heads of q/k head_dim 24 and values of
+    # v_head_dim 16 everywhere, 1 KV head on the full layers and 2 (twice) with per-head sinks on the sliding ones;
+    # 4 layers whose kinds MiMoV2FlashConfig fills in (layer 0 full, 1-2 sliding over sliding_window 8 keys, 3 full:
+    # (3 + 1) % 6 != 0 gives sliding, so layer_types is explicit to cover a later full layer), values times
+    # attention_value_scale 0.707 (the default); the class's ropes per kind (theta 5e6 full, 1e4 sliding, 0.334 of
+    # each head: 8 channels); layer 0 a dense MLP of 96, layers 1-3 DeepSeek-V3's sigmoid router with its random
+    # correction bias over 8 experts of 16 in 2 groups (the best 1 kept), top-2, renormalised, times 2.5, no shared
+    # expert; q/k/v biases (attention_bias), untied.
+    shape = {**DENSE_TOY_SHAPE, "num_key_value_heads": 1}
+    return MiMoV2FlashConfig(**shape, num_hidden_layers=4, head_dim=24, v_head_dim=16, sliding_window=8,
+                             layer_types=["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+                             moe_intermediate_size=16, n_routed_experts=8, num_experts_per_tok=2, n_group=2,
+                             topk_group=1, routed_scaling_factor=2.5, attention_bias=True, tie_word_embeddings=False)
+
+
+def laguna_config():
+    # Laguna at toy size: per-layer query heads (num_attention_heads_per_layer [4, 2, 6] over 2 KV heads of 16),
+    # per-head q/k norms, the output times softplus(g_proj x) per head (gating true, the default), 3 layers [full,
+    # sliding, full] over sliding_window 8, the class's ropes per kind (theta 5e5 over half of each full layer's head,
+    # 1e4 over all of each sliding one's); layer 0 a dense MLP of 96, layers 1-2 8 experts of 16 chosen by sigmoid
+    # scores plus a random correction bias, top-2 renormalised, times moe_routed_scaling_factor 2.5, plus a shared
+    # expert of 24; untied.
+    return LagunaConfig(**DENSE_TOY_SHAPE, head_dim=16, num_hidden_layers=3, num_attention_heads_per_layer=[4, 2, 6],
+                        layer_types=["full_attention", "sliding_attention", "full_attention"], sliding_window=8,
+                        num_experts=8, num_experts_per_tok=2, moe_intermediate_size=16,
+                        shared_expert_intermediate_size=24, moe_routed_scaling_factor=2.5)
+
+
+def mellum_config():
+    # Mellum at toy size: Qwen3-MoE's attention (per-head q/k norms, GQA 4/2 of 16), 3 layers [sliding, full, sliding]
+    # over sliding_window 8, the class's ropes per kind (theta 5e5 full, 1e4 sliding, whole heads); layers 0 and 2 the
+    # softmax router over 8 experts of 16, top-2 renormalised (norm_topk_prob, the class's), layer 1 a dense MLP of
+    # 96 (mlp_layer_types); untied.
+    return MellumConfig(**DENSE_TOY_SHAPE, head_dim=16, num_hidden_layers=3, sliding_window=8,
+                        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                        mlp_layer_types=["sparse", "dense", "sparse"], num_experts=8, num_experts_per_tok=2,
+                        moe_intermediate_size=16)
 
 
 def iquestcoder_config():
@@ -1844,6 +1890,9 @@ FAMILIES = {
     "helium": (helium_config, HeliumForCausalLM),
     "arcee": (arcee_config, ArceeForCausalLM),
     "afmoe": (afmoe_config, AfmoeForCausalLM),
+    "mimo_v2_flash": (mimo_v2_flash_config, MiMoV2FlashForCausalLM),
+    "laguna": (laguna_config, LagunaForCausalLM),
+    "mellum": (mellum_config, MellumForCausalLM),
     "ergo": (ergo_config, ErgoForCausalLM),
     "apertus": (apertus_config, ApertusForCausalLM),
     "jais2": (jais2_config, Jais2ForCausalLM),
@@ -2018,6 +2067,8 @@ def param_std(name, shape, config):
         return 0.3
     if name.endswith("moe_statics.e_score_correction_bias"):  # ERNIE 4.5 MoE: added to probabilities ~1/E
         return 0.2
+    if name.endswith("gate.e_score_correction_bias") and config.model_type == "laguna":  # a parameter there, added
+        return 0.3  # to sigmoid scores: moves choices
     if name.endswith(".bias") or name.endswith("_bias"):
         return 0.05
     if name in ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight", "model.embeddings.weight",
@@ -2400,6 +2451,23 @@ def make_family(family, out_root, seed):
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_window_64"] = sensitivity(model, ps[-1], sliding_window=64)
+    if family == "mellum":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_all_full_attention"] = sensitivity(
+            model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
+        rp = model.config.rope_parameters
+        summary["sensitivity_one_rope"] = sensitivity(
+            model, ps[-1], rope_parameters={**rp, "sliding_attention": dict(rp["full_attention"])})
+    if family == "laguna":
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        rp = model.config.rope_parameters
+        summary["sensitivity_sliding_half_rotary"] = sensitivity(
+            model, ps[-1], rope_parameters={**rp, "sliding_attention": {**rp["sliding_attention"],
+                                                                         "partial_rotary_factor": 0.5}})
+    if family == "mimo_v2_flash":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_value_scale_1"] = sensitivity(model, ps[-1], attention_value_scale=1.0)
     if family == "afmoe":
         summary["layer_types"] = model.config.layer_types
         summary["sensitivity_mup_disabled"] = sensitivity(model, ps[-1], mup_enabled=False)
@@ -2807,7 +2875,7 @@ RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deep
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "sarvam_moe": 1e-5, "param2moe": 1e-5, "minicpm5_moe": 1e-5, "kolibri1": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5,
-                    "afmoe": 1e-5, "ergo": 1e-5}
+                    "afmoe": 1e-5, "ergo": 1e-5, "mimo_v2_flash": 1e-5, "laguna": 1e-5, "mellum": 1e-5}
 
 
 def verify(family, out):
@@ -2858,7 +2926,7 @@ def main():
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "sarvam_moe", "param2moe",
-                               "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash"]:
+                               "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
