@@ -346,6 +346,15 @@ typedef struct kvc_model_config {
     bool moe_shortcut;
     int64_t zero_experts;
     double mla_q_scale, mla_kv_scale;
+    /* Gemma 4 (gemma4_text, gemma4's text model; family_gemma4.c): each value head RMS-normalised without a weight
+     * after its projection (v_norm); the full layers without v_proj, their values the keys' projection before k_norm
+     * and RoPE (attn_k_eq_v); the last kv_shared_layers layers without k/v projections or caches, attending over the
+     * keys and values of the last earlier layer of their kind (kvci_model_kv_source); per-layer inputs of ple_dim
+     * channels (hidden_size_per_layer_input; 0: none) from embed_tokens_per_layer [ple_vocab, num_layers ple_dim] and
+     * per_layer_model_projection, gated into each layer's output; each layer's output times its layer_scalar [1]
+     * (layer_scalar); the KV-shared layers' MLP twice intermediate_size wide (mlp_double_shared). Last, as above. */
+    bool v_norm, attn_k_eq_v, layer_scalar, mlp_double_shared;
+    int64_t kv_shared_layers, ple_dim, ple_vocab;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

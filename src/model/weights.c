@@ -209,6 +209,38 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
     return KVC_OK;
 }
 
+/* Gemma 4's attention of layer l: q_proj, q_norm and o_proj; k_proj, k_norm and v_proj (none on a full layer with
+ * attention_k_eq_v) unless the layer reads another layer's K/V (kvci_model_kv_source); v_norm has no weight. */
+static kvc_status visit_gemma4_attn(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
+    TRY(m2(v, "self_attn.q_proj.weight", nH * D, H, &w->wq, even(v, 0, nH * D)));
+    if (c->qkv_bias) TRY(v1(v, "self_attn.q_proj.bias", nH * D, &w->bq, KVC_WINIT_BIAS, even(v, 0, nH * D)));
+    if (kvci_model_kv_source(c, l) == l) {
+        TRY(m2(v, "self_attn.k_proj.weight", nKV * D, H, &w->wk, kv_rows(v, D)));
+        if (c->qkv_bias) TRY(v1(v, "self_attn.k_proj.bias", nKV * D, &w->bk, KVC_WINIT_BIAS, kv_rows(v, D)));
+        if (!c->attn_k_eq_v || c->layer_sliding[l]) {
+            TRY(m2(v, "self_attn.v_proj.weight", nKV * D, H, &w->wv, kv_rows(v, D)));
+            if (c->qkv_bias) TRY(v1(v, "self_attn.v_proj.bias", nKV * D, &w->bv, KVC_WINIT_BIAS, kv_rows(v, D)));
+        }
+        TRY(v1(v, "self_attn.k_norm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
+    }
+    TRY(v1(v, "self_attn.q_norm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
+    TRY(m2(v, "self_attn.o_proj.weight", H, nH * D, &w->wo, even(v, 1, nH * D)));
+    if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
+    return KVC_OK;
+}
+
+/* Gemma 4's per-layer input block and layer scalar of one layer (replicated on every rank). */
+static kvc_status visit_gemma4_tail(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, P = c->ple_dim;
+    if (P > 0) {
+        TRY(m2(v, "per_layer_input_gate.weight", P, H, &w->ple_gate, WHOLE));
+        TRY(m2(v, "per_layer_projection.weight", H, P, &w->ple_proj, WHOLE));
+        TRY(v1(v, "post_per_layer_input_norm.weight", H, &w->ple_norm, KVC_WINIT_NORM, WHOLE));
+    }
+    return c->layer_scalar ? v1(v, "layer_scalar", 1, &w->scalar, KVC_WINIT_NORM, WHOLE) : KVC_OK;
+}
+
 static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, nH = c->num_heads, dq = c->qk_nope_head_dim + c->qk_rope_head_dim;
     const int64_t rq = c->q_lora_rank, rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
@@ -604,6 +636,7 @@ static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(visit_mamba2(v, c, w));
         return c->mamba_parallel_attn ? visit_gqa_attn(v, c, w) : KVC_OK; /* Falcon-H1: attention beside it */
     }
+    if (c->family == KVC_FAMILY_GEMMA4) return visit_gemma4_attn(v, c, l, w);
     return c->family == KVC_FAMILY_DEEPSEEK_V3 ? visit_mla_attn(v, c, w) : visit_gqa_attn(v, c, w);
 }
 
@@ -642,9 +675,10 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(visit_granite_shared(v, c, c->intermediate_size, v->m->full.intermediate_size, &w->w_gate, &w->w_up,
                                  &w->w_down));
     } else {
-        TRY(visit_dense_mlp(v, c, w, "", c->intermediate_size, &w->w_gate, &w->w_up, &w->w_down));
+        const bool wide = c->mlp_double_shared && kvci_model_kv_source(c, l) != l; /* Gemma 4's use_double_wide_mlp */
+        TRY(visit_dense_mlp(v, c, w, "", (wide ? 2 : 1) * c->intermediate_size, &w->w_gate, &w->w_up, &w->w_down));
     }
-    return KVC_OK;
+    return visit_gemma4_tail(v, c, w);
 }
 
 kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *user) {
@@ -663,6 +697,12 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     if (c->pos_learned && !c->pos_sinusoidal)
         TRY(v2(&v, "model.embed_positions.weight", c->max_position_embeddings + c->pos_offset, c->hidden_size,
                &m->pos_embed, KVC_WINIT_WEIGHT, WHOLE));
+    if (c->ple_dim > 0) { /* Gemma 4's per-layer inputs */
+        const int64_t LP = c->num_layers * c->ple_dim;
+        TRY(m2(&v, "model.embed_tokens_per_layer.weight", c->ple_vocab, LP, &m->ple_embed, WHOLE));
+        TRY(m2(&v, "model.per_layer_model_projection.weight", LP, c->hidden_size, &m->ple_model_proj, WHOLE));
+        TRY(v1(&v, "model.per_layer_projection_norm.weight", c->ple_dim, &m->ple_proj_norm, KVC_WINIT_NORM, WHOLE));
+    }
     v.conv1d = strcmp(c->model_type, "gpt2") == 0;
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
     v.conv1d = false, v.prefix[0] = '\0';
@@ -796,6 +836,12 @@ static kvc_status check_extras(const kvc_model_config *c) {
                          (long long)c->conv_kernel, KVC_HP_MAX_DIM, (long long)conv);
     if (c->attn_head_gate && (kvci_family_get(c->family)->mla || c->attn_output_gate))
         return kvci_fail(KVC_EINVAL, "model: attn_head_gate needs GQA attention without attn_output_gate");
+    if ((c->v_norm || c->attn_k_eq_v || c->layer_scalar || c->mlp_double_shared || c->kv_shared_layers != 0 ||
+         c->ple_dim != 0) &&
+        c->family != KVC_FAMILY_GEMMA4)
+        return kvci_fail(KVC_EINVAL,
+                         "model: v_norm, attn_k_eq_v, layer_scalar, mlp_double_shared, kv_shared_layers and "
+                         "ple_dim need family gemma4");
     if (c->conv_channels != 0 && c->conv_channels != c->hidden_size) /* a rank's own: set by the shard */
         return kvci_fail(KVC_EINVAL, "model: conv_channels %lld is neither 0 nor hidden_size %lld",
                          (long long)c->conv_channels, (long long)c->hidden_size);
