@@ -346,6 +346,18 @@ typedef struct kvc_model_config {
     bool moe_shortcut;
     int64_t zero_experts;
     double mla_q_scale, mla_kv_scale;
+    /* Per-layer attention shapes (MiMo-V2-Flash's sliding layers with more KV heads and values narrower than q/k;
+     * Gemma 4's full layers): layer l's query heads, KV heads, q/k head dim, v head dim and rotary width, each 0
+     * where the layer takes the model's (num_heads, num_kv_heads, head_dim, its q/k head dim, and its head dim
+     * times rope.partial_rotary_factor). Its projections are q [nH D, H], k [nKV D, H], v [nKV Dv, H], o [H, nH Dv],
+     * its caches k [.., nKV, D] and v [.., nKV, Dv], its softmax scale the family's from its own D. Layers of one
+     * kind (full, sliding) share one rotary width (one cos/sin table each); tensor parallelism is refused
+     * (kvci_layer_shapes_check, docs/model.md). Last, as above. */
+    int64_t layer_heads[KVC_MODEL_MAX_LAYERS];      /* [num_layers] */
+    int64_t layer_kv_heads[KVC_MODEL_MAX_LAYERS];   /* [num_layers] */
+    int64_t layer_head_dim[KVC_MODEL_MAX_LAYERS];   /* [num_layers] */
+    int64_t layer_v_head_dim[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    int64_t layer_rot_dim[KVC_MODEL_MAX_LAYERS];    /* [num_layers] */
     /* Gemma 4 (gemma4_text, gemma4's text model; family_gemma4.c): each value head RMS-normalised without a weight
      * after its projection (v_norm); the full layers without v_proj, their values the keys' projection before k_norm
      * and RoPE (attn_k_eq_v); the last kv_shared_layers layers without k/v projections or caches, attending over the

@@ -41,18 +41,16 @@ static kvc_status adapter_forward(void *self, const int32_t *ids, const kvc_engi
 static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool latent) {
     const double H = (double)c->hidden_size, nH = (double)c->num_heads, V = (double)c->vocab_size;
     const kvc_cache_dims full = kvci_model_cache_dims(c, false);
-    double dq = (double)full.dim[0], dv = (double)full.dim[1], proj;
+    double dq = (double)full.dim[0], dv = (double)full.dim[1], proj = 0.0;
     if (kvci_family_get(c->family)->mla) {
         const double dn = (double)c->qk_nope_head_dim, dr = (double)c->qk_rope_head_dim, rkv = (double)c->kv_lora_rank;
         const double q =
             c->q_lora_rank > 0 ? H * (double)c->q_lora_rank + (double)c->q_lora_rank * nH * dq : H * nH * dq;
         proj = q + H * (rkv + dr) + rkv * nH * (dn + dv) + nH * dv * H;
         if (latent) dq = rkv + dr, dv = rkv; /* scores over the latent and rope parts, values over the latent */
-    } else {
-        proj =
-            H * nH * dq * (c->attn_gate_proj ? 3.0 : 2.0) + 2.0 * H * (double)c->num_kv_heads * dq; /* AFMoE's gate */
     }
-    const double pair = nH * (dq + dv);
+    const bool mla = kvci_family_get(c->family)->mla;
+    double pair = nH * (dq + dv);
     double token = 0.0, context = 0.0;
     for (int64_t l = 0; l < c->num_layers; l++) {
         double mlp = (c->mlp_plain ? 2.0 : 3.0) * H * (double)c->intermediate_size; /* StarCoder2's: no gate */
@@ -86,6 +84,12 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
             token += 3.0 * H * I + I * X + I * (double)c->mamba_dt_rank + I * (double)c->conv_kernel +
                      3.0 * I * (double)c->mamba_d_state + mlp;
             continue;
+        }
+        if (!mla) { /* the layer's own heads and dims (kvci_layer_shape); AFMoE's gate */
+            const kvci_attn_shape sh = kvci_layer_shape(c, l);
+            const double lq = (double)sh.q_width, lk = (double)sh.k_width, lv = (double)sh.v_width;
+            proj = H * lq * (c->attn_gate_proj ? 2.0 : 1.0) + H * (double)sh.o_width + H * (lk + lv);
+            pair = (double)sh.nH * (double)(sh.D + sh.Dv);
         }
         token += proj + mlp;
         if (c->layer_sliding[l])

@@ -34,12 +34,13 @@ static float *kept(const kvc_model_workspace *ws, bool sliding) {
     return ws->kv_keep + (sliding ? 1 : 0) * ws->max_tokens * (ws->kw + ws->vw);
 }
 
-/* q [T, nH, D], k [T, nKV, D], v [T, nKV, D] of layer l from ws->xn: normalised, rotated (not v). */
+/* q [T, nH, D], k [T, nKV, D], v [T, nKV, D] of layer l (its own shape) from ws->xn: normalised, rotated (not v). */
 static kvc_status project(const kvc_fwd_step *s, int64_t l, bool own_kv) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
-    const int64_t T = s->T, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
+    const kvci_attn_shape sh = kvci_layer_shape(c, l);
+    const int64_t T = s->T, nH = sh.nH, nKV = sh.nKV, D = sh.D;
     const bool k_as_v = own_kv && w->wv.data == NULL; /* attention_k_eq_v on a full layer */
     const kvc_wmat *m[3] = {&w->wq, &w->wk, &w->wv};
     const float *b[3] = {w->bq, w->bk, w->bv};
@@ -58,7 +59,8 @@ kvc_status kvci_attn_gemma4(const kvc_fwd_step *s, int64_t l) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
     kvc_model_workspace *ws = s->ws;
-    const int64_t T = s->T, nKV = c->num_kv_heads, D = c->head_dim, src = kvci_model_kv_source(c, l);
+    const kvci_attn_shape sh = kvci_layer_shape(c, l); /* a KV-shared layer's is its source's */
+    const int64_t T = s->T, nKV = sh.nKV, D = sh.D, src = kvci_model_kv_source(c, l);
     const bool own_kv = src == l, sliding = c->layer_sliding[l];
     double t0 = kvci_sp_begin();
     KVC_TRY(project(s, l, own_kv));
@@ -67,11 +69,11 @@ kvc_status kvci_attn_gemma4(const kvc_fwd_step *s, int64_t l) {
                           .q = ws->q,
                           .k = ws->k,
                           .v = ws->v,
-                          .nH = c->num_heads,
+                          .nH = sh.nH,
                           .nKV = nKV,
                           .D = D,
                           .Dv = D,
-                          .scale = kvc_model_attn_scale(c),
+                          .scale = kvci_layer_attn_scale(c, l),
                           .window = sliding ? c->sliding_window : 0,
                           .out = ws->att};
     kvc_status st = KVC_OK;

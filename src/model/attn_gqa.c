@@ -83,7 +83,8 @@ static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
     const bool rotate = finish && !c->layer_nope[l], clip = c->clip_qkv > 0.0;
-    const int64_t T = s->T, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
+    const kvci_attn_shape sh = kvci_layer_shape(c, l); /* the layer's own heads and dims */
+    const int64_t T = s->T, nH = sh.nH, nKV = sh.nKV, D = sh.D;
     const bool gated = c->attn_output_gate; /* the q projection [T, 2 nq] in ws->fused when not fused */
     const int64_t gq = gated ? 2 : 1, nq = w->wq.rows / gq, nk = w->wk.rows, nv = w->wv.rows, n = gq * nq + nk + nv;
 #pragma omp parallel for schedule(static) if (T > 16 && T * n >= QKV_PARALLEL_ELEMS)
@@ -148,10 +149,11 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     const kvc_model_config *c = &m->cfg;
     const kvc_layer_weights *w = &m->layers[l];
     kvc_model_workspace *ws = s->ws;
-    const int64_t T = s->T, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
+    const kvci_attn_shape sh = kvci_layer_shape(c, l); /* the layer's own heads and dims */
+    const int64_t T = s->T, nH = sh.nH, nKV = sh.nKV, D = sh.D, Dv = sh.Dv;
     float *q = ws->q; /* [T, nH, D] */
     float *k = ws->k; /* [T, nKV, D] */
-    float *v = ws->v; /* [T, nKV, D] */
+    float *v = ws->v; /* [T, nKV, Dv] */
     double t0 = kvci_sp_begin();
     const float *fused = NULL;
     KVC_TRY(project_qkv(s, w, q, k, v, &fused));
@@ -181,8 +183,8 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
                           .nH = nH,
                           .nKV = nKV,
                           .D = D,
-                          .Dv = D,
-                          .scale = kvc_model_attn_scale(c) * layer_scale /
+                          .Dv = Dv,
+                          .scale = kvci_layer_attn_scale(c, l) * layer_scale /
                                    (c->attn_scale_inverse_layer ? (double)(l + 1) : 1.0),
                           .softcap = c->attn_logit_softcapping,
                           .window = c->layer_sliding[l] ? c->sliding_window : 0,
@@ -195,9 +197,9 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     t0 = kvci_sp_begin();
     if (st != KVC_OK) return st;
     if (c->attn_output_gate || c->attn_gate_proj) /* the output times sigmoid(gate), f32 as transformers */
-        for (int64_t i = 0; i < T * nH * D; i++) ws->att[i] *= 1.0f / (1.0f + expf(-ws->gate[i]));
+        for (int64_t i = 0; i < T * nH * Dv; i++) ws->att[i] *= 1.0f / (1.0f + expf(-ws->gate[i]));
     if (c->attn_head_gate) /* LFM3: each head's output times sigmoid of its gate, f32 as transformers */
-        for (int64_t i = 0; i < T * nH * D; i++) ws->att[i] *= 1.0f / (1.0f + expf(-ws->gate[i / D]));
+        for (int64_t i = 0; i < T * nH * Dv; i++) ws->att[i] *= 1.0f / (1.0f + expf(-ws->gate[i / Dv]));
     st = kvci_linear(ws->att, T, &w->wo, w->bo, ws->proj);
     kvci_sp_end(KVC_SP_O, t0);
     return st;

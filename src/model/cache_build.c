@@ -45,13 +45,16 @@ kvc_status kvci_cache_knobs_check(const kvc_model *m, const kvci_cache_knobs *k,
                              "caches in KVC_BLOCK_BNBSND only)",
                              who, field, dt->name, (int)dt->block,
                              k->latent ? "MLA latent caches (a rope part)" : "KVC_BLOCK_BNNDBS (keys in lanes)");
-        const kvc_cache_dims cd = kvci_model_cache_dims(c, false);
-        for (int i = 0; i < KVCI_CACHE_KV_ENTRIES; i++)
-            if (cd.dim[i] % dt->block != 0)
-                return kvci_fail(KVC_EINVAL,
-                                 "%s: %skv_dtype %s is stored in blocks of %d channels: cache %s has dim %lld, not a "
-                                 "multiple",
-                                 who, field, dt->name, (int)dt->block, i ? "v_cache" : "k_cache", (long long)cd.dim[i]);
+        for (int64_t l = 0; l < c->num_layers; l++) { /* each layer's own dims (per-layer shapes) */
+            const kvc_cache_dims cd = kvci_model_layer_cache_dims(c, l, false);
+            for (int i = 0; i < KVCI_CACHE_KV_ENTRIES; i++)
+                if (cd.dim[i] % dt->block != 0)
+                    return kvci_fail(KVC_EINVAL,
+                                     "%s: %skv_dtype %s is stored in blocks of %d channels: cache %s has dim %lld, not "
+                                     "a multiple",
+                                     who, field, dt->name, (int)dt->block, i ? "v_cache" : "k_cache",
+                                     (long long)cd.dim[i]);
+        }
     }
     if (k->latent && !kvci_family_get(c->family)->mla)
         return kvci_fail(KVC_EINVAL, "%s: the MLA latent form needs an MLA model; %s is %s", who, c->model_type,

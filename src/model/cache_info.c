@@ -54,7 +54,7 @@ int32_t kvci_cache_scale_entries(kvc_dtype kv_dtype, bool latent) {
 static kvc_status fill_layer(const kvc_model_config *c, int64_t l, bool from_states, int32_t n_states,
                              const kvci_state_shape *states, bool latent, kvc_dtype kv_dtype, int64_t block_size,
                              kvc_layer_cache_info *li) {
-    const kvc_cache_dims cd = kvci_model_cache_dims(c, latent);
+    const kvc_cache_dims cd = kvci_model_layer_cache_dims(c, l, latent);
     const char *const names[2] = {latent ? "nope_cache" : "k_cache", latent ? "rope_cache" : "v_cache"};
     const int32_t n_scales = kvci_cache_scale_entries(kv_dtype, latent), kv = KVCI_CACHE_KV_ENTRIES;
     const bool none = c->layer_no_mixer[l] || kvci_model_kv_source(c, l) != l; /* an MLP, or KV shared (Gemma 4) */

@@ -75,10 +75,12 @@ int64_t kvci_model_kv_source(const kvc_model_config *c, int64_t l) {
 
 int64_t kvci_model_embed_width(const kvc_model_config *c) { return c->embed_dim > 0 ? c->embed_dim : c->hidden_size; }
 
-int64_t kvci_model_rot_dim(const kvc_model_config *c) {
+int64_t kvci_model_rot_dim(const kvc_model_config *c) { return kvci_model_rot_dim_of(c, c->head_dim); }
+
+int64_t kvci_model_rot_dim_of(const kvc_model_config *c, int64_t head_dim) {
     if (c->family == KVC_FAMILY_DEEPSEEK_V3) return c->qk_rope_head_dim;
     const double f = rotated_share(&c->rope);
-    return f > 0.0 && f < 1.0 ? (int64_t)((double)c->head_dim * f) : c->head_dim;
+    return f > 0.0 && f < 1.0 ? (int64_t)((double)head_dim * f) : head_dim;
 }
 
 /* The gated families' activation, hidden_act (silu when absent; transformers' "swish" is the same function). A

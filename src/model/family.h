@@ -116,10 +116,13 @@ typedef struct kvc_family_desc {
     /* The family's own reading of its layer list in place of layer_types (DeepSeek-V4's attention types),
      * *given set when it fills kinds; NULL: layer_types. */
     kvc_status (*layer_list)(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, bool *given);
-    /* The layers whose head dim or KV heads differ from the model's (Gemma 4's full layers), read after the kinds
-     * (which it may correct, as the config class does) into head_dim[n_layers] and kv_heads[n_layers] (whole model,
-     * not per rank), which hold the model's on entry; NULL: every layer the model's. The planner's only. */
-    kvc_status (*layer_dims)(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, int64_t *head_dim, int64_t *kv_heads);
+    /* The layers whose head dim, KV heads or value head dim differ from the model's (Gemma 4's full layers,
+     * MiMo-V2-Flash's sliding ones), read after the kinds (which it may correct, as the config class does) into
+     * head_dim[n_layers], kv_heads[n_layers] and v_head_dim[n_layers] (whole model, not per rank), which hold the
+     * model's on entry (v_head_dim 0: the layer's head dim); NULL: every layer the model's. The planner's only (the
+     * runtime's are kvc_model_config.layer_head_dim ...). */
+    kvc_status (*layer_dims)(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, int64_t *head_dim, int64_t *kv_heads,
+                             int64_t *v_head_dim);
     int64_t kv_shared_layers; /* num_kv_shared_layers when config.json has none (Gemma 3n: 15); planner only */
 } kvc_family_desc;
 
@@ -174,6 +177,8 @@ kvc_status kvci_family_layer_kinds(const kvc_family_desc *d, kvc_family_ctx *ctx
 kvc_cache_dims kvci_family_cache_dims(const kvc_family_desc *d, const kvc_family_dims *dims, bool latent);
 /* The cache heads and dims of a layer of a runtime config (its rank's heads). */
 kvc_cache_dims kvci_model_cache_dims(const kvc_model_config *c, bool latent);
+/* Layer l's (layer_shape.c): its own KV heads, q/k and v head dims (kvci_layer_shape), or the family's hook's. */
+kvc_cache_dims kvci_model_layer_cache_dims(const kvc_model_config *c, int64_t l, bool latent);
 /* The state shapes of family d's state layers for tp ranks (its hook, else the Mamba2 fields). */
 kvc_status kvci_family_state_shapes(const kvc_family_desc *d, const kvc_hparams *hp, int64_t hidden_size, int64_t tp,
                                     kvc_state_shapes *s);
@@ -214,9 +219,9 @@ kvc_status kvci_afmoe_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
 kvc_status kvci_afmoe_check(const kvc_model_config *cfg, const char *doc);
 
 /* Gemma 4 (family_gemma4.c): the runtime's reading of its layers after the kinds (kinds corrected in place: the last
- * layer full); refused by key where a layer's attention shape differs from the model's or a KV-shared layer has no
- * earlier layer of its kind. */
-kvc_status kvci_gemma4_layers(kvc_family_ctx *ctx, kvc_layer_kind *kinds, const kvc_model_config *cfg);
+ * layer full) into cfg's per-layer attention shapes; refused by key where a KV-shared layer has no earlier layer of
+ * its kind and shape. */
+kvc_status kvci_gemma4_layers(kvc_family_ctx *ctx, kvc_layer_kind *kinds, kvc_model_config *cfg);
 
 /* Gemma (1) (GemmaForCausalLM, family_gemma.c; run by the dense family): GeGLU (hidden_act gelu_pytorch_tanh
  * or its legacy name gelu), norms as 1 + w, embeddings times sqrt(hidden_size), tied by default, head_dim 256

@@ -5,9 +5,9 @@
  * num_global_key_value_heads, read only with attention_k_eq_v), the softmax scale 1 (q and k are RMS-normalised per
  * head), and the last num_kv_shared_layers layers reading earlier layers' caches (plan/facts.c). Bidirectional
  * attention over every token ("all") is refused by name; "vision" leaves text tokens causal. The runtime runs it
- * (parse_gemma4, attn_gemma4.c, forward.c's per-layer inputs) where every layer has the model's head dim and KV
- * heads. Gemma 3n (gemma3n_text, gemma3n's text_config), planned only, shares its caches the same way
- * (num_kv_shared_layers 15 when absent) with one head dim, every 5th layer full and the same scale. */
+ * (parse_gemma4, attn_gemma4.c, forward.c's per-layer inputs), the full layers in their own shape (per-layer
+ * attention shapes, layer_shape.c). Gemma 3n (gemma3n_text, gemma3n's text_config), planned only, shares its caches the
+ * same way (num_kv_shared_layers 15 when absent) with one head dim, every 5th layer full and the same scale. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,7 +108,8 @@ static kvc_status global_layers(const kvc_family_ctx *ctx, const kvc_layer_kind 
 }
 
 static kvc_status gemma4_layer_dims(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, int64_t *head_dim,
-                                    int64_t *kv_heads) {
+                                    int64_t *kv_heads, int64_t *v_head_dim) {
+    (void)v_head_dim; /* values as wide as the keys */
     const kvc_hparams *hp = ctx->hp;
     const bool wrapper = hp->model_type != NULL ? strcmp(hp->model_type, "gemma4") == 0
                                                 : strcmp(hp->architecture, "Gemma4ForConditionalGeneration") == 0;
@@ -136,22 +137,20 @@ static kvc_status gemma4_layer_dims(const kvc_family_ctx *ctx, kvc_layer_kind *k
 }
 
 /* The runtime's layers of a Gemma 4 config (config.c, after the kinds): the last layer full, as the planner's
- * layer_dims; every layer of the model's head dim and KV heads (refused by key otherwise); each KV-shared layer with
- * an earlier layer of its kind to read (Gemma4TextConfig.kv_sharing_modes refuses the config otherwise). */
-kvc_status kvci_gemma4_layers(kvc_family_ctx *ctx, kvc_layer_kind *kinds, const kvc_model_config *cfg) {
+ * layer_dims; the layers whose head dim or KV heads differ from the model's (the full layers' global_head_dim,
+ * num_global_key_value_heads, per_layer_config) their own shape (kvc_model_config.layer_head_dim, layer_kv_heads);
+ * each KV-shared layer with an earlier layer of its kind, of its shape, to read (Gemma4TextConfig.kv_sharing_modes
+ * refuses the config otherwise). */
+kvc_status kvci_gemma4_layers(kvc_family_ctx *ctx, kvc_layer_kind *kinds, kvc_model_config *cfg) {
     const char *doc = ctx->hp->cfg.doc;
     const int64_t L = cfg->num_layers;
-    int64_t head_dim[KVC_MODEL_MAX_LAYERS], kv_heads[KVC_MODEL_MAX_LAYERS];
+    int64_t head_dim[KVC_MODEL_MAX_LAYERS], kv_heads[KVC_MODEL_MAX_LAYERS], v_dim[KVC_MODEL_MAX_LAYERS] = {0};
     for (int64_t i = 0; i < L; i++) head_dim[i] = cfg->head_dim, kv_heads[i] = cfg->num_kv_heads;
-    KVC_TRY(gemma4_layer_dims(ctx, kinds, head_dim, kv_heads));
-    for (int64_t i = 0; i < L; i++)
-        if (head_dim[i] != cfg->head_dim || kv_heads[i] != cfg->num_kv_heads)
-            return kvci_fail(KVC_EINVAL,
-                             "%s: layer %lld has head_dim %lld and %lld KV heads (global_head_dim, "
-                             "num_global_key_value_heads or per_layer_config), the model %lld and %lld; the runtime "
-                             "runs one attention shape for every layer",
-                             doc, (long long)i, (long long)head_dim[i], (long long)kv_heads[i],
-                             (long long)cfg->head_dim, (long long)cfg->num_kv_heads);
+    KVC_TRY(gemma4_layer_dims(ctx, kinds, head_dim, kv_heads, v_dim));
+    for (int64_t i = 0; i < L; i++) {
+        cfg->layer_head_dim[i] = head_dim[i] != cfg->head_dim ? head_dim[i] : 0;
+        cfg->layer_kv_heads[i] = kv_heads[i] != cfg->num_kv_heads ? kv_heads[i] : 0;
+    }
     const int64_t first = L - cfg->kv_shared_layers;
     for (int64_t i = first; i < L; i++) {
         int64_t j = first - 1;
@@ -161,6 +160,12 @@ kvc_status kvci_gemma4_layers(kvc_family_ctx *ctx, kvc_layer_kind *kinds, const 
                              "%s: num_kv_shared_layers %lld: layer %lld has no earlier layer of its kind to share the "
                              "cache of",
                              doc, (long long)cfg->kv_shared_layers, (long long)i);
+        if (head_dim[j] != head_dim[i] || kv_heads[j] != kv_heads[i])
+            return kvci_fail(KVC_EINVAL,
+                             "%s: num_kv_shared_layers %lld: layer %lld (%lld KV heads of %lld) reads the cache of "
+                             "layer %lld (%lld of %lld), whose heads differ",
+                             doc, (long long)cfg->kv_shared_layers, (long long)i, (long long)kv_heads[i],
+                             (long long)head_dim[i], (long long)j, (long long)kv_heads[j], (long long)head_dim[j]);
     }
     return KVC_OK;
 }
@@ -236,12 +241,15 @@ static kvc_status check_gemma4(const kvc_model_config *cfg, const char *doc) {
     if (cfg->kv_shared_layers < 0 || cfg->kv_shared_layers >= L)
         return kvci_fail(KVC_EINVAL, "%s: num_kv_shared_layers %lld outside [0, %lld)", doc,
                          (long long)cfg->kv_shared_layers, (long long)L);
-    for (int64_t i = first; i < L; i++)
-        if (kvci_model_kv_source(cfg, i) == i)
+    for (int64_t i = first; i < L; i++) {
+        const int64_t src = kvci_model_kv_source(cfg, i);
+        const kvci_attn_shape a = kvci_layer_shape(cfg, i), b = kvci_layer_shape(cfg, src);
+        if (src == i || a.nKV != b.nKV || a.D != b.D || a.Dv != b.Dv)
             return kvci_fail(KVC_EINVAL,
-                             "%s: num_kv_shared_layers %lld: layer %lld has no earlier layer of its kind to share the "
-                             "cache of",
+                             "%s: num_kv_shared_layers %lld: layer %lld has no earlier layer of its kind and shape to "
+                             "share the cache of",
                              doc, (long long)cfg->kv_shared_layers, (long long)i);
+    }
     if (cfg->ple_dim < 0 || cfg->ple_dim > KVC_HP_MAX_WIDTH ||
         (cfg->ple_dim > 0 && (cfg->ple_vocab < cfg->vocab_size || cfg->ple_vocab > KVC_HP_MAX_VOCAB)))
         return kvci_fail(KVC_EINVAL,

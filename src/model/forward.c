@@ -58,10 +58,11 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     const int64_t dr = c->qk_rope_head_dim, dn = c->qk_nope_head_dim;
     ws->max_tokens = Tm, ws->max_rows = max_rows, ws->max_kv_len = max_kv_len;
     ws->rope_long = m->inv_freq_long != NULL && max_kv_len > c->rope.original_max_position;
-    ws->qw = nH * dq;
-    ws->kw = kvci_max64(nkv * dq, rkv);
-    ws->vw = kvci_max64(nkv * dv, dr);
-    ws->ow = nH * kvci_max64(dv, rkv);
+    const kvci_attn_shape mx = kvci_layer_shape_max(c); /* the widest layer's (per-layer shapes) */
+    ws->qw = kvci_max64(nH * dq, mx.q_width);
+    ws->kw = kvci_max64(kvci_max64(nkv * dq, rkv), mx.k_width);
+    ws->vw = kvci_max64(kvci_max64(nkv * dv, dr), mx.v_width);
+    ws->ow = kvci_max64(nH * kvci_max64(dv, rkv), mx.o_width);
     const int64_t wide = c->family == KVC_FAMILY_GPT_OSS || c->mlp_double_shared ? 2 : 1; /* Gemma 4's shared MLPs */
     ws->ffw =
         max3(c->intermediate_size * wide, kvci_max64(c->moe_intermediate_size, c->shared_expert_intermediate_size), 1);
@@ -89,7 +90,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(ple_a, kvci_max64(Tm, c->num_layers) * c->ple_dim);
     A(kv_keep, c->kv_shared_layers > 0 ? 2 * Tm * (ws->kw + ws->vw) : 1);
     A(gate, c->attn_output_gate || c->attn_gate_proj ? Tm * ws->qw
-            : c->attn_head_gate                      ? Tm * c->num_heads
+            : c->attn_head_gate                      ? Tm * mx.nH
                                                      : 1); /* LFM3's [T, nH] */
     A(gdn, kvci_gated_delta_floats(c, Tm));
     A(mamba, mamba ? kvci_mamba2_scratch(c, Tm) : mamba1 ? kvci_mamba1_scratch(c, Tm) : 1);
@@ -109,9 +110,9 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(q_rope, Tm * nH * dr);
     A(cos, Tm * m->rot_dim);
     A(sin, Tm * m->rot_dim);
-    A(cos_sliding, m->inv_freq_sliding ? Tm * m->rot_dim : 1);
-    A(sin_sliding, m->inv_freq_sliding ? Tm * m->rot_dim : 1);
-    A(rope_tmp, m->rot_dim);
+    A(cos_sliding, m->inv_freq_sliding ? Tm * m->rot_dim_sliding : 1);
+    A(sin_sliding, m->inv_freq_sliding ? Tm * m->rot_dim_sliding : 1);
+    A(rope_tmp, kvci_max64(m->rot_dim, m->rot_dim_sliding));
     A(qk_ss, 2 * Tm);
 #undef A
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)(Tm * K) * 4, (void **)&ws->sel);
@@ -197,7 +198,7 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
         KVC_TRY(check_state_cache(c, cs, l));
         if (!c->mamba_parallel_attn) return KVC_OK; /* Falcon-H1: its K/V too */
     }
-    const kvc_cache_dims cd = kvci_model_cache_dims(c, cs->latent);
+    const kvc_cache_dims cd = kvci_model_layer_cache_dims(c, l, cs->latent);
     const kvc_tensor *t[2] = {&lc->k, &lc->v};
     const int64_t *heads = cd.heads, *dims = cd.dim;
     const kvc_dtype dt = lc->k.dtype;
@@ -331,7 +332,7 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
 void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int64_t n_heads, int64_t stride,
                               const float *norm, const float *bias, bool rotate) {
     const kvc_model_config *c = &s->m->cfg;
-    const int64_t rot = s->m->rot_dim, D = c->head_dim;
+    const int64_t rot = s->rot, D = s->D;
     if (norm && c->qk_norm_whole) /* OLMo 2: one norm over the heads side by side (stride == D) */
         kvci_rmsnorm_rows(row, 1, n_heads * D, n_heads * D, norm, (float)c->rms_norm_eps);
     else if (norm && c->layer_norm && bias) /* Persimmon: one LayerNorm with bias [D] for every head */
@@ -349,7 +350,7 @@ void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int6
 #define ROPE_PARALLEL_ELEMS (1 << 16)
 
 void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t stride, int64_t row_stride) {
-    const int64_t rot = s->m->rot_dim, T = s->T;
+    const int64_t rot = s->rot, T = s->T;
     if (s->m->cfg.rope_form != KVC_ROPE_INTERLEAVED) {
 #pragma omp parallel for schedule(static) if (T > 16 && T * n_heads * stride >= ROPE_PARALLEL_ELEMS)
         for (int64_t t = 0; t < T; t++)
@@ -453,7 +454,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     kvc_fwd_step s = {.m = m, .ws = ws, .a = a, .md = md, .T = T, .fresh = fresh};
     kvci_step_profile_step(md->is_prefill, T, md->n_rows);
     double t0 = kvci_sp_begin();
-    const int64_t rot = m->rot_dim;
+    const int64_t rot = m->rot_dim, rot_s = m->rot_dim_sliding;
     const float *inv_freq = ws->rope_long ? m->inv_freq_long : m->inv_freq;
     const int64_t E = kvci_model_embed_width(c);
     float *emb = c->embed_dim > 0 ? ws->acc : ws->h; /* [T, E]: OPT-350m's rows before project_in */
@@ -475,8 +476,8 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         }
         kvc_rope_cos_sin(inv_freq, rot, m->rope_attn_factor, md->positions[t], ws->cos + t * rot, ws->sin + t * rot);
         if (m->inv_freq_sliding)
-            kvc_rope_cos_sin(m->inv_freq_sliding, rot, m->rope_attn_factor_sliding, md->positions[t],
-                             ws->cos_sliding + t * rot, ws->sin_sliding + t * rot);
+            kvc_rope_cos_sin(m->inv_freq_sliding, rot_s, m->rope_attn_factor_sliding, md->positions[t],
+                             ws->cos_sliding + t * rot_s, ws->sin_sliding + t * rot_s);
     }
     if (c->embed_norm) norm_rows(m, ws->h, T, m->embed_norm, m->embed_norm_b, ws->h); /* BLOOM, NanoChat */
     if (c->ple_dim > 0 && (st = kvci_gemma4_per_layer_inputs(m, ws, a->token_ids, T)) != KVC_OK) return st;
@@ -486,6 +487,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         const kvc_layer_weights *w = &m->layers[l];
         const bool own_rope = c->layer_sliding[l] && m->inv_freq_sliding; /* the sliding layers' rope */
         s.cos = own_rope ? ws->cos_sliding : ws->cos, s.sin = own_rope ? ws->sin_sliding : ws->sin;
+        s.rot = own_rope ? rot_s : rot, s.D = kvci_layer_shape(c, l).D;
         /* each sub-layer's input norm and output norm (NULL: none): pre-norm, Gemma's sandwich, OLMo 2's post */
         const bool raw_in = c->post_norms || c->norm_after_add; /* the sub-layers read h as it is */
         const float *attn_in = raw_in ? NULL : w->in_norm;

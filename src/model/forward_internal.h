@@ -85,6 +85,7 @@ typedef struct kvc_fwd_step {
     int64_t T;
     bool fresh;             /* every row's keys are all in the step (packed attention, then write) */
     const float *cos, *sin; /* [T, rot] the RoPE tables of the layer being run (its kind's) */
+    int64_t rot, D;         /* that layer's rotary width and q/k head dim (kvci_layer_shape) */
 } kvc_fwd_step;
 
 /* RoPE (the config's rope_form) of n_heads heads stride floats apart in each of the step's token

@@ -193,8 +193,9 @@ struct kvc_model {
     float rope_attn_factor;  /* A (MF 1.4) */
     float *inv_freq_sliding; /* [rot/2] the sliding layers' (cfg.rope_sliding), when they differ; else NULL */
     float rope_attn_factor_sliding;
-    int64_t rot_dim; /* rotary width d */
-    bool act_bf16;   /* kvc_model_set_activations "bf16" */
+    int64_t rot_dim;         /* rotary width d of the full layers (and every layer's, unless per-layer shapes) */
+    int64_t rot_dim_sliding; /* of the sliding layers (inv_freq_sliding's width when it has its own) */
+    bool act_bf16;           /* kvc_model_set_activations "bf16" */
 };
 
 /* Walks every tensor of the model in a fixed order; the callback receives
@@ -288,6 +289,29 @@ int64_t kvci_model_rot_dim(const kvc_model_config *c);
 /* The layer whose K/V cache layer l attends over: l itself, or for one of the last kv_shared_layers layers (Gemma 4)
  * the last earlier layer of its kind (sliding or full), which keeps the cache; l keeps none then. */
 int64_t kvci_model_kv_source(const kvc_model_config *c, int64_t l);
+/* The same for a layer of its own head dim (kvci_layer_shape). */
+int64_t kvci_model_rot_dim_of(const kvc_model_config *c, int64_t head_dim);
+
+/* One layer's attention shape (layer_shape.c; kvc_model_config.layer_heads ...): query heads, KV heads, q/k and v
+ * head dims, rotary width, and the widths of its q [nH D], k [nKV D], v [nKV Dv] and attention output [nH Dv]. */
+typedef struct kvci_attn_shape {
+    int64_t nH, nKV, D, Dv, rot;
+    int64_t q_width, k_width, v_width, o_width;
+} kvci_attn_shape;
+kvci_attn_shape kvci_layer_shape(const kvc_model_config *c, int64_t l);
+/* Whether every layer takes the model's shape (every per-layer entry 0). */
+bool kvci_layer_shapes_uniform(const kvc_model_config *c);
+/* Each field the largest over c's layers (the workspace's sizes). */
+kvci_attn_shape kvci_layer_shape_max(const kvc_model_config *c);
+/* Layer l's softmax scale: kvc_model_attn_scale's, from the layer's own head dim where it has one (1 / sqrt(D)). */
+double kvci_layer_attn_scale(const kvc_model_config *c, int64_t l);
+/* The rotary width of c's full (sliding false) or sliding attention layers (one per kind: kvci_layer_shapes_check). */
+int64_t kvci_kind_rot_dim(const kvc_model_config *c, bool sliding);
+/* The rules of the per-layer shapes, named under doc: entries in [0, KVC_HP_MAX_DIM], query heads a multiple of
+ * the KV heads, even head dims, a rotary width even in [2, D] and one per layer kind, and none of the features
+ * that assume one shape (MLA, attention experts, ALiBi, whole or per-head LayerNorm q/k norms, Falcon-H1's parallel
+ * attention, output gates with Dv != D). */
+kvc_status kvci_layer_shapes_check(const kvc_model_config *c, const char *doc);
 /* The columns of c's embedding and head: embed_dim (OPT-350m's word_embed_proj_dim), or hidden_size when 0. */
 int64_t kvci_model_embed_width(const kvc_model_config *c);
 /* The state caches of layer l (state_layers.c; docs/runtime.md, "State layers"): its number, 0 for a layer with

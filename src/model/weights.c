@@ -157,8 +157,11 @@ static kvc_status m3(visitor *v, const char *suffix, int64_t E, int64_t rows, in
     return m3_in(v, suffix, E, rows, cols, w, transposed, init, sp, (kvc_wfused){0});
 }
 
-static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
-    const int64_t H = c->hidden_size, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
+/* Layer l's GQA attention of its own shape (kvci_layer_shape): q [nH D, H], k [nKV D, H], v [nKV Dv, H],
+ * o [H, nH Dv]. */
+static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
+    const kvci_attn_shape sh = kvci_layer_shape(c, l);
+    const int64_t H = c->hidden_size, nH = sh.nH, nKV = sh.nKV, D = sh.D, Dv = sh.Dv;
     const int64_t gq = c->attn_output_gate ? 2 : 1; /* Qwen3-Next, MiniCPM5-MoE: each head's query, then its gate */
     TRY(m2_in(v, "self_attn.q_proj.weight", gq * nH * D, H, &w->wq, even(v, 0, gq * nH * D),
               qkv_part(v, c, 0, "weight")));
@@ -169,13 +172,13 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
     if (c->qkv_bias)
         TRY(v1_in(v, "self_attn.k_proj.bias", nKV * D, &w->bk, KVC_WINIT_BIAS, kv_rows(v, D),
                   qkv_part(v, c, 1, "bias")));
-    TRY(m2_in(v, "self_attn.v_proj.weight", nKV * D, H, &w->wv, kv_rows(v, D), qkv_part(v, c, 2, "weight")));
+    TRY(m2_in(v, "self_attn.v_proj.weight", nKV * Dv, H, &w->wv, kv_rows(v, Dv), qkv_part(v, c, 2, "weight")));
     if (c->qkv_bias)
-        TRY(v1_in(v, "self_attn.v_proj.bias", nKV * D, &w->bv, KVC_WINIT_BIAS, kv_rows(v, D),
+        TRY(v1_in(v, "self_attn.v_proj.bias", nKV * Dv, &w->bv, KVC_WINIT_BIAS, kv_rows(v, Dv),
                   qkv_part(v, c, 2, "bias")));
     /* LFM2's out_proj, q_layernorm, k_layernorm (LFM3's attention has Qwen3's names) */
     const bool lfm2 = c->family == KVC_FAMILY_LFM2 && strcmp(c->model_type, "lfm3") != 0;
-    TRY(m2(v, lfm2 ? "self_attn.out_proj.weight" : "self_attn.o_proj.weight", H, nH * D, &w->wo, even(v, 1, nH * D)));
+    TRY(m2(v, lfm2 ? "self_attn.out_proj.weight" : "self_attn.o_proj.weight", H, nH * Dv, &w->wo, even(v, 1, nH * Dv)));
     if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
     if (c->attn_gate_proj) TRY(m2(v, "self_attn.gate_proj.weight", nH * D, H, &w->wg, even(v, 0, nH * D)));
     /* LFM3's g_proj, which its checkpoints (and transformers' save) name gate_proj */
@@ -212,7 +215,8 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, kvc_laye
 /* Gemma 4's attention of layer l: q_proj, q_norm and o_proj; k_proj, k_norm and v_proj (none on a full layer with
  * attention_k_eq_v) unless the layer reads another layer's K/V (kvci_model_kv_source); v_norm has no weight. */
 static kvc_status visit_gemma4_attn(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
-    const int64_t H = c->hidden_size, nH = c->num_heads, nKV = c->num_kv_heads, D = c->head_dim;
+    const kvci_attn_shape sh = kvci_layer_shape(c, l); /* the full layers' own head dim and KV heads */
+    const int64_t H = c->hidden_size, nH = sh.nH, nKV = sh.nKV, D = sh.D;
     TRY(m2(v, "self_attn.q_proj.weight", nH * D, H, &w->wq, even(v, 0, nH * D)));
     if (c->qkv_bias) TRY(v1(v, "self_attn.q_proj.bias", nH * D, &w->bq, KVC_WINIT_BIAS, even(v, 0, nH * D)));
     if (kvci_model_kv_source(c, l) == l) {
@@ -634,10 +638,10 @@ static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, 
     if (c->attention_experts) return visit_jetmoe_attn(v, c, w);
     if (c->layer_mamba[l]) {
         TRY(visit_mamba2(v, c, w));
-        return c->mamba_parallel_attn ? visit_gqa_attn(v, c, w) : KVC_OK; /* Falcon-H1: attention beside it */
+        return c->mamba_parallel_attn ? visit_gqa_attn(v, c, l, w) : KVC_OK; /* Falcon-H1: attention beside it */
     }
     if (c->family == KVC_FAMILY_GEMMA4) return visit_gemma4_attn(v, c, l, w);
-    return c->family == KVC_FAMILY_DEEPSEEK_V3 ? visit_mla_attn(v, c, w) : visit_gqa_attn(v, c, w);
+    return c->family == KVC_FAMILY_DEEPSEEK_V3 ? visit_mla_attn(v, c, w) : visit_gqa_attn(v, c, l, w);
 }
 
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
@@ -974,14 +978,17 @@ static kvc_status check_fields(const kvc_model_config *c) {
  * hand-made config leaves it, gives none) whose frequencies or attention factor differ from the full
  * layers'; otherwise inv_freq_sliding stays NULL and every layer reads the full layers' tables. */
 static kvc_status sliding_rope(kvc_model *m) {
-    const int64_t half = m->rot_dim / 2;
+    const int64_t half = m->rot_dim_sliding / 2;
+    const bool own_width = m->rot_dim_sliding != m->rot_dim; /* per-layer shapes: a table of their width */
     bool any = false;
     for (int64_t l = 0; l < m->cfg.num_layers; l++) any |= m->cfg.layer_sliding[l];
-    if (!any || m->cfg.rope_sliding.theta == 0.0) return KVC_OK;
+    if (!any || (m->cfg.rope_sliding.theta == 0.0 && !own_width)) return KVC_OK;
     float *f = kvci_calloc((size_t)(half + 1), sizeof(float)), a = 0.0f;
     if (!f) return kvci_fail(KVC_ENOMEM, "model: out of memory");
-    kvc_status st = kvc_rope_frequencies(&m->cfg.rope_sliding, m->rot_dim, f, &a);
-    if (st != KVC_OK || (memcmp(f, m->inv_freq, (size_t)half * sizeof(float)) == 0 && a == m->rope_attn_factor)) {
+    const kvc_rope_config *r = m->cfg.rope_sliding.theta != 0.0 ? &m->cfg.rope_sliding : &m->cfg.rope;
+    kvc_status st = kvc_rope_frequencies(r, m->rot_dim_sliding, f, &a);
+    if (st != KVC_OK ||
+        (!own_width && memcmp(f, m->inv_freq, (size_t)half * sizeof(float)) == 0 && a == m->rope_attn_factor)) {
         kvci_free(f);
         return st;
     }
@@ -1000,6 +1007,10 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
                          kvc_model_family_name(cfg->family));
     TRY(check_sizes(cfg));
     TRY(check_fields(cfg));
+    TRY(kvci_layer_shapes_check(cfg, "model"));
+    if (fused_qkv(cfg) && !kvci_layer_shapes_uniform(cfg)) /* one fused q | k | v tensor of the model's widths */
+        return kvci_fail(KVC_EINVAL, "model: per-layer attention shapes are not supported for %s (a fused qkv_proj)",
+                         cfg->model_type);
     if (cfg->num_heads % cfg->num_kv_heads != 0 || cfg->head_dim % 2)
         return kvci_fail(KVC_EINVAL,
                          "model: num_heads %lld must be a multiple of num_kv_heads %lld, head_dim %lld even",
@@ -1022,7 +1033,7 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
     kvc_model *m = kvci_calloc(1, sizeof *m);
     if (!m) return kvci_fail(KVC_ENOMEM, "model: out of memory");
     m->cfg = local, m->full = *cfg, m->tp = *tp;
-    m->rot_dim = kvci_model_rot_dim(cfg);
+    m->rot_dim = kvci_kind_rot_dim(cfg, false), m->rot_dim_sliding = kvci_kind_rot_dim(cfg, true);
     m->inv_freq = kvci_calloc((size_t)(m->rot_dim / 2 + 1), sizeof(float));
     if (cfg->rope.type == KVC_ROPE_LONGROPE)
         m->inv_freq_long = kvci_calloc((size_t)(m->rot_dim / 2 + 1), sizeof(float));

@@ -256,6 +256,7 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
             kvc_family_dims ld = fd;
             ld.num_kv_heads = f->layer_kv_heads[i], ld.head_dim = f->layer_head_dim[i];
             cd = kvci_family_cache_dims(f->fam, &ld, plan->mla);
+            if (!plan->mla && f->layer_v_head_dim[i] > 0) cd.dim[1] = f->layer_v_head_dim[i]; /* MiMo's values */
         }
         switch (f->kinds[i]) {
         case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim); break;

@@ -182,17 +182,19 @@ static kvc_status share_kv_layers(const kvc_hparams *hp, kvc_model_plan *plan, k
 static kvc_status layer_dims(const kvc_family_ctx *ctx, kvc_model_plan *plan, kvc_model_facts *f) {
     f->layer_head_dim = kvci_calloc((size_t)f->n_layers, sizeof *f->layer_head_dim);
     f->layer_kv_heads = kvci_calloc((size_t)f->n_layers, sizeof *f->layer_kv_heads);
-    if (f->layer_head_dim == NULL || f->layer_kv_heads == NULL)
+    f->layer_v_head_dim = kvci_calloc((size_t)f->n_layers, sizeof *f->layer_v_head_dim);
+    if (f->layer_head_dim == NULL || f->layer_kv_heads == NULL || f->layer_v_head_dim == NULL)
         return kvci_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
     for (int64_t i = 0; i < f->n_layers; i++) f->layer_head_dim[i] = f->head_dim, f->layer_kv_heads[i] = f->n_kv_heads;
-    KVC_TRY(f->fam->layer_dims(ctx, f->kinds, f->layer_head_dim, f->layer_kv_heads));
+    KVC_TRY(f->fam->layer_dims(ctx, f->kinds, f->layer_head_dim, f->layer_kv_heads, f->layer_v_head_dim));
     int64_t other = 0;
     for (int64_t i = 0; i < f->n_layers; i++)
-        other += f->layer_head_dim[i] != f->head_dim || f->layer_kv_heads[i] != f->n_kv_heads;
+        other +=
+            f->layer_head_dim[i] != f->head_dim || f->layer_kv_heads[i] != f->n_kv_heads || f->layer_v_head_dim[i] != 0;
     if (other > 0)
         kvci_plan_warn(plan,
-                       "%lld of the %lld layers have their own head dim or KV heads (their caches below); head_dim "
-                       "and num_key_value_heads above are the other layers'",
+                       "%lld of the %lld layers have their own head dim, KV heads or value head dim (their caches "
+                       "below); head_dim and num_key_value_heads above are the other layers'",
                        (long long)other, (long long)f->n_layers);
     return KVC_OK;
 }
@@ -201,7 +203,8 @@ void kvci_plan_free_layers(kvc_model_facts *f) {
     kvci_free(f->kinds);
     kvci_free(f->layer_head_dim);
     kvci_free(f->layer_kv_heads);
-    f->kinds = NULL, f->layer_head_dim = f->layer_kv_heads = NULL;
+    kvci_free(f->layer_v_head_dim);
+    f->kinds = NULL, f->layer_head_dim = f->layer_kv_heads = f->layer_v_head_dim = NULL;
 }
 
 kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {

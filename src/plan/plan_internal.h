@@ -35,8 +35,9 @@ typedef struct kvc_model_facts {
     kvc_v4_layer *v4;         /* [n_layers] DeepSeek-V4's compressed parts (NULL: another family) */
     int64_t v4_index_dim;     /* DeepSeek-V4's indexer head dim (index_head_dim) */
     bool *index_layers;       /* [n_layers] the layers keeping indexer keys (HY V4's "full" ones); NULL: all */
-    /* per layer (the family's layer_dims; NULL: every layer n_kv_heads of head_dim): head dim, KV heads per rank */
-    int64_t *layer_head_dim, *layer_kv_heads; /* [n_layers] */
+    /* per layer (the family's layer_dims; NULL: every layer n_kv_heads of head_dim): head dim, KV heads per rank,
+     * value head dim (0: the layer's head dim) */
+    int64_t *layer_head_dim, *layer_kv_heads, *layer_v_head_dim; /* [n_layers] */
 } kvc_model_facts;
 
 /* kvci_plan_warn of a finished message, as a family rule's warn callback (kvc_family_ctx). */

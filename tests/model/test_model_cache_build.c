@@ -16,6 +16,7 @@
 #include "kvc_test_util.h"
 #include "kvcache/kvcache.h"
 #include "model/cache_build.h"
+#include "model/model_internal.h"
 
 static void check(kvc_status st, const char *what) {
     if (st != KVC_OK) fail_msg("%s: %s (%s)", what, kvc_status_str(st), kvc_last_error());
@@ -159,8 +160,130 @@ static void test_refusals(void **state) {
     kvc_model_destroy(m);
 }
 
+/* ---- per-layer attention shapes (kvc_model_config.layer_heads ..., src/model/layer_shape.c) ---- */
+
+/* 2 layers, model-wide 2 heads of 16 over 1 KV head: the per-layer entries below override them. */
+static const char *const SHAPES_JSON =
+    "{\"model_type\":\"llama\",\"vocab_size\":96,\"hidden_size\":32,\"intermediate_size\":48,"
+    "\"num_hidden_layers\":2,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":16,"
+    "\"rope_theta\":10000,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":64}";
+
+static kvc_model_config *shapes_config(int64_t heads, int64_t kv_heads, int64_t head_dim) {
+    kvc_model_config *c = calloc(1, sizeof *c);
+    check(kvc_model_config_parse(SHAPES_JSON, "shapes", c), "config");
+    c->num_heads = heads, c->num_kv_heads = kv_heads, c->head_dim = head_dim;
+    return c;
+}
+
+/* Greedy tokens and logits of 2 prompts, 3 new tokens each, in runner mode `mode`. */
+static void shapes_run(const kvc_model *m, kvc_runner_mode mode, int32_t *tokens, float *logits) {
+    static const int32_t ids[] = {3, 17, 42, 9, 50, 5, 77};
+    static const int64_t lens[] = {4, 3};
+    kvc_runner_params p = kvc_runner_default_params();
+    p.mode = mode, p.max_new_tokens = 3, p.cache.block_size = 4;
+    kvc_runner *r = NULL;
+    check(kvc_runner_create(m, &p, 2, 4, &r), "runner");
+    check(kvc_runner_generate(r, ids, lens, 2, tokens, logits, NULL), "generate");
+    kvc_runner_destroy(r);
+}
+
+#define SHAPES_LOGITS (3 * 2 * 96)
+
+/* Layers given the shape 4 heads of 8 over 2 KV heads one by one run bit for bit as a model of that shape
+ * model-wide (same weights: the same names and shapes), in the recompute and paged modes: the weights, the
+ * scratch, the caches, RoPE's width and the softmax scale all follow the layer. */
+static void test_layer_shapes_as_uniform(void **state) {
+    (void)state;
+    kvc_model_config *u = shapes_config(4, 2, 8), *p = shapes_config(2, 1, 16);
+    for (int64_t l = 0; l < 2; l++) p->layer_heads[l] = 4, p->layer_kv_heads[l] = 2, p->layer_head_dim[l] = 8;
+    kvc_model *mu = NULL, *mp = NULL;
+    check(kvc_model_create_random(u, 5, &mu), "uniform");
+    check(kvc_model_create_random(p, 5, &mp), "per-layer");
+    for (int mode = 0; mode < 3; mode += 2) {
+        int32_t tu[6], tp[6];
+        float *lu = malloc(SHAPES_LOGITS * sizeof(float)), *lp = malloc(SHAPES_LOGITS * sizeof(float));
+        shapes_run(mu, (kvc_runner_mode)mode, tu, lu);
+        shapes_run(mp, (kvc_runner_mode)mode, tp, lp);
+        assert_memory_equal(tu, tp, sizeof tu);
+        assert_memory_equal(lu, lp, SHAPES_LOGITS * sizeof(float));
+        free(lu), free(lp);
+    }
+    kvc_model_destroy(mu), kvc_model_destroy(mp);
+    free(u), free(p);
+}
+
+/* A model whose layers differ (layer 1: 4 KV heads, values of 4 channels): each layer's cache entries and
+ * tensors are its own, and the three runner modes agree. */
+static void test_layer_shapes_mixed(void **state) {
+    (void)state;
+    kvc_model_config *c = shapes_config(4, 2, 8);
+    c->layer_kv_heads[1] = 4, c->layer_v_head_dim[1] = 4;
+    kvc_model *m = NULL;
+    check(kvc_model_create_random(c, 9, &m), "model");
+    const kvci_cache_knobs k = {.cache = {.block_size = 4, .kv_dtype = KVC_DTYPE_F32}, .paged = true};
+    kvc_model_caches caches;
+    kvci_cache_set s;
+    check(kvci_cache_set_build(m, &k, &caches, &s), "build");
+    const kvc_cache_entry *e0 = s.ci->layer_infos[0].caches, *e1 = s.ci->layer_infos[1].caches;
+    assert_int_equal(e0[0].num_head, 2), assert_int_equal(e0[1].dim[0], 8);
+    assert_int_equal(e1[0].num_head, 4), assert_int_equal(e1[0].dim[0], 8), assert_int_equal(e1[1].dim[0], 4);
+    int64_t bytes = 0;
+    assert_true(kvci_cache_set_bytes(&s, 1, &bytes));
+    assert_int_equal(bytes, 4 * (2 * 8 + 2 * 8 + 4 * 8 + 4 * 4)); /* f32 k and v of each layer */
+    char *mem = calloc((size_t)bytes * 8, 1);
+    kvci_cache_set_carve(&s, mem, 2, 4);
+    expect_shape(&caches.layers[1].k, 4, 2, 4, 4, 8);
+    expect_shape(&caches.layers[1].v, 4, 2, 4, 4, 4);
+    kvci_cache_set_release(&s);
+    free(mem);
+    int32_t t[3][6];
+    float *lg = malloc(3 * SHAPES_LOGITS * sizeof(float));
+    for (int mode = 0; mode < 3; mode++) shapes_run(m, (kvc_runner_mode)mode, t[mode], lg + mode * SHAPES_LOGITS);
+    for (int mode = 1; mode < 3; mode++) {
+        assert_memory_equal(t[0], t[mode], sizeof t[0]);
+        for (int i = 0; i < SHAPES_LOGITS; i++) assert_float_equal(lg[i], lg[mode * SHAPES_LOGITS + i], 1e-5);
+    }
+    free(lg);
+    kvc_model_destroy(m);
+    free(c);
+}
+
+static void expect_shapes_refused(kvc_model_config *c, const char *text) {
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_create_random(c, 1, &m), KVC_EINVAL);
+    if (!strstr(kvc_last_error(), text)) fail_msg("message \"%s\" lacks \"%s\"", kvc_last_error(), text);
+}
+
+/* Each rule of the per-layer shapes refuses by name, tensor parallelism included. */
+static void test_layer_shapes_refused(void **state) {
+    (void)state;
+    kvc_model_config *c = shapes_config(4, 2, 8);
+    c->layer_kv_heads[1] = 3;
+    expect_shapes_refused(c, "layer 1: its 4 query heads (layer_heads) must be a multiple of its 3 KV heads");
+    c->layer_kv_heads[1] = 0, c->layer_head_dim[0] = 7;
+    expect_shapes_refused(c, "layer_head_dim 7 must be even");
+    c->layer_head_dim[0] = 16; /* its rotary width 16 against layer 1's 8, both full layers */
+    expect_shapes_refused(c, "layer 1: rotary width 8 differs from 16 of the other full layers");
+    c->layer_rot_dim[1] = 16;
+    expect_shapes_refused(c, "rotary width 16 (layer_rot_dim) even in [2, head dim]");
+    c->layer_head_dim[0] = 0, c->layer_rot_dim[1] = 0, c->layer_v_head_dim[1] = -1;
+    expect_shapes_refused(c, "layer_v_head_dim[1] -1 outside [0, 65536]");
+    c->layer_v_head_dim[1] = 4, c->alibi = true;
+    expect_shapes_refused(c, "are not supported with alibi");
+    c->alibi = false;
+    kvc_model_config local;
+    assert_int_equal(kvci_model_shard_config(c, 2, &local), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "tensor parallelism 2 is not supported for llama (per-layer attention"));
+    free(c);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_paged_int8), cmocka_unit_test(test_lanes),
-                                       cmocka_unit_test(test_latent_contiguous), cmocka_unit_test(test_refusals)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_paged_int8),
+                                       cmocka_unit_test(test_lanes),
+                                       cmocka_unit_test(test_latent_contiguous),
+                                       cmocka_unit_test(test_refusals),
+                                       cmocka_unit_test(test_layer_shapes_as_uniform),
+                                       cmocka_unit_test(test_layer_shapes_mixed),
+                                       cmocka_unit_test(test_layer_shapes_refused)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -414,10 +414,33 @@ static void test_gemma4_fields(void **state) {
     assert_true(c.ple_dim == 0 && c.attn_k_eq_v && c.final_logit_softcapping == 30.0 && c.sliding_window == 512);
     assert_true(c.layer_sliding[0] && !c.layer_sliding[1] && c.kv_shared_layers == 0);
     expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"enable_moe_block\":true}", "enable_moe_block is set");
-    expect_refusal("{\"model_type\":\"gemma4_text\"," MOE_BASE "\"head_dim\":4,\"num_hidden_layers\":2}",
-                   "layer 1 has head_dim 512 and 2 KV heads (global_head_dim");
-    expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"attention_k_eq_v\":true,\"num_global_key_value_heads\":1}",
-                   "layer 1 has head_dim 4 and 1 KV heads");
+    /* Gemma4TextConfig's defaults: global_head_dim 512 on the full layers (num_global_key_value_heads read only with
+     * attention_k_eq_v), per_layer_config read alone when given */
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"gemma4_text\"," MOE_BASE
+                                            "\"head_dim\":4,\"num_hidden_layers\":6,\"num_global_key_value_heads\":1}",
+                                            "gemma4-defaults", &c),
+                     KVC_OK);
+    for (int l = 0; l < 6; l++)
+        assert_true(c.layer_head_dim[l] == (l == 5 ? 512 : 0) && c.layer_kv_heads[l] == 0 &&
+                    c.layer_sliding[l] == (l < 5));
+    assert_true(kvci_layer_shape(&c, 5).D == 512 && kvci_layer_shape(&c, 5).rot == 512 &&
+                kvci_layer_attn_scale(&c, 5) == 1.0);
+    assert_int_equal(kvc_model_config_parse(GEMMA4_BASE "\"num_hidden_layers\":2,\"attention_k_eq_v\":true,"
+                                                        "\"num_global_key_value_heads\":1}",
+                                            "gemma4-keqv", &c),
+                     KVC_OK);
+    assert_true(c.layer_kv_heads[1] == 1 && c.layer_head_dim[1] == 0 && c.layer_kv_heads[0] == 0);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"gemma4_text\"," MOE_BASE
+                                            "\"head_dim\":4,\"num_hidden_layers\":2,\"global_head_dim\":8,"
+                                            "\"per_layer_config\":{\"0\":{\"num_key_value_heads\":1}}}",
+                                            "gemma4-plc", &c),
+                     KVC_OK);
+    assert_true(c.layer_kv_heads[0] == 1 && c.layer_head_dim[1] == 0);
+    expect_refusal(GEMMA4_BASE
+                   "\"num_hidden_layers\":4,\"num_kv_shared_layers\":1,\"per_layer_config\":{\"3\":"
+                   "{\"head_dim\":8}},\"layer_types\":[\"full_attention\",\"sliding_attention\",\"full_attention\","
+                   "\"full_attention\"]}",
+                   "layer 3 (2 KV heads of 8) reads the cache of layer 2 (2 of 4), whose heads differ");
     expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"use_bidirectional_attention\":\"all\"}",
                    "use_bidirectional_attention \"all\" is not supported");
     expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"hidden_activation\":\"silu\"}",
