@@ -320,9 +320,9 @@ static void check_variant(const char *sub, const char *variant, const char *text
 
 static void check_multimodal(const char *sub, const char *text_type) { check_variant(sub, "multimodal", text_type); }
 
-/* Gemma 4, E2B-like: sliding / full layers with their own ropes (the full layers' proportional), the last two
- * KV-shared (each attending over an earlier layer's keys and values, no k/v projections or caches of its own) with
- * MLPs twice as wide, per-layer inputs, q/k/v norms, layer scalars, tied embeddings */
+/* Gemma 4, E2B-like: sliding / full layers with their own ropes (the full layers' proportional) and head dims (8,
+ * 16), the last two KV-shared (each attending over an earlier layer's keys and values, no k/v projections or caches
+ * of its own) with MLPs twice as wide, per-layer inputs, q/k/v norms, layer scalars, tied embeddings */
 static void test_gemma4(void **state) {
     (void)state;
     run_dir("gemma4");
@@ -359,7 +359,9 @@ static void test_gemma4_plan_agrees(void **state) {
         assert_int_equal(pl->attn_type, li->caches[0].attn_type);
         assert_int_equal(pl->sliding_window, li->caches[0].sliding_window);
         for (int32_t k = 0; k < li->n_caches; k++)
-            assert_true(pl->caches[k].num_head == li->caches[k].num_head && pl->caches[k].dim == li->caches[k].dim[0]);
+            assert_true(pl->caches[k].num_head == li->caches[k].num_head && pl->caches[k].dim == li->caches[k].dim[0] &&
+                        pl->caches[k].bytes_per_token == li->caches[k].num_head * li->caches[k].dim[0] * 4);
+        assert_int_equal(li->caches[0].dim[0], li->layer_idx == 1 ? 16 : 8); /* the full layer's own head dim */
     }
     assert_int_equal(listed, p->n_layers);
     assert_int_equal(listed, 2);
@@ -375,8 +377,8 @@ static void test_gemma4_multimodal(void **state) {
     check_multimodal("gemma4", "gemma4_text");
 }
 
-/* Gemma 4, 31B-like: no per-layer inputs or KV sharing, the full layer's values from k_proj (attention_k_eq_v),
- * final logits soft-capped, untied head */
+/* Gemma 4, 31B-like: no per-layer inputs or KV sharing, the full layer's values from k_proj (attention_k_eq_v) in
+ * its own shape (one KV head of 32 against two of 16), final logits soft-capped, untied head */
 static void test_gemma4_dense(void **state) {
     (void)state;
     run_dir("gemma4_dense");

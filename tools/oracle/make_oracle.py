@@ -504,7 +504,8 @@ def gemma4_config():
     # k/v projections), their MLPs twice as wide (use_double_wide_mlp), per-layer inputs of 8 channels, a window of
     # 8 (shorter than the prompts), the full layers' proportional rope (a quarter of the angles at theta 1e6), the
     # sliding layers' default rope, q/k/v norms (v's without weight), scale 1, the four sandwich norms applied as w,
-    # layer scalars, tied embeddings. One head dim and KV head count for both kinds (global_head_dim = head_dim).
+    # layer scalars, tied embeddings. The full layers' heads twice as wide (global_head_dim 16, head_dim 8; small, as the scale is 1), as the
+    # E2B / E4B models' 512 against 256.
     return Gemma4TextConfig(
         vocab_size=VOCAB,
         hidden_size=48,
@@ -513,7 +514,7 @@ def gemma4_config():
         layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
         num_attention_heads=4,
         num_key_value_heads=2,
-        head_dim=16,
+        head_dim=8,
         global_head_dim=16,
         sliding_window=8,
         num_kv_shared_layers=2,
@@ -536,8 +537,9 @@ def gemma4_config():
 
 def gemma4_dense_config():
     # Gemma 4 text at toy size, 31B-like: no per-layer inputs, no KV sharing, the full layer's values from its
-    # k_proj (attention_k_eq_v), final logits soft-capped at 10 (small enough to bend them); layers sliding, sliding,
-    # full; one head dim and KV head count for both kinds.
+    # k_proj (attention_k_eq_v) in its own shape (global_head_dim 32 against head_dim 16, one KV head,
+    # num_global_key_value_heads, against 2), final logits soft-capped at 10 (small enough to bend them); layers
+    # sliding, sliding, full.
     return Gemma4TextConfig(
         vocab_size=VOCAB,
         hidden_size=48,
@@ -546,7 +548,8 @@ def gemma4_dense_config():
         num_attention_heads=4,
         num_key_value_heads=2,
         head_dim=16,
-        global_head_dim=16,
+        global_head_dim=32,
+        num_global_key_value_heads=1,
         layer_types=["sliding_attention", "sliding_attention", "full_attention"],
         sliding_window=8,
         attention_k_eq_v=True,
