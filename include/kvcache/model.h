@@ -60,8 +60,8 @@ typedef enum kvc_model_family {
     KVC_FAMILY_DEEPSEEK_V4,   /* plans deepseek_v4: a shared-KV sliding window on every layer, compressed KV entries
                                * (CSA with its indexer keys, HCA) and the compressors' pending states beside it */
     KVC_FAMILY_HY_V4,         /* plans hy_v4: MLA latent caches, sinks, indexer keys on its "full" indexer layers */
-    KVC_FAMILY_GEMMA4,        /* plans gemma4_text and gemma4's text model: sliding / full layers, each kind its
-                               * own head dim and KV heads, KV shared by the last layers */
+    KVC_FAMILY_GEMMA4,        /* runs gemma4_text and gemma4's text model: sliding / full layers, each kind its
+                               * own head dim and KV heads, KV shared by the last layers, per-layer inputs */
     KVC_FAMILY_GEMMA3N,       /* plans gemma3n_text and gemma3n's text model: every 5th layer full, KV shared by the
                                * last num_kv_shared_layers (15 when absent) */
     KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
