@@ -134,3 +134,28 @@ kvc_status kvci_gemma4_layer_tail(const kvc_fwd_step *s, int64_t l) {
         for (int64_t i = 0; i < T * H; i++) ws->h[i] *= w->scalar[0];
     return KVC_OK;
 }
+
+kvc_status kvci_gemma4_ffn(const kvc_fwd_step *s, int64_t l) {
+    const kvc_model_config *c = &s->m->cfg;
+    const kvc_layer_weights *w = &s->m->layers[l];
+    kvc_model_workspace *ws = s->ws;
+    const int64_t T = s->T, H = c->hidden_size;
+    const float eps = (float)c->rms_norm_eps, root = (float)(1.0 / sqrt((double)H));
+    KVC_TRY(kvci_fwd_dense_mlp(s, l));
+    if (!c->layer_moe[l]) return KVC_OK;
+    /* proj = post_feedforward_layernorm_1(mlp) + post_feedforward_layernorm_2(experts(pre_feedforward_layernorm_2(h)))
+     * routed by router.proj(rms(h) * router.scale * H^-1/2); xn (the MLP's input) is free again */
+    kvci_rmsnorm_rows(ws->proj, T, H, H, w->mlp_out_norm, eps);
+    for (int64_t t = 0; t < T; t++) {
+        const float *h = ws->h + t * H;
+        float *x = ws->xn + t * H;
+        const double inv = kvci_rms_inv(h, H, eps);
+        for (int64_t j = 0; j < H; j++) x[j] = kvci_rms_scaled(h[j], inv, 1.0f) * w->router_scale[j] * root;
+    }
+    KVC_TRY(kvci_linear(ws->xn, T, &w->gate_w, NULL, ws->router));
+    kvci_rmsnorm_rows_to(ws->h, T, H, H, w->moe_in_norm, eps, ws->xn);
+    KVC_TRY(kvci_ffn_gemma4_experts(s, l, ws->xn));
+    kvci_rmsnorm_rows(ws->acc, T, H, H, w->moe_out_norm, eps);
+    for (int64_t i = 0; i < T * H; i++) ws->proj[i] += ws->acc[i];
+    return KVC_OK;
+}

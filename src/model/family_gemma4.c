@@ -170,13 +170,6 @@ kvc_status kvci_gemma4_layers(kvc_family_ctx *ctx, kvc_layer_kind *kinds, kvc_mo
     return KVC_OK;
 }
 
-/* A key refused unless absent, null or false (the math the runtime has no operator for). */
-static kvc_status refuse_true(const kvc_json_obj *c, const char *key, const char *why) {
-    const cJSON *v = kvci_json_find(c, key);
-    if (v == NULL || cJSON_IsNull(v) || cJSON_IsFalse(v)) return KVC_OK;
-    return kvci_fail(KVC_EINVAL, "%s: %s is set; the runtime does not run %s", c->doc, key, why);
-}
-
 /* num_kv_shared_layers (0 when absent): in [0, num_hidden_layers), as the planner reads it; the sources' checks are
  * kvci_gemma4_check's, once the kinds are known. */
 static kvc_status kv_shared(const kvc_json_obj *c, kvc_model_config *cfg) {
@@ -203,9 +196,22 @@ static kvc_status per_layer_inputs(const kvc_json_obj *c, kvc_model_config *cfg)
     return KVC_OK;
 }
 
+/* enable_moe_block: every layer's experts beside its MLP, num_experts of moe_intermediate_size, top_k_experts of
+ * them per token (each required then, as Gemma4TextExperts reads them). */
+static kvc_status moe_block(const kvc_json_obj *c, kvc_model_config *cfg) {
+    bool on = false;
+    KVC_TRY(kvci_family_opt_bool(c, "enable_moe_block", false, &on));
+    if (!on) return KVC_OK;
+    KVC_TRY(kvci_json_int(c, "num_experts", 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, NULL));
+    KVC_TRY(kvci_json_int(c, "top_k_experts", 1, cfg->n_routed_experts, &cfg->experts_per_tok, NULL));
+    KVC_TRY(kvci_json_int(c, "moe_intermediate_size", 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size, NULL));
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    return KVC_OK;
+}
+
 /* Gemma4TextConfig's keys: hidden_activation gelu_pytorch_tanh, norms applied as w (not 1 + w), sandwich norms, q/k
  * norms, v norm, the scale 1, embeddings times sqrt(hidden_size), tied by default, final_logit_softcapping (none when
- * absent); the MoE block beside the MLP refused by name. */
+ * absent); the MoE block beside the MLP. */
 static kvc_status parse_gemma4(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     KVC_TRY(gemma4_bidirectional(&(kvc_family_ctx){.hp = hp, .n_layers = cfg->num_layers}));
@@ -216,7 +222,7 @@ static kvc_status parse_gemma4(const kvc_hparams *hp, kvc_model_config *cfg) {
         return kvci_fail(KVC_EINVAL, "%s: hidden_activation \"%s\" is not supported (gemma4: gelu_pytorch_tanh)",
                          c->doc, act);
     cfg->mlp_act = KVC_MLP_GELU_TANH;
-    KVC_TRY(refuse_true(c, "enable_moe_block", "gemma4's experts beside the MLP"));
+    KVC_TRY(moe_block(c, cfg));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     bool bias = false;
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
@@ -274,6 +280,7 @@ const kvc_family_desc kvc_family_gemma4 = {
     .check = check_gemma4,
     .default_kinds = gemma4_kinds,
     .attention = kvci_attn_gemma4,
+    .ffn = kvci_gemma4_ffn,
     .softmax_scale = gemma4_scale,
     .layer_dims = gemma4_layer_dims,
 };

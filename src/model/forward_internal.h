@@ -108,6 +108,11 @@ kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_attn_gemma4(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_gemma4_per_layer_inputs(const kvc_model *m, kvc_model_workspace *ws, const int32_t *ids, int64_t T);
 kvc_status kvci_gemma4_layer_tail(const kvc_fwd_step *s, int64_t l);
+/* Gemma 4's feed-forward of layer l into ws->proj: its dense MLP of ws->xn and, with enable_moe_block, the experts
+ * beside it (attn_gemma4.c; kvci_ffn_gemma4_experts, ffn.c: the routing and the experts over x [T, H] into
+ * ws->acc from the router logits in ws->router). */
+kvc_status kvci_gemma4_ffn(const kvc_fwd_step *s, int64_t l);
+kvc_status kvci_ffn_gemma4_experts(const kvc_fwd_step *s, int64_t l, const float *x);
 /* JetMoE's mixture of attention heads (attn_moa.c; kvc_model_config.attention_experts). */
 kvc_status kvci_attn_moa(const kvc_fwd_step *s, int64_t l);
 /* The k largest of the E logits lg into sel (ties: lower index first) and their softmax (over those k only, f32) into

@@ -151,6 +151,10 @@ typedef struct kvc_layer_weights {
      * post_per_layer_input_norm [H]; layer_scalar [1] (else NULL) */
     kvc_wmat ple_gate, ple_proj;
     float *ple_norm, *scalar;
+    /* Gemma 4's experts beside the MLP (enable_moe_block; the router gate_w, experts ex_gate / ex_up / ex_down):
+     * router.scale [H], router.per_expert_scale [E], post_feedforward_layernorm_1 (the MLP's output) [H],
+     * pre_feedforward_layernorm_2 (the experts' input) [H], post_feedforward_layernorm_2 (their output) [H] */
+    float *router_scale, *expert_scale, *mlp_out_norm, *moe_in_norm, *moe_out_norm;
 } kvc_layer_weights;
 
 /* Tensor parallelism (docs/distributed.md): rank `rank` of `size` holds a shard of every split

@@ -234,6 +234,22 @@ static kvc_status visit_gemma4_attn(visitor *v, const kvc_model_config *c, int64
     return KVC_OK;
 }
 
+/* Gemma 4's experts beside the MLP: router.proj [E, H], router.scale [H], router.per_expert_scale [E], the experts
+ * (experts.gate_up_proj [E, 2 Im, H], experts.down_proj [E, H, Im] in checkpoints) and the three norms around. */
+static kvc_status visit_gemma4_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
+    w->moe = true;
+    TRY(m2(v, "router.proj.weight", E, H, &w->gate_w, WHOLE));
+    TRY(v1(v, "router.scale", H, &w->router_scale, KVC_WINIT_NORM, WHOLE));
+    TRY(v1(v, "router.per_expert_scale", E, &w->expert_scale, KVC_WINIT_NORM, WHOLE));
+    TRY(m3(v, "experts.*.gate_proj.weight", E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(m3(v, "experts.*.up_proj.weight", E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(m3(v, "experts.*.down_proj.weight", E, H, Im, &w->ex_down, false, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(v1(v, "post_feedforward_layernorm_1.weight", H, &w->mlp_out_norm, KVC_WINIT_NORM, WHOLE));
+    TRY(v1(v, "pre_feedforward_layernorm_2.weight", H, &w->moe_in_norm, KVC_WINIT_NORM, WHOLE));
+    return v1(v, "post_feedforward_layernorm_2.weight", H, &w->moe_out_norm, KVC_WINIT_NORM, WHOLE);
+}
+
 /* Gemma 4's per-layer input block and layer scalar of one layer (replicated on every rank). */
 static kvc_status visit_gemma4_tail(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, P = c->ple_dim;
@@ -663,6 +679,10 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(v2(v, "mlp.experts.gate_up_proj_bias", E, 2 * I, &w->gu_b, KVC_WINIT_BIAS, even(v, 1, 2 * I)));
         TRY(m3(v, "mlp.experts.down_proj", E, H, I, &w->dn, true, KVC_WINIT_WEIGHT, even(v, 1, I)));
         TRY(v2(v, "mlp.experts.down_proj_bias", E, H, &w->dn_b, KVC_WINIT_BIAS, rank0_bias(v)));
+    } else if (c->family == KVC_FAMILY_GEMMA4) {
+        const bool wide = c->mlp_double_shared && kvci_model_kv_source(c, l) != l; /* use_double_wide_mlp */
+        TRY(visit_dense_mlp(v, c, w, "", (wide ? 2 : 1) * c->intermediate_size, &w->w_gate, &w->w_up, &w->w_down));
+        if (c->layer_moe[l]) TRY(visit_gemma4_moe(v, c, w));
     } else if (c->attention_experts) {
         TRY(visit_jetmoe_mlp(v, c, w));
     } else if (c->layer_moe[l] && strcmp(c->model_type, "ergo") == 0) {
@@ -679,8 +699,7 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(visit_granite_shared(v, c, c->intermediate_size, v->m->full.intermediate_size, &w->w_gate, &w->w_up,
                                  &w->w_down));
     } else {
-        const bool wide = c->mlp_double_shared && kvci_model_kv_source(c, l) != l; /* Gemma 4's use_double_wide_mlp */
-        TRY(visit_dense_mlp(v, c, w, "", (wide ? 2 : 1) * c->intermediate_size, &w->w_gate, &w->w_up, &w->w_down));
+        TRY(visit_dense_mlp(v, c, w, "", c->intermediate_size, &w->w_gate, &w->w_up, &w->w_down));
     }
     return visit_gemma4_tail(v, c, w);
 }

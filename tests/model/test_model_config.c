@@ -413,7 +413,19 @@ static void test_gemma4_fields(void **state) {
                      KVC_OK);
     assert_true(c.ple_dim == 0 && c.attn_k_eq_v && c.final_logit_softcapping == 30.0 && c.sliding_window == 512);
     assert_true(c.layer_sliding[0] && !c.layer_sliding[1] && c.kv_shared_layers == 0);
-    expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"enable_moe_block\":true}", "enable_moe_block is set");
+    assert_int_equal(kvc_model_config_parse(GEMMA4_BASE
+                                            "\"num_hidden_layers\":2,\"enable_moe_block\":true,"
+                                            "\"num_experts\":4,\"top_k_experts\":2,\"moe_intermediate_size\":6}",
+                                            "gemma4-moe", &c),
+                     KVC_OK);
+    assert_true(c.layer_moe[0] && c.layer_moe[1] && c.n_routed_experts == 4 && c.experts_per_tok == 2);
+    assert_true(c.moe_intermediate_size == 6);
+    expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"enable_moe_block\":true,\"num_experts\":4,"
+                               "\"moe_intermediate_size\":6}",
+                   "top_k_experts");
+    expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"enable_moe_block\":true,\"num_experts\":2,"
+                               "\"top_k_experts\":3,\"moe_intermediate_size\":6}",
+                   "top_k_experts");
     /* Gemma4TextConfig's defaults: global_head_dim 512 on the full layers (num_global_key_value_heads read only with
      * attention_k_eq_v), per_layer_config read alone when given */
     assert_int_equal(kvc_model_config_parse("{\"model_type\":\"gemma4_text\"," MOE_BASE

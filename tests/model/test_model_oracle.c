@@ -384,6 +384,13 @@ static void test_gemma4_dense(void **state) {
     run_dir("gemma4_dense");
 }
 
+/* Gemma 4, 26B-A4B-like: every layer's routed GeGLU experts beside its MLP (enable_moe_block), routed from the
+ * residual stream with per-expert scales, each half normed before the sum */
+static void test_gemma4_moe(void **state) {
+    (void)state;
+    run_dir("gemma4_moe");
+}
+
 /* Gemma3ForConditionalGeneration's checkpoint holding the gemma3 weights */
 static void test_gemma3_multimodal(void **state) {
     (void)state;
@@ -1189,6 +1196,7 @@ int main(void) {
         cmocka_unit_test(test_gemma4_multimodal),
         cmocka_unit_test(test_gemma4_plan_agrees),
         cmocka_unit_test(test_gemma4_dense),
+        cmocka_unit_test(test_gemma4_moe),
         cmocka_unit_test(test_phi3),
         cmocka_unit_test(test_phi3_longrope),
         cmocka_unit_test(test_olmo2),

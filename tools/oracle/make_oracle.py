@@ -568,6 +568,39 @@ def gemma4_dense_config():
     )
 
 
+def gemma4_moe_config():
+    # Gemma 4 text at toy size, 26B-A4B-like: every layer's experts beside its MLP (enable_moe_block: 4 experts of
+    # 16, 2 per token, routed from the residual stream, GeGLU), no per-layer inputs; layers sliding, full (head dim
+    # 16 against 8), sliding-then-forced-full.
+    return Gemma4TextConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        global_head_dim=16,
+        layer_types=["sliding_attention", "full_attention", "full_attention"],
+        sliding_window=8,
+        enable_moe_block=True,
+        num_experts=4,
+        top_k_experts=2,
+        moe_intermediate_size=16,
+        hidden_size_per_layer_input=0,
+        rope_parameters={
+            "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        },
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+        max_position_embeddings=512,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    )
+
+
 # both Phi-3 oracles: 2 layers of width 64 (MLP 96), 4 query heads and 2 KV heads of 16, no special tokens
 PHI3_SHAPE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
                   num_key_value_heads=2, bos_token_id=None, eos_token_id=None, pad_token_id=None)
@@ -1882,6 +1915,7 @@ FAMILIES = {
     "gemma3": (gemma3_config, Gemma3ForCausalLM),
     "gemma4": (gemma4_config, Gemma4ForCausalLM),
     "gemma4_dense": (gemma4_dense_config, Gemma4ForCausalLM),
+    "gemma4_moe": (gemma4_moe_config, Gemma4ForCausalLM),
     "phi3": (phi3_config, Phi3ForCausalLM),
     "phi3_longrope": (phi3_longrope_config, Phi3ForCausalLM),
     "olmo2": (olmo2_config, Olmo2ForCausalLM),
@@ -2021,6 +2055,11 @@ def param_std(name, shape, config):
                                                                              "vaultgemma", "qwen3_next",
                                                                              "qwen3_5_text", "qwen3_5_moe"):
         return 0.3  # Gemma and Nemotron apply 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
+    if config.model_type == "gemma4_text":
+        if name.endswith(("router.scale", "router.per_expert_scale")):  # Gemma 4's router scales (HF: ones)
+            return None
+        if name.endswith(("experts.gate_up_proj", "experts.down_proj")):  # [E, out, in], used as x @ W[e].T
+            return 1.0 / math.sqrt(shape[2])
     if name.endswith(("norm_1.weight", "norm_2.weight", "norm_f.weight")):  # DBRX's LayerNorms
         return None
     if name.endswith("ffn.experts.mlp.w2"):  # DBRX [E * I, H], used as x @ w2: fan-in is I
