@@ -498,6 +498,16 @@ def gemma3_config():
     )
 
 
+# every Gemma 4 oracle's: the ropes per layer type (the full layers' proportional on a quarter of the angles),
+# eps, positions, no special tokens
+GEMMA4_COMMON = dict(
+    rope_parameters={
+        "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+    },
+    rms_norm_eps=1e-6, max_position_embeddings=512, bos_token_id=None, eos_token_id=None)
+
+
 def gemma4_config():
     # Gemma 4 text at toy size, E2B-like: layers sliding, full, sliding, full with the last two KV-shared
     # (num_kv_shared_layers 2: layer 2 attends over layer 0's keys and values, layer 3 over layer 1's, neither has
@@ -521,17 +531,10 @@ def gemma4_config():
         use_double_wide_mlp=True,
         hidden_size_per_layer_input=8,
         vocab_size_per_layer_input=VOCAB,
-        rope_parameters={
-            "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0},
-            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
-        },
-        rms_norm_eps=1e-6,
         tie_word_embeddings=True,
-        max_position_embeddings=512,
         final_logit_softcapping=None,
-        bos_token_id=None,
-        eos_token_id=None,
         pad_token_id=0,  # the wrapper's text-only path reads it (its multimodal mask)
+        **GEMMA4_COMMON,
     )
 
 
@@ -555,16 +558,9 @@ def gemma4_dense_config():
         attention_k_eq_v=True,
         hidden_size_per_layer_input=0,
         final_logit_softcapping=10.0,
-        rope_parameters={
-            "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0},
-            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
-        },
-        rms_norm_eps=1e-6,
         tie_word_embeddings=False,
-        max_position_embeddings=512,
-        bos_token_id=None,
-        eos_token_id=None,
         pad_token_id=None,
+        **GEMMA4_COMMON,
     )
 
 
@@ -588,16 +584,9 @@ def gemma4_moe_config():
         top_k_experts=2,
         moe_intermediate_size=16,
         hidden_size_per_layer_input=0,
-        rope_parameters={
-            "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0},
-            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
-        },
-        rms_norm_eps=1e-6,
         tie_word_embeddings=True,
-        max_position_embeddings=512,
-        bos_token_id=None,
-        eos_token_id=None,
         pad_token_id=None,
+        **GEMMA4_COMMON,
     )
 
 
