@@ -61,8 +61,8 @@ typedef enum kvc_model_family {
     KVC_FAMILY_DEEPSEEK_V4,   /* plans deepseek_v4: a shared-KV sliding window on every layer, compressed KV entries
                                * (CSA with its indexer keys, HCA) and the compressors' pending states beside it */
     KVC_FAMILY_HY_V4,         /* plans hy_v4: MLA latent caches, sinks, indexer keys on its "full" indexer layers */
-    KVC_FAMILY_GEMMA4,        /* plans gemma4_text and gemma4's text model: sliding / full layers, each kind its
-                               * own head dim and KV heads, KV shared by the last layers */
+    KVC_FAMILY_GEMMA4,        /* runs gemma4_text and gemma4's text model: sliding / full layers, each kind its
+                               * own head dim and KV heads, KV shared by the last layers, per-layer inputs */
     KVC_FAMILY_GEMMA3N,       /* plans gemma3n_text and gemma3n's text model: every 5th layer full, KV shared by the
                                * last num_kv_shared_layers (15 when absent) */
     KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
@@ -377,6 +377,15 @@ typedef struct kvc_model_config {
     /* Laguna (model_type laguna): the attention output gates (attn_head_gate per head, attn_gate_proj per channel)
      * by softplus instead of the sigmoid (attn_gate_softplus: f32, torch's threshold 20). Last, as above. */
     bool attn_gate_softplus;
+    /* Gemma 4 (gemma4_text, gemma4's text model; family_gemma4.c): each value head RMS-normalised without a weight
+     * after its projection (v_norm); the full layers without v_proj, their values the keys' projection before k_norm
+     * and RoPE (attn_k_eq_v); the last kv_shared_layers layers without k/v projections or caches, attending over the
+     * keys and values of the last earlier layer of their kind (kvci_model_kv_source); per-layer inputs of ple_dim
+     * channels (hidden_size_per_layer_input; 0: none) from embed_tokens_per_layer [ple_vocab, num_layers ple_dim] and
+     * per_layer_model_projection, gated into each layer's output; each layer's output times its layer_scalar [1]
+     * (layer_scalar); the KV-shared layers' MLP twice intermediate_size wide (mlp_double_shared). Last, as above. */
+    bool v_norm, attn_k_eq_v, layer_scalar, mlp_double_shared;
+    int64_t kv_shared_layers, ple_dim, ple_vocab;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -57,7 +57,8 @@ static kvc_status fill_layer(const kvc_model_config *c, int64_t l, bool from_sta
     const kvc_cache_dims cd = kvci_model_layer_cache_dims(c, l, latent);
     const char *const names[2] = {latent ? "nope_cache" : "k_cache", latent ? "rope_cache" : "v_cache"};
     const int32_t n_scales = kvci_cache_scale_entries(kv_dtype, latent), kv = KVCI_CACHE_KV_ENTRIES;
-    const int32_t n = c->layer_no_mixer[l] ? 0 : from_states ? n_states : kv + n_scales; /* an MLP: none */
+    const bool none = c->layer_no_mixer[l] || kvci_model_kv_source(c, l) != l; /* an MLP, or KV shared (Gemma 4) */
+    const int32_t n = none ? 0 : from_states ? n_states : kv + n_scales;
     li->layer_idx = (int32_t)l;
     li->caches = kvci_calloc((size_t)kvci_max64(n, 1), sizeof *li->caches);
     if (!li->caches) return kvci_fail(KVC_ENOMEM, "model cache info: out of memory");

@@ -16,13 +16,13 @@ static const kvc_json_range EPS_RANGE = {0.0, 1.0, false};
  * workspace, docs/model.md), longrope only as the one rope of every layer. */
 static kvc_status supported_rope(const kvc_hparams *hp, const kvc_rope_config *r, const char *which) {
     const kvc_rope_type t = r->type;
-    const bool lfm3 = hp->model_type != NULL &&
-                      strcmp(hp->model_type, "lfm3") == 0; /* the one type whose transformers code reads it */
+    static const char *const PROPORTIONAL[] = {"lfm3", "gemma4_text", "gemma4"}; /* the types whose code reads it */
+    const bool proportional = kvci_name_listed(hp->model_type, PROPORTIONAL, 3);
     if (t != KVC_ROPE_DEFAULT && t != KVC_ROPE_LINEAR && t != KVC_ROPE_LLAMA3 && t != KVC_ROPE_YARN &&
-        (t != KVC_ROPE_LONGROPE || hp->rope_sliding_given) && (t != KVC_ROPE_PROPORTIONAL || !lfm3))
+        (t != KVC_ROPE_LONGROPE || hp->rope_sliding_given) && (t != KVC_ROPE_PROPORTIONAL || !proportional))
         return kvci_fail(KVC_EINVAL,
                          "%s: %srope type \"%s\" is not supported by the runtime (default, linear, llama3, yarn; "
-                         "longrope as the one rope of every layer; proportional in lfm3)",
+                         "longrope as the one rope of every layer; proportional in lfm3 and gemma4)",
                          hp->cfg.doc, which, kvc_rope_type_name(t));
     return KVC_OK;
 }
@@ -64,6 +64,14 @@ static kvc_status check_rotary(const kvc_hparams *hp, const kvc_model_config *cf
                          hp->cfg.doc, hp->rope_source, (int)r->n_short_factors, (int)r->n_long_factors, (long long)rot,
                          (long long)(rot / 2));
     return KVC_OK;
+}
+
+int64_t kvci_model_kv_source(const kvc_model_config *c, int64_t l) {
+    const int64_t first = c->num_layers - c->kv_shared_layers;
+    if (l < first) return l;
+    int64_t j = first - 1;
+    while (j >= 0 && c->layer_sliding[j] != c->layer_sliding[l]) j--;
+    return j >= 0 ? j : l; /* config checks leave none without a source */
 }
 
 int64_t kvci_model_embed_width(const kvc_model_config *c) { return c->embed_dim > 0 ? c->embed_dim : c->hidden_size; }
@@ -137,6 +145,7 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
     kvc_layer_kind kinds[KVC_MODEL_MAX_LAYERS];
     kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
     KVC_TRY(kvci_family_layer_kinds(fam, &ctx, kinds));
+    if (cfg->family == KVC_FAMILY_GEMMA4) KVC_TRY(kvci_gemma4_layers(&ctx, kinds, cfg));
     bool any_sliding = false, any_chunked = false;
     /* a mixer, attention or MLP per layer (Nemotron-H), a mixer alone (Mamba2, Mamba, FalconMamba) */
     const bool one_block = strcmp(cfg->model_type, "nemotron_h") == 0 || strcmp(cfg->model_type, "mamba2") == 0 ||

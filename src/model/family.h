@@ -221,6 +221,11 @@ kvc_status kvci_family_parse_afmoe(const kvc_hparams *hp, kvc_model_config *cfg)
 kvc_status kvci_afmoe_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
 kvc_status kvci_afmoe_check(const kvc_model_config *cfg, const char *doc);
 
+/* Gemma 4 (family_gemma4.c): the runtime's reading of its layers after the kinds (kinds corrected in place: the last
+ * layer full) into cfg's per-layer attention shapes; refused by key where a KV-shared layer has no earlier layer of
+ * its kind and shape. */
+kvc_status kvci_gemma4_layers(kvc_family_ctx *ctx, kvc_layer_kind *kinds, kvc_model_config *cfg);
+
 /* Gemma (1) (GemmaForCausalLM, family_gemma.c; run by the dense family): GeGLU (hidden_act gelu_pytorch_tanh
  * or its legacy name gelu), norms as 1 + w, embeddings times sqrt(hidden_size), tied by default, head_dim 256
  * by default; bidirectional attention refused. */

@@ -1,18 +1,22 @@
 /* Gemma 4's text decoder (gemma4_text, Gemma4ForCausalLM; gemma4's text_config, Gemma4ForConditionalGeneration,
- * its vision and audio towers not read), planned only: the runtime refuses both types by name. What the plan
- * needs of it: five sliding layers then one full (sliding_window_pattern 6), the last layer always full (as
- * Gemma4TextConfig forces it), the full layers' own head dim and KV heads (per_layer_config, or the legacy
- * global_head_dim, 512 when absent, and num_global_key_value_heads, read only with attention_k_eq_v), the softmax
- * scale 1 (q and k are RMS-normalised per head), and the last num_kv_shared_layers layers reading earlier layers'
- * caches (plan/facts.c). Bidirectional attention over every token ("all") is refused by name; "vision" leaves
- * text tokens causal. Gemma 3n (gemma3n_text, gemma3n's text_config), planned only too, shares its caches the same
- * way (num_kv_shared_layers 15 when absent) with one head dim, every 5th layer full and the same scale. */
+ * its vision and audio towers not read). What the plan needs of it: five sliding layers then one full
+ * (sliding_window_pattern 6), the last layer always full (as Gemma4TextConfig forces it), the full layers' own head
+ * dim and KV heads (per_layer_config, or the legacy global_head_dim, 512 when absent, and
+ * num_global_key_value_heads, read only with attention_k_eq_v), the softmax scale 1 (q and k are RMS-normalised per
+ * head), and the last num_kv_shared_layers layers reading earlier layers' caches (plan/facts.c). Bidirectional
+ * attention over every token ("all") is refused by name; "vision" leaves text tokens causal. The runtime runs it
+ * (parse_gemma4, attn_gemma4.c, forward.c's per-layer inputs), the full layers in their own shape (per-layer
+ * attention shapes, layer_shape.c). Gemma 3n (gemma3n_text, gemma3n's text_config), planned only, shares its caches the
+ * same way (num_kv_shared_layers 15 when absent) with one head dim, every 5th layer full and the same scale. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/internal.h"
 #include "model/family.h"
+#include "model/forward_internal.h"
+#include "model/model_internal.h"
 
 /* Gemma4TextConfig's layer_types default: sliding_window_pattern 6 (five sliding layers, then one full). */
 static kvc_status gemma4_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
@@ -132,9 +136,139 @@ static kvc_status gemma4_layer_dims(const kvc_family_ctx *ctx, kvc_layer_kind *k
     return plc != NULL ? per_layer_config(ctx, plc, head_dim, kv_heads) : KVC_OK;
 }
 
+/* The runtime's layers of a Gemma 4 config (config.c, after the kinds): the last layer full, as the planner's
+ * layer_dims; the layers whose head dim or KV heads differ from the model's (the full layers' global_head_dim,
+ * num_global_key_value_heads, per_layer_config) their own shape (kvc_model_config.layer_head_dim, layer_kv_heads);
+ * each KV-shared layer with an earlier layer of its kind, of its shape, to read (Gemma4TextConfig.kv_sharing_modes
+ * refuses the config otherwise). */
+kvc_status kvci_gemma4_layers(kvc_family_ctx *ctx, kvc_layer_kind *kinds, kvc_model_config *cfg) {
+    const char *doc = ctx->hp->cfg.doc;
+    const int64_t L = cfg->num_layers;
+    int64_t head_dim[KVC_MODEL_MAX_LAYERS], kv_heads[KVC_MODEL_MAX_LAYERS], v_dim[KVC_MODEL_MAX_LAYERS] = {0};
+    for (int64_t i = 0; i < L; i++) head_dim[i] = cfg->head_dim, kv_heads[i] = cfg->num_kv_heads;
+    KVC_TRY(gemma4_layer_dims(ctx, kinds, head_dim, kv_heads, v_dim));
+    for (int64_t i = 0; i < L; i++) {
+        cfg->layer_head_dim[i] = head_dim[i] != cfg->head_dim ? head_dim[i] : 0;
+        cfg->layer_kv_heads[i] = kv_heads[i] != cfg->num_kv_heads ? kv_heads[i] : 0;
+    }
+    const int64_t first = L - cfg->kv_shared_layers;
+    for (int64_t i = first; i < L; i++) {
+        int64_t j = first - 1;
+        while (j >= 0 && kinds[j] != kinds[i]) j--;
+        if (j < 0)
+            return kvci_fail(KVC_EINVAL,
+                             "%s: num_kv_shared_layers %lld: layer %lld has no earlier layer of its kind to share the "
+                             "cache of",
+                             doc, (long long)cfg->kv_shared_layers, (long long)i);
+        if (head_dim[j] != head_dim[i] || kv_heads[j] != kv_heads[i])
+            return kvci_fail(KVC_EINVAL,
+                             "%s: num_kv_shared_layers %lld: layer %lld (%lld KV heads of %lld) reads the cache of "
+                             "layer %lld (%lld of %lld), whose heads differ",
+                             doc, (long long)cfg->kv_shared_layers, (long long)i, (long long)kv_heads[i],
+                             (long long)head_dim[i], (long long)j, (long long)kv_heads[j], (long long)head_dim[j]);
+    }
+    return KVC_OK;
+}
+
+/* num_kv_shared_layers (0 when absent): in [0, num_hidden_layers), as the planner reads it; the sources' checks are
+ * kvci_gemma4_check's, once the kinds are known. */
+static kvc_status kv_shared(const kvc_json_obj *c, kvc_model_config *cfg) {
+    bool have = false;
+    return kvci_json_int(c, "num_kv_shared_layers", 0, cfg->num_layers - 1, &cfg->kv_shared_layers, &have);
+}
+
+/* Per-layer inputs: hidden_size_per_layer_input (256 when absent; 0 or null: none) and vocab_size_per_layer_input
+ * (262,144 when absent), whose table must hold every token id (transformers' lookup fails beyond it). */
+static kvc_status per_layer_inputs(const kvc_json_obj *c, kvc_model_config *cfg) {
+    cfg->ple_dim = 256, cfg->ple_vocab = 262144;
+    const cJSON *p = kvci_json_find(c, "hidden_size_per_layer_input");
+    if (!kvci_json_missing(c, "hidden_size_per_layer_input") && (p == NULL || cJSON_IsNull(p)))
+        cfg->ple_dim = 0;
+    else
+        KVC_TRY(kvci_family_opt_int(c, "hidden_size_per_layer_input", 256, 0, KVC_HP_MAX_WIDTH, &cfg->ple_dim));
+    if (cfg->ple_dim == 0) return KVC_OK;
+    KVC_TRY(kvci_family_opt_int(c, "vocab_size_per_layer_input", 262144, 1, KVC_HP_MAX_VOCAB, &cfg->ple_vocab));
+    if (cfg->ple_vocab < cfg->vocab_size)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: vocab_size_per_layer_input %lld is below vocab_size %lld (a token beyond it has no "
+                         "per-layer input)",
+                         c->doc, (long long)cfg->ple_vocab, (long long)cfg->vocab_size);
+    return KVC_OK;
+}
+
+/* enable_moe_block: every layer's experts beside its MLP, num_experts of moe_intermediate_size, top_k_experts of
+ * them per token (each required then, as Gemma4TextExperts reads them). */
+static kvc_status moe_block(const kvc_json_obj *c, kvc_model_config *cfg) {
+    bool on = false;
+    KVC_TRY(kvci_family_opt_bool(c, "enable_moe_block", false, &on));
+    if (!on) return KVC_OK;
+    KVC_TRY(kvci_json_int(c, "num_experts", 1, KVC_HP_MAX_EXPERTS, &cfg->n_routed_experts, NULL));
+    KVC_TRY(kvci_json_int(c, "top_k_experts", 1, cfg->n_routed_experts, &cfg->experts_per_tok, NULL));
+    KVC_TRY(kvci_json_int(c, "moe_intermediate_size", 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size, NULL));
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_moe[l] = true;
+    return KVC_OK;
+}
+
+/* Gemma4TextConfig's keys: hidden_activation gelu_pytorch_tanh, norms applied as w (not 1 + w), sandwich norms, q/k
+ * norms, v norm, the scale 1, embeddings times sqrt(hidden_size), tied by default, final_logit_softcapping (none when
+ * absent); the MoE block beside the MLP. */
+static kvc_status parse_gemma4(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    KVC_TRY(gemma4_bidirectional(&(kvc_family_ctx){.hp = hp, .n_layers = cfg->num_layers}));
+    const char *act = "gelu_pytorch_tanh";
+    bool have = false;
+    KVC_TRY(kvci_json_str(c, "hidden_activation", KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, "gelu_pytorch_tanh") != 0)
+        return kvci_fail(KVC_EINVAL, "%s: hidden_activation \"%s\" is not supported (gemma4: gelu_pytorch_tanh)",
+                         c->doc, act);
+    cfg->mlp_act = KVC_MLP_GELU_TANH;
+    KVC_TRY(moe_block(c, cfg));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    bool bias = false;
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    KVC_TRY(kvci_family_opt_bool(c, "attention_k_eq_v", false, &cfg->attn_k_eq_v));
+    KVC_TRY(kvci_family_opt_bool(c, "use_double_wide_mlp", false, &cfg->mlp_double_shared));
+    KVC_TRY(kvci_family_softcap(c, "final_logit_softcapping", 0.0, &cfg->final_logit_softcapping));
+    KVC_TRY(kv_shared(c, cfg));
+    KVC_TRY(per_layer_inputs(c, cfg));
+    cfg->embed_scale = (float)sqrt((double)cfg->hidden_size);
+    cfg->sandwich_norms = cfg->qk_norm = cfg->v_norm = cfg->layer_scalar = true;
+    cfg->attention_multiplier = 1.0; /* Gemma4TextAttention's scaling */
+    return KVC_OK;
+}
+
+/* The rules of a Gemma 4 config (a caller's own struct too): kv_shared_layers in [0, num_layers), each shared
+ * layer with an earlier one of its kind (layer_sliding) to read; per-layer inputs of at most KVC_HP_MAX_WIDTH
+ * channels over a table of at least vocab_size rows. */
+static kvc_status check_gemma4(const kvc_model_config *cfg, const char *doc) {
+    const int64_t L = cfg->num_layers, first = L - cfg->kv_shared_layers;
+    if (cfg->kv_shared_layers < 0 || cfg->kv_shared_layers >= L)
+        return kvci_fail(KVC_EINVAL, "%s: num_kv_shared_layers %lld outside [0, %lld)", doc,
+                         (long long)cfg->kv_shared_layers, (long long)L);
+    for (int64_t i = first; i < L; i++) {
+        const int64_t src = kvci_model_kv_source(cfg, i);
+        const kvci_attn_shape a = kvci_layer_shape(cfg, i), b = kvci_layer_shape(cfg, src);
+        if (src == i || a.nKV != b.nKV || a.D != b.D || a.Dv != b.Dv)
+            return kvci_fail(KVC_EINVAL,
+                             "%s: num_kv_shared_layers %lld: layer %lld has no earlier layer of its kind and shape to "
+                             "share the cache of",
+                             doc, (long long)cfg->kv_shared_layers, (long long)i);
+    }
+    if (cfg->ple_dim < 0 || cfg->ple_dim > KVC_HP_MAX_WIDTH ||
+        (cfg->ple_dim > 0 && (cfg->ple_vocab < cfg->vocab_size || cfg->ple_vocab > KVC_HP_MAX_VOCAB)))
+        return kvci_fail(KVC_EINVAL,
+                         "%s: hidden_size_per_layer_input %lld outside [0, %lld] or vocab_size_per_layer_input %lld "
+                         "outside [vocab_size %lld, %lld]",
+                         doc, (long long)cfg->ple_dim, (long long)KVC_HP_MAX_WIDTH, (long long)cfg->ple_vocab,
+                         (long long)cfg->vocab_size, (long long)KVC_HP_MAX_VOCAB);
+    return KVC_OK;
+}
+
 static const kvc_family_alias GEMMA4[] = {
-    {"gemma4", "Gemma4ForConditionalGeneration", "gemma4", false},
-    {"gemma4_text", "Gemma4ForCausalLM", "gemma4", false},
+    {"gemma4", "Gemma4ForConditionalGeneration", "gemma4", true},
+    {"gemma4_text", "Gemma4ForCausalLM", "gemma4", true},
 };
 
 const kvc_family_desc kvc_family_gemma4 = {
@@ -142,7 +276,11 @@ const kvc_family_desc kvc_family_gemma4 = {
     .name = "gemma4",
     .aliases = GEMMA4,
     .n_aliases = 2,
+    .parse = parse_gemma4,
+    .check = check_gemma4,
     .default_kinds = gemma4_kinds,
+    .attention = kvci_attn_gemma4,
+    .ffn = kvci_gemma4_ffn,
     .softmax_scale = gemma4_scale,
     .layer_dims = gemma4_layer_dims,
 };

@@ -294,7 +294,8 @@ static kvc_status run_expert(const kvc_model_config *c, const kvc_layer_weights 
     const kvc_wmat u = kvci_wmat_at(&w->ex_up, e), d = kvci_wmat_at(&w->ex_down, e);
     if (!w->ex_gate.data) return kvci_plain_mlp(c->mlp_act, NULL, ws->xg, n, &u, NULL, &d, NULL, ws->ff_a, ws->yg);
     const kvc_wmat g = kvci_wmat_at(&w->ex_gate, e);
-    return kvci_swiglu_mlp(KVC_MLP_SILU, ws->xg, n, &g, NULL, &u, NULL, &d, NULL, ws->ff_a, ws->ff_b, ws->yg);
+    const kvc_mlp_act act = c->family == KVC_FAMILY_GEMMA4 ? c->mlp_act : KVC_MLP_SILU; /* Gemma 4's GeGLU experts */
+    return kvci_swiglu_mlp(act, ws->xg, n, &g, NULL, &u, NULL, &d, NULL, ws->ff_a, ws->ff_b, ws->yg);
 }
 
 /* The shared experts of x [T, H] into ws->proj: SwiGLU, or (sh_gate NULL: Nemotron-H's) up, mlp_act, down (Ergo's
@@ -405,3 +406,30 @@ kvc_status kvci_ffn_sigmoid_moe(const kvc_fwd_step *s, int64_t l) { return route
 kvc_status kvci_ffn_ernie_moe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, ernie_route); }
 kvc_status kvci_ffn_phimoe(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, phimoe_route); }
 kvc_status kvci_ffn_kolibri(const kvc_fwd_step *s, int64_t l) { return routed_experts(s, l, kolibri_route); }
+
+/* Gemma 4's router (Gemma4TextRouter) over ws->router's logits [T, E] of the residual stream: the softmax of all E in
+ * f32, the k largest (ties: lower index first), divided by their sum, each times its per_expert_scale. Then the
+ * experts (GeGLU) over x [T, H] (pre_feedforward_layernorm_2 of the stream) into ws->acc [T, H], summed per token in
+ * expert-index order. */
+kvc_status kvci_ffn_gemma4_experts(const kvc_fwd_step *s, int64_t l, const float *x) {
+    const kvc_model_config *c = &s->m->cfg;
+    const kvc_layer_weights *w = &s->m->layers[l];
+    kvc_model_workspace *ws = s->ws;
+    const int64_t T = s->T, H = c->hidden_size, E = c->n_routed_experts, K = c->experts_per_tok;
+    for (int64_t t = 0; t < T; t++) {
+        int32_t *sel = ws->sel + t * K;
+        float *sw = ws->selw + t * K, sum = 0.0f;
+        softmax_probs(ws->router + t * E, E, ws->route_tmp);
+        top_k(ws->route_tmp, E, K, sel);
+        for (int64_t j = 0; j < K; j++) sum += (sw[j] = ws->route_tmp[sel[j]]);
+        for (int64_t j = 0; j < K; j++) sw[j] = sw[j] / sum * w->expert_scale[sel[j]];
+    }
+    memset(ws->acc, 0, (size_t)(T * H) * sizeof(float));
+    for (int32_t e = 0; e < (int32_t)E; e++) {
+        const int64_t n = gather(ws, x, T, K, H, e);
+        if (n == 0) continue;
+        KVC_TRY(run_expert(c, w, ws, e, n));
+        scatter_add(ws, n, H);
+    }
+    return KVC_OK;
+}

@@ -17,12 +17,12 @@ static int64_t max3(int64_t a, int64_t b, int64_t c) { return kvci_max64(a, kvci
 
 void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
     if (!ws) return;
-    float **f[] = {&ws->h,           &ws->xn,        &ws->q,    &ws->k,        &ws->v,     &ws->att,
-                   &ws->proj,        &ws->ff_a,      &ws->ff_b, &ws->acc,      &ws->xg,    &ws->yg,
-                   &ws->router,      &ws->route_tmp, &ws->selw, &ws->tokw,     &ws->mla_a, &ws->mla_b,
-                   &ws->q_rope,      &ws->cos,       &ws->sin,  &ws->rope_tmp, &ws->fused, &ws->cos_sliding,
-                   &ws->sin_sliding, &ws->qk_ss,     &ws->gate, &ws->gdn,      &ws->mamba, &ws->lat,
-                   &ws->shortcut};
+    float **f[] = {&ws->h,           &ws->xn,        &ws->q,     &ws->k,        &ws->v,     &ws->att,
+                   &ws->proj,        &ws->ff_a,      &ws->ff_b,  &ws->acc,      &ws->xg,    &ws->yg,
+                   &ws->router,      &ws->route_tmp, &ws->selw,  &ws->tokw,     &ws->mla_a, &ws->mla_b,
+                   &ws->q_rope,      &ws->cos,       &ws->sin,   &ws->rope_tmp, &ws->fused, &ws->cos_sliding,
+                   &ws->sin_sliding, &ws->qk_ss,     &ws->gate,  &ws->gdn,      &ws->mamba, &ws->lat,
+                   &ws->shortcut,    &ws->ple,       &ws->ple_a, &ws->kv_keep};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->tok);
@@ -63,8 +63,9 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     ws->kw = kvci_max64(kvci_max64(nkv * dq, rkv), mx.k_width);
     ws->vw = kvci_max64(kvci_max64(nkv * dv, dr), mx.v_width);
     ws->ow = kvci_max64(nH * kvci_max64(dv, rkv), mx.o_width);
-    ws->ffw = max3(c->intermediate_size * (c->family == KVC_FAMILY_GPT_OSS ? 2 : 1),
-                   kvci_max64(c->moe_intermediate_size, c->shared_expert_intermediate_size), 1);
+    const int64_t wide = c->family == KVC_FAMILY_GPT_OSS || c->mlp_double_shared ? 2 : 1; /* Gemma 4's shared MLPs */
+    ws->ffw =
+        max3(c->intermediate_size * wide, kvci_max64(c->moe_intermediate_size, c->shared_expert_intermediate_size), 1);
     const int64_t E = kvci_max64(kvci_max64(c->num_experts, c->n_routed_experts + c->zero_experts), 1);
     const int64_t K = kvci_max64(c->experts_per_tok, 1);
     kvc_status st = KVC_OK;
@@ -84,7 +85,10 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     bool mamba = false, mamba1 = false; /* Mamba2 / Mamba-1 mixers: their in_proj rows in fused, their scratch */
     for (int64_t l = 0; l < c->num_layers; l++) mamba |= c->layer_mamba[l], mamba1 |= c->layer_mamba1[l];
     const int64_t mamba_w = mamba ? kvci_mamba2_in_width(c) : mamba1 ? 2 * c->mamba_inner : 0;
-    A(fused, Tm * max3(gq * ws->qw + ws->kw + ws->vw, 2 * c->intermediate_size, kvci_max64(conv_w, mamba_w)));
+    A(fused, Tm * max3(gq * ws->qw + ws->kw + ws->vw, 2 * wide * c->intermediate_size, kvci_max64(conv_w, mamba_w)));
+    A(ple, Tm * c->num_layers * c->ple_dim);
+    A(ple_a, kvci_max64(Tm, c->num_layers) * c->ple_dim);
+    A(kv_keep, c->kv_shared_layers > 0 ? 2 * Tm * (ws->kw + ws->vw) : 1);
     A(gate, c->attn_output_gate || c->attn_gate_proj ? Tm * ws->qw
             : c->attn_head_gate                      ? Tm * mx.nH
                                                      : 1); /* LFM3's [T, nH] */
@@ -189,7 +193,7 @@ static kvc_status check_state_cache(const kvc_model_config *c, const kvc_model_c
 static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *cs, int64_t l) {
     const kvc_model_config *c = &m->cfg;
     const kvc_layer_cache *lc = &cs->layers[l];
-    if (c->layer_no_mixer[l]) return KVC_OK; /* an MLP alone: no cache */
+    if (c->layer_no_mixer[l] || kvci_model_kv_source(c, l) != l) return KVC_OK; /* an MLP alone, KV shared: none */
     if (kvci_model_layer_is_state(c, l)) {
         KVC_TRY(check_state_cache(c, cs, l));
         if (!c->mamba_parallel_attn) return KVC_OK; /* Falcon-H1: its K/V too */
@@ -476,6 +480,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
                              ws->cos_sliding + t * rot_s, ws->sin_sliding + t * rot_s);
     }
     if (c->embed_norm) norm_rows(m, ws->h, T, m->embed_norm, m->embed_norm_b, ws->h); /* BLOOM, NanoChat */
+    if (c->ple_dim > 0 && (st = kvci_gemma4_per_layer_inputs(m, ws, a->token_ids, T)) != KVC_OK) return st;
     kvci_sp_end(KVC_SP_EMBED, t0);
     const kvc_family_desc *fam = kvci_family_get(c->family);
     for (int64_t l = 0; l < c->num_layers; l++) {
@@ -512,6 +517,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, w->post_ff_norm, w->ffn_gate);
         if (c->norm_after_add) norm_rows(m, ws->h, T, w->post_norm, w->post_norm_b, ws->h);
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
+        if (st == KVC_OK && c->family == KVC_FAMILY_GEMMA4) st = kvci_gemma4_layer_tail(&s, l);
         if (st != KVC_OK) return st;
     }
     t0 = kvci_sp_begin();

@@ -61,6 +61,10 @@ struct kvc_model_workspace {
     float *gate;            /* [Tm, qw] the attention output gates (Qwen3-Next's attn_output_gate, AFMoE's
                              * attn_gate_proj), else unused */
     float *gdn;             /* [Tm, gdn_w] Gated DeltaNet scratch (gated_delta.c), else unused */
+    float *ple;             /* [Tm, L P] Gemma 4's per-layer inputs of the step (P = ple_dim), else unused */
+    float *ple_a;           /* [max(Tm, L) P] their scratch */
+    float *kv_keep;         /* [2, Tm, kw + vw] Gemma 4 without caches: the full (0) and sliding (1) KV-shared layers'
+                             * source rows, else unused */
     void *kc;               /* [Tm, kw] keys in the cache dtype (f32-sized, so any dtype fits) */
     void *vc;               /* [Tm, vw] values in the cache dtype */
     int64_t *slots;         /* [Tm] writes by slot into contiguous caches: cache row * S_max + position */
@@ -99,6 +103,16 @@ void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int6
 /* The attention sub-layers: read ws->xn [T, H], write ws->proj [T, H]. */
 kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l);
+/* Gemma 4 (attn_gemma4.c): its attention; the step's per-layer inputs into ws->ple from the embedded rows in ws->h
+ * (ids [T]); after layer l's MLP, its per-layer input block and layer scalar on ws->h. */
+kvc_status kvci_attn_gemma4(const kvc_fwd_step *s, int64_t l);
+kvc_status kvci_gemma4_per_layer_inputs(const kvc_model *m, kvc_model_workspace *ws, const int32_t *ids, int64_t T);
+kvc_status kvci_gemma4_layer_tail(const kvc_fwd_step *s, int64_t l);
+/* Gemma 4's feed-forward of layer l into ws->proj: its dense MLP of ws->xn and, with enable_moe_block, the experts
+ * beside it (attn_gemma4.c; kvci_ffn_gemma4_experts, ffn.c: the routing and the experts over x [T, H] into
+ * ws->acc from the router logits in ws->router). */
+kvc_status kvci_gemma4_ffn(const kvc_fwd_step *s, int64_t l);
+kvc_status kvci_ffn_gemma4_experts(const kvc_fwd_step *s, int64_t l, const float *x);
 /* JetMoE's mixture of attention heads (attn_moa.c; kvc_model_config.attention_experts). */
 kvc_status kvci_attn_moa(const kvc_fwd_step *s, int64_t l);
 /* The k largest of the E logits lg into sel (ties: lower index first) and their softmax (over those k only, f32) into

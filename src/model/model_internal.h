@@ -147,6 +147,14 @@ typedef struct kvc_layer_weights {
      * ssm_d [I]; Jamba's dt, B and C norm weights [R], [N], [N] (else NULL) */
     kvc_wmat ssm_x_proj, ssm_dt_proj;
     float *ssm_dt_norm, *ssm_b_norm, *ssm_c_norm;
+    /* Gemma 4's per-layer input (ple_dim P): per_layer_input_gate [P, H], per_layer_projection [H, P],
+     * post_per_layer_input_norm [H]; layer_scalar [1] (else NULL) */
+    kvc_wmat ple_gate, ple_proj;
+    float *ple_norm, *scalar;
+    /* Gemma 4's experts beside the MLP (enable_moe_block; the router gate_w, experts ex_gate / ex_up / ex_down):
+     * router.scale [H], router.per_expert_scale [E], post_feedforward_layernorm_1 (the MLP's output) [H],
+     * pre_feedforward_layernorm_2 (the experts' input) [H], post_feedforward_layernorm_2 (their output) [H] */
+    float *router_scale, *expert_scale, *mlp_out_norm, *moe_in_norm, *moe_out_norm;
 } kvc_layer_weights;
 
 /* Tensor parallelism (docs/distributed.md): rank `rank` of `size` holds a shard of every split
@@ -176,6 +184,10 @@ struct kvc_model {
     float *pos_freq;       /* [H / 2] XGLM's sinusoid frequencies (pos_sinusoidal; pos_embed NULL), else NULL */
     kvc_wmat project_in;   /* [H, E] OPT-350m's (cfg.embed_dim E != 0), else empty */
     kvc_wmat project_out;  /* [E, H] its pair before the head */
+    /* Gemma 4's per-layer inputs (cfg.ple_dim P > 0, L layers): embed_tokens_per_layer [ple_vocab, L P],
+     * per_layer_model_projection [L P, H], per_layer_projection_norm [P]; else empty / NULL */
+    kvc_wmat ple_embed, ple_model_proj;
+    float *ple_proj_norm;
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     void *arena;                                    /* every weight above: one kvci_pages_alloc mapping */
     int64_t arena_bytes;
@@ -284,6 +296,9 @@ void kvci_model_fuse(kvc_model *m);
 /* The rotary width of c: MLA's qk_rope_head_dim, else head_dim times rope.partial_rotary_factor (truncated, as
  * transformers' int(); 0 or 1: the whole head); the channels beyond it pass through unrotated. */
 int64_t kvci_model_rot_dim(const kvc_model_config *c);
+/* The layer whose K/V cache layer l attends over: l itself, or for one of the last kv_shared_layers layers (Gemma 4)
+ * the last earlier layer of its kind (sliding or full), which keeps the cache; l keeps none then. */
+int64_t kvci_model_kv_source(const kvc_model_config *c, int64_t l);
 /* The same for a layer of its own head dim (kvci_layer_shape). */
 int64_t kvci_model_rot_dim_of(const kvc_model_config *c, int64_t head_dim);
 /* head_dim times r's partial_rotary_factor (truncated; proportional, 0 or 1: the whole head). */

@@ -227,6 +227,55 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, int64_t 
     return KVC_OK;
 }
 
+/* Gemma 4's attention of layer l: q_proj, q_norm and o_proj; k_proj, k_norm and v_proj (none on a full layer with
+ * attention_k_eq_v) unless the layer reads another layer's K/V (kvci_model_kv_source); v_norm has no weight. */
+static kvc_status visit_gemma4_attn(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
+    const kvci_attn_shape sh = kvci_layer_shape(c, l); /* the full layers' own head dim and KV heads */
+    const int64_t H = c->hidden_size, nH = sh.nH, nKV = sh.nKV, D = sh.D;
+    TRY(m2(v, "self_attn.q_proj.weight", nH * D, H, &w->wq, even(v, 0, nH * D)));
+    if (c->qkv_bias) TRY(v1(v, "self_attn.q_proj.bias", nH * D, &w->bq, KVC_WINIT_BIAS, even(v, 0, nH * D)));
+    if (kvci_model_kv_source(c, l) == l) {
+        TRY(m2(v, "self_attn.k_proj.weight", nKV * D, H, &w->wk, kv_rows(v, D)));
+        if (c->qkv_bias) TRY(v1(v, "self_attn.k_proj.bias", nKV * D, &w->bk, KVC_WINIT_BIAS, kv_rows(v, D)));
+        if (!c->attn_k_eq_v || c->layer_sliding[l]) {
+            TRY(m2(v, "self_attn.v_proj.weight", nKV * D, H, &w->wv, kv_rows(v, D)));
+            if (c->qkv_bias) TRY(v1(v, "self_attn.v_proj.bias", nKV * D, &w->bv, KVC_WINIT_BIAS, kv_rows(v, D)));
+        }
+        TRY(v1(v, "self_attn.k_norm.weight", D, &w->k_norm, KVC_WINIT_NORM, WHOLE));
+    }
+    TRY(v1(v, "self_attn.q_norm.weight", D, &w->q_norm, KVC_WINIT_NORM, WHOLE));
+    TRY(m2(v, "self_attn.o_proj.weight", H, nH * D, &w->wo, even(v, 1, nH * D)));
+    if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
+    return KVC_OK;
+}
+
+/* Gemma 4's experts beside the MLP: router.proj [E, H], router.scale [H], router.per_expert_scale [E], the experts
+ * (experts.gate_up_proj [E, 2 Im, H], experts.down_proj [E, H, Im] in checkpoints) and the three norms around. */
+static kvc_status visit_gemma4_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
+    w->moe = true;
+    TRY(m2(v, "router.proj.weight", E, H, &w->gate_w, WHOLE));
+    TRY(v1(v, "router.scale", H, &w->router_scale, KVC_WINIT_NORM, WHOLE));
+    TRY(v1(v, "router.per_expert_scale", E, &w->expert_scale, KVC_WINIT_NORM, WHOLE));
+    TRY(m3(v, "experts.*.gate_proj.weight", E, Im, H, &w->ex_gate, false, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(m3(v, "experts.*.up_proj.weight", E, Im, H, &w->ex_up, false, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(m3(v, "experts.*.down_proj.weight", E, H, Im, &w->ex_down, false, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(v1(v, "post_feedforward_layernorm_1.weight", H, &w->mlp_out_norm, KVC_WINIT_NORM, WHOLE));
+    TRY(v1(v, "pre_feedforward_layernorm_2.weight", H, &w->moe_in_norm, KVC_WINIT_NORM, WHOLE));
+    return v1(v, "post_feedforward_layernorm_2.weight", H, &w->moe_out_norm, KVC_WINIT_NORM, WHOLE);
+}
+
+/* Gemma 4's per-layer input block and layer scalar of one layer (replicated on every rank). */
+static kvc_status visit_gemma4_tail(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, P = c->ple_dim;
+    if (P > 0) {
+        TRY(m2(v, "per_layer_input_gate.weight", P, H, &w->ple_gate, WHOLE));
+        TRY(m2(v, "per_layer_projection.weight", H, P, &w->ple_proj, WHOLE));
+        TRY(v1(v, "post_per_layer_input_norm.weight", H, &w->ple_norm, KVC_WINIT_NORM, WHOLE));
+    }
+    return c->layer_scalar ? v1(v, "layer_scalar", 1, &w->scalar, KVC_WINIT_NORM, WHOLE) : KVC_OK;
+}
+
 static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, nH = c->num_heads, dq = c->qk_nope_head_dim + c->qk_rope_head_dim;
     const int64_t rq = c->q_lora_rank, rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
@@ -636,6 +685,7 @@ static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(visit_mamba2(v, c, w));
         return c->mamba_parallel_attn ? visit_gqa_attn(v, c, l, w) : KVC_OK; /* Falcon-H1: attention beside it */
     }
+    if (c->family == KVC_FAMILY_GEMMA4) return visit_gemma4_attn(v, c, l, w);
     return c->family == KVC_FAMILY_DEEPSEEK_V3 ? visit_mla_attn(v, c, w) : visit_gqa_attn(v, c, l, w);
 }
 
@@ -658,6 +708,10 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(v2(v, "mlp.experts.gate_up_proj_bias", E, 2 * I, &w->gu_b, KVC_WINIT_BIAS, even(v, 1, 2 * I)));
         TRY(m3(v, "mlp.experts.down_proj", E, H, I, &w->dn, true, KVC_WINIT_WEIGHT, even(v, 1, I)));
         TRY(v2(v, "mlp.experts.down_proj_bias", E, H, &w->dn_b, KVC_WINIT_BIAS, rank0_bias(v)));
+    } else if (c->family == KVC_FAMILY_GEMMA4) {
+        const bool wide = c->mlp_double_shared && kvci_model_kv_source(c, l) != l; /* use_double_wide_mlp */
+        TRY(visit_dense_mlp(v, c, w, "", (wide ? 2 : 1) * c->intermediate_size, &w->w_gate, &w->w_up, &w->w_down));
+        if (c->layer_moe[l]) TRY(visit_gemma4_moe(v, c, w));
     } else if (c->attention_experts) {
         TRY(visit_jetmoe_mlp(v, c, w));
     } else if (c->layer_moe[l] && strcmp(c->model_type, "ergo") == 0) {
@@ -676,7 +730,7 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
     } else {
         TRY(visit_dense_mlp(v, c, w, "", c->intermediate_size, &w->w_gate, &w->w_up, &w->w_down));
     }
-    return KVC_OK;
+    return visit_gemma4_tail(v, c, w);
 }
 
 kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *user) {
@@ -695,6 +749,12 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     if (c->pos_learned && !c->pos_sinusoidal)
         TRY(v2(&v, "model.embed_positions.weight", c->max_position_embeddings + c->pos_offset, c->hidden_size,
                &m->pos_embed, KVC_WINIT_WEIGHT, WHOLE));
+    if (c->ple_dim > 0) { /* Gemma 4's per-layer inputs */
+        const int64_t LP = c->num_layers * c->ple_dim;
+        TRY(m2(&v, "model.embed_tokens_per_layer.weight", c->ple_vocab, LP, &m->ple_embed, WHOLE));
+        TRY(m2(&v, "model.per_layer_model_projection.weight", LP, c->hidden_size, &m->ple_model_proj, WHOLE));
+        TRY(v1(&v, "model.per_layer_projection_norm.weight", c->ple_dim, &m->ple_proj_norm, KVC_WINIT_NORM, WHOLE));
+    }
     v.conv1d = strcmp(c->model_type, "gpt2") == 0;
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
     v.conv1d = false, v.prefix[0] = '\0';
@@ -833,6 +893,12 @@ static kvc_status check_extras(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL, "model: attn_gate_softplus needs attn_head_gate or attn_gate_proj");
     if (c->sinks_sliding_only && !c->attn_sinks)
         return kvci_fail(KVC_EINVAL, "model: sinks_sliding_only needs attn_sinks");
+    if ((c->v_norm || c->attn_k_eq_v || c->layer_scalar || c->mlp_double_shared || c->kv_shared_layers != 0 ||
+         c->ple_dim != 0) &&
+        c->family != KVC_FAMILY_GEMMA4)
+        return kvci_fail(KVC_EINVAL,
+                         "model: v_norm, attn_k_eq_v, layer_scalar, mlp_double_shared, kv_shared_layers and "
+                         "ple_dim need family gemma4");
     if (c->conv_channels != 0 && c->conv_channels != c->hidden_size) /* a rank's own: set by the shard */
         return kvci_fail(KVC_EINVAL, "model: conv_channels %lld is neither 0 nor hidden_size %lld",
                          (long long)c->conv_channels, (long long)c->hidden_size);

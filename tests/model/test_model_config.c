@@ -379,6 +379,106 @@ static void expect_create_refusal(const kvc_model_config *c, const char *needle)
     assert_null(m);
 }
 
+#define GEMMA4_BASE "{\"model_type\":\"gemma4_text\"," MOE_BASE "\"head_dim\":4,\"global_head_dim\":4,"
+
+/* Gemma 4 (Gemma4TextConfig's defaults where absent): the last num_kv_shared_layers layers read the last earlier
+ * layer of their kind, the last layer full whatever layer_types says, per-layer inputs of 256 over 262,144 rows,
+ * norms as w with v_norm and layer scalars, scale 1, the ropes per layer type; the wrapper's text_config; each key
+ * the runtime has no operator for refused by name. */
+static void test_gemma4_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GEMMA4_BASE "\"num_hidden_layers\":5,\"num_kv_shared_layers\":2,"
+                                                        "\"sliding_window\":4,\"layer_types\":[\"sliding_attention\","
+                                                        "\"full_attention\",\"sliding_attention\",\"full_attention\","
+                                                        "\"sliding_attention\"],\"use_double_wide_mlp\":true}",
+                                            "gemma4", &c),
+                     KVC_OK);
+    for (int l = 0; l < 5; l++) assert_true(c.layer_sliding[l] == (l % 2 == 0 && l != 4));
+    assert_true(c.family == KVC_FAMILY_GEMMA4 && c.kv_shared_layers == 2 && c.mlp_double_shared);
+    assert_true(kvci_model_kv_source(&c, 2) == 2 && kvci_model_kv_source(&c, 3) == 1 &&
+                kvci_model_kv_source(&c, 4) == 1);
+    assert_true(c.ple_dim == 256 && c.ple_vocab == 262144 && c.v_norm && c.layer_scalar && c.qk_norm);
+    assert_true(c.sandwich_norms && !c.gemma_norms && !c.attn_k_eq_v && c.tie_word_embeddings);
+    assert_true(c.mlp_act == KVC_MLP_GELU_TANH && c.final_logit_softcapping == 0.0 && kvc_model_attn_scale(&c) == 1.0);
+    assert_true(c.rope.type == KVC_ROPE_PROPORTIONAL && c.rope.partial_rotary_factor == 0.25 && c.rope.theta == 1e6);
+    assert_true(c.rope_sliding.type == KVC_ROPE_DEFAULT && c.rope_sliding.theta == 1e4);
+    assert_true(c.embed_scale == (float)sqrt(8.0) && kvci_model_rot_dim(&c) == 4);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"gemma4\",\"text_config\":{\"model_type\":"
+                                            "\"gemma4_text\"," MOE_BASE "\"head_dim\":4,\"global_head_dim\":4,"
+                                            "\"num_hidden_layers\":2,\"hidden_size_per_layer_input\":null,"
+                                            "\"attention_k_eq_v\":true,\"final_logit_softcapping\":30},"
+                                            "\"vision_config\":{\"model_type\":\"gemma4_vision\"}}",
+                                            "gemma4mm", &c),
+                     KVC_OK);
+    assert_true(c.ple_dim == 0 && c.attn_k_eq_v && c.final_logit_softcapping == 30.0 && c.sliding_window == 512);
+    assert_true(c.layer_sliding[0] && !c.layer_sliding[1] && c.kv_shared_layers == 0);
+    assert_int_equal(kvc_model_config_parse(GEMMA4_BASE
+                                            "\"num_hidden_layers\":2,\"enable_moe_block\":true,"
+                                            "\"num_experts\":4,\"top_k_experts\":2,\"moe_intermediate_size\":6}",
+                                            "gemma4-moe", &c),
+                     KVC_OK);
+    assert_true(c.layer_moe[0] && c.layer_moe[1] && c.n_routed_experts == 4 && c.experts_per_tok == 2);
+    assert_true(c.moe_intermediate_size == 6);
+    expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"enable_moe_block\":true,\"num_experts\":4,"
+                               "\"moe_intermediate_size\":6}",
+                   "top_k_experts");
+    expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"enable_moe_block\":true,\"num_experts\":2,"
+                               "\"top_k_experts\":3,\"moe_intermediate_size\":6}",
+                   "top_k_experts");
+    /* Gemma4TextConfig's defaults: global_head_dim 512 on the full layers (num_global_key_value_heads read only with
+     * attention_k_eq_v), per_layer_config read alone when given */
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"gemma4_text\"," MOE_BASE
+                                            "\"head_dim\":4,\"num_hidden_layers\":6,\"num_global_key_value_heads\":1}",
+                                            "gemma4-defaults", &c),
+                     KVC_OK);
+    for (int l = 0; l < 6; l++)
+        assert_true(c.layer_head_dim[l] == (l == 5 ? 512 : 0) && c.layer_kv_heads[l] == 0 &&
+                    c.layer_sliding[l] == (l < 5));
+    assert_true(kvci_layer_shape(&c, 5).D == 512 && kvci_layer_shape(&c, 5).rot == 512 &&
+                kvci_layer_attn_scale(&c, 5) == 1.0);
+    assert_int_equal(kvc_model_config_parse(GEMMA4_BASE "\"num_hidden_layers\":2,\"attention_k_eq_v\":true,"
+                                                        "\"num_global_key_value_heads\":1}",
+                                            "gemma4-keqv", &c),
+                     KVC_OK);
+    assert_true(c.layer_kv_heads[1] == 1 && c.layer_head_dim[1] == 0 && c.layer_kv_heads[0] == 0);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"gemma4_text\"," MOE_BASE
+                                            "\"head_dim\":4,\"num_hidden_layers\":2,\"global_head_dim\":8,"
+                                            "\"per_layer_config\":{\"0\":{\"num_key_value_heads\":1}}}",
+                                            "gemma4-plc", &c),
+                     KVC_OK);
+    assert_true(c.layer_kv_heads[0] == 1 && c.layer_head_dim[1] == 0);
+    expect_refusal(GEMMA4_BASE
+                   "\"num_hidden_layers\":4,\"num_kv_shared_layers\":1,\"per_layer_config\":{\"3\":"
+                   "{\"head_dim\":8}},\"layer_types\":[\"full_attention\",\"sliding_attention\",\"full_attention\","
+                   "\"full_attention\"]}",
+                   "layer 3 (2 KV heads of 8) reads the cache of layer 2 (2 of 4), whose heads differ");
+    expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"use_bidirectional_attention\":\"all\"}",
+                   "use_bidirectional_attention \"all\" is not supported");
+    expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"hidden_activation\":\"silu\"}",
+                   "hidden_activation \"silu\" is not supported (gemma4");
+    expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"vocab_size_per_layer_input\":4}",
+                   "vocab_size_per_layer_input 4 is below vocab_size 8");
+    expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"num_kv_shared_layers\":2}", "num_kv_shared_layers");
+    expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":3,\"num_kv_shared_layers\":1,\"layer_types\":["
+                               "\"sliding_attention\",\"sliding_attention\",\"full_attention\"]}",
+                   "layer 2 has no earlier layer of its kind");
+    expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"rope_parameters\":{\"full_attention\":{\"rope_type\":"
+                               "\"dynamic\",\"factor\":2},\"sliding_attention\":{\"rope_type\":\"default\"}}}",
+                   "rope type \"dynamic\" is not supported");
+    /* a caller's own struct: the Gemma 4 fields outside the family, a shared layer without a source */
+    assert_int_equal(kvc_model_config_parse(GEMMA4_BASE "\"num_hidden_layers\":2,\"num_kv_shared_layers\":1,"
+                                                        "\"layer_types\":[\"full_attention\",\"full_attention\"]}",
+                                            "gemma4", &c),
+                     KVC_OK);
+    kvc_model_config bad = c;
+    bad.layer_sliding[1] = true, bad.sliding_window = 4;
+    expect_create_refusal(&bad, "layer 1 has no earlier layer of its kind");
+    bad = c;
+    bad.family = KVC_FAMILY_GEMMA3;
+    expect_create_refusal(&bad, "need family gemma4");
+}
+
 static void test_refusals(void **state) {
     (void)state;
     expect_refusal(GRANITE_BASE "\"logits_scaling\":0}", "logits_scaling");
@@ -415,12 +515,6 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"qwen4_exp\",\"text_config\":{\"model_type\":\"qwen4_exp_text\"}}",
                    "\"qwen4_exp_text\" is planned only, not run: its indexed_attention layers' QSA token indexer");
     expect_refusal("{\"model_type\":\"qwen4_exp\"}", "\"qwen4_exp\" is planned only, not run");
-    /* Gemma 4 is planned only: the runtime refuses both types by name */
-    expect_refusal("{\"model_type\":\"gemma4_text\"," MOE_BASE "\"num_hidden_layers\":2}",
-                   "model_type \"gemma4_text\" is not supported");
-    expect_refusal("{\"model_type\":\"gemma4\",\"text_config\":{\"model_type\":\"gemma4_text\"," MOE_BASE
-                   "\"num_hidden_layers\":2}}",
-                   "model_type \"gemma4_text\" is not supported");
     expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE
                    "\"num_hidden_layers\":2,\"hidden_activation\":\"silu\"}",
                    "hidden_activation \"silu\" is not supported (gemma3: gelu_pytorch_tanh)");
@@ -3882,6 +3976,7 @@ int main(void) {
         cmocka_unit_test(test_family_fields),
         cmocka_unit_test(test_moe_fields),
         cmocka_unit_test(test_gemma3_fields),
+        cmocka_unit_test(test_gemma4_fields),
         cmocka_unit_test(test_gemma2_fields),
         cmocka_unit_test(test_vaultgemma_fields),
         cmocka_unit_test(test_flex_olmo_fields),

@@ -17,6 +17,7 @@
 #include "kvc_test_checkpoint.h"
 #include "kvc_test_oracle.h"
 #include "kvc_test_util.h"
+#include "kvcache/plan.h"
 #include "kvcache/runner.h"
 #include "model/gemm_bf16.h"
 #include "model/model_internal.h"
@@ -318,6 +319,77 @@ static void check_variant(const char *sub, const char *variant, const char *text
 }
 
 static void check_multimodal(const char *sub, const char *text_type) { check_variant(sub, "multimodal", text_type); }
+
+/* Gemma 4, E2B-like: sliding / full layers with their own ropes (the full layers' proportional) and head dims (8,
+ * 16), the last two KV-shared (each attending over an earlier layer's keys and values, no k/v projections or caches
+ * of its own) with MLPs twice as wide, per-layer inputs, q/k/v norms, layer scalars, tied embeddings */
+static void test_gemma4(void **state) {
+    (void)state;
+    run_dir("gemma4");
+}
+
+/* `kvcache plan` and the runtime's cache description of the gemma4 oracle agree: the same layers keep caches (the
+ * KV-shared ones none, not listed by the plan), each with the same kind, window, heads and dims. */
+static void test_gemma4_plan_agrees(void **state) {
+    (void)state;
+    kvc_test_oracle o;
+    kvc_test_oracle_open("gemma4", &o);
+    char dir[1024], path[1100];
+    kvc_test_oracle_dir("gemma4", dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *text = kvc_test_read_text(path);
+    kvc_plan_options po = kvc_plan_default_options();
+    kvc_model_plan *p = NULL;
+    if (kvc_model_plan_create(text, strlen(text), &po, &p) != KVC_OK) fail_msg("plan: %s", kvc_last_error());
+    kvc_model_cache_info *ci = NULL;
+    assert_int_equal(kvc_model_cache_info_build(o.m, false, KVC_DTYPE_F32, 16, &ci), KVC_OK);
+    int32_t listed = 0;
+    for (int32_t i = 0; i < ci->n_layer_infos; i++) {
+        const kvc_layer_cache_info *li = &ci->layer_infos[i];
+        const kvc_plan_layer *pl = NULL;
+        for (int32_t j = 0; j < p->n_layers; j++)
+            if (p->layers[j].layer == li->layer_idx) pl = &p->layers[j];
+        if (li->n_caches == 0) { /* layers 2 and 3 read layers 0 and 1 */
+            assert_true(li->layer_idx >= 2 && pl == NULL);
+            continue;
+        }
+        listed++;
+        assert_non_null(pl);
+        assert_int_equal(pl->n_caches, li->n_caches);
+        assert_int_equal(pl->attn_type, li->caches[0].attn_type);
+        assert_int_equal(pl->sliding_window, li->caches[0].sliding_window);
+        for (int32_t k = 0; k < li->n_caches; k++)
+            assert_true(pl->caches[k].num_head == li->caches[k].num_head && pl->caches[k].dim == li->caches[k].dim[0] &&
+                        pl->caches[k].bytes_per_token == li->caches[k].num_head * li->caches[k].dim[0] * 4);
+        assert_int_equal(li->caches[0].dim[0], li->layer_idx == 1 ? 16 : 8); /* the full layer's own head dim */
+    }
+    assert_int_equal(listed, p->n_layers);
+    assert_int_equal(listed, 2);
+    kvc_model_cache_info_destroy(ci);
+    kvc_model_plan_destroy(p);
+    free(text);
+    kvc_test_oracle_close(&o);
+}
+
+/* Gemma4ForConditionalGeneration's checkpoint holding the gemma4 weights */
+static void test_gemma4_multimodal(void **state) {
+    (void)state;
+    check_multimodal("gemma4", "gemma4_text");
+}
+
+/* Gemma 4, 31B-like: no per-layer inputs or KV sharing, the full layer's values from k_proj (attention_k_eq_v) in
+ * its own shape (one KV head of 32 against two of 16), final logits soft-capped, untied head */
+static void test_gemma4_dense(void **state) {
+    (void)state;
+    run_dir("gemma4_dense");
+}
+
+/* Gemma 4, 26B-A4B-like: every layer's routed GeGLU experts beside its MLP (enable_moe_block), routed from the
+ * residual stream with per-expert scales, each half normed before the sum */
+static void test_gemma4_moe(void **state) {
+    (void)state;
+    run_dir("gemma4_moe");
+}
 
 /* Gemma3ForConditionalGeneration's checkpoint holding the gemma3 weights */
 static void test_gemma3_multimodal(void **state) {
@@ -1154,6 +1226,11 @@ int main(void) {
         cmocka_unit_test(test_gemma3),
         cmocka_unit_test(test_gemma2),
         cmocka_unit_test(test_gemma3_multimodal),
+        cmocka_unit_test(test_gemma4),
+        cmocka_unit_test(test_gemma4_multimodal),
+        cmocka_unit_test(test_gemma4_plan_agrees),
+        cmocka_unit_test(test_gemma4_dense),
+        cmocka_unit_test(test_gemma4_moe),
         cmocka_unit_test(test_phi3),
         cmocka_unit_test(test_phi3_longrope),
         cmocka_unit_test(test_olmo2),

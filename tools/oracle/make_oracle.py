@@ -224,6 +224,11 @@ from transformers import (
     Gemma3ForCausalLM,
     Gemma3ForConditionalGeneration,
     Gemma3TextConfig,
+    Gemma4Config,
+    Gemma4ForCausalLM,
+    Gemma4ForConditionalGeneration,
+    Gemma4TextConfig,
+    Gemma4VisionConfig,
     GraniteConfig,
     GraniteForCausalLM,
     GraniteMoeConfig,
@@ -498,6 +503,98 @@ def gemma3_config():
         bos_token_id=None,
         eos_token_id=None,
         pad_token_id=None,
+    )
+
+
+# every Gemma 4 oracle's: the ropes per layer type (the full layers' proportional on a quarter of the angles),
+# eps, positions, no special tokens
+GEMMA4_COMMON = dict(
+    rope_parameters={
+        "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+    },
+    rms_norm_eps=1e-6, max_position_embeddings=512, bos_token_id=None, eos_token_id=None)
+
+
+def gemma4_config():
+    # Gemma 4 text at toy size, E2B-like: layers sliding, full, sliding, full with the last two KV-shared
+    # (num_kv_shared_layers 2: layer 2 attends over layer 0's keys and values, layer 3 over layer 1's, neither has
+    # k/v projections), their MLPs twice as wide (use_double_wide_mlp), per-layer inputs of 8 channels, a window of
+    # 8 (shorter than the prompts), the full layers' proportional rope (a quarter of the angles at theta 1e6), the
+    # sliding layers' default rope, q/k/v norms (v's without weight), scale 1, the four sandwich norms applied as w,
+    # layer scalars, tied embeddings. The full layers' heads twice as wide (global_head_dim 16, head_dim 8; small, as the scale is 1), as the
+    # E2B / E4B models' 512 against 256.
+    return Gemma4TextConfig(
+        vocab_size=VOCAB,
+        hidden_size=48,
+        intermediate_size=64,
+        num_hidden_layers=4,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        global_head_dim=16,
+        sliding_window=8,
+        num_kv_shared_layers=2,
+        use_double_wide_mlp=True,
+        hidden_size_per_layer_input=8,
+        vocab_size_per_layer_input=VOCAB,
+        tie_word_embeddings=True,
+        final_logit_softcapping=None,
+        pad_token_id=0,  # the wrapper's text-only path reads it (its multimodal mask)
+        **GEMMA4_COMMON,
+    )
+
+
+def gemma4_dense_config():
+    # Gemma 4 text at toy size, 31B-like: no per-layer inputs, no KV sharing, the full layer's values from its
+    # k_proj (attention_k_eq_v) in its own shape (global_head_dim 32 against head_dim 16, one KV head,
+    # num_global_key_value_heads, against 2), final logits soft-capped at 10 (small enough to bend them); layers
+    # sliding, sliding, full.
+    return Gemma4TextConfig(
+        vocab_size=VOCAB,
+        hidden_size=48,
+        intermediate_size=64,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        global_head_dim=32,
+        num_global_key_value_heads=1,
+        layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+        sliding_window=8,
+        attention_k_eq_v=True,
+        hidden_size_per_layer_input=0,
+        final_logit_softcapping=10.0,
+        tie_word_embeddings=False,
+        pad_token_id=None,
+        **GEMMA4_COMMON,
+    )
+
+
+def gemma4_moe_config():
+    # Gemma 4 text at toy size, 26B-A4B-like: every layer's experts beside its MLP (enable_moe_block: 4 experts of
+    # 16, 2 per token, routed from the residual stream, GeGLU), no per-layer inputs; layers sliding, full (head dim
+    # 16 against 8), sliding-then-forced-full.
+    return Gemma4TextConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        global_head_dim=16,
+        layer_types=["sliding_attention", "full_attention", "full_attention"],
+        sliding_window=8,
+        enable_moe_block=True,
+        num_experts=4,
+        top_k_experts=2,
+        moe_intermediate_size=16,
+        hidden_size_per_layer_input=0,
+        tie_word_embeddings=True,
+        pad_token_id=None,
+        **GEMMA4_COMMON,
     )
 
 
@@ -1866,6 +1963,9 @@ FAMILIES = {
     "mixtral": (mixtral_config, MixtralForCausalLM),
     "qwen2_moe": (qwen2_moe_config, Qwen2MoeForCausalLM),
     "gemma3": (gemma3_config, Gemma3ForCausalLM),
+    "gemma4": (gemma4_config, Gemma4ForCausalLM),
+    "gemma4_dense": (gemma4_dense_config, Gemma4ForCausalLM),
+    "gemma4_moe": (gemma4_moe_config, Gemma4ForCausalLM),
     "phi3": (phi3_config, Phi3ForCausalLM),
     "phi3_longrope": (phi3_longrope_config, Phi3ForCausalLM),
     "olmo2": (olmo2_config, Olmo2ForCausalLM),
@@ -2009,6 +2109,11 @@ def param_std(name, shape, config):
                                                                              "vaultgemma", "qwen3_next",
                                                                              "qwen3_5_text", "qwen3_5_moe"):
         return 0.3  # Gemma and Nemotron apply 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
+    if config.model_type == "gemma4_text":
+        if name.endswith(("router.scale", "router.per_expert_scale")):  # Gemma 4's router scales (HF: ones)
+            return None
+        if name.endswith(("experts.gate_up_proj", "experts.down_proj")):  # [E, out, in], used as x @ W[e].T
+            return 1.0 / math.sqrt(shape[2])
     if name.endswith(("norm_1.weight", "norm_2.weight", "norm_f.weight")):  # DBRX's LayerNorms
         return None
     if name.endswith("ffn.experts.mlp.w2"):  # DBRX [E * I, H], used as x @ w2: fan-in is I
@@ -2121,6 +2226,8 @@ def randomise(model, seed):
                 b.copy_(std * torch.randn(b.shape, generator=gen, dtype=torch.float32))
             if name.endswith("feed_forward.expert_bias"):  # LFM2-MoE's (HF: zeros), added to sigmoid scores
                 b.copy_(0.2 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
+            if name.endswith("layer_scalar"):  # Gemma 4's (HF: 1): each layer's output times it
+                b.copy_(1.0 + 0.3 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
             if name.endswith("act_fn.beta"):  # Apertus's xIELU beta (HF: 0.5 in every layer)
                 b.copy_(0.5 + 0.2 * torch.randn(b.shape, generator=gen, dtype=torch.float32))
             if name.endswith("act_fn.eps"):  # and its eps (HF: -1e-6): large enough to matter near 0
@@ -2614,6 +2721,8 @@ def make_family(family, out_root, seed):
 
     if family == "gemma3":
         summary["multimodal"] = make_gemma3_multimodal(model, out_root, ps)
+    if family == "gemma4":
+        summary["multimodal"] = make_gemma4_multimodal(model, out_root, ps)
     if family == "llama4":
         summary["multimodal"] = make_llama4_multimodal(model, out_root, ps)
     if family == "ministral3":
@@ -2666,6 +2775,19 @@ def make_dtype_variant(model32, out_root, dt_name, dtype, ps, seed):
     with safe_open(os.path.join(out, "model.safetensors"), framework="pt") as f:
         dts = {f.get_slice(k).get_dtype() for k in f.keys()}
     return {"dir_bytes": dir_size(out), "stored_dtypes": sorted(dts)}
+
+
+@torch.no_grad()
+def make_gemma4_multimodal(text_model, out_root, ps):
+    """gemma4/multimodal/: a Gemma4ForConditionalGeneration (the text model under model.language_model., a one-layer
+    vision tower and its embedder beside it, no audio tower) whose language model holds the gemma4 oracle's weights;
+    checked here to give the text model's logits bit for bit on every prompt."""
+    vision = Gemma4VisionConfig(hidden_size=16, intermediate_size=16, num_hidden_layers=1, num_attention_heads=1,
+                                num_key_value_heads=1, head_dim=16, patch_size=4, position_embedding_size=64)
+    cfg = Gemma4Config(text_config=text_model.config.to_dict(), vision_config=vision.to_dict(), audio_config=None,
+                       tie_word_embeddings=True)
+    return make_multimodal(text_model, os.path.join(out_root, "gemma4", "multimodal"), ps, cfg,
+                           Gemma4ForConditionalGeneration)
 
 
 @torch.no_grad()
