@@ -198,7 +198,8 @@ static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
         for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_PARALLEL;
         return KVC_OK;
     }
-    if (plain_mamba2(ctx->hp)) { /* Mamba2ForCausalLM: a mixer in every layer */
+    if (kvci_is_zamba2(ctx->hp)) return kvci_zamba_kinds(ctx, kinds); /* hybrid layers: the shared block too */
+    if (plain_mamba2(ctx->hp)) {                                      /* Mamba2ForCausalLM: a mixer in every layer */
         for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_STATE;
         return KVC_OK;
     }
@@ -224,7 +225,7 @@ static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
  * mamba_d_conv - 1 inputs of every conv channel, as vLLM and the runtime (mamba2.c) keep it (transformers' cache
  * holds one column more, never read). */
 static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
-    (void)hidden_size;
+    if (kvci_is_zamba2(hp)) return kvci_zamba2_states(hp, hidden_size, tp, s);
     const kvc_json_obj *cfg = &hp->cfg;
     static const char *const heads_n[KVC_HP_ALIASES] = {"mamba_n_heads", "mamba_num_heads"};
     static const char *const hdim_n[KVC_HP_ALIASES] = {"mamba_d_head", "mamba_head_dim"};
@@ -268,7 +269,8 @@ static const kvc_family_alias MAMBA2[] = {{"granitemoehybrid", "GraniteMoeHybrid
                                           {"bamba", "BambaForCausalLM", "bamba", true},
                                           {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", true},
                                           {"falcon_h1", "FalconH1ForCausalLM", "falcon_h1", true},
-                                          {"mamba2", "Mamba2ForCausalLM", "mamba2", true}};
+                                          {"mamba2", "Mamba2ForCausalLM", "mamba2", true},
+                                          {"zamba2", "Zamba2ForCausalLM", "zamba2", true}};
 
 const kvc_family_desc kvc_family_lfm2 = {
     .id = KVC_FAMILY_LFM2,
@@ -308,7 +310,7 @@ const kvc_family_desc kvc_family_mamba2_hybrid = {
     .id = KVC_FAMILY_MAMBA2_HYBRID,
     .name = "mamba2_hybrid",
     .aliases = MAMBA2,
-    .n_aliases = 5,
+    .n_aliases = 6,
     .rms_norm_eps = 1e-5,
     .parse = kvci_family_parse_mamba2,
     .default_kinds = mamba2_kinds,
