@@ -2959,6 +2959,23 @@ static void test_zamba2_fields(void **state) {
     assert_true(c.mamba_head_dim == 16 && c.mamba_groups == 2 && c.head_dim == 16 && c.num_mem_blocks == 2);
     assert_true(c.shared_attn_adapter && c.adapter_rank == 4 && c.shared_act == KVC_MLP_SILU);
     assert_true(!c.tie_word_embeddings && c.max_position_embeddings == 16384);
+    /* the blocks' use sites: untied, every hybrid layer its own block (transformers 5.25 ties them only with the
+     * embeddings); tied, site i reads block i % num_mem_blocks at that block's first site */
+    int64_t first = -1;
+    assert_int_equal(kvci_zamba_site(&c, 2, &first), 1);
+    assert_int_equal(first, 2);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"zamba2\",\"vocab_size\":8,\"hidden_size\":32,"
+                                            "\"num_hidden_layers\":5,\"num_attention_heads\":4,\"num_mem_blocks\":2,"
+                                            "\"layers_block_type\":[\"hybrid\",\"mamba\",\"hybrid\",\"hybrid\","
+                                            "\"hybrid\"]}",
+                                            "zamba2-sites", &c),
+                     KVC_OK);
+    const int64_t want_site[5] = {0, 0, 1, 2, 3}, want_first[5] = {0, 0, 2, 0, 2};
+    for (int64_t l = 0; l < 5; l++) {
+        if (l == 1) continue;
+        assert_int_equal(kvci_zamba_site(&c, l, &first), want_site[l]);
+        assert_int_equal(first, want_first[l]);
+    }
     expect_refusal("{\"model_type\":\"zamba2\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"
                    "\"num_attention_heads\":4,\"layers_block_type\":[\"mamba\",\"full_attention\",\"hybrid\"]}",
                    "layers_block_type[1] \"full_attention\" is not hybrid");
