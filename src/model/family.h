@@ -318,6 +318,15 @@ kvc_status kvci_mamba2_operator(const struct kvc_fwd_step *s, int64_t l);
 kvc_status kvci_mamba2_ffn(const struct kvc_fwd_step *s, int64_t l);
 kvc_status kvci_mamba2_softmax_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale);
 
+/* layers_block_type (family_hybrid.c; Nemotron-H's, Zamba's): one entry per layer, each one of names[0..n_names)
+ * and of that kind; refused naming the entry and the choices, or the count when it is not the layer count. */
+typedef struct kvc_block_name {
+    const char *name;
+    kvc_layer_kind kind;
+} kvc_block_name;
+kvc_status kvci_family_block_list(const kvc_family_ctx *ctx, const cJSON *list, const kvc_block_name *names,
+                                  int32_t n_names, const char *choices, kvc_layer_kind *kinds);
+
 /* Zamba and Zamba2 (family_zamba.c; run by the Jamba and Mamba2 hybrid families): whether hp's model type (or
  * architecture) is theirs; their layer kinds (hybrid layers KVC_LK_PARALLEL: the shared block's K/V beside the
  * mixer's states); Zamba2's mixer states; the shared attention's softmax scale, (head_dim / 2)^-1/2 (head_dim^-1/2

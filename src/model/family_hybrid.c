@@ -157,9 +157,8 @@ static kvc_status pattern_kinds(const kvc_family_ctx *ctx, const char *pattern, 
     return KVC_OK;
 }
 
-/* Nemotron-H as transformers 5 saves it: layers_block_type, one entry per layer, linear_attention (Mamba2),
- * full_attention, mlp or moe (no cache). */
-static kvc_status block_type_kinds(const kvc_family_ctx *ctx, const cJSON *list, kvc_layer_kind *kinds) {
+kvc_status kvci_family_block_list(const kvc_family_ctx *ctx, const cJSON *list, const kvc_block_name *names,
+                                  int32_t n_names, const char *choices, kvc_layer_kind *kinds) {
     const char *doc = ctx->hp->cfg.doc;
     if (cJSON_GetArraySize(list) != ctx->n_layers)
         return kvci_fail(KVC_EINVAL, "%s: layers_block_type has %d entries but num_hidden_layers is %lld", doc,
@@ -167,19 +166,24 @@ static kvc_status block_type_kinds(const kvc_family_ctx *ctx, const cJSON *list,
     int64_t i = 0;
     for (const cJSON *e = list->child; e != NULL; e = e->next, i++) {
         const char *t = cJSON_IsString(e) ? e->valuestring : "";
-        if (strcmp(t, "linear_attention") == 0)
-            kinds[i] = KVC_LK_STATE;
-        else if (strcmp(t, "full_attention") == 0)
-            kinds[i] = KVC_LK_FULL;
-        else if (strcmp(t, "mlp") == 0 || strcmp(t, "moe") == 0)
-            kinds[i] = KVC_LK_NONE;
-        else
-            return kvci_fail(KVC_EINVAL,
-                             "%s: layers_block_type[%lld] \"%.64s\" is not linear_attention, full_attention, mlp or "
-                             "moe",
-                             doc, (long long)i, t);
+        int32_t k = 0;
+        while (k < n_names && strcmp(t, names[k].name) != 0) k++;
+        if (k == n_names)
+            return kvci_fail(KVC_EINVAL, "%s: layers_block_type[%lld] \"%.64s\" is not %s", doc, (long long)i, t,
+                             choices);
+        kinds[i] = names[k].kind;
     }
     return KVC_OK;
+}
+
+/* Nemotron-H as transformers 5 saves it: layers_block_type, one entry per layer, linear_attention (Mamba2),
+ * full_attention, mlp or moe (no cache). */
+static kvc_status block_type_kinds(const kvc_family_ctx *ctx, const cJSON *list, kvc_layer_kind *kinds) {
+    static const kvc_block_name names[] = {{"linear_attention", KVC_LK_STATE},
+                                           {"full_attention", KVC_LK_FULL},
+                                           {"mlp", KVC_LK_NONE},
+                                           {"moe", KVC_LK_NONE}};
+    return kvci_family_block_list(ctx, list, names, 4, "linear_attention, full_attention, mlp or moe", kinds);
 }
 
 /* Mamba2ForCausalLM (model_type mamba2): no attention, its mixer's keys without the mamba_ prefix. */

@@ -22,23 +22,9 @@ bool kvci_is_zamba(const kvc_hparams *hp) { return type_is(hp, "zamba", "ZambaFo
 /* layers_block_type: "hybrid" (the shared block, then the mixer) or "linear_attention" / its legacy name "mamba"
  * (the mixer alone), one entry per layer. Another name is refused (transformers would build a mixer alone for it). */
 static kvc_status block_list_kinds(const kvc_family_ctx *ctx, const cJSON *list, kvc_layer_kind *kinds) {
-    const char *doc = ctx->hp->cfg.doc;
-    if (cJSON_GetArraySize(list) != ctx->n_layers)
-        return kvci_fail(KVC_EINVAL, "%s: layers_block_type has %d entries but num_hidden_layers is %lld", doc,
-                         cJSON_GetArraySize(list), (long long)ctx->n_layers);
-    int64_t i = 0;
-    for (const cJSON *e = list->child; e != NULL; e = e->next, i++) {
-        const char *t = cJSON_IsString(e) ? e->valuestring : "";
-        if (strcmp(t, "hybrid") == 0)
-            kinds[i] = KVC_LK_PARALLEL;
-        else if (strcmp(t, "linear_attention") == 0 || strcmp(t, "mamba") == 0)
-            kinds[i] = KVC_LK_STATE;
-        else
-            return kvci_fail(KVC_EINVAL,
-                             "%s: layers_block_type[%lld] \"%.64s\" is not hybrid, linear_attention or mamba", doc,
-                             (long long)i, t);
-    }
-    return KVC_OK;
+    static const kvc_block_name names[] = {
+        {"hybrid", KVC_LK_PARALLEL}, {"linear_attention", KVC_LK_STATE}, {"mamba", KVC_LK_STATE}};
+    return kvci_family_block_list(ctx, list, names, 3, "hybrid, linear_attention or mamba", kinds);
 }
 
 /* Without layers_block_type: Zamba2Config's fixed list of 54 layers (hybrid at 6, 12, ..., 42, 47, 51), which it
