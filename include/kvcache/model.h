@@ -386,6 +386,20 @@ typedef struct kvc_model_config {
      * (layer_scalar); the KV-shared layers' MLP twice intermediate_size wide (mlp_double_shared). Last, as above. */
     bool v_norm, attn_k_eq_v, layer_scalar, mlp_double_shared;
     int64_t kv_shared_layers, ple_dim, ple_vocab;
+    /* Zamba2 (model_type zamba2): a Mamba2 mixer (layer_mamba) with its input_layernorm and residual in every layer
+     * (layer_no_ffn); on the layers layer_shared_block marks (layers_block_type "hybrid") the mixer reads h +
+     * linear(S) instead of h (its residual stays h), S the shared transformer block of that use site: an RMSNorm
+     * [2H] of [h | the embeddings], GQA attention from 2H (q, k, v each plus its LoRA adapter B A x under
+     * shared_attn_adapter; RoPE only without layer_nope), o_proj, an RMSNorm [H], then act(gate) * up (gate | up
+     * plus the site's adapter B A x; shared_act: silu, gelu (erf) or gelu_tanh) and down_proj, no residual inside.
+     * num_mem_blocks blocks serve the use sites in turn (site i: block i % num_mem_blocks), loaded once; each site
+     * keeps its own K/V, adapters (adapter_rank) and linear [H, H]. mamba_norm_eps: the mixer's gated norm's eps
+     * (0: rms_norm_eps). Last, as above. */
+    bool layer_shared_block[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    int64_t num_mem_blocks, adapter_rank;
+    bool shared_attn_adapter;
+    kvc_mlp_act shared_act;
+    double mamba_norm_eps;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -76,8 +76,8 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
             const double C = I + 2.0 * (double)(c->mamba_groups * c->mamba_d_state);
             token += H * (I + C + (double)c->mamba_heads) + H * I + C * (double)c->conv_kernel +
                      3.0 * I * (double)c->mamba_d_state + mlp;
-            if (!c->mamba_parallel_attn) continue;
-            mlp = 0.0; /* Falcon-H1: attention beside the mixer (its MLP counted above) */
+            if (!c->mamba_parallel_attn && !c->layer_shared_block[l]) continue;
+            mlp = 0.0; /* Falcon-H1, Zamba2's hybrid layers: attention beside the mixer (its MLP counted above) */
         }
         if (c->layer_mamba1[l]) { /* Mamba-1: in_proj, x_proj, dt_proj, out_proj, the conv taps, the scan's I N */
             const double I = (double)c->mamba_inner, X = (double)(c->mamba_dt_rank + 2 * c->mamba_d_state);

@@ -89,7 +89,7 @@ kvc_status kvci_cache_info_new(const kvc_model_config *c, bool latent, kvc_dtype
     for (int64_t l = 0; l < c->num_layers; l++) {
         kvci_state_shape states[KVCI_MAX_LAYER_STATES];
         const int32_t n_states = kvci_layer_states(c, l, states);
-        const bool both = n_states > 0 && c->mamba_parallel_attn;
+        const bool both = n_states > 0 && (c->mamba_parallel_attn || c->layer_shared_block[l]); /* Zamba2's hybrid */
         for (int part = both ? 0 : 1; part < 2; part++) {
             kvc_layer_cache_info *li = &ci->layer_infos[ci->n_layer_infos++];
             const kvc_status st =

@@ -99,7 +99,7 @@ static kvc_status read_act(const kvc_hparams *hp, kvc_model_config *cfg) {
     static const char *const exaone_keys[KVC_HP_ALIASES] = {"hidden_act",
                                                             "activation_function"}; /* its attribute map */
     const char *key = strcmp(cfg->model_type, "exaone") == 0 ? kvci_hparams_key(&hp->cfg, exaone_keys) : NULL;
-    if (cfg->mlp_act != KVC_MLP_SILU) return KVC_OK;
+    if (cfg->mlp_act != KVC_MLP_SILU || cfg->num_mem_blocks > 0) return KVC_OK; /* Zamba2: its parse reads it */
     KVC_TRY(kvci_json_str(&hp->cfg, key != NULL ? key : "hidden_act", KVC_HP_NAME_MAX, &act, &have));
     if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) return KVC_OK;
     for (int64_t l = 0; l < cfg->num_layers; l++) experts |= cfg->layer_moe[l];
@@ -148,14 +148,15 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
     if (cfg->family == KVC_FAMILY_GEMMA4) KVC_TRY(kvci_gemma4_layers(&ctx, kinds, cfg));
     bool any_sliding = false, any_chunked = false;
     /* a mixer, attention or MLP per layer (Nemotron-H), a mixer alone (Mamba2, Mamba, FalconMamba) */
+    const bool zamba2 = strcmp(cfg->model_type, "zamba2") == 0; /* hybrid layers: the shared block, the mixer */
     const bool one_block = strcmp(cfg->model_type, "nemotron_h") == 0 || strcmp(cfg->model_type, "mamba2") == 0 ||
-                           (cfg->family == KVC_FAMILY_JAMBA && strcmp(cfg->model_type, "jamba") != 0);
+                           zamba2 || (cfg->family == KVC_FAMILY_JAMBA && strcmp(cfg->model_type, "jamba") != 0);
     for (int64_t i = 0; i < cfg->num_layers; i++) {
         cfg->layer_no_mixer[i] = one_block && kinds[i] == KVC_LK_NONE; /* an MLP or, "E", experts alone */
         cfg->layer_no_ffn[i] = one_block && kinds[i] != KVC_LK_NONE;
         const bool conv = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_LFM2;
         const bool gdn = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_QWEN3_NEXT;
-        const bool both = kinds[i] == KVC_LK_PARALLEL && cfg->mamba_parallel_attn; /* Falcon-H1: mixer and attention */
+        const bool both = kinds[i] == KVC_LK_PARALLEL && (cfg->mamba_parallel_attn || zamba2); /* Falcon-H1, Zamba2 */
         const bool mamba = (kinds[i] == KVC_LK_STATE || both) && cfg->family == KVC_FAMILY_MAMBA2_HYBRID;
         const bool mamba1 = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_JAMBA;
         if ((kinds[i] == KVC_LK_STATE && !conv && !gdn && !mamba && !mamba1) ||
@@ -172,6 +173,7 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
         cfg->layer_gdn[i] = gdn;
         cfg->layer_mamba[i] = mamba;
         cfg->layer_mamba1[i] = mamba1;
+        cfg->layer_shared_block[i] = both && zamba2;
         cfg->layer_sliding[i] = kinds[i] == KVC_LK_SLIDING;
         cfg->layer_chunked[i] = kinds[i] == KVC_LK_CHUNKED;
         any_sliding |= cfg->layer_sliding[i];
@@ -253,10 +255,10 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", def, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "solar_open") == 0 || strcmp(cfg->model_type, "kolibri1") == 0 ||
                strcmp(cfg->model_type, "longcat_flash") == 0 || /* its hook reads ffn_hidden_size */
-               strcmp(cfg->model_type, "mamba2") == 0 ||
+               strcmp(cfg->model_type, "mamba2") == 0 || strcmp(cfg->model_type, "zamba2") == 0 ||
                (cfg->family == KVC_FAMILY_JAMBA && strcmp(cfg->model_type, "jamba") != 0)) {
         /* no dense MLP, no key: Solar Open's and Kolibri 1's hooks set the experts' width; Mamba2 and Mamba have mixers
-         * alone */
+         * alone; Zamba2's hook reads its shared MLP's (4 hidden_size when absent or null) */
         cfg->intermediate_size = 1;
     } else {
         KVC_TRY(kvci_json_int(c, "intermediate_size", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, NULL));

@@ -350,6 +350,30 @@ kvc_status kvci_mamba2_operator(const struct kvc_fwd_step *s, int64_t l);
 kvc_status kvci_mamba2_ffn(const struct kvc_fwd_step *s, int64_t l);
 kvc_status kvci_mamba2_softmax_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale);
 
+/* layers_block_type (family_hybrid.c; Nemotron-H's, Zamba's): one entry per layer, each one of names[0..n_names)
+ * and of that kind; refused naming the entry and the choices, or the count when it is not the layer count. */
+typedef struct kvc_block_name {
+    const char *name;
+    kvc_layer_kind kind;
+} kvc_block_name;
+kvc_status kvci_family_block_list(const kvc_family_ctx *ctx, const cJSON *list, const kvc_block_name *names,
+                                  int32_t n_names, const char *choices, kvc_layer_kind *kinds);
+
+/* Zamba and Zamba2 (family_zamba.c; run by the Jamba and Mamba2 hybrid families): whether hp's model type (or
+ * architecture) is theirs; their layer kinds (hybrid layers KVC_LK_PARALLEL: the shared block's K/V beside the
+ * mixer's states); Zamba2's mixer states; the shared attention's softmax scale, (head_dim / 2)^-1/2 (head_dim^-1/2
+ * for the families' other types). */
+bool kvci_is_zamba(const kvc_hparams *hp);
+bool kvci_is_zamba2(const kvc_hparams *hp);
+kvc_status kvci_zamba_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+kvc_status kvci_zamba2_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s);
+kvc_status kvci_zamba_softmax_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale);
+/* Zamba2's runtime keys (its mixer, the shared block, its adapters) into cfg. */
+kvc_status kvci_zamba2_parse(const kvc_hparams *hp, kvc_model_config *cfg);
+/* Zamba2's layer l (zamba.c): on a hybrid layer the shared block of its use site and the linear before the mixer,
+ * into ws->proj; layer 0 keeps the step's embeddings for them. */
+kvc_status kvci_zamba2_layer(const struct kvc_fwd_step *s, int64_t l);
+
 /* Whether cfg is DeepSeek-V2's (family_deepseek_v3.c): the softmax router, no e_score_correction_bias. */
 bool kvci_deepseek_v2(const kvc_model_config *cfg);
 /* Whether cfg is A.X-K1's (axk1, family_deepseek_v3.c): V3's layers with post_mlp_layernorm on the MoE layers' output

@@ -211,9 +211,8 @@ static kvc_status pattern_kinds(const kvc_family_ctx *ctx, const char *pattern, 
     return KVC_OK;
 }
 
-/* Nemotron-H as transformers 5 saves it: layers_block_type, one entry per layer, linear_attention (Mamba2),
- * full_attention, mlp or moe (no cache). */
-static kvc_status block_type_kinds(const kvc_family_ctx *ctx, const cJSON *list, kvc_layer_kind *kinds) {
+kvc_status kvci_family_block_list(const kvc_family_ctx *ctx, const cJSON *list, const kvc_block_name *names,
+                                  int32_t n_names, const char *choices, kvc_layer_kind *kinds) {
     const char *doc = ctx->hp->cfg.doc;
     if (cJSON_GetArraySize(list) != ctx->n_layers)
         return kvci_fail(KVC_EINVAL, "%s: layers_block_type has %d entries but num_hidden_layers is %lld", doc,
@@ -221,19 +220,24 @@ static kvc_status block_type_kinds(const kvc_family_ctx *ctx, const cJSON *list,
     int64_t i = 0;
     for (const cJSON *e = list->child; e != NULL; e = e->next, i++) {
         const char *t = cJSON_IsString(e) ? e->valuestring : "";
-        if (strcmp(t, "linear_attention") == 0)
-            kinds[i] = KVC_LK_STATE;
-        else if (strcmp(t, "full_attention") == 0)
-            kinds[i] = KVC_LK_FULL;
-        else if (strcmp(t, "mlp") == 0 || strcmp(t, "moe") == 0)
-            kinds[i] = KVC_LK_NONE;
-        else
-            return kvci_fail(KVC_EINVAL,
-                             "%s: layers_block_type[%lld] \"%.64s\" is not linear_attention, full_attention, mlp or "
-                             "moe",
-                             doc, (long long)i, t);
+        int32_t k = 0;
+        while (k < n_names && strcmp(t, names[k].name) != 0) k++;
+        if (k == n_names)
+            return kvci_fail(KVC_EINVAL, "%s: layers_block_type[%lld] \"%.64s\" is not %s", doc, (long long)i, t,
+                             choices);
+        kinds[i] = names[k].kind;
     }
     return KVC_OK;
+}
+
+/* Nemotron-H as transformers 5 saves it: layers_block_type, one entry per layer, linear_attention (Mamba2),
+ * full_attention, mlp or moe (no cache). */
+static kvc_status block_type_kinds(const kvc_family_ctx *ctx, const cJSON *list, kvc_layer_kind *kinds) {
+    static const kvc_block_name names[] = {{"linear_attention", KVC_LK_STATE},
+                                           {"full_attention", KVC_LK_FULL},
+                                           {"mlp", KVC_LK_NONE},
+                                           {"moe", KVC_LK_NONE}};
+    return kvci_family_block_list(ctx, list, names, 4, "linear_attention, full_attention, mlp or moe", kinds);
 }
 
 /* Mamba2ForCausalLM (model_type mamba2): no attention, its mixer's keys without the mamba_ prefix. */
@@ -252,7 +256,8 @@ static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
         for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_PARALLEL;
         return KVC_OK;
     }
-    if (plain_mamba2(ctx->hp)) { /* Mamba2ForCausalLM: a mixer in every layer */
+    if (kvci_is_zamba2(ctx->hp)) return kvci_zamba_kinds(ctx, kinds); /* hybrid layers: the shared block too */
+    if (plain_mamba2(ctx->hp)) {                                      /* Mamba2ForCausalLM: a mixer in every layer */
         for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_STATE;
         return KVC_OK;
     }
@@ -283,7 +288,7 @@ static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
  * mamba_d_conv - 1 inputs of every conv channel, as vLLM and the runtime (mamba2.c) keep it (transformers' cache
  * holds one column more, never read). */
 static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
-    (void)hidden_size;
+    if (kvci_is_zamba2(hp)) return kvci_zamba2_states(hp, hidden_size, tp, s);
     const kvc_json_obj *cfg = &hp->cfg;
     static const char *const heads_n[KVC_HP_ALIASES] = {"mamba_n_heads", "mamba_num_heads"};
     static const char *const hdim_n[KVC_HP_ALIASES] = {"mamba_d_head", "mamba_head_dim"};
@@ -328,7 +333,8 @@ static const kvc_family_alias MAMBA2[] = {{"granitemoehybrid", "GraniteMoeHybrid
                                           {"bamba", "BambaForCausalLM", "bamba", true},
                                           {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", true},
                                           {"falcon_h1", "FalconH1ForCausalLM", "falcon_h1", true},
-                                          {"mamba2", "Mamba2ForCausalLM", "mamba2", true}};
+                                          {"mamba2", "Mamba2ForCausalLM", "mamba2", true},
+                                          {"zamba2", "Zamba2ForCausalLM", "zamba2", true}};
 
 const kvc_family_desc kvc_family_lfm2 = {
     .id = KVC_FAMILY_LFM2,
@@ -368,7 +374,7 @@ const kvc_family_desc kvc_family_mamba2_hybrid = {
     .id = KVC_FAMILY_MAMBA2_HYBRID,
     .name = "mamba2_hybrid",
     .aliases = MAMBA2,
-    .n_aliases = 5,
+    .n_aliases = 6,
     .rms_norm_eps = 1e-5,
     .parse = kvci_family_parse_mamba2,
     .default_kinds = mamba2_kinds,

@@ -26,7 +26,8 @@ static kvc_status mamba1_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
         for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_STATE;
         return KVC_OK;
     }
-    int64_t period = 8, offset = 4; /* JambaConfig's */
+    if (kvci_is_zamba(ctx->hp)) return kvci_zamba_kinds(ctx, kinds); /* hybrid layers: the shared block too */
+    int64_t period = 8, offset = 4;                                  /* JambaConfig's */
     KVC_TRY(kvci_family_opt_int(cfg, "attn_layer_period", 8, 1, KVC_HP_MAX_LAYERS, &period));
     KVC_TRY(kvci_family_opt_int(cfg, "attn_layer_offset", 4, 0, KVC_HP_MAX_LAYERS, &offset));
     if (offset >= period)
@@ -165,17 +166,19 @@ static kvc_status mamba1_ffn(const kvc_fwd_step *s, int64_t l) {
 
 static const kvc_family_alias MAMBA1[] = {{"mamba", "MambaForCausalLM", "mamba", true},
                                           {"falcon_mamba", "FalconMambaForCausalLM", "falcon_mamba", true},
-                                          {"jamba", "JambaForCausalLM", "jamba", true}};
+                                          {"jamba", "JambaForCausalLM", "jamba", true},
+                                          {"zamba", "ZambaForCausalLM", "zamba", false}};
 
 const kvc_family_desc kvc_family_jamba = {
     .id = KVC_FAMILY_JAMBA,
     .name = "jamba",
     .aliases = MAMBA1,
-    .n_aliases = 3,
+    .n_aliases = 4,
     .rms_norm_eps = 1e-6,
     .parse = parse_mamba1,
     .check = check_mamba1,
     .default_kinds = mamba1_kinds,
+    .softmax_scale = kvci_zamba_softmax_scale,
     .attention = mamba1_operator,
     .ffn = mamba1_ffn,
     .state_shapes = mamba1_states,

@@ -224,6 +224,7 @@ kvc_status kvci_family_parse_mamba2(const kvc_hparams *hp, kvc_model_config *cfg
     const kvc_json_obj *c = &hp->cfg;
     if (strcmp(cfg->model_type, "nemotron_h") == 0) return parse_nemotron_h(hp, cfg);
     if (strcmp(cfg->model_type, "mamba2") == 0) return parse_plain_mamba2(hp, cfg);
+    if (strcmp(cfg->model_type, "zamba2") == 0) return kvci_zamba2_parse(hp, cfg);
     int64_t expand = 2;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* the attention layers': head_dim or hidden / heads */
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));
@@ -261,12 +262,14 @@ kvc_status kvci_mamba2_ffn(const kvc_fwd_step *s, int64_t l) {
 }
 
 kvc_status kvci_mamba2_softmax_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
+    if (kvci_is_zamba2(ctx->hp)) return kvci_zamba_softmax_scale(ctx, head_dim, scale);
     const char *mt = ctx->hp->model_type;
     *scale = mt && strcmp(mt, "granitemoehybrid") == 0 ? 1.0 : 1.0 / sqrt((double)head_dim);
     return KVC_OK;
 }
 
 kvc_status kvci_mamba2_operator(const kvc_fwd_step *s, int64_t l) {
+    if (s->m->cfg.num_mem_blocks > 0) return kvci_zamba2_layer(s, l); /* Zamba2: hybrid layers' shared block too */
     if (s->m->cfg.layer_mamba[l] && s->m->cfg.mamba_parallel_attn) return kvci_falcon_h1_layer(s, l);
     return s->m->cfg.layer_mamba[l] ? kvci_mamba2_mixer(s, l) : kvci_attn_gqa(s, l);
 }

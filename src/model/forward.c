@@ -22,7 +22,7 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
                    &ws->router,      &ws->route_tmp, &ws->selw,  &ws->tokw,     &ws->mla_a, &ws->mla_b,
                    &ws->q_rope,      &ws->cos,       &ws->sin,   &ws->rope_tmp, &ws->fused, &ws->cos_sliding,
                    &ws->sin_sliding, &ws->qk_ss,     &ws->gate,  &ws->gdn,      &ws->mamba, &ws->lat,
-                   &ws->shortcut,    &ws->ple,       &ws->ple_a, &ws->kv_keep};
+                   &ws->shortcut,    &ws->ple,       &ws->ple_a, &ws->kv_keep,  &ws->zamba};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->tok);
@@ -101,6 +101,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(yg, Tm * mw);
     A(lat, Tm * c->moe_latent_size);
     A(shortcut, c->moe_shortcut ? Tm * H : 1); /* LongCat-Flash's MoE output held for the odd sub-layer */
+    A(zamba, c->num_mem_blocks > 0 ? kvci_zamba2_scratch(c, Tm) : 1);
     A(router, Tm * E);
     A(route_tmp, 2 * E);
     A(selw, Tm * K);
@@ -196,7 +197,7 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
     if (c->layer_no_mixer[l] || kvci_model_kv_source(c, l) != l) return KVC_OK; /* an MLP alone, KV shared: none */
     if (kvci_model_layer_is_state(c, l)) {
         KVC_TRY(check_state_cache(c, cs, l));
-        if (!c->mamba_parallel_attn) return KVC_OK; /* Falcon-H1: its K/V too */
+        if (!c->mamba_parallel_attn && !c->layer_shared_block[l]) return KVC_OK; /* Falcon-H1, Zamba2: K/V too */
     }
     const kvc_cache_dims cd = kvci_model_layer_cache_dims(c, l, cs->latent);
     const kvc_tensor *t[2] = {&lc->k, &lc->v};

@@ -356,6 +356,21 @@ kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
     const kvc_json_obj *c = &hp->cfg;
     const type_defaults d = defaults_of(hp);
     bool have = false;
+    const bool zamba = hp->model_type != NULL && strcmp(hp->model_type, "zamba") == 0;
+    if (zamba || (hp->model_type != NULL && strcmp(hp->model_type, "zamba2") == 0)) {
+        /* the shared attention's heads split attention_hidden_size = 2 hidden_size: Zamba2Config always derives it,
+         * ZambaConfig reads attention_head_dim (head_dim is its alias) first */
+        if (zamba) KVC_TRY(kvci_json_int(c, "attention_head_dim", 1, KVC_HP_MAX_DIM, out, &have));
+        if (zamba && !have) KVC_TRY(kvci_json_int(c, "head_dim", 1, KVC_HP_MAX_DIM, out, &have));
+        if (have) return KVC_OK;
+        if (hp->hidden_size == 0 || 2 * hp->hidden_size < hp->n_heads)
+            return kvci_fail(KVC_EINVAL,
+                             "%s: hidden_size is missing or below num_attention_heads / 2 (head_dim is 2 "
+                             "hidden_size / num_attention_heads)",
+                             c->doc);
+        *out = 2 * hp->hidden_size / hp->n_heads;
+        return KVC_OK;
+    }
     /* AFMoE's null head_dim is hidden_size / num_attention_heads (AfmoeConfig's 128 only when absent) */
     const bool null_derives = hp->model_type != NULL && strcmp(hp->model_type, "afmoe") == 0 &&
                               !kvci_json_missing(c, "head_dim") && kvci_json_find(c, "head_dim") == NULL;

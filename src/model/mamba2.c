@@ -105,6 +105,7 @@ static kvc_status gated_norm(const kvc_fwd_step *s, const dims *d, const kvc_lay
     const bool norm = !c->mamba_parallel_attn || c->mamba_rms_norm;
     const bool gate_first = !norm || !c->mamba_parallel_attn || !c->mamba_norm_before_gate;
     const int64_t gs = d->I / d->G, Gf = m->full.mamba_groups, span = m->tp.size > Gf ? m->tp.size / Gf : 1;
+    const float eps = (float)(c->mamba_norm_eps > 0.0 ? c->mamba_norm_eps : c->rms_norm_eps); /* Zamba2: 1e-5 */
     float *ss = s->ws->proj; /* [T, Gf] when span > 1 (Gf < tp <= hidden_size: shard_state.c) */
     if (span > 1 && norm) {
         const int64_t g0 = kvci_shard_mamba_group0(m);
@@ -132,7 +133,7 @@ static kvc_status gated_norm(const kvc_fwd_step *s, const dims *d, const kvc_lay
                 for (int64_t i = 0; i < gs; i++) sum += yg[i] * yg[i];
             }
             if (!norm) continue;
-            const float r = 1.0f / sqrtf(sum / (float)(gs * span) + (float)c->rms_norm_eps);
+            const float r = 1.0f / sqrtf(sum / (float)(gs * span) + eps);
             for (int64_t i = 0; i < gs; i++) yg[i] = w->ssm_norm[g * gs + i] * (yg[i] * r);
             for (int64_t i = 0; !gate_first && i < gs; i++) yg[i] *= silu(z[i]);
         }

@@ -155,6 +155,11 @@ typedef struct kvc_layer_weights {
      * router.scale [H], router.per_expert_scale [E], post_feedforward_layernorm_1 (the MLP's output) [H],
      * pre_feedforward_layernorm_2 (the experts' input) [H], post_feedforward_layernorm_2 (their output) [H] */
     float *router_scale, *expert_scale, *mlp_out_norm, *moe_in_norm, *moe_out_norm;
+    /* Zamba2's hybrid layer (layer_shared_block): its linear [H, H] and its use site's LoRA adapters, A [r, in] and
+     * B [out, r], of q, k, v (shared_attn_adapter; in and out 2H) and of the MLP's gate | up (in H, out 2I). The
+     * shared block lies in its first use site's struct alone (kvci_zamba_site): post_norm its input_layernorm [2H],
+     * wq / wk / wv [.., 2H], wo, pre_ff_norm [H], w_gate / w_up (gate_up_proj's halves), w_down. */
+    kvc_wmat zamba_linear, zamba_ad_a[4], zamba_ad_b[4];
 } kvc_layer_weights;
 
 /* Tensor parallelism (docs/distributed.md): rank `rank` of `size` holds a shard of every split
@@ -343,6 +348,12 @@ int64_t kvci_layer_state_floats(const kvci_state_shape *s);
 /* Whether layer l keeps states (kvci_layer_states > 0) instead of K/V; the first such layer of c, -1: none. */
 bool kvci_model_layer_is_state(const kvc_model_config *c, int64_t l);
 int64_t kvci_model_first_state(const kvc_model_config *c);
+
+/* Zamba2's use site of hybrid layer l (c->layer_shared_block[l]): its index i among the hybrid layers, and in *first
+ * the hybrid layer whose checkpoint tensors hold its block: block i % num_mem_blocks's first use site (the block's
+ * weights are read there once, with every site's adapters) when tie_word_embeddings, else l itself (transformers
+ * 5.25 ties the blocks under tie_word_embeddings only: untied, every hybrid layer runs a block of its own). */
+int64_t kvci_zamba_site(const kvc_model_config *c, int64_t l, int64_t *first);
 
 /* The ALiBi slopes of c's num_heads heads into out [num_heads] (c->alibi; alibi.c), as transformers computes
  * them in f32: BLOOM's and Falcon's build_alibi_tensor (alibi_bias_max 0) or MPT's (alibi_bias_max > 0), rounded

@@ -8,6 +8,11 @@
 
 kvc_status kvci_shard_state_config(const kvc_model_config *full, int64_t tp, kvc_model_config *c) {
     if (tp == 1) return KVC_OK;
+    if (full->num_mem_blocks > 0) /* Zamba2: the shared block reads the whole [h | embeddings] */
+        return kvci_fail(KVC_EINVAL,
+                         "model: tensor parallelism %lld over %s: its state layers (Mamba2 mixers with the shared "
+                         "transformer block on the hybrid layers) have no shard rule",
+                         (long long)tp, full->model_type);
     bool conv = false, mamba = false, gdn = false, mamba1 = false;
     for (int64_t l = 0; l < full->num_layers; l++) {
         conv |= full->layer_conv[l], mamba |= full->layer_mamba[l], gdn |= full->layer_gdn[l];

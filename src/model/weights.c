@@ -674,6 +674,50 @@ static kvc_status visit_mamba1(visitor *v, const kvc_model_config *c, kvc_layer_
     return KVC_OK;
 }
 
+/* Zamba2's layer l: its mixer and input_layernorm (a hybrid layer's under mamba_decoder.); a hybrid layer's linear
+ * [H, H] and its use site i's adapters (linear_{q,k,v}_adapter_list.i under shared_attn_adapter,
+ * gate_up_proj_adapter_list.i: .0 [r, in], .1 [out, r]), read, with the shared block itself at its first use site
+ * only, from model.layers.F.shared_transformer. of that first site F (transformers ties the later sites' copies to
+ * it). No tensor parallelism (shard_state.c). */
+static kvc_status visit_zamba2(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, A = 2 * H, I = c->intermediate_size, r = c->adapter_rank;
+    const int64_t nq = c->num_heads * c->head_dim, nk = c->num_kv_heads * c->head_dim;
+    const bool hybrid = c->layer_shared_block[l];
+    snprintf(v->prefix, sizeof v->prefix, hybrid ? "model.layers.%lld.mamba_decoder." : "model.layers.%lld.",
+             (long long)l);
+    TRY(v1(v, "input_layernorm.weight", H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
+    TRY(visit_mamba2(v, c, w));
+    if (!hybrid) return KVC_OK;
+    snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
+    TRY(m2(v, "linear.weight", H, H, &w->zamba_linear, WHOLE));
+    int64_t first = l;
+    const int64_t site = kvci_zamba_site(c, l, &first);
+    snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.shared_transformer.", (long long)first);
+    if (first == l) { /* the block, once */
+        TRY(v1(v, "input_layernorm.weight", A, &w->post_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(m2(v, "self_attn.q_proj.weight", nq, A, &w->wq, WHOLE));
+        TRY(m2(v, "self_attn.k_proj.weight", nk, A, &w->wk, WHOLE));
+        TRY(m2(v, "self_attn.v_proj.weight", nk, A, &w->wv, WHOLE));
+        TRY(m2(v, "self_attn.o_proj.weight", H, nq, &w->wo, WHOLE));
+        TRY(v1(v, "pre_ff_layernorm.weight", H, &w->pre_ff_norm, KVC_WINIT_NORM, WHOLE));
+        const char *gu = "feed_forward.gate_up_proj.weight";
+        TRY(m2_in(v, "feed_forward.gate_proj.weight", I, H, &w->w_gate, WHOLE, (kvc_wfused){gu, 2 * I, 0, 0, 0}));
+        TRY(m2_in(v, "feed_forward.up_proj.weight", I, H, &w->w_up, WHOLE, (kvc_wfused){gu, 2 * I, I, 0, 0}));
+        TRY(m2(v, "feed_forward.down_proj.weight", H, I, &w->w_down, WHOLE));
+    }
+    static const char *const list[4] = {"self_attn.linear_q_adapter_list", "self_attn.linear_k_adapter_list",
+                                        "self_attn.linear_v_adapter_list", "feed_forward.gate_up_proj_adapter_list"};
+    const int64_t in[4] = {A, A, A, H}, out[4] = {A, A, A, 2 * I};
+    for (int j = c->shared_attn_adapter ? 0 : 3; j < 4; j++) {
+        char n[96];
+        snprintf(n, sizeof n, "%s.%lld.0.weight", list[j], (long long)site);
+        TRY(m2(v, n, r, in[j], &w->zamba_ad_a[j], WHOLE));
+        snprintf(n, sizeof n, "%s.%lld.1.weight", list[j], (long long)site);
+        TRY(m2(v, n, out[j], r, &w->zamba_ad_b[j], WHOLE));
+    }
+    return KVC_OK;
+}
+
 /* Layer l's attention or the mixer in its place (Falcon-H1: both). */
 static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     if (c->layer_no_mixer[l]) return KVC_OK; /* Nemotron-H: an MLP alone */
@@ -691,6 +735,7 @@ static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, 
 
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
+    if (c->num_mem_blocks > 0) return visit_zamba2(v, c, l, w); /* Zamba2: its names, its shared block */
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
     TRY(visit_layer_norms(v, c, l, w));
     if (c->residual_gates) {
@@ -759,7 +804,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
     v.conv1d = false, v.prefix[0] = '\0';
     const char *final = c->family == KVC_FAMILY_LFM2 ? "model.embedding_norm.weight" : "model.norm.weight";
-    if (strcmp(c->model_type, "bamba") == 0 || strcmp(c->model_type, "falcon_h1") == 0)
+    if (strcmp(c->model_type, "bamba") == 0 || strcmp(c->model_type, "falcon_h1") == 0 || c->num_mem_blocks > 0)
         final = "model.final_layernorm.weight";
     if (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0 ||
         (c->family == KVC_FAMILY_JAMBA && strcmp(c->model_type, "jamba") != 0))
@@ -905,6 +950,33 @@ static kvc_status check_extras(const kvc_model_config *c) {
     return KVC_OK;
 }
 
+/* Zamba2's fields (num_mem_blocks > 0): zamba2's only, every layer a Mamba2 mixer without its own MLP, the hybrid
+ * layers marked by layer_shared_block alone, an adapter_rank, the shared MLP's activation, attention adapters only
+ * where every head count x head_dim is 2 hidden_size. */
+static kvc_status check_zamba2(const kvc_model_config *c) {
+    bool any = false;
+    for (int64_t l = 0; l < c->num_layers; l++) any |= c->layer_shared_block[l];
+    if (c->num_mem_blocks == 0 && !any && !c->shared_attn_adapter) return KVC_OK;
+    const int64_t A = 2 * c->hidden_size;
+    if (strcmp(c->model_type, "zamba2") != 0 || c->num_mem_blocks < 1 || c->num_mem_blocks > KVC_MODEL_MAX_LAYERS ||
+        c->adapter_rank < 1 || c->adapter_rank > KVC_MODEL_MAX_DIM ||
+        (c->shared_act != KVC_MLP_SILU && c->shared_act != KVC_MLP_GELU && c->shared_act != KVC_MLP_GELU_TANH) ||
+        (c->shared_attn_adapter && (c->num_heads * c->head_dim != A || c->num_kv_heads * c->head_dim != A)))
+        return kvci_fail(KVC_EINVAL,
+                         "model: num_mem_blocks %lld, adapter_rank %lld, shared_act %d, shared_attn_adapter: zamba2's "
+                         "only, num_mem_blocks in [1, %d], adapter_rank >= 1, shared_act silu, gelu or gelu_tanh, "
+                         "attention adapters with heads x head_dim 2 hidden_size",
+                         (long long)c->num_mem_blocks, (long long)c->adapter_rank, (int)c->shared_act,
+                         KVC_MODEL_MAX_LAYERS);
+    for (int64_t l = 0; l < c->num_layers; l++)
+        if (!c->layer_mamba[l] || !c->layer_no_ffn[l] || c->layer_no_mixer[l])
+            return kvci_fail(KVC_EINVAL,
+                             "model: zamba2 layer %lld must be a Mamba2 mixer alone (layer_mamba, "
+                             "layer_no_ffn), its shared block by layer_shared_block",
+                             (long long)l);
+    return KVC_OK;
+}
+
 /* The fields beyond the sizes that the forward reads, as the config reader bounds them (a caller's
  * own struct in kvc_model_create_random has not been through it), then the family's own rules. */
 static kvc_status check_fields(const kvc_model_config *c) {
@@ -966,7 +1038,8 @@ static kvc_status check_fields(const kvc_model_config *c) {
                          ">= 1 outside MLA",
                          c->query_scale_beta, KVC_HP_MAX_FACTOR, (long long)c->query_scale_positions);
     const bool one_block = (c->family == KVC_FAMILY_MAMBA2_HYBRID &&
-                            (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0)) ||
+                            (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0 ||
+                             strcmp(c->model_type, "zamba2") == 0)) ||
                            (c->family == KVC_FAMILY_JAMBA && strcmp(c->model_type, "jamba") != 0);
     const bool ergo = c->family == KVC_FAMILY_DENSE && strcmp(c->model_type, "ergo") == 0;
     if (c->mlp_plain && (c->family != KVC_FAMILY_DENSE || c->shared_expert_intermediate_size > 0) && !one_block &&
@@ -977,6 +1050,7 @@ static kvc_status check_fields(const kvc_model_config *c) {
     if (!(c->global_attention_scale >= 0.0 && c->global_attention_scale <= KVC_HP_MAX_FACTOR))
         return kvci_fail(KVC_EINVAL, "model: global_attention_scale %g must be in [0, %g]", c->global_attention_scale,
                          KVC_HP_MAX_FACTOR);
+    TRY(check_zamba2(c));
     if (c->moe_latent_size > 0 && (!one_block || strcmp(c->model_type, "nemotron_h") != 0))
         return kvci_fail(KVC_EINVAL, "model: moe_latent_size is nemotron_h's only");
     for (int64_t l = 0; l < c->num_layers; l++)

@@ -459,6 +459,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/axk1/config.json",
         "oracle/glm_moe_dsa/config.json",
         "oracle/jetmoe/config.json",
+        "oracle/zamba2/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

@@ -116,8 +116,8 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_
             *slot = (kvc_tensor){.data = st, .dtype = KVC_DTYPE_F32, .ndim = 1 + ss[i].ndim, .shape = {NREQ}};
             for (int32_t j = 0; j < ss[i].ndim; j++) slot->shape[1 + j] = ss[i].shape[j];
             st += (size_t)(NREQ * kvci_layer_state_floats(&ss[i])) * 4;
-            /* Falcon-H1's layers keep their K/V under key, their states under state_key */
-            char *key = c->mamba_parallel_attn ? lc->state_key : lc->key;
+            /* Falcon-H1's layers and Zamba2's hybrid ones keep their K/V under key, their states under state_key */
+            char *key = c->mamba_parallel_attn || c->layer_shared_block[l] ? lc->state_key : lc->key;
             snprintf(key, KVC_NAME_MAX, "%s", kvc_attn_type_name(KVC_ATTN_MAMBA));
         }
         cur += state;
@@ -448,6 +448,15 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "{\"model_type\":\"falcon_mamba\",\"vocab_size\":96,\"hidden_size\":64,\"num_hidden_layers\":2,"                   \
     "\"state_size\":8,\"conv_kernel\":3,\"use_bias\":true,\"max_position_embeddings\":512}"
 
+/* Zamba2: Mamba2 mixers (4 heads of 32, state 8, kernel 3) in all three layers, layers 1 and 2 hybrid (the shared
+ * block over [h | embeddings] with q/k/v adapters and RoPE, its K/V per use site): the states as Bamba's, each
+ * site's K/V as attention's */
+#define ZAMBA2                                                                                                         \
+    "{\"model_type\":\"zamba2\",\"vocab_size\":96,\"hidden_size\":64,\"num_hidden_layers\":3,"                         \
+    "\"num_attention_heads\":4,\"layers_block_type\":[\"mamba\",\"hybrid\",\"hybrid\"],\"n_mamba_heads\":4,"           \
+    "\"mamba_d_state\":8,\"mamba_d_conv\":3,\"intermediate_size\":32,\"adapter_rank\":4,"                              \
+    "\"use_shared_attention_adapter\":true,\"use_mem_rope\":true,\"max_position_embeddings\":512}"
+
 /* Jamba: Mamba-1 mixers (weighted dt / B / C norms) on layers 0 and 2 around a GQA layer without positions, 4
  * softmax-routed experts on layer 1 */
 #define JAMBA                                                                                                          \
@@ -549,6 +558,7 @@ static void test_nemotron_h_moe_paged(void **s) { (void)s, run_family(NEMOTRON_H
 static void test_falcon_h1_paged(void **s) { (void)s, run_family(FALCON_H1, PAGED, false, F32, 76); }
 static void test_falcon_mamba_paged(void **s) { (void)s, run_family(FALCON_MAMBA, PAGED, false, F32, 75); }
 static void test_jamba_paged(void **s) { (void)s, run_family(JAMBA, PAGED, false, F32, 76); }
+static void test_zamba2_paged(void **s) { (void)s, run_family(ZAMBA2, PAGED, false, F32, 76); }
 static void test_gemma3_contiguous_int8(void **s) { (void)s, run_family(GEMMA3, CONTIG, false, KVC_DTYPE_I8, 30); }
 static void test_gemma2_paged(void **s) { (void)s, run_family(GEMMA2, PAGED, false, F32, 32); }
 static void test_gemma2_contiguous_bf16(void **s) { (void)s, run_family(GEMMA2, CONTIG, false, KVC_DTYPE_BF16, 33); }
@@ -626,6 +636,7 @@ int main(void) {
         cmocka_unit_test(test_nemotron_h_moe_paged),
         cmocka_unit_test(test_falcon_h1_paged),
         cmocka_unit_test(test_falcon_mamba_paged),
+        cmocka_unit_test(test_zamba2_paged),
         cmocka_unit_test(test_jamba_paged),
         cmocka_unit_test(test_gemma2_paged),
         cmocka_unit_test(test_gemma2_contiguous_bf16),

@@ -3213,6 +3213,79 @@ static void test_mamba2_fields(void **state) {
     expect_refusal(MAMBA2_BASE ",\"num_heads\":8,\"head_dim\":8,\"n_groups\":1,\"hidden_act\":\"gelu\"}", "hidden_act");
 }
 
+#define ZAMBA2_BASE                                                                                                    \
+    "{\"model_type\":\"zamba2\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,\"num_attention_heads\":"  \
+    "4,"                                                                                                               \
+    "\"layers_block_type\":[\"mamba\",\"hybrid\",\"hybrid\"]"
+
+/* Zamba2 (Zamba2ForCausalLM) with Zamba2Config's defaults (54 layers, hybrid at 6, 12, ..., 42, 47, 51; 8 mixer heads
+ * of expand 2 x hidden / 8, 1 group of state 64, kernel 4, dt above time_step_min 0.001, the gated norm's eps 1e-5;
+ * head_dim 2 hidden / heads, scale (head_dim / 2)^-1/2, one block, the GELU MLP of 4 hidden, no RoPE, tied), every
+ * layer a mixer and the hybrid ones the shared block; its keys set; refused by name: another layers_block_type entry or
+ * count, add_bias_linear, attention adapters with fewer KV heads, another hidden_act, tensor parallelism. */
+static void test_zamba2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"zamba2\",\"vocab_size\":8,\"hidden_size\":2560,"
+                                            "\"num_hidden_layers\":54,\"num_attention_heads\":32}",
+                                            "zamba2-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_MAMBA2_HYBRID && c.num_mem_blocks == 1 && c.adapter_rank == 128);
+    for (int l = 0; l < 54; l++) {
+        const bool hybrid = (l % 6 == 0 && l > 0 && l <= 42) || l == 47 || l == 51;
+        assert_true(c.layer_mamba[l] && c.layer_no_ffn[l] && c.layer_shared_block[l] == hybrid && c.layer_nope[l]);
+    }
+    assert_true(c.mamba_heads == 8 && c.mamba_head_dim == 640 && c.mamba_groups == 1 && c.mamba_d_state == 64);
+    assert_true(c.conv_kernel == 4 && c.mamba_conv_bias && c.mamba_dt_min == 0.001 && isinf(c.mamba_dt_max));
+    assert_true(c.head_dim == 160 && c.num_kv_heads == 32 && c.intermediate_size == 10240 && c.tie_word_embeddings);
+    assert_true(c.shared_act == KVC_MLP_GELU && !c.shared_attn_adapter && c.mamba_norm_eps == 1e-5);
+    assert_true(fabs(kvc_model_attn_scale(&c) - 1.0 / sqrt(80.0)) < 1e-12);
+    assert_int_equal(kvc_model_config_parse(ZAMBA2_BASE ",\"num_key_value_heads\":4,\"n_mamba_heads\":4,"
+                                                        "\"mamba_ngroups\":2,\"mamba_d_state\":8,\"mamba_d_conv\":3,"
+                                                        "\"intermediate_size\":48,\"num_mem_blocks\":2,"
+                                                        "\"use_shared_attention_adapter\":true,\"adapter_rank\":4,"
+                                                        "\"use_mem_rope\":true,\"hidden_act\":\"silu\","
+                                                        "\"tie_word_embeddings\":false,\"use_long_context\":true}",
+                                            "zamba2-set", &c),
+                     KVC_OK);
+    assert_true(!c.layer_shared_block[0] && c.layer_shared_block[1] && c.layer_shared_block[2] && !c.layer_nope[1]);
+    assert_true(c.mamba_head_dim == 16 && c.mamba_groups == 2 && c.head_dim == 16 && c.num_mem_blocks == 2);
+    assert_true(c.shared_attn_adapter && c.adapter_rank == 4 && c.shared_act == KVC_MLP_SILU);
+    assert_true(!c.tie_word_embeddings && c.max_position_embeddings == 16384);
+    /* the blocks' use sites: untied, every hybrid layer its own block (transformers 5.25 ties them only with the
+     * embeddings); tied, site i reads block i % num_mem_blocks at that block's first site */
+    int64_t first = -1;
+    assert_int_equal(kvci_zamba_site(&c, 2, &first), 1);
+    assert_int_equal(first, 2);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"zamba2\",\"vocab_size\":8,\"hidden_size\":32,"
+                                            "\"num_hidden_layers\":5,\"num_attention_heads\":4,\"num_mem_blocks\":2,"
+                                            "\"layers_block_type\":[\"hybrid\",\"mamba\",\"hybrid\",\"hybrid\","
+                                            "\"hybrid\"]}",
+                                            "zamba2-sites", &c),
+                     KVC_OK);
+    const int64_t want_site[5] = {0, 0, 1, 2, 3}, want_first[5] = {0, 0, 2, 0, 2};
+    for (int64_t l = 0; l < 5; l++) {
+        if (l == 1) continue;
+        assert_int_equal(kvci_zamba_site(&c, l, &first), want_site[l]);
+        assert_int_equal(first, want_first[l]);
+    }
+    expect_refusal("{\"model_type\":\"zamba2\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"
+                   "\"num_attention_heads\":4,\"layers_block_type\":[\"mamba\",\"full_attention\",\"hybrid\"]}",
+                   "layers_block_type[1] \"full_attention\" is not hybrid");
+    expect_refusal("{\"model_type\":\"zamba2\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"
+                   "\"num_attention_heads\":4}",
+                   "Zamba2Config's default list has 54 layers");
+    expect_refusal(ZAMBA2_BASE ",\"add_bias_linear\":true}", "add_bias_linear");
+    expect_refusal(ZAMBA2_BASE ",\"num_key_value_heads\":2,\"use_shared_attention_adapter\":true}",
+                   "use_shared_attention_adapter");
+    expect_refusal(ZAMBA2_BASE ",\"hidden_act\":\"relu\"}", "hidden_act \"relu\"");
+    expect_refusal(ZAMBA2_BASE ",\"n_mamba_heads\":5}", "n_mamba_heads 5");
+    kvc_model_config full;
+    assert_int_equal(kvc_model_config_parse(ZAMBA2_BASE "}", "zamba2-tp", &full), KVC_OK);
+    assert_int_equal(kvci_shard_state_config(&full, 2, &c), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "zamba2"));
+}
+
 #define MAMBA1_BASE "{\"model_type\":\"mamba\",\"vocab_size\":8,\"hidden_size\":40,\"num_hidden_layers\":2"
 
 /* Mamba (MambaConfig's defaults: expand 2, state 16, kernel 4, time_step_rank auto = ceil(hidden / 16), conv bias, no
@@ -4061,6 +4134,7 @@ int main(void) {
         cmocka_unit_test(test_nemotron_h_experts),
         cmocka_unit_test(test_falcon_h1_fields),
         cmocka_unit_test(test_mamba2_fields),
+        cmocka_unit_test(test_zamba2_fields),
         cmocka_unit_test(test_mamba_fields),
         cmocka_unit_test(test_jamba_fields),
         cmocka_unit_test(test_granitemoehybrid_fields),

@@ -977,6 +977,16 @@ static void test_mamba2(void **state) {
     kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
 }
 
+/* Zamba2-like: 3 layers, each a Mamba2 mixer (4 heads of 16, 2 groups of state 8, kernel 3), layers 1-2 hybrid: the
+ * shared block over [h | embeddings] (RoPE, q/k/v adapters, the GELU MLP with its adapter), the site's linear, then
+ * the mixer; one block loaded once for both use sites, each site its own adapters and K/V; tied */
+static void test_zamba2(void **state) {
+    (void)state;
+    kvc_test_oracle_abs_floor = 1e-4; /* transformers' recurrent decode is 6.4e-5 off its chunked prefill here */
+    run_dir("zamba2");
+    kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
+}
+
 /* Mamba (Mamba-1): 3 layers, each one selective-scan mixer alone (96 channels, state 8, kernel 4 with its bias,
  * time_step_rank auto = 3, in/out_proj biases) with its pre-norm and residual; the head tied. The conv and ssm states
  * in every mode's caches. */
@@ -1321,6 +1331,7 @@ int main(void) {
         cmocka_unit_test(test_falcon_h1),
         cmocka_unit_test(test_falcon_h1_gated),
         cmocka_unit_test(test_mamba2),
+        cmocka_unit_test(test_zamba2),
         cmocka_unit_test(test_mamba),
         cmocka_unit_test(test_falcon_mamba),
         cmocka_unit_test(test_jamba),

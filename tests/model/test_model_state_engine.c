@@ -382,7 +382,8 @@ static void test_plan_agrees(void **state) {
     plan_agrees("falcon_h1", 6, 3 * (3 * 160 + 6 * 16 * 16) * 4); /* each layer twice: attention, then its states */
     plan_agrees("mamba", 3, 3 * ((4 - 1) * 96 + 96 * 8) * 4);     /* 3 Mamba-1 mixers: conv [3, 96], ssm [96, 8] */
     plan_agrees("falcon_mamba", 3, 3 * ((3 - 1) * 64 + 64 * 16) * 4);
-    plan_agrees("jamba", 4, 3 * ((4 - 1) * 128 + 128 * 8) * 4); /* 3 mixers beside the attention layer */
+    plan_agrees("jamba", 4, 3 * ((4 - 1) * 128 + 128 * 8) * 4);    /* 3 mixers beside the attention layer */
+    plan_agrees("zamba2", 5, 3 * ((3 - 1) * 96 + 4 * 16 * 8) * 4); /* 3 mixers, 2 sites' K/V beside theirs */
 }
 
 int main(void) {

@@ -812,6 +812,57 @@ static void test_family_rules(void **state) {
     kvc_manager_destroy(mgr);
     kvc_model_plan_destroy(p);
 
+    /* Zamba2: a Mamba2 mixer in every layer; the hybrid layers' shared block keeps one K/V per use site (two
+     * entries of the layer's index, attention first), whatever num_mem_blocks; head_dim 2 hidden / heads (not
+     * kv_channels), the scale (head_dim / 2)^-1/2; "mamba" is the legacy name of a mixer layer. */
+    p = plan_text("{\"model_type\": \"zamba2\", \"num_hidden_layers\": 4, \"num_attention_heads\": 8,"
+                  " \"num_key_value_heads\": 8, \"hidden_size\": 512, \"kv_channels\": 64,"
+                  " \"max_position_embeddings\": 4096, \"layers_block_type\": [\"mamba\", \"hybrid\","
+                  " \"linear_attention\", \"hybrid\"], \"num_mem_blocks\": 1, \"n_mamba_heads\": 16,"
+                  " \"mamba_d_state\": 64, \"mamba_d_conv\": 4, \"mamba_ngroups\": 2}",
+                  &o);
+    assert_string_equal(p->family, "zamba2");
+    const int z2_layer[6] = {0, 1, 1, 2, 3, 3};
+    const kvc_attn_type z2_type[6] = {KVC_ATTN_MAMBA, KVC_ATTN_FULL, KVC_ATTN_MAMBA,
+                                      KVC_ATTN_MAMBA, KVC_ATTN_FULL, KVC_ATTN_MAMBA};
+    assert_int_equal(p->n_layers, 6);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(p->layers[i].layer, z2_layer[i]);
+        assert_int_equal(p->layers[i].attn_type, z2_type[i]);
+    }
+    assert_int_equal(p->layers[1].caches[0].num_head, 8);
+    assert_int_equal(p->layers[1].caches[0].dim, 128);
+    assert_int_equal(p->layers[0].caches[0].shape[0], 1024 + 2 * 2 * 64); /* I + 2 G N */
+    assert_int_equal(p->layers[0].caches[1].shape[1], 64);                /* heads of expand x 512 / 16 */
+    assert_true(fabs(p->scale - 1.0 / sqrt(64.0)) < 1e-12);
+    kvc_model_plan_destroy(p);
+
+    /* Zamba: Mamba-1 mixers; without layers_block_type layers 0, 1 alone, 2 hybrid, then 3 + i hybrid where
+     * i % attn_layer_period == attn_layer_offset; head_dim attention_head_dim. */
+    p = plan_text("{\"model_type\": \"zamba\", \"num_hidden_layers\": 8, \"num_attention_heads\": 4,"
+                  " \"num_key_value_heads\": 4, \"hidden_size\": 256, \"attention_head_dim\": 32,"
+                  " \"max_position_embeddings\": 4096, \"attn_layer_period\": 3, \"attn_layer_offset\": 1,"
+                  " \"mamba_d_state\": 16, \"mamba_d_conv\": 4, \"mamba_expand\": 2}",
+                  &o);
+    assert_string_equal(p->family, "zamba");
+    int n_full = 0;
+    for (int i = 0; i < p->n_layers; i++) {
+        const int l = p->layers[i].layer;
+        const bool hybrid = l == 2 || l == 4 || l == 7;
+        if (p->layers[i].attn_type == KVC_ATTN_FULL) {
+            assert_true(hybrid);
+            assert_int_equal(p->layers[i].caches[0].dim, 32);
+            n_full++;
+        } else {
+            assert_int_equal(p->layers[i].caches[0].shape[0], 512);
+            assert_int_equal(p->layers[i].caches[1].shape[1], 16);
+        }
+    }
+    assert_int_equal(n_full, 3);
+    assert_int_equal(p->n_layers, 11);
+    assert_true(fabs(p->scale - 1.0 / sqrt(16.0)) < 1e-12);
+    kvc_model_plan_destroy(p);
+
     /* MLA outside the absorbed operator's shapes: legacy latent caches, non-absorbed v1. */
     p = plan_text("{\"model_type\": \"deepseek_v2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 16,"
                   " \"kv_lora_rank\": 256, \"qk_rope_head_dim\": 32, \"qk_nope_head_dim\": 64, \"v_head_dim\": 64,"

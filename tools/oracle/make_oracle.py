@@ -40,6 +40,8 @@ import transformers
 from safetensors import safe_open
 from safetensors.torch import save_file
 from transformers import (
+    Zamba2Config,
+    Zamba2ForCausalLM,
     DeepseekV3Config,
     DeepseekV3ForCausalLM,
     CohereConfig,
@@ -1789,6 +1791,22 @@ def mamba2_config():
                         bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def zamba2_config():
+    # Zamba2 at toy size: 3 layers, a Mamba2 mixer in each (4 heads of 16 = expand 2 x 32, 2 groups of state 8, conv
+    # kernel 3), layer 0 the mixer alone, layers 1-2 hybrid: the shared block (RMSNorm of [h | embeddings], 4 heads of
+    # 16 from 64 with RoPE (use_mem_rope), q/k/v adapters of rank 4, o_proj, the GELU MLP of 48 with its adapter),
+    # the site's linear, then the mixer. One block for both sites, each site its own adapters and K/V (more hybrid
+    # layers amplify the gap between transformers' chunked prefill and its own recurrent decode: 4 layers with 3
+    # sites reach 2.4e-4 on the 40-token prompt, these 3 layers 6.4e-5). chunk_size 8 (several SSD chunks in transformers' prefill), tied (the default:
+    # transformers 5.25 ties the blocks across their use sites only then; untied, each hybrid layer has its own).
+    return Zamba2Config(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=3,
+                        layers_block_type=["mamba", "hybrid", "hybrid"], num_attention_heads=4,
+                        num_key_value_heads=4, n_mamba_heads=4, mamba_ngroups=2, mamba_d_state=8, mamba_d_conv=3,
+                        intermediate_size=48, num_mem_blocks=1, use_shared_attention_adapter=True, adapter_rank=4,
+                        use_mem_rope=True, chunk_size=8, max_position_embeddings=64,
+                        bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def mamba_config():
     # Mamba (Mamba-1) at toy size: 3 layers, each one selective-scan mixer (expand 2 x 48 = 96 channels, state 8,
     # conv kernel 4 with its bias, time_step_rank "auto" = 3, in/out_proj biases by use_bias) with its pre-norm and
@@ -2042,6 +2060,7 @@ FAMILIES = {
     "falcon_h1": (falcon_h1_config, FalconH1ForCausalLM),
     "falcon_h1_gated": (falcon_h1_gated_config, FalconH1ForCausalLM),
     "mamba2": (mamba2_config, Mamba2ForCausalLM),
+    "zamba2": (zamba2_config, Zamba2ForCausalLM),
     "mamba": (mamba_config, MambaForCausalLM),
     "falcon_mamba": (falcon_mamba_config, FalconMambaForCausalLM),
     "jamba": (jamba_config, JambaForCausalLM),
@@ -3043,7 +3062,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "glm4_moe_lite", "exaone_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "gpt2_layer_scale", "gpt2_unscaled", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
-                               "nemotron", "lfm2", "lfm3", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "olmo_hybrid", "bamba", "granitemoehybrid", "nemotron_h", "nemotron_h_moe", "falcon_h1", "falcon_h1_gated", "mamba2", "mamba", "falcon_mamba", "jamba", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
+                               "nemotron", "lfm2", "lfm3", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "olmo_hybrid", "bamba", "granitemoehybrid", "nemotron_h", "nemotron_h_moe", "falcon_h1", "falcon_h1_gated", "mamba2", "zamba2", "mamba", "falcon_mamba", "jamba", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
