@@ -192,7 +192,8 @@ kvc_status kvci_plan_run_planner(kvc_model_plan *plan) {
 /* One entry of plan->layers: model layer `layer` with attention type `type` (span: its window or chunk), its
  * masks and caches. */
 static void plan_entry(kvc_model_plan *plan, kvc_plan_layer *L, int32_t layer, kvc_attn_type type, int64_t span,
-                       const kvc_state_shapes *states, const kvc_cache_dims *cd, int64_t index_head_dim) {
+                       const kvc_state_shapes *states, const kvc_cache_dims *cd, int64_t index_head_dim,
+                       bool index_f32) {
     const kvc_plan_options *o = &plan->options;
     const kvc_dtype dt = o->kv_dtype;
     L->layer = layer;
@@ -207,7 +208,9 @@ static void plan_entry(kvc_model_plan *plan, kvc_plan_layer *L, int32_t layer, k
         const kvc_dtype v_dt = plan->mla && dt == KVC_DTYPE_I8 ? KVC_DTYPE_BF16 : dt;
         kvci_plan_add_cache(L, plan->mla ? "nope_cache" : "k_cache", cd->heads[0], cd->dim[0], dt, o->block_size);
         kvci_plan_add_cache(L, plan->mla ? "rope_cache" : "v_cache", cd->heads[1], cd->dim[1], v_dt, o->block_size);
-        if (index_head_dim > 0) { /* DeepSeek sparse attention's indexer keys, in vLLM's fp8 form */
+        if (index_head_dim > 0 && index_f32) { /* as kvcache's runtime keeps them (GLM-5): f32, no scale */
+            kvci_plan_add_cache(L, "indexer_k_cache", 1, index_head_dim, KVC_DTYPE_F32, o->block_size);
+        } else if (index_head_dim > 0) { /* DeepSeek sparse attention's indexer keys, in vLLM's fp8 form */
             kvci_plan_add_cache(L, "indexer_k_cache", 1, index_head_dim, KVC_DTYPE_F8E4M3, o->block_size);
             kvci_plan_add_cache(L, "indexer_k_scale", 1, kvci_cdiv(index_head_dim, KVC_PLAN_INDEXER_SCALE_GROUP),
                                 KVC_DTYPE_F32, o->block_size);
@@ -258,15 +261,17 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
             cd = kvci_family_cache_dims(f->fam, &ld, plan->mla);
         }
         switch (f->kinds[i]) {
-        case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim); break;
+        case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim, f->index_f32); break;
         case KVC_LK_SLIDING:
-            plan_entry(plan, L++, i, KVC_ATTN_SLIDING_WINDOW, f->window, states, &cd, index_dim);
+            plan_entry(plan, L++, i, KVC_ATTN_SLIDING_WINDOW, f->window, states, &cd, index_dim, f->index_f32);
             break;
-        case KVC_LK_CHUNKED: plan_entry(plan, L++, i, KVC_ATTN_CHUNKED_LOCAL, f->chunk, states, &cd, index_dim); break;
-        case KVC_LK_STATE: plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim); break;
+        case KVC_LK_CHUNKED:
+            plan_entry(plan, L++, i, KVC_ATTN_CHUNKED_LOCAL, f->chunk, states, &cd, index_dim, f->index_f32);
+            break;
+        case KVC_LK_STATE: plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim, f->index_f32); break;
         case KVC_LK_PARALLEL:
-            plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim);
-            plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim);
+            plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim, f->index_f32);
+            plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim, f->index_f32);
             break;
         case KVC_LK_NONE: break;
         }

@@ -62,10 +62,18 @@ static kvc_status read_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_
     bool have_topk = false;
     KVC_TRY(kvci_json_int(&hp->cfg, "index_topk", 1, INT32_MAX, &topk, &have_topk));
     if (!have_topk && !class_default) return kvci_fail(KVC_EINVAL, "%s: index_topk is missing", hp->cfg.doc);
-    kvci_plan_warn(plan,
-                   "DeepSeek sparse attention (index_topk %lld): its indexer keys are planned (indexer_k_cache fp8, "
-                   "one f32 scale per %d channels); the operator parameters below are dense MLA's, another attention",
-                   (long long)topk, KVC_PLAN_INDEXER_SCALE_GROUP);
+    if (glm5) /* run by kvcache: its keys as the runtime keeps them */
+        kvci_plan_warn(plan,
+                       "DeepSeek sparse attention (index_topk %lld): its indexer keys are planned as kvcache's runtime "
+                       "keeps them (indexer_k_cache f32); the operator parameters below are dense MLA's, another "
+                       "attention",
+                       (long long)topk);
+    else
+        kvci_plan_warn(plan,
+                       "DeepSeek sparse attention (index_topk %lld): its indexer keys are planned (indexer_k_cache "
+                       "fp8, one f32 scale per %d channels); the operator parameters below are dense MLA's, another "
+                       "attention",
+                       (long long)topk, KVC_PLAN_INDEXER_SCALE_GROUP);
     return KVC_OK;
 }
 
@@ -215,11 +223,14 @@ kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kv
     KVC_TRY(share_kv_layers(hp, plan, f));
     f->chunk = ctx.chunk;
     if (f->fam == &kvc_family_deepseek_v4) KVC_TRY(kvci_plan_v4_read(hp, plan, f));
-    if (f->fam == &kvc_family_hy_v4) { /* indexer keys on the layers that run their own indexer */
+    const bool glm5 = hp->model_type != NULL && strcmp(hp->model_type, "glm_moe_dsa") == 0;
+    if (f->fam == &kvc_family_hy_v4 || glm5) { /* indexer keys on the layers that run their own indexer */
         f->index_layers = kvci_calloc((size_t)f->n_layers, sizeof *f->index_layers);
         if (f->index_layers == NULL)
             return kvci_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
-        KVC_TRY(kvci_hy_v4_indexed(hp, f->n_layers, f->index_layers));
+        KVC_TRY(glm5 ? kvci_glm_dsa_indexed(&hp->cfg, f->n_layers, f->index_layers)
+                     : kvci_hy_v4_indexed(hp, f->n_layers, f->index_layers));
+        f->index_f32 = glm5;
         int64_t own = 0;
         for (int64_t i = 0; i < f->n_layers; i++) own += f->index_layers[i];
         kvci_plan_warn(plan,

@@ -34,7 +34,8 @@ typedef struct kvc_model_facts {
     int64_t kv_shared_layers; /* the last ones, KVC_LK_NONE: they read an earlier layer's caches */
     kvc_v4_layer *v4;         /* [n_layers] DeepSeek-V4's compressed parts (NULL: another family) */
     int64_t v4_index_dim;     /* DeepSeek-V4's indexer head dim (index_head_dim) */
-    bool *index_layers;       /* [n_layers] the layers keeping indexer keys (HY V4's "full" ones); NULL: all */
+    bool *index_layers;       /* [n_layers] the layers keeping indexer keys (HY V4's, GLM-5's "full" ones); NULL: all */
+    bool index_f32;           /* the indexer keys as kvcache's runtime keeps them (f32, GLM-5), else vLLM's fp8 */
     /* per layer (the family's layer_dims; NULL: every layer n_kv_heads of head_dim): head dim, KV heads per rank */
     int64_t *layer_head_dim, *layer_kv_heads; /* [n_layers] */
 } kvc_model_facts;

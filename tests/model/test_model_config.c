@@ -3351,7 +3351,8 @@ static void test_longcat_flash_fields(void **state) {
 
 /* GLM-5 (glm_moe_dsa) with GlmMoeDsaConfig's defaults: MLA sizes (q LoRA 2048, latent 512, rope 64, nope 192, v 256),
  * rms_norm_eps 1e-5, the first 3 layers dense, 256 experts, 8 per token in 1 group, times 2.5; RoPE always
- * interleaved (rope_interleave not read); index_topk 2048; the indexer's keys checked by name. */
+ * interleaved (rope_interleave not read); index_topk 2048 and an indexer of 32 heads of 128 rotating pairs (positions
+ * not cut); the indexer's keys checked by name; index_topk_pattern's S layers shared. */
 #define GLM_DSA_BASE                                                                                                   \
     "{\"model_type\":\"glm_moe_dsa\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"                    \
     "\"num_hidden_layers\":4,\"num_attention_heads\":4"
@@ -3364,12 +3365,15 @@ static void test_glm_moe_dsa_fields(void **state) {
     assert_true(!c.layer_moe[0] && !c.layer_moe[2] && c.layer_moe[3] && c.rope_form == KVC_ROPE_INTERLEAVED);
     assert_true(c.n_routed_experts == 256 && c.moe_intermediate_size == 2048 && c.experts_per_tok == 8);
     assert_true(c.n_group == 1 && c.topk_group == 1 && c.routed_scaling_factor == 2.5 && c.rms_norm_eps == 1e-5);
-    assert_true(c.index_topk == 2048 && c.max_position_embeddings == 2048 && !c.tie_word_embeddings);
+    assert_true(c.index_topk == 2048 && c.max_position_embeddings == 202752 && !c.tie_word_embeddings);
+    assert_true(c.index_n_heads == 32 && c.index_head_dim == 128 && !c.index_rope_half && !c.layer_index_shared[3]);
     assert_int_equal(kvc_model_config_parse(GLM_DSA_BASE ",\"first_k_dense_replace\":1,\"index_topk\":16,"
                                                          "\"index_topk_pattern\":\"FSSF\",\"num_experts\":16}",
                                             "glm5-set", &c),
                      KVC_OK);
     assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.index_topk == 16 && c.n_routed_experts == 16);
+    assert_true(!c.layer_index_shared[0] && c.layer_index_shared[1] && c.layer_index_shared[2] &&
+                !c.layer_index_shared[3]);
     expect_refusal(GLM_DSA_BASE ",\"q_lora_rank\":null}", "glm_moe_dsa q_lora_rank null");
     expect_refusal(GLM_DSA_BASE ",\"index_topk\":0}", "index_topk");
     expect_refusal(GLM_DSA_BASE ",\"index_head_dim\":32}", "index_head_dim 32 is below qk_rope_head_dim 64");

@@ -1210,10 +1210,12 @@ def glm_moe_dsa_config():
     # GLM-5 at toy size: DeepSeek-V3's MLA (q LoRA 32, latent 24, 4 heads of nope 16 + rope 8 keys and 12 values,
     # RoPE on interleaved pairs: GLM-5's attention always) over 3 layers whose feed-forward mlp_layer_types names
     # (sparse, dense, sparse); V3's grouped sigmoid router over 8 experts of 16 in 2 groups (the best 1 kept), top-2,
-    # renormalised, times 2.5, one shared expert; DeepSeek sparse attention with index_topk 64 (above every position
-    # of the prompts and their new tokens: every key picked, attention dense), an indexer of 2 heads of 16 on layers 0
-    # and 2 (layer 1 shared); untied, rms_norm_eps 1e-5 (the defaults).
-    return GlmMoeDsaConfig(**MLA_MOE_TOY_SHAPE, index_topk=64, index_head_dim=16, index_n_heads=2,
+    # renormalised, times 2.5, one shared expert; DeepSeek sparse attention with index_topk 6 (below most positions of
+    # the prompts and their new tokens: the indexer's choice shapes the attention), an indexer of 8 heads of 16 on
+    # layers 0 and 2 (layer 1 shared: reuses layer 0's choice); untied, rms_norm_eps 1e-5 (the defaults). 8 heads: no
+    # exact ties at the 6th score in the data (4 heads have keys scoring 0 in every head, where torch.topk's pick
+    # among equal scores is unspecified).
+    return GlmMoeDsaConfig(**MLA_MOE_TOY_SHAPE, index_topk=6, index_head_dim=16, index_n_heads=8,
                            indexer_types=["full", "shared", "full"])
 
 
