@@ -332,6 +332,9 @@ bool kvci_family_is_glm_dsa(const kvc_model_config *cfg);
  * length, another value, layer 0 shared. The runtime's and the planner's rule. */
 kvc_status kvci_glm_dsa_indexed(const kvc_json_obj *c, int64_t n_layers, bool *full);
 kvc_status kvci_family_parse_glm_dsa(const kvc_json_obj *c, kvc_model_config *cfg);
+/* DeepSeek-V3.2 (deepseek_v32): its indexer's keys (DeepseekV32Config's index_n_heads 64, half-split RoPE, every
+ * layer full) and max_position_embeddings 163840 when absent. */
+kvc_status kvci_family_parse_v32_dsa(const kvc_json_obj *c, kvc_model_config *cfg);
 
 /* Optional config members with a default (kept when absent), for parse hooks. */
 kvc_status kvci_family_opt_int(const kvc_json_obj *c, const char *key, int64_t def, int64_t lo, int64_t hi,

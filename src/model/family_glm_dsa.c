@@ -1,8 +1,9 @@
-/* GLM-5 (model_type glm_moe_dsa, GlmMoeDsaForCausalLM): DeepSeek-V3's MLA (always a q LoRA, RoPE always on
- * interleaved pairs: rope_interleave is not read) and grouped sigmoid router, MoE layers by mlp_layer_types, plus
- * DeepSeek sparse attention: a lightning indexer per "full" layer (indexer_types; "shared" layers reuse the
- * previous full layer's choice) picks the index_topk keys each query attends to (attn_dsa.c). The indexer's keys
- * are read and checked here. */
+/* DeepSeek sparse attention's config keys: DeepSeek-V3.2 (deepseek_v32: V3's layers, an indexer on every layer
+ * rotating half-split lanes) and GLM-5 (model_type glm_moe_dsa, GlmMoeDsaForCausalLM): DeepSeek-V3's MLA (always a q
+ * LoRA, RoPE always on interleaved pairs: rope_interleave is not read) and grouped sigmoid router, MoE layers by
+ * mlp_layer_types, plus DeepSeek sparse attention: a lightning indexer per "full" layer (indexer_types; "shared" layers
+ * reuse the previous full layer's choice) picks the index_topk keys each query attends to (attn_dsa.c). The indexer's
+ * keys are read and checked here. */
 #include <string.h>
 
 #include "base/internal.h"
@@ -49,15 +50,28 @@ kvc_status kvci_glm_dsa_indexed(const kvc_json_obj *c, int64_t n_layers, bool *f
     return KVC_OK;
 }
 
-kvc_status kvci_family_parse_glm_dsa(const kvc_json_obj *c, kvc_model_config *cfg) {
+/* The indexer's sizes (the config class's defaults: index_topk 2048, index_head_dim 128, heads_default heads). */
+static kvc_status indexer_sizes(const kvc_json_obj *c, kvc_model_config *cfg, int64_t heads_default) {
     KVC_TRY(kvci_family_opt_int(c, "index_topk", 2048, 1, INT32_MAX, &cfg->index_topk));
     KVC_TRY(kvci_family_opt_int(c, "index_head_dim", 128, 1, KVC_HP_MAX_DIM, &cfg->index_head_dim));
-    KVC_TRY(kvci_family_opt_int(c, "index_n_heads", 32, 1, KVC_HP_MAX_HEADS, &cfg->index_n_heads));
-    cfg->index_rope_half = false; /* GLM-5's indexer rotates interleaved pairs, as its attention */
-    if (kvci_json_missing(c, "max_position_embeddings")) cfg->max_position_embeddings = 202752; /* the class's */
+    KVC_TRY(kvci_family_opt_int(c, "index_n_heads", heads_default, 1, KVC_HP_MAX_HEADS, &cfg->index_n_heads));
     if (cfg->index_head_dim < cfg->qk_rope_head_dim) /* the indexer rotates its first qk_rope_head_dim channels */
         return kvci_fail(KVC_EINVAL, "%s: index_head_dim %lld is below qk_rope_head_dim %lld", c->doc,
                          (long long)cfg->index_head_dim, (long long)cfg->qk_rope_head_dim);
+    return KVC_OK;
+}
+
+kvc_status kvci_family_parse_v32_dsa(const kvc_json_obj *c, kvc_model_config *cfg) {
+    KVC_TRY(indexer_sizes(c, cfg, 64));
+    cfg->index_rope_half = true; /* DeepseekV32Indexer: half-split lanes, unlike its attention's pairs */
+    if (kvci_json_missing(c, "max_position_embeddings")) cfg->max_position_embeddings = 163840; /* the class's */
+    return KVC_OK; /* every layer runs its indexer (indexer_types is not read) */
+}
+
+kvc_status kvci_family_parse_glm_dsa(const kvc_json_obj *c, kvc_model_config *cfg) {
+    KVC_TRY(indexer_sizes(c, cfg, 32));
+    cfg->index_rope_half = false; /* GLM-5's indexer rotates interleaved pairs, as its attention */
+    if (kvci_json_missing(c, "max_position_embeddings")) cfg->max_position_embeddings = 202752; /* the class's */
     bool full[KVC_MODEL_MAX_LAYERS];
     KVC_TRY(kvci_glm_dsa_indexed(c, cfg->num_layers, full));
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_index_shared[l] = !full[l];

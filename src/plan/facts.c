@@ -53,7 +53,8 @@ static void list_append(char *list, size_t cap, const char *name) {
  * config classes give 128 and 2048. */
 static kvc_status read_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
     const bool glm5 = hp->model_type != NULL && strcmp(hp->model_type, "glm_moe_dsa") == 0;
-    const bool class_default = glm5 || f->fam == &kvc_family_hy_v4;
+    const bool v32 = hp->model_type != NULL && strcmp(hp->model_type, "deepseek_v32") == 0;
+    const bool class_default = glm5 || v32 || f->fam == &kvc_family_hy_v4;
     bool have = false;
     f->index_head_dim = class_default ? 128 : 0;
     KVC_TRY(kvci_json_int(&hp->cfg, "index_head_dim", 1, KVC_HP_MAX_DIM, &f->index_head_dim, &have));
@@ -62,7 +63,8 @@ static kvc_status read_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_
     bool have_topk = false;
     KVC_TRY(kvci_json_int(&hp->cfg, "index_topk", 1, INT32_MAX, &topk, &have_topk));
     if (!have_topk && !class_default) return kvci_fail(KVC_EINVAL, "%s: index_topk is missing", hp->cfg.doc);
-    if (glm5) /* run by kvcache: its keys as the runtime keeps them */
+    f->index_f32 = glm5 || v32; /* run by kvcache: its keys as the runtime keeps them */
+    if (f->index_f32)
         kvci_plan_warn(plan,
                        "DeepSeek sparse attention (index_topk %lld): its indexer keys are planned as kvcache's runtime "
                        "keeps them (indexer_k_cache f32); the operator parameters below are dense MLA's, another "
@@ -230,7 +232,6 @@ kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kv
             return kvci_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
         KVC_TRY(glm5 ? kvci_glm_dsa_indexed(&hp->cfg, f->n_layers, f->index_layers)
                      : kvci_hy_v4_indexed(hp, f->n_layers, f->index_layers));
-        f->index_f32 = glm5;
         int64_t own = 0;
         for (int64_t i = 0; i < f->n_layers; i++) own += f->index_layers[i];
         kvci_plan_warn(plan,

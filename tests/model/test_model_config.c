@@ -3384,6 +3384,26 @@ static void test_glm_moe_dsa_fields(void **state) {
     expect_refusal(GLM_DSA_BASE ",\"index_topk_pattern\":\"FSXF\"}", "index_topk_pattern[2]");
 }
 
+/* DeepSeek-V3.2 (deepseek_v32) with DeepseekV32Config's defaults: V3's MLA (q LoRA 1536, RoPE on pairs whatever
+ * rope_interleave says) and router, and an indexer of 64 heads of 128 on every layer (indexer_types not read) whose
+ * RoPE turns half-split lanes; index_topk 2048, max_position_embeddings 163840. */
+static void test_deepseek_v32_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"deepseek_v32\",\"vocab_size\":8,\"hidden_size\":32,"
+                               "\"intermediate_size\":16,\"num_hidden_layers\":4,\"num_attention_heads\":4,"
+                               "\"rope_interleave\":false,\"indexer_types\":[\"full\",\"shared\"]}",
+                               "v32", &c),
+        KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DEEPSEEK_V3 && c.q_lora_rank == 1536 && c.rope_form == KVC_ROPE_INTERLEAVED);
+    assert_true(c.index_topk == 2048 && c.index_n_heads == 64 && c.index_head_dim == 128 && c.index_rope_half);
+    assert_true(!c.layer_index_shared[1] && c.max_position_embeddings == 163840 && !c.layer_moe[2] && c.layer_moe[3]);
+    expect_refusal("{\"model_type\":\"deepseek_v32\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"
+                   "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"q_lora_rank\":null}",
+                   "deepseek_v32 q_lora_rank null");
+}
+
 /* K-EXAONE (exaone_moe) with ExaoneMoeConfig's defaults: EXAONE 4.0's attention (window 4096, three sliding layers
  * then one full and NoPE) in pre-norm blocks; layer 0 dense (first_k_dense_replace 1); num_experts 64 of 1024
  * (n_routed_experts not read), top 8, num_shared_experts 1, renormalised, times 2.5, 1 group; mlp_layer_types wins
@@ -3732,6 +3752,7 @@ int main(void) {
         cmocka_unit_test(test_axk1_fields),
         cmocka_unit_test(test_longcat_flash_fields),
         cmocka_unit_test(test_glm_moe_dsa_fields),
+        cmocka_unit_test(test_deepseek_v32_fields),
         cmocka_unit_test(test_exaone_moe_fields),
         cmocka_unit_test(test_lfm2_moe_fields),
         cmocka_unit_test(test_bamba_fields),

@@ -219,6 +219,12 @@ static void test_glm_moe_dsa(void **state) {
     (void)state;
     run_dir("glm_moe_dsa");
 }
+/* DeepSeek-V3.2-like (deepseek_v32): DeepSeek-V3's layers with DeepSeek sparse attention on every layer (index_topk
+ * 6, the indexer's RoPE on half-split lanes), modes 0-3 (run_dir) */
+static void test_deepseek_v32(void **state) {
+    (void)state;
+    run_dir("deepseek_v32");
+}
 /* LongCat-Flash-like: 2 decoder layers of two MLA sub-layers (q and latent scaled), each sub-layer's MLP, the shortcut
  * MoE (softmax router with correction bias over 6 experts and 2 zero experts) added after the odd sub-layer; also mode
  * 3 over both cache forms (run_dir) */
@@ -1099,6 +1105,7 @@ int main(void) {
         cmocka_unit_test(test_sarvam_mla),
         cmocka_unit_test(test_axk1),
         cmocka_unit_test(test_glm_moe_dsa),
+        cmocka_unit_test(test_deepseek_v32),
         cmocka_unit_test(test_longcat_flash),
         cmocka_unit_test(test_exaone_moe),
         cmocka_unit_test(test_dtypes_qwen3),

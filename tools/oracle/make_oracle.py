@@ -10,7 +10,7 @@ gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, e
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text, qwen3_5_moe, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
-cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa, lfm3, ergo) this script
+cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa, deepseek_v32, lfm3, ergo) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -137,6 +137,8 @@ from transformers import (
     LongcatFlashConfig,
     LongcatFlashForCausalLM,
     AXK1ForCausalLM,
+    DeepseekV32Config,
+    DeepseekV32ForCausalLM,
     GlmMoeDsaConfig,
     GlmMoeDsaForCausalLM,
     SarvamMLAConfig,
@@ -1219,6 +1221,15 @@ def glm_moe_dsa_config():
                            indexer_types=["full", "shared", "full"])
 
 
+def deepseek_v32_config():
+    # DeepSeek-V3.2 at toy size: V3's MLA (q LoRA 32, latent 24, 4 heads of nope 16 + rope 8 keys and 12 values, RoPE
+    # on interleaved pairs) and grouped sigmoid router over 3 layers (sparse, dense, sparse), with DeepSeek sparse
+    # attention on every layer: index_topk 6 (below most positions of the data), an indexer of 8 heads of 16 whose
+    # RoPE turns half-split lanes (unlike the attention's pairs); untied.
+    shape = {k: v for k, v in MLA_MOE_TOY_SHAPE.items()}
+    return DeepseekV32Config(**shape, index_topk=6, index_head_dim=16, index_n_heads=8)
+
+
 def solar_open_config():
     # Solar Open at toy size: Llama's attention with q/k/v biases (attention_bias) and none on o_proj, whole heads
     # rotated, GQA 4/2, head_dim 16, 2 layers, each GLM-4.5's grouped sigmoid router over 8 experts of width 16 in 2
@@ -1904,6 +1915,7 @@ FAMILIES = {
     "axk1": (axk1_config, AXK1ForCausalLM),
     "longcat_flash": (longcat_flash_config, LongcatFlashForCausalLM),
     "glm_moe_dsa": (glm_moe_dsa_config, GlmMoeDsaForCausalLM),
+    "deepseek_v32": (deepseek_v32_config, DeepseekV32ForCausalLM),
     "exaone_moe": (exaone_moe_config, ExaoneMoeForCausalLM),
     "dots1": (dots1_config, Dots1ForCausalLM),
     "solar_open": (solar_open_config, SolarOpenForCausalLM),
@@ -2367,6 +2379,8 @@ def make_family(family, out_root, seed):
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_full_rotary"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
+    if family == "deepseek_v32":
+        summary["sensitivity_index_topk_8"] = sensitivity(model, ps[-1], index_topk=8)
     if family == "glm_moe_dsa":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_index_topk_8"] = sensitivity(model, ps[-1], index_topk=8)
@@ -2789,7 +2803,7 @@ def sensitivity(model, ids, **overrides):
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "jetmoe": 1e-5, "granitemoeshared": 1e-5, "granitemoe_swa": 1e-5, "flint": 1e-5, "hy_v3": 1e-5, "cohere2_moe": 1e-5, "cohere2_moe_sigmoid": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
-                    "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5, "sarvam_mla": 1e-5, "axk1": 1e-5, "glm_moe_dsa": 1e-5, "longcat_flash": 1e-5,
+                    "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5, "sarvam_mla": 1e-5, "axk1": 1e-5, "glm_moe_dsa": 1e-5, "deepseek_v32": 1e-5, "longcat_flash": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "sarvam_moe": 1e-5, "param2moe": 1e-5, "minicpm5_moe": 1e-5, "kolibri1": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5,
@@ -2843,7 +2857,7 @@ def main():
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
-                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "sarvam_moe", "param2moe",
+                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "deepseek_v32", "sarvam_moe", "param2moe",
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
