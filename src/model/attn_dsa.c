@@ -14,7 +14,8 @@
 #include "model/forward_internal.h"
 #include "ops/write_internal.h"
 
-#define DSA_KNORM_EPS 1e-6f /* the indexer's nn.LayerNorm(eps=1e-6) */
+#define DSA_KNORM_EPS     1e-6f     /* the indexer's nn.LayerNorm(eps=1e-6) */
+#define DSA_PARALLEL_MACS (1 << 20) /* a row's scoring work below this runs on the calling thread */
 
 float kvci_dsa_score(const float *q, const float *w, int64_t Hi, int64_t Di, float scale, const float *key) {
     float s = 0.0f;
@@ -116,8 +117,8 @@ kvc_status kvci_dsa_select(const kvc_fwd_step *s, int64_t l, const float *cq) {
     const float scale = 1.0f / sqrtf((float)Di);
     int64_t q0 = 0;
     for (int64_t r = 0; r < md->n_rows; r++) {
-        const int64_t q1 = md->cu_seq_lens_q[r];
-#pragma omp parallel for schedule(dynamic, 1) num_threads(ws->dsa_threads) if (q1 - q0 > 1)
+        const int64_t q1 = md->cu_seq_lens_q[r], work = (q1 - q0) * (md->positions[q1 - 1] + 1) * Hi * Di;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(ws->dsa_threads) if (q1 - q0 > 1 && work >= DSA_PARALLEL_MACS)
         for (int64_t t = q0; t < q1; t++) {
             float *sc = ws->dsa_sc + (int64_t)omp_get_thread_num() * 2 * ws->max_kv_len;
             const int64_t n = md->positions[t] + 1, first = lc ? 0 : q0; /* keys 0..p; the step's rows: from q0 */
