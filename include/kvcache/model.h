@@ -314,8 +314,8 @@ typedef struct kvc_model_config {
     /* AFMoE (model_type afmoe): the attention output times sigmoid(self_attn.gate_proj x) [T, nH * D] (a projection
      * of the layer's normed input of its own, no bias) before o_proj (attn_gate_proj). Last, as above. */
     bool attn_gate_proj;
-    /* DeepSeek sparse attention (model_type glm_moe_dsa): each query attends to the index_topk keys its lightning
-     * indexer picks (index_n_heads and the rest below; 0: none). Last, as above. */
+    /* DeepSeek sparse attention (model_types glm_moe_dsa, deepseek_v32): each query attends to the index_topk keys
+     * its lightning indexer picks (index_n_heads and the rest below; 0: none). Last, as above. */
     int64_t index_topk;
     /* LFM3's attention gate (use_attention_gate): g_proj (self_attn.gate_proj in checkpoints) [num_heads,
      * hidden_size] of the attention's normed input,
