@@ -572,7 +572,6 @@ static void test_gemma3_q8_0_weights(void **s) { (void)s, run_quant_weights(GEMM
 static void test_glm4_paged(void **s) { (void)s, run_family(GLM4, PAGED, false, F32, 32); }
 static void test_glm_contiguous(void **s) { (void)s, run_family(GLM, CONTIG, false, F32, 35); }
 static void test_glm_dsa_latent_paged(void **s) { (void)s, run_family(GLM_DSA, PAGED, true, F32, 86); }
-static void test_glm_dsa_contiguous_bf16(void **s) { (void)s, run_family(GLM_DSA, CONTIG, false, KVC_DTYPE_BF16, 87); }
 static void test_seed_oss_paged(void **s) { (void)s, run_family(SEED_OSS, PAGED, false, F32, 36); }
 static void test_exaone4_contiguous(void **s) { (void)s, run_family(EXAONE4, CONTIG, false, F32, 37); }
 static void test_starcoder2_paged(void **s) { (void)s, run_family(STARCODER2, PAGED, false, F32, 38); }
@@ -656,7 +655,6 @@ int main(void) {
         cmocka_unit_test(test_cohere2_paged_bf16),
         cmocka_unit_test(test_glm_contiguous),
         cmocka_unit_test(test_glm_dsa_latent_paged),
-        cmocka_unit_test(test_glm_dsa_contiguous_bf16),
         cmocka_unit_test(test_seed_oss_paged),
         cmocka_unit_test(test_exaone4_contiguous),
         cmocka_unit_test(test_starcoder2_paged),
