@@ -315,10 +315,8 @@ typedef struct kvc_model_config {
     /* AFMoE (model_type afmoe): the attention output times sigmoid(self_attn.gate_proj x) [T, nH * D] (a projection
      * of the layer's normed input of its own, no bias) before o_proj (attn_gate_proj). Last, as above. */
     bool attn_gate_proj;
-    /* DeepSeek sparse attention (model_type glm_moe_dsa): each query attends to the index_topk keys its indexer
-     * picks. A query at a position below index_topk has no more keys than that, so every key is picked and the
-     * attention is dense MLA, which the runtime runs; a position from index_topk on is refused, as the runtime does
-     * not run the indexer, and max_position_embeddings is cut to index_topk (0: no such limit). Last, as above. */
+    /* DeepSeek sparse attention (model_types glm_moe_dsa, deepseek_v32): each query attends to the index_topk keys
+     * its lightning indexer picks (index_n_heads and the rest below; 0: none). Last, as above. */
     int64_t index_topk;
     /* LFM3's attention gate (use_attention_gate): g_proj (self_attn.gate_proj in checkpoints) [num_heads,
      * hidden_size] of the attention's normed input,
@@ -400,6 +398,14 @@ typedef struct kvc_model_config {
     bool shared_attn_adapter;
     kvc_mlp_act shared_act;
     double mamba_norm_eps;
+    /* DeepSeek sparse attention's lightning indexer (index_topk > 0; src/model/attn_dsa.c): index_n_heads query
+     * heads of index_head_dim from the q latent, one key of index_head_dim per token (LayerNormed, its first
+     * qk_rope_head_dim channels rotated: on half-split lanes with index_rope_half, else on pairs), kept in each
+     * indexed layer's own cache (kvc_layer_cache.index_k). layer_index_shared[l]: GLM-5's "shared" layers, which
+     * reuse the previous full layer's choice and keep no indexer. Last, as above. */
+    int64_t index_n_heads, index_head_dim;
+    bool index_rope_half;
+    bool layer_index_shared[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config
@@ -508,6 +514,10 @@ typedef struct kvc_layer_cache {
     /* paged: the manager key of the states' block table where the layer also keeps K/V under `key` (Falcon-H1's
      * mamba_parallel_attn); "" where the states, if any, are under `key`. Last, as above. */
     char state_key[KVC_NAME_MAX];
+    /* DeepSeek sparse attention (kvc_model_config.index_topk): the layer's indexer keys, f32 whatever the KV dtype
+     * (the top-k choice exact), paged [NB, bs, 1, index_head_dim], contiguous [rows, S_max, index_head_dim], written
+     * by the layer's slots; empty on other layers and GLM-5's shared ones. Last, as above. */
+    kvc_tensor index_k;
 } kvc_layer_cache;
 
 /* Whether the forward takes caches of dtype dt: f32, f16, bf16, i8,

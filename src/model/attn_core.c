@@ -58,7 +58,7 @@ static kvc_status run_attention(const kvc_fwd_step *s, const kvc_attn_call *c, c
     return kvci_attention_run(&k->plan, &layer);
 }
 
-static const kvc_step_key *layer_key(const kvc_fwd_step *s, const kvc_layer_cache *lc) {
+const kvc_step_key *kvci_layer_key(const kvc_fwd_step *s, const kvc_layer_cache *lc) {
     const kvc_step_key *k = kvc_step_metadata_key(s->md, lc->key);
     if (!k)
         kvci_fail(KVC_EINVAL, "forward: the step has no manager key \"%s\" for this layer's cache", lc->key);
@@ -95,7 +95,7 @@ static kvc_block_layout paged_order(const kvc_model_caches *cs, const kvc_layer_
 
 const int64_t *kvci_cache_slots(const kvc_fwd_step *s, const kvc_layer_cache *lc) {
     if (s->a->caches->kind == KVC_MCACHE_PAGED) {
-        const kvc_step_key *k = layer_key(s, lc);
+        const kvc_step_key *k = kvci_layer_key(s, lc);
         return k ? k->slot_mapping : NULL;
     }
     const kvc_step_metadata *md = s->md;
@@ -143,7 +143,7 @@ kvc_status kvci_cache_write(const kvc_fwd_step *s, const kvc_layer_cache *lc, kv
     const kvc_step_metadata *md = s->md;
     const int64_t W = heads * dim;
     if (s->a->caches->kind == KVC_MCACHE_PAGED) {
-        const kvc_step_key *k = layer_key(s, lc);
+        const kvc_step_key *k = kvci_layer_key(s, lc);
         if (!k) return KVC_EINVAL;
         kvc_tensor upd = view_dt(rows, t->dtype, 3, s->T, heads, dim);
         return kvc_write_slots(t, paged_order(s->a->caches, lc, t), &upd, k->slot_mapping, s->T);
@@ -225,7 +225,7 @@ static kvc_status attend_packed(const kvc_fwd_step *s, const kvc_attn_call *c, c
 }
 
 static kvc_status attend_paged(const kvc_fwd_step *s, const kvc_attn_call *c, const kvc_layer_cache *lc) {
-    const kvc_step_key *k = layer_key(s, lc);
+    const kvc_step_key *k = kvci_layer_key(s, lc);
     if (!k) return KVC_EINVAL;
     const kvc_model_caches *cs = s->a->caches;
     const int64_t NB = lc->k.shape[0], bs = kvci_layer_block_size(cs, lc);
@@ -294,6 +294,55 @@ static kvc_status attend_contiguous(const kvc_fwd_step *s, const kvc_attn_call *
     return KVC_OK;
 }
 
+kvc_status kvci_attn_sparse(const kvc_fwd_step *s, const kvc_attn_call *c, const int32_t *slots, const int64_t *n,
+                            int64_t width) {
+    const kvc_model_caches *cs = s->a->caches;
+    const int64_t T = s->T, KW = c->nKV * c->D, VW = c->nKV * c->Dv;
+    kvc_attention_params p;
+    base_params(&p, c);
+    p.layout = KVC_LAYOUT_TND;
+    p.sparse_mode = 0; /* one query per request: every key given */
+    p.batch = T;
+    p.q_lens = s->ws->dsa_cu;
+    p.kv_lens = n;
+    p.kv_len_form = KVC_KV_FORM_DIRECT;
+    p.q = view(c->q, 3, T, c->nH, c->D);
+    p.out = view(c->out, 3, T, c->nH, c->Dv);
+    p.kv_storage = KVC_KV_BLOCKS;
+    p.block_size = 1;
+    p.block_table = (kvc_tensor){.data = (void *)slots, .dtype = KVC_DTYPE_I32, .ndim = 2, .shape = {T, width}};
+    if (!cs) { /* the step's own rows [T, nKV, D] as T blocks of one token */
+        p.k = view(c->k, 3, T, 1, KW);
+        p.v = view(c->v, 3, T, 1, VW);
+        return run_attention_once(s->ws, &p);
+    }
+    const kvc_layer_cache *lc = &cs->layers[c->layer];
+    const int64_t NS = kvci_cache_slot_count(cs, lc); /* [NB, bs] or [rows, S_max] slots as blocks of one */
+    p.k = view_dt(lc->k.data, lc->k.dtype, 3, NS, 1, KW);
+    if (c->q_rope) {
+        p.v = p.k;
+        p.k_rope = view_dt(lc->v.data, lc->v.dtype, 3, NS, 1, c->dr);
+        p.q_rope = view(c->q_rope, 3, T, c->nH, c->dr);
+    } else {
+        p.v = view_dt(lc->v.data, lc->v.dtype, 3, NS, 1, VW);
+    }
+    quant_params(&p, cs, lc, c->q_rope != NULL, -1);
+    return run_attention_once(s->ws, &p);
+}
+
+kvc_status kvci_cache_write_kv(const kvc_fwd_step *s, const kvc_attn_call *c) {
+    kvc_layer_cache *lc = &s->a->caches->layers[c->layer];
+    const bool scales = kvc_model_kv_quantised(lc->k.dtype);
+    if (scales || kvci_dtype_is_blocked(lc->k.dtype)) { /* quantised on write: scales per token or in the blocks */
+        kvc_status st = cache_write_f32(s, lc, &lc->k, scales ? &lc->k_scales : NULL, c->k, c->nKV, c->D);
+        return st == KVC_OK ? cache_write_f32(s, lc, &lc->v, scales ? &lc->v_scales : NULL, c->v, c->nKV, c->Dv) : st;
+    }
+    const void *k = kvci_cache_rows(&lc->k, c->k, s->T * c->nKV * c->D, s->ws->kc);
+    const void *v = kvci_cache_rows(&lc->v, c->v, s->T * c->nKV * c->Dv, s->ws->vc);
+    kvc_status st = kvci_cache_write(s, lc, &lc->k, k, c->nKV, c->D);
+    return st == KVC_OK ? kvci_cache_write(s, lc, &lc->v, v, c->nKV, c->Dv) : st;
+}
+
 kvc_status kvci_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c) {
     kvc_layer_cache *lc = &s->a->caches->layers[c->layer];
     return s->a->caches->kind == KVC_MCACHE_PAGED ? attend_paged(s, c, lc) : attend_contiguous(s, c, lc);
@@ -311,10 +360,8 @@ kvc_status kvci_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c) {
     kvc_layer_cache *lc = &caches->layers[c->layer];
     const int64_t T = s->T;
     const bool scales = kvc_model_kv_quantised(lc->k.dtype);
-    if (scales || kvci_dtype_is_blocked(lc->k.dtype)) { /* quantised on write (scales per token or in the
-                                                         * blocks): always written, then read back */
-        st = cache_write_f32(s, lc, &lc->k, scales ? &lc->k_scales : NULL, c->k, c->nKV, c->D);
-        if (st == KVC_OK) st = cache_write_f32(s, lc, &lc->v, scales ? &lc->v_scales : NULL, c->v, c->nKV, c->Dv);
+    if (scales || kvci_dtype_is_blocked(lc->k.dtype)) { /* quantised on write: always written, then read back */
+        st = kvci_cache_write_kv(s, c);
         kvci_sp_end(KVC_SP_KV_WRITE, t0), t0 = kvci_sp_begin();
         if (st == KVC_OK) st = kvci_attn_cached(s, c);
         kvci_sp_end(KVC_SP_ATTN, t0);

@@ -5,7 +5,8 @@
  * (for both RoPE forms, int8 / fp8 with a scale per token) and
  * kvc_attention_cpu runs the absorbed form over them: queries q_nope . W_UK
  * against the latent, q_pe against the rope cache, values the latent, then
- * W_UV per head. */
+ * W_UV per head. With DeepSeek sparse attention (index_topk) each query attends to its chosen keys alone
+ * (attn_dsa.c). */
 #include <string.h>
 
 #include "base/internal.h"
@@ -59,7 +60,7 @@ static kvc_status expanded(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, r
                           .window = 0,
                           .sinks = NULL,
                           .out = ws->att};
-    return kvci_attn_core(s, &call);
+    return c->index_topk > 0 ? kvci_dsa_attend(s, &call) : kvci_attn_core(s, &call);
 }
 
 /* A latent cache tensor as the 4-D [blocks, block, 1, dim] the MLA write takes. */
@@ -131,7 +132,7 @@ static kvc_status absorbed(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, r
                           .q_rope = ws->q_rope,
                           .dr = dr,
                           .out = ws->att};
-    st = kvci_attn_cached(s, &call); /* ws->att [T, nH, rkv] */
+    st = c->index_topk > 0 ? kvci_dsa_attend(s, &call) : kvci_attn_cached(s, &call); /* ws->att [T, nH, rkv] */
     if (st != KVC_OK) return st;
     /* o_h = W_UV^h . o_lat_h, W_UV^h = kv_b rows [h(dn+dv) + dn, (h+1)(dn+dv)) : [dv, rkv] */
     float *o = ws->mla_b; /* [T, nH, dv] (q_lat is dead now) */
@@ -155,6 +156,7 @@ kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l) {
         KVC_TRY(kvci_linear(ws->xn, T, &w->wqa, w->bqa, cq));
         kvc_rmsnorm_rows_f32(cq, T, rq, rq, w->qa_norm, DS_LATENT_EPS);
         KVC_TRY(kvci_linear(cq, T, &w->wqb, NULL, q));
+        if (c->index_topk > 0) KVC_TRY(kvci_dsa_select(s, l, cq)); /* before ckv takes mla_a */
     } else {
         KVC_TRY(kvci_linear(ws->xn, T, &w->wq, NULL, q));
     }

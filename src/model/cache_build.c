@@ -63,11 +63,12 @@ kvc_status kvci_cache_knobs_check(const kvc_model *m, const kvci_cache_knobs *k,
         return kvci_fail(KVC_EINVAL,
                          "%s: %sblock_size %lld must be in [1, %d] in paged modes (paged attention's limit)", who,
                          field, (long long)p->block_size, KVC_ATTN_MAX_BLOCK_SIZE);
-    const bool lanes_ok = p->kv_layout == KVC_BLOCK_BNNDBS && k->paged && !k->latent;
+    const bool lanes_ok = p->kv_layout == KVC_BLOCK_BNNDBS && k->paged && !k->latent && c->index_topk == 0;
     if (p->kv_layout != KVC_BLOCK_BNBSND && !lanes_ok)
         return kvci_fail(KVC_EINVAL,
                          "%s: %skv_layout %s is not taken %s: paged full-form caches take KVC_BLOCK_BNBSND or "
-                         "KVC_BLOCK_BNNDBS, latent and contiguous caches KVC_BLOCK_BNBSND only",
+                         "KVC_BLOCK_BNNDBS, latent and contiguous caches and DeepSeek sparse attention (index_topk) "
+                         "KVC_BLOCK_BNBSND only",
                          who, field, layout_name(p->kv_layout), where);
     return KVC_OK;
 }
@@ -119,7 +120,9 @@ void kvci_cache_set_release(kvci_cache_set *s) {
 kvc_tensor *kvci_cache_set_slot(kvci_cache_set *s, int32_t info, int32_t entry) {
     kvc_layer_cache *lc = &s->caches->layers[s->ci->layer_infos[info].layer_idx];
     kvc_tensor *kv[KVCI_CACHE_KV_ENTRIES] = {&lc->k, &lc->v}, *scales[2] = {&lc->k_scales, &lc->v_scales};
-    if (s->ci->layer_infos[info].caches[entry].is_state) return kvci_layer_state_slot(lc, entry); /* all states */
+    const kvc_cache_entry *e = &s->ci->layer_infos[info].caches[entry];
+    if (e->is_state) return kvci_layer_state_slot(lc, entry); /* all states */
+    if (strcmp(e->name, KVCI_INDEX_ENTRY) == 0) return &lc->index_k;
     return entry < KVCI_CACHE_KV_ENTRIES ? kv[entry] : scales[entry - KVCI_CACHE_KV_ENTRIES];
 }
 
@@ -155,7 +158,9 @@ bool kvci_cache_set_bytes(const kvci_cache_set *s, int64_t slots, int64_t *out) 
 static void carve_shape(const kvci_cache_knobs *k, int32_t c, int64_t heads, int64_t dim, int64_t n0, int64_t n1,
                         kvc_tensor *t) {
     t->shape[0] = n0;
-    if (c >= KVCI_CACHE_KV_ENTRIES) { /* the scale entries (kvci_cache_scale_entries): one per slot */
+    if (c < 0) { /* indexer keys: as a latent cache */
+        t->ndim = k->paged ? 4 : 3, t->shape[1] = n1, t->shape[2] = k->paged ? 1 : dim, t->shape[3] = dim;
+    } else if (c >= KVCI_CACHE_KV_ENTRIES) { /* the scale entries (kvci_cache_scale_entries): one per slot */
         t->ndim = 2, t->shape[1] = n1;
     } else if (k->paged && k->cache.kv_layout == KVC_BLOCK_BNNDBS) { /* k [NB, heads, dim, bs], v [.., bs, dim] */
         t->ndim = 4, t->shape[1] = heads;
@@ -175,7 +180,8 @@ void kvci_cache_set_carve(kvci_cache_set *s, void *mem, int64_t n0, int64_t n1) 
             if (e->is_state) continue; /* the owner's, a state per sequence */
             kvc_tensor *t = kvci_cache_set_slot(s, i, c);
             *t = (kvc_tensor){.data = cur, .dtype = e->dtype};
-            carve_shape(&s->knobs, c, e->num_head, kvc_cache_entry_dim_numel(e), n0, n1, t);
+            const bool index = t == &s->caches->layers[s->ci->layer_infos[i].layer_idx].index_k;
+            carve_shape(&s->knobs, index ? -1 : c, e->num_head, kvc_cache_entry_dim_numel(e), n0, n1, t);
             int64_t bytes = 0; /* mem holds kvci_cache_set_bytes(s, n0 * n1): no overflow */
             entry_slot_bytes(e, &bytes);
             cur += (size_t)(n0 * n1 * bytes);

@@ -33,6 +33,11 @@ typedef struct kvci_cache_knobs {
 kvc_status kvci_cache_knobs_check(const kvc_model *m, const kvci_cache_knobs *k, const char *who, const char *field,
                                   const char *where);
 
+/* DeepSeek sparse attention: whether layer l keeps indexer keys (an indexer of its own), in its last entry
+ * named KVCI_INDEX_ENTRY (f32 [1, index_head_dim] per slot, whatever the KV dtype). */
+#define KVCI_INDEX_ENTRY "indexer_k_cache"
+bool kvci_layer_index_keys(const kvc_model_config *c, int64_t l);
+
 /* One model's caches as the knobs describe them. */
 typedef struct kvci_cache_set {
     kvci_cache_knobs knobs;

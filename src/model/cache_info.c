@@ -45,6 +45,10 @@ static kvc_cache_entry state_entry(const kvci_state_shape *s) {
     return e;
 }
 
+bool kvci_layer_index_keys(const kvc_model_config *c, int64_t l) {
+    return c->index_topk > 0 && !c->layer_index_shared[l];
+}
+
 int32_t kvci_cache_scale_entries(kvc_dtype kv_dtype, bool latent) {
     const kvc_dtype_traits *t = kvci_dtype_traits(kv_dtype);
     return t != NULL && t->scales == KVC_SCALES_PER_TOKEN ? (latent ? 1 : 2) : 0;
@@ -58,7 +62,8 @@ static kvc_status fill_layer(const kvc_model_config *c, int64_t l, bool from_sta
     const char *const names[2] = {latent ? "nope_cache" : "k_cache", latent ? "rope_cache" : "v_cache"};
     const int32_t n_scales = kvci_cache_scale_entries(kv_dtype, latent), kv = KVCI_CACHE_KV_ENTRIES;
     const bool none = c->layer_no_mixer[l] || kvci_model_kv_source(c, l) != l; /* an MLP, or KV shared (Gemma 4) */
-    const int32_t n = none ? 0 : from_states ? n_states : kv + n_scales;
+    const bool index = kvci_layer_index_keys(c, l) && !from_states; /* DeepSeek sparse attention's keys, last */
+    const int32_t n = none ? 0 : from_states ? n_states : kv + n_scales + index;
     li->layer_idx = (int32_t)l;
     li->caches = kvci_calloc((size_t)kvci_max64(n, 1), sizeof *li->caches);
     if (!li->caches) return kvci_fail(KVC_ENOMEM, "model cache info: out of memory");
@@ -72,6 +77,7 @@ static kvc_status fill_layer(const kvc_model_config *c, int64_t l, bool from_sta
     for (int i = 0; i < n_scales; i++)
         li->caches[kv + i] = entry(scale_names[i], c, l, 1, 1, KVC_DTYPE_F32, block_size);
     for (int i = 0; i < kv; i++) li->caches[i] = entry(names[i], c, l, cd.heads[i], cd.dim[i], kv_dtype, block_size);
+    if (index) li->caches[n - 1] = entry(KVCI_INDEX_ENTRY, c, l, 1, c->index_head_dim, KVC_DTYPE_F32, block_size);
     return KVC_OK;
 }
 

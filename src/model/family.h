@@ -382,7 +382,15 @@ bool kvci_family_is_axk1(const kvc_model_config *cfg);
 /* GLM-5 (glm_moe_dsa, family_glm_dsa.c): whether cfg is its, and its DeepSeek sparse attention keys (index_topk into
  * cfg; index_head_dim, index_n_heads, indexer_types / index_topk_pattern checked by name). */
 bool kvci_family_is_glm_dsa(const kvc_model_config *cfg);
+/* Which of GLM-5's n_layers layers run their own indexer (full[l]; the others reuse the previous full layer's top-k
+ * and keep no indexer keys): indexer_types ("full" / "shared"), else index_topk_pattern (F / S), else
+ * GlmMoeDsaConfig's schedule from index_topk_freq (1) and index_skip_topk_offset (2); refused by key: a wrong
+ * length, another value, layer 0 shared. The runtime's and the planner's rule. */
+kvc_status kvci_glm_dsa_indexed(const kvc_json_obj *c, int64_t n_layers, bool *full);
 kvc_status kvci_family_parse_glm_dsa(const kvc_json_obj *c, kvc_model_config *cfg);
+/* DeepSeek-V3.2 (deepseek_v32): its indexer's keys (DeepseekV32Config's index_n_heads 64, half-split RoPE, every
+ * layer full) and max_position_embeddings 163840 when absent. */
+kvc_status kvci_family_parse_v32_dsa(const kvc_json_obj *c, kvc_model_config *cfg);
 
 /* Optional config members with a default (kept when absent), for parse hooks. */
 kvc_status kvci_family_opt_int(const kvc_json_obj *c, const char *key, int64_t def, int64_t lo, int64_t hi,

@@ -1,11 +1,12 @@
 /* MLA models (MF 4.2 - 4.5): DeepSeek-V3, DeepSeek-V2, GLM-4.7-Flash (glm4_moe_lite: V3's layers, its MoE
  * layers named by mlp_layer_types), Youtu-LLM (youtu: V3's attention, every layer dense), MiniCPM3 (V2's attention,
  * every layer dense, Granite's scales), Sarvam-105B (sarvam_mla: V3's layers, its class's defaults and legacy key
- * names), A.X-K1 (axk1: V3's layers, a norm on the MoE output), GLM-5 (glm_moe_dsa: V3's layers, sparse attention
- * run dense below index_topk, family_glm_dsa.c) and LongCat-Flash (longcat_flash: two MLA sub-layers per decoder
- * layer, parse_longcat) run; V3.2 and Kimi-K2 are planned only. Every layer is full attention over a latent cache (or,
- * unabsorbed, nH heads of dn + dr keys and dv values); the first first_k_dense_replace layers are dense, the rest a
- * grouped-routing MoE (V3: sigmoid scores with a correction bias; V2: softmax scores). */
+ * names), A.X-K1 (axk1: V3's layers, a norm on the MoE output), GLM-5 (glm_moe_dsa) and DeepSeek-V3.2
+ * (deepseek_v32: V3's layers with DeepSeek sparse attention, family_glm_dsa.c, attn_dsa.c) and LongCat-Flash
+ * (longcat_flash: two MLA sub-layers per decoder layer, parse_longcat) run; Kimi-K2 is planned only. Every layer is
+ * full attention over a latent cache (or, unabsorbed, nH heads of dn + dr keys and dv values); the first
+ * first_k_dense_replace layers are dense, the rest a grouped-routing MoE (V3: sigmoid scores with a correction bias;
+ * V2: softmax scores). */
 #include <math.h>
 #include <string.h>
 
@@ -90,10 +91,10 @@ static kvc_status parse_v3_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
                                                          : &V3;
     const bool sarvam = is_sarvam(cfg);
     bool interleave = true;
-    if (!kvci_family_is_glm_dsa(cfg)) /* GLM-5's attention always turns interleaved pairs */
+    if (cfg->index_topk == 0) /* GLM-5's and DeepSeek-V3.2's attention always turns interleaved pairs */
         KVC_TRY(kvci_family_opt_bool(c, "rope_interleave", true, &interleave));
     cfg->rope_form = interleave ? KVC_ROPE_INTERLEAVED : KVC_ROPE_HALF;
-    if (kvci_family_is_glm_dsa(cfg)) { /* mlp_layer_types, else the first first_k_dense_replace (3) dense */
+    if (cfg->index_topk > 0) { /* mlp_layer_types, else the first first_k_dense_replace (3) dense */
         KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", d->first_dense, 0, KVC_HP_MAX_LAYERS,
                                     &cfg->first_k_dense_replace));
         KVC_TRY(kvci_family_mlp_layer_types(c, cfg));
@@ -109,7 +110,7 @@ static kvc_status parse_v3_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
     }
     KVC_TRY(
         kvci_family_opt_int(c, "moe_intermediate_size", d->width, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
-    const char *experts_alias = sarvam || kvci_family_is_glm_dsa(cfg) ? "num_experts" : NULL; /* GLM-5's BC name */
+    const char *experts_alias = sarvam || cfg->index_topk > 0 ? "num_experts" : NULL; /* GLM-5's, V3.2's BC name */
     KVC_TRY(opt_int_alias(c, "n_routed_experts", experts_alias, d->experts, 1, &cfg->n_routed_experts));
     KVC_TRY(opt_int_alias(c, "n_shared_experts", sarvam ? "num_shared_experts" : NULL, d->shared, 0,
                           &cfg->n_shared_experts));
@@ -266,14 +267,16 @@ static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
         if (kvci_json_missing(c, "q_lora_rank")) cfg->q_lora_rank = 768;
         if (kvci_json_missing(c, "rms_norm_eps")) cfg->rms_norm_eps = 1e-5;
     }
-    /* AXK1Attention (GLM-5's too) builds q_a_proj of q_lora_rank */
-    if ((kvci_family_is_axk1(cfg) || kvci_family_is_glm_dsa(cfg)) && cfg->q_lora_rank == 0)
+    /* AXK1Attention (GLM-5's and DeepSeek-V3.2's too) builds q_a_proj of q_lora_rank */
+    const bool v32 = strcmp(cfg->model_type, "deepseek_v32") == 0;
+    if ((kvci_family_is_axk1(cfg) || kvci_family_is_glm_dsa(cfg) || v32) && cfg->q_lora_rank == 0)
         return kvci_fail(KVC_EINVAL, "%s: %s q_lora_rank null is not supported (its attention always has a q LoRA)",
                          c->doc, cfg->model_type);
     if (kvci_family_is_glm_dsa(cfg)) {
         if (kvci_json_missing(c, "rms_norm_eps")) cfg->rms_norm_eps = 1e-5; /* GlmMoeDsaConfig's */
         KVC_TRY(kvci_family_parse_glm_dsa(c, cfg));
     }
+    if (v32) KVC_TRY(kvci_family_parse_v32_dsa(c, cfg));
     KVC_TRY(kvci_deepseek_v2(cfg) ? parse_v2_moe(c, cfg)
             : is_longcat(cfg)     ? parse_longcat(c, cfg)
             : is_youtu(cfg)       ? parse_youtu(c, cfg)
@@ -315,7 +318,7 @@ static const kvc_family_alias ALIASES[] = {
     {"deepseek_v2", "DeepseekV2ForCausalLM", "deepseek_v2", true},
     {"deepseek_v3", "DeepseekV3ForCausalLM", "deepseek_v3", true},
     {"glm4_moe_lite", "Glm4MoeLiteForCausalLM", "glm4_moe_lite", true},
-    {"deepseek_v32", "DeepseekV32ForCausalLM", "deepseek_v32", false},
+    {"deepseek_v32", "DeepseekV32ForCausalLM", "deepseek_v32", true},
     {"kimi_k2", NULL, "kimi_k2", false},
     {"sarvam_mla", "SarvamMLAForCausalLM", "sarvam_mla", true},
     {"axk1", "AXK1ForCausalLM", "axk1", true},

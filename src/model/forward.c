@@ -2,6 +2,7 @@
  * hidden states stay [T, H]; every layer reads the step's metadata and its
  * own cache; the workspace is sized once. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,9 +23,14 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
                    &ws->router,      &ws->route_tmp, &ws->selw,  &ws->tokw,     &ws->mla_a, &ws->mla_b,
                    &ws->q_rope,      &ws->cos,       &ws->sin,   &ws->rope_tmp, &ws->fused, &ws->cos_sliding,
                    &ws->sin_sliding, &ws->qk_ss,     &ws->gate,  &ws->gdn,      &ws->mamba, &ws->lat,
-                   &ws->shortcut,    &ws->ple,       &ws->ple_a, &ws->kv_keep,  &ws->zamba};
+                   &ws->shortcut,    &ws->ple,       &ws->ple_a, &ws->kv_keep,  &ws->zamba, &ws->ix_q,
+                   &ws->ix_k,        &ws->ix_w,      &ws->dsa_sc};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
+    kvc_aligned_free(ws->dsa_pos);
+    kvc_aligned_free(ws->dsa_bt);
+    kvc_aligned_free(ws->dsa_n);
+    kvc_aligned_free(ws->dsa_cu);
     kvc_aligned_free(ws->tok);
     kvc_aligned_free(ws->lens_a);
     kvc_aligned_free(ws->lens_b);
@@ -115,7 +121,20 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(sin_sliding, m->inv_freq_sliding ? Tm * m->rot_dim_sliding : 1);
     A(rope_tmp, kvci_max64(m->rot_dim, m->rot_dim_sliding));
     A(qk_ss, 2 * Tm);
+    const bool dsa = c->index_topk > 0; /* DeepSeek sparse attention's indexer and choice */
+    ws->dsa_k = dsa ? kvci_min64(c->index_topk, max_kv_len) : 1;
+    ws->dsa_threads = omp_get_max_threads();
+    A(ix_q, dsa ? Tm * c->index_n_heads * c->index_head_dim : 1);
+    A(ix_k, dsa ? Tm * c->index_head_dim : 1);
+    A(ix_w, dsa ? Tm * c->index_n_heads : 1);
+    A(dsa_sc, dsa ? (int64_t)ws->dsa_threads * 2 * max_kv_len : 1);
 #undef A
+    const int64_t nsel = dsa ? Tm * ws->dsa_k : 1;
+    if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)nsel * 4, (void **)&ws->dsa_pos);
+    if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)nsel * 4, (void **)&ws->dsa_bt);
+    if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)Tm * 8, (void **)&ws->dsa_n);
+    if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)Tm * 8, (void **)&ws->dsa_cu);
+    for (int64_t t = 0; st == KVC_OK && t < Tm; t++) ws->dsa_cu[t] = t + 1;
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)(Tm * K) * 4, (void **)&ws->sel);
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)(Tm * K) * 4, (void **)&ws->tok);
     if (st == KVC_OK) st = kvc_aligned_alloc(64, (size_t)max_rows * 8, (void **)&ws->lens_a);
@@ -191,6 +210,26 @@ static kvc_status check_state_cache(const kvc_model_config *c, const kvc_model_c
     return KVC_OK;
 }
 
+/* DeepSeek sparse attention: a layer with an indexer of its own needs its f32 index_k over the slots of its k. */
+static kvc_status check_index_keys(const kvc_model_config *c, const kvc_model_caches *cs, int64_t l) {
+    const kvc_layer_cache *lc = &cs->layers[l];
+    const kvc_tensor *x = &lc->index_k;
+    if (!kvci_layer_index_keys(c, l)) return KVC_OK;
+    const bool paged = cs->kind == KVC_MCACHE_PAGED;
+    const bool ok = x->data && x->dtype == KVC_DTYPE_F32 && x->ndim == (paged ? 4 : 3) &&
+                    x->shape[0] == lc->k.shape[0] && x->shape[1] == lc->k.shape[1] &&
+                    (paged ? x->shape[2] == 1 && x->shape[3] == c->index_head_dim : x->shape[2] == c->index_head_dim);
+    if (!ok)
+        return kvci_fail(KVC_EINVAL,
+                         "forward: layer %lld needs its DeepSeek sparse attention keys index_k as f32 %s with "
+                         "index_head_dim %lld",
+                         (long long)l,
+                         paged ? "[NB, bs, 1, index_head_dim] (k's NB and bs)"
+                               : "[rows, S_max, index_head_dim] (k's rows and S_max)",
+                         (long long)c->index_head_dim);
+    return KVC_OK;
+}
+
 static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *cs, int64_t l) {
     const kvc_model_config *c = &m->cfg;
     const kvc_layer_cache *lc = &cs->layers[l];
@@ -247,6 +286,7 @@ static kvc_status check_layer_cache(const kvc_model *m, const kvc_model_caches *
                          "forward: layer %lld paged cache names no manager key (or one without its NUL "
                          "within %d bytes)",
                          (long long)l, KVC_NAME_MAX);
+    KVC_TRY(check_index_keys(c, cs, l));
     return kvc_model_kv_quantised(dt) ? check_scales(cs, l) : KVC_OK;
 }
 
@@ -277,11 +317,6 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
                              "forward: positions[%lld] = %lld is beyond the model's %lld learned positions "
                              "(max_position_embeddings, n_positions)",
                              (long long)t, (long long)md->positions[t], (long long)c->max_position_embeddings);
-        if (c->index_topk > 0 && md->positions[t] >= c->index_topk)
-            return kvci_fail(KVC_ERANGE,
-                             "forward: positions[%lld] = %lld reaches index_topk %lld: DeepSeek sparse attention would "
-                             "pick keys there, and its indexer is not run (dense attention is exact below it)",
-                             (long long)t, (long long)md->positions[t], (long long)c->index_topk);
     }
     *fresh = true;
     int64_t q0 = 0;

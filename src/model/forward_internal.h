@@ -71,7 +71,18 @@ struct kvc_model_workspace {
     int64_t *slots;         /* [Tm] writes by slot into contiguous caches: cache row * S_max + position */
     int64_t *lens_a;        /* [max_rows] */
     int64_t *lens_b;        /* [max_rows] */
-    void *attn_ws;          /* kvc_attention_cpu workspace of per-row calls (grows once to the largest step) */
+    /* DeepSeek sparse attention (attn_dsa.c; 1 element without), Kc = min(index_topk, max_kv_len) */
+    float *ix_q;      /* [Tm, Hi, Di] indexer queries */
+    float *ix_k;      /* [Tm, Di] indexer keys of the step */
+    float *ix_w;      /* [Tm, Hi] indexer head weights, times Hi^-1/2 */
+    float *dsa_sc;    /* [dsa_threads, 2, max_kv_len] a query's scores and their copy for the selection */
+    int32_t *dsa_pos; /* [Tm, Kc] each query's chosen key positions, ascending (kept for shared layers) */
+    int32_t *dsa_bt;  /* [Tm, Kc] their slots in the layer's caches (the sparse call's block table) */
+    int64_t *dsa_n;   /* [Tm] keys chosen per query */
+    int64_t *dsa_cu;  /* [Tm] 1, 2, .., Tm: one query per request of the sparse call */
+    int64_t dsa_k;    /* Kc */
+    int dsa_threads;
+    void *attn_ws; /* kvc_attention_cpu workspace of per-row calls (grows once to the largest step) */
     size_t attn_ws_bytes;
     uint64_t step;                                  /* forward calls so far (plans hold for one) */
     kvc_model_attn_plan attn_plans[KVC_ATTN_KINDS]; /* by kind: full, sliding, chunked (run_attention) */
@@ -205,6 +216,26 @@ typedef struct kvc_attn_call {
 kvc_status kvci_attn_core(const kvc_fwd_step *s, const kvc_attn_call *c);
 /* Attention over what the layer's cache holds (its writes done), any form. */
 kvc_status kvci_attn_cached(const kvc_fwd_step *s, const kvc_attn_call *c);
+/* DeepSeek sparse attention (attn_dsa.c): layer l's indexer over the step (cq [T, q_lora_rank] the normed q latent,
+ * ws->xn the layer's input) picks each query's keys into ws->dsa_pos / dsa_n, its keys written to the layer's
+ * index_k cache first; a shared layer keeps the previous choice. */
+kvc_status kvci_dsa_select(const kvc_fwd_step *s, int64_t l, const float *cq);
+/* The call's attention over the chosen keys alone: full-form caches written first (c->k, c->v); latent caches
+ * already written (c->q_rope given). */
+kvc_status kvci_dsa_attend(const kvc_fwd_step *s, const kvc_attn_call *c);
+/* One query's indexer score of one key: sum over heads h of w[h] relu(scale q[h] . key), q [Hi, Di], key [Di]. */
+float kvci_dsa_score(const float *q, const float *w, int64_t Hi, int64_t Di, float scale, const float *key);
+/* The top k of scores sc[0..n) into out (ascending positions; all n when n <= k): the k largest, ties at the k-th
+ * value broken toward the earlier position; tmp [n] scratch. Returns the count. */
+int64_t kvci_dsa_pick(const float *sc, int64_t n, int64_t k, float *tmp, int32_t *out);
+/* Attention of c over, per query t, its n[t] keys at slots[t * width ..] of the layer's caches (none: rows of c->k /
+ * c->v by token); kvc_attention_cpu paged with blocks of one slot, one query per request. */
+kvc_status kvci_attn_sparse(const kvc_fwd_step *s, const kvc_attn_call *c, const int32_t *slots, const int64_t *n,
+                            int64_t width);
+/* Writes c->k / c->v into the layer's full-form cache (quantised or converted to its dtype). */
+kvc_status kvci_cache_write_kv(const kvc_fwd_step *s, const kvc_attn_call *c);
+/* The manager key of lc's block table and slot mapping in the step (paged), NULL with the error set. */
+const kvc_step_key *kvci_layer_key(const kvc_fwd_step *s, const kvc_layer_cache *lc);
 
 /* rows [n] f32 as float cache tensor t stores them: rows itself for f32;
  * else converted into buf (f16/bf16, rounded to nearest even). */

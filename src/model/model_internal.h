@@ -95,6 +95,11 @@ typedef struct kvc_layer_weights {
     float *kva_norm; /* [rkv] */
     float *wkvb;     /* [nH*(dn+dv), rkv], f32 always: read by head slices */
     float *wuk_t;    /* [nH, rkv, dn] W_UK^h transposed (absorbed queries), in kvc_model.derived */
+    /* DeepSeek sparse attention's indexer (a full indexer layer; Hi heads of Di): self_attn.indexer.* */
+    kvc_wmat ix_wq;               /* wq_b [Hi*Di, rq] */
+    kvc_wmat ix_wk;               /* wk [Di, H] */
+    kvc_wmat ix_wp;               /* weights_proj [Hi, H] */
+    float *ix_knorm, *ix_knorm_b; /* k_norm (LayerNorm, eps 1e-6) weight and bias [Di] */
     /* dense SwiGLU MLP (mlp_plain: no gate, up is c_fc and down c_proj) */
     kvc_wmat w_gate, w_up, w_down; /* [I, H], [I, H], [H, I] */
     kvc_wmat w_gu;                 /* [2I, H]: one view over w_gate, w_up (fuse.c); data NULL: not fused */

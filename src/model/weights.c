@@ -276,7 +276,18 @@ static kvc_status visit_gemma4_tail(visitor *v, const kvc_model_config *c, kvc_l
     return c->layer_scalar ? v1(v, "layer_scalar", 1, &w->scalar, KVC_WINIT_NORM, WHOLE) : KVC_OK;
 }
 
-static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+/* DeepSeek sparse attention's lightning indexer on a layer that runs one (whole on every rank). */
+static kvc_status visit_indexer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
+    const int64_t Hi = c->index_n_heads, Di = c->index_head_dim;
+    if (c->index_topk == 0 || c->layer_index_shared[l]) return KVC_OK;
+    TRY(m2(v, "self_attn.indexer.wq_b.weight", Hi * Di, c->q_lora_rank, &w->ix_wq, WHOLE));
+    TRY(m2(v, "self_attn.indexer.wk.weight", Di, c->hidden_size, &w->ix_wk, WHOLE));
+    TRY(v1(v, "self_attn.indexer.k_norm.weight", Di, &w->ix_knorm, KVC_WINIT_NORM, WHOLE));
+    TRY(v1(v, "self_attn.indexer.k_norm.bias", Di, &w->ix_knorm_b, KVC_WINIT_BIAS, WHOLE));
+    return m2(v, "self_attn.indexer.weights_proj.weight", Hi, c->hidden_size, &w->ix_wp, WHOLE);
+}
+
+static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, nH = c->num_heads, dq = c->qk_nope_head_dim + c->qk_rope_head_dim;
     const int64_t rq = c->q_lora_rank, rkv = c->kv_lora_rank, dr = c->qk_rope_head_dim;
     const int64_t dn = c->qk_nope_head_dim, dv = c->v_head_dim;
@@ -295,7 +306,7 @@ static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, kvc_laye
            even(v, 0, nH * (dn + dv))));
     TRY(m2(v, "self_attn.o_proj.weight", H, nH * dv, &w->wo, even(v, 1, nH * dv)));
     if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
-    return KVC_OK;
+    return visit_indexer(v, c, l, w);
 }
 
 /* An ungated MLP of width I: the dense one (sub ""), StarCoder2's c_fc [I, H] (as up, split by rows) and c_proj
@@ -730,7 +741,7 @@ static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, 
         return c->mamba_parallel_attn ? visit_gqa_attn(v, c, l, w) : KVC_OK; /* Falcon-H1: attention beside it */
     }
     if (c->family == KVC_FAMILY_GEMMA4) return visit_gemma4_attn(v, c, l, w);
-    return c->family == KVC_FAMILY_DEEPSEEK_V3 ? visit_mla_attn(v, c, w) : visit_gqa_attn(v, c, l, w);
+    return c->family == KVC_FAMILY_DEEPSEEK_V3 ? visit_mla_attn(v, c, l, w) : visit_gqa_attn(v, c, l, w);
 }
 
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {

@@ -193,7 +193,7 @@ kvc_status kvci_plan_run_planner(kvc_model_plan *plan) {
  * masks and caches. */
 static void plan_entry(kvc_model_plan *plan, kvc_plan_layer *L, int32_t layer, kvc_attn_type type, int64_t span,
                        const kvc_state_shapes *states, const kvc_cache_dims *cd, int64_t index_head_dim,
-                       bool index_plain) {
+                       kvci_index_form index_form) {
     const kvc_plan_options *o = &plan->options;
     const kvc_dtype dt = o->kv_dtype;
     L->layer = layer;
@@ -208,8 +208,10 @@ static void plan_entry(kvc_model_plan *plan, kvc_plan_layer *L, int32_t layer, k
         const kvc_dtype v_dt = plan->mla && dt == KVC_DTYPE_I8 ? KVC_DTYPE_BF16 : dt;
         kvci_plan_add_cache(L, plan->mla ? "nope_cache" : "k_cache", cd->heads[0], cd->dim[0], dt, o->block_size);
         kvci_plan_add_cache(L, plan->mla ? "rope_cache" : "v_cache", cd->heads[1], cd->dim[1], v_dt, o->block_size);
-        if (index_head_dim > 0 && index_plain) { /* QSA's raw indexer keys, as transformers keeps them */
+        if (index_head_dim > 0 && index_form == KVCI_INDEX_KV_DTYPE) { /* QSA's raw keys, as transformers keeps them */
             kvci_plan_add_cache(L, "indexer_k_cache", 1, index_head_dim, dt, o->block_size);
+        } else if (index_head_dim > 0 && index_form == KVCI_INDEX_F32) { /* as kvcache's runtime keeps them */
+            kvci_plan_add_cache(L, "indexer_k_cache", 1, index_head_dim, KVC_DTYPE_F32, o->block_size);
         } else if (index_head_dim > 0) { /* DeepSeek sparse attention's indexer keys, in vLLM's fp8 form */
             kvci_plan_add_cache(L, "indexer_k_cache", 1, index_head_dim, KVC_DTYPE_F8E4M3, o->block_size);
             kvci_plan_add_cache(L, "indexer_k_scale", 1, kvci_cdiv(index_head_dim, KVC_PLAN_INDEXER_SCALE_GROUP),
@@ -267,20 +269,20 @@ kvc_status kvci_plan_build_layers(kvc_model_plan *plan, const kvc_model_facts *f
             cd = kvci_family_cache_dims(f->fam, &ld, plan->mla);
             if (!plan->mla && f->layer_v_head_dim[i] > 0) cd.dim[1] = f->layer_v_head_dim[i]; /* MiMo's values */
         }
-        const bool plain = f->index_plain;
+        const kvci_index_form form = f->index_form;
         for (int64_t copy = 0; copy < loop_copies(f, i); copy++) {
             switch (f->kinds[i]) {
-            case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim, plain); break;
+            case KVC_LK_FULL: plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim, form); break;
             case KVC_LK_SLIDING:
-                plan_entry(plan, L++, i, KVC_ATTN_SLIDING_WINDOW, f->window, states, &cd, index_dim, plain);
+                plan_entry(plan, L++, i, KVC_ATTN_SLIDING_WINDOW, f->window, states, &cd, index_dim, form);
                 break;
             case KVC_LK_CHUNKED:
-                plan_entry(plan, L++, i, KVC_ATTN_CHUNKED_LOCAL, f->chunk, states, &cd, index_dim, plain);
+                plan_entry(plan, L++, i, KVC_ATTN_CHUNKED_LOCAL, f->chunk, states, &cd, index_dim, form);
                 break;
-            case KVC_LK_STATE: plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim, plain); break;
+            case KVC_LK_STATE: plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim, form); break;
             case KVC_LK_PARALLEL:
-                plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim, plain);
-                plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim, plain);
+                plan_entry(plan, L++, i, KVC_ATTN_FULL, 0, states, &cd, index_dim, form);
+                plan_entry(plan, L++, i, KVC_ATTN_MAMBA, 0, states, &cd, index_dim, form);
                 break;
             case KVC_LK_NONE: break;
             }

@@ -54,7 +54,8 @@ static void list_append(char *list, size_t cap, const char *name) {
  * config classes give 128 and 2048. */
 static kvc_status read_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
     const bool glm5 = hp->model_type != NULL && strcmp(hp->model_type, "glm_moe_dsa") == 0;
-    const bool class_default = glm5 || f->fam == &kvc_family_hy_v4;
+    const bool v32 = hp->model_type != NULL && strcmp(hp->model_type, "deepseek_v32") == 0;
+    const bool class_default = glm5 || v32 || f->fam == &kvc_family_hy_v4;
     bool have = false;
     f->index_head_dim = class_default ? 128 : 0;
     KVC_TRY(kvci_json_int(&hp->cfg, "index_head_dim", 1, KVC_HP_MAX_DIM, &f->index_head_dim, &have));
@@ -63,10 +64,20 @@ static kvc_status read_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_
     bool have_topk = false;
     KVC_TRY(kvci_json_int(&hp->cfg, "index_topk", 1, INT32_MAX, &topk, &have_topk));
     if (!have_topk && !class_default) return kvci_fail(KVC_EINVAL, "%s: index_topk is missing", hp->cfg.doc);
-    kvci_plan_warn(plan,
-                   "DeepSeek sparse attention (index_topk %lld): its indexer keys are planned (indexer_k_cache fp8, "
-                   "one f32 scale per %d channels); the operator parameters below are dense MLA's, another attention",
-                   (long long)topk, KVC_PLAN_INDEXER_SCALE_GROUP);
+    if (glm5 || v32) /* run by kvcache: its keys as the runtime keeps them */
+        f->index_form = KVCI_INDEX_F32;
+    if (f->index_form == KVCI_INDEX_F32)
+        kvci_plan_warn(plan,
+                       "DeepSeek sparse attention (index_topk %lld): its indexer keys are planned as kvcache's runtime "
+                       "keeps them (indexer_k_cache f32); the operator parameters below are dense MLA's, another "
+                       "attention",
+                       (long long)topk);
+    else
+        kvci_plan_warn(plan,
+                       "DeepSeek sparse attention (index_topk %lld): its indexer keys are planned (indexer_k_cache "
+                       "fp8, one f32 scale per %d channels); the operator parameters below are dense MLA's, another "
+                       "attention",
+                       (long long)topk, KVC_PLAN_INDEXER_SCALE_GROUP);
     return KVC_OK;
 }
 
@@ -97,7 +108,7 @@ kvc_status kvci_plan_qsa_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kv
     if (v[3] % v[4] != 0)
         return kvci_fail(KVC_EINVAL, "%s: indexer_budget %lld is not divisible by indexer_compress_ratio %lld", c->doc,
                          (long long)v[3], (long long)v[4]);
-    f->index_head_dim = v[2], f->index_plain = true;
+    f->index_head_dim = v[2], f->index_form = KVCI_INDEX_KV_DTYPE;
     kvci_plan_warn(plan,
                    "QSA indexer (indexer_budget %lld in blocks of %lld): its raw keys are planned (indexer_k_cache, "
                    "one key of indexer_head_dim per token, in the KV dtype); the operator parameters below are dense "
@@ -258,11 +269,13 @@ kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kv
     const char *mt = hp->model_type != NULL ? hp->model_type : "";
     if (strcmp(mt, "dory") == 0) KVC_TRY(kvci_plan_dory_loops(hp, plan, f));
     if (strcmp(mt, "qwen4_exp_text") == 0 || strcmp(mt, "qwen4_exp") == 0) KVC_TRY(kvci_plan_qsa_indexer(hp, plan, f));
-    if (f->fam == &kvc_family_hy_v4) { /* indexer keys on the layers that run their own indexer */
+    const bool glm5 = strcmp(mt, "glm_moe_dsa") == 0;
+    if (f->fam == &kvc_family_hy_v4 || glm5) { /* indexer keys on the layers that run their own indexer */
         f->index_layers = kvci_calloc((size_t)f->n_layers, sizeof *f->index_layers);
         if (f->index_layers == NULL)
             return kvci_fail(KVC_ENOMEM, "plan: out of host memory for %lld layers", (long long)f->n_layers);
-        KVC_TRY(kvci_hy_v4_indexed(hp, f->n_layers, f->index_layers));
+        KVC_TRY(glm5 ? kvci_glm_dsa_indexed(&hp->cfg, f->n_layers, f->index_layers)
+                     : kvci_hy_v4_indexed(hp, f->n_layers, f->index_layers));
         int64_t own = 0;
         for (int64_t i = 0; i < f->n_layers; i++) own += f->index_layers[i];
         kvci_plan_warn(plan,

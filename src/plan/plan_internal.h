@@ -18,6 +18,11 @@ void kvci_plan_warn(kvc_model_plan *plan, const char *fmt, ...)
 /* Channels per f32 scale of the DeepSeek sparse-attention indexer's fp8 keys (vLLM's quant block). */
 #define KVC_PLAN_INDEXER_SCALE_GROUP 128
 
+/* How a layer's indexer keys are kept: vLLM's fp8 with a scale per group (HY V4, planned only), as the keys are in
+ * the KV dtype (Qwen4-Exp's QSA, as transformers keeps them), or f32 as kvcache's runtime keeps them (GLM-5,
+ * DeepSeek-V3.2). */
+typedef enum { KVCI_INDEX_FP8, KVCI_INDEX_KV_DTYPE, KVCI_INDEX_F32 } kvci_index_form;
+
 typedef struct kvc_model_facts {
     const kvc_family_desc *fam; /* the family's descriptor (model/family.h) */
     int64_t n_layers;
@@ -34,11 +39,11 @@ typedef struct kvc_model_facts {
     int64_t kv_shared_layers; /* the last ones, KVC_LK_NONE: they read an earlier layer's caches */
     kvc_v4_layer *v4;         /* [n_layers] DeepSeek-V4's compressed parts (NULL: another family) */
     int64_t v4_index_dim;     /* DeepSeek-V4's indexer head dim (index_head_dim) */
-    bool *index_layers;       /* [n_layers] the layers keeping indexer keys (HY V4's "full" ones); NULL: all */
+    bool *index_layers;       /* [n_layers] the layers keeping indexer keys (HY V4's, GLM-5's "full" ones); NULL: all */
     /* per layer (the family's layer_dims; NULL: every layer n_kv_heads of head_dim): head dim, KV heads per rank,
      * value head dim (0: the layer's head dim) */
     int64_t *layer_head_dim, *layer_kv_heads, *layer_v_head_dim; /* [n_layers] */
-    bool index_plain;         /* the indexer keys kept as the keys are, no scales (Qwen4-Exp's QSA) */
+    kvci_index_form index_form;                                  /* how the indexer keys are kept */
     int64_t loop_lo, loop_hi; /* Dory's recurrent section: layers [loop_lo, loop_hi) of kinds ... */
     int64_t loop_copies;      /* ... keep this many caches each (n_recurrent_loops with per_loop; 0 or 1: one) */
 } kvc_model_facts;
@@ -59,7 +64,7 @@ void kvci_plan_free_layers(kvc_model_facts *f);
  * recurrent_kv_cache_mode) into f->loop_lo, loop_hi and loop_copies, after the kinds; refused by name. */
 kvc_status kvci_plan_dory_loops(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
 /* facts.c: Qwen4-Exp's QSA indexer (indexer_n_heads, indexer_kv_heads, indexer_head_dim, indexer_budget,
- * indexer_compress_ratio: none or all) into f->index_head_dim and index_plain; its PLE layers refused by name. */
+ * indexer_compress_ratio: none or all) into f->index_head_dim and index_form; its PLE layers refused by name. */
 kvc_status kvci_plan_qsa_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
 
 /* select.c: the KV dtype from torch_dtype (or dtype) unless the options set it. */

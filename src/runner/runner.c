@@ -127,12 +127,11 @@ static kvc_status check_positions(const kvc_model_config *c, const kvc_runner_pa
     if (over && p->max_positions > 0)
         return kvci_fail(KVC_EINVAL, "runner: a prompt of %lld ids + %lld new tokens passes max_positions %lld",
                          (long long)max_prompt, (long long)p->max_new_tokens, (long long)limit);
-    if (over) /* glm_moe_dsa's max_position_embeddings is cut to index_topk (kvc_model_config): said so */
+    if (over)
         return kvci_fail(KVC_EINVAL,
                          "runner: a prompt of %lld ids + %lld new tokens passes the model's "
-                         "max_position_embeddings %lld (%smax_positions overrides it)",
-                         (long long)max_prompt, (long long)p->max_new_tokens, (long long)limit,
-                         c->index_topk == limit ? "cut to index_topk, as the sparse indexer is not run; " : "");
+                         "max_position_embeddings %lld (max_positions overrides it)",
+                         (long long)max_prompt, (long long)p->max_new_tokens, (long long)limit);
     if (need > KVC_RUNNER_MAX_POSITIONS)
         return kvci_fail(KVC_EINVAL,
                          "runner: a prompt of %lld ids + %lld new tokens passes the runner's limit of "

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "model/act.h"
+#include "model/forward_internal.h"
 #include "model/model_internal.h"
 
 static float from_bits(uint32_t b) {
@@ -256,6 +257,73 @@ static void test_relu(void **state) {
     assert_memory_equal(row, want_row, sizeof row);
 }
 
+/* DeepSeek sparse attention's indexer score (attn_dsa.c) against float64: sum_h w[h] relu(scale q[h] . k), within a
+ * few f32 roundings of the sum of the magnitudes; a head whose dot is negative adds nothing (relu). */
+static void test_dsa_score(void **state) {
+    (void)state;
+    uint32_t seed = 7;
+    enum { HI = 3, DI = 8, TRIALS = 64 };
+    float q[HI * DI], w[HI], k[DI];
+    for (int trial = 0; trial < TRIALS; trial++) {
+        for (int i = 0; i < HI * DI; i++) q[i] = (float)((int32_t)lcg(&seed) >> 8) / 8388608.0f;
+        for (int i = 0; i < DI; i++) k[i] = (float)((int32_t)lcg(&seed) >> 8) / 8388608.0f;
+        for (int h = 0; h < HI; h++) w[h] = (float)((int32_t)lcg(&seed) >> 8) / 8388608.0f;
+        const float scale = 0.35355339f;
+        double ref = 0.0, mag = 0.0;
+        for (int h = 0; h < HI; h++) {
+            double d = 0.0, m = 0.0;
+            for (int i = 0; i < DI; i++) d += (double)q[h * DI + i] * k[i], m += fabs((double)q[h * DI + i] * k[i]);
+            ref += d * scale > 0.0 ? (double)w[h] * d * scale : 0.0;
+            mag += fabs((double)w[h]) * m * scale;
+        }
+        const float score = kvci_dsa_score(q, w, HI, DI, scale, k);
+        if (fabs((double)score - ref) > 16.0 * FLT_EPSILON * mag + 1e-30)
+            fail_msg("trial %d: score %.9g, float64 %.17g (magnitude %g)", trial, (double)score, ref, mag);
+    }
+    for (int i = 0; i < DI; i++) k[i] = -q[i]; /* head 0's dot negative: w[0] must not count */
+    for (int h = 1; h < HI; h++) w[h] = 0.0f;
+    w[0] = 1.0f;
+    assert_true(kvci_dsa_score(q, w, HI, DI, 1.0f, k) == 0.0f);
+}
+
+/* The top-k choice (kvci_dsa_pick) against a float64 reference ranking by (score descending, position ascending):
+ * the same set, listed ascending, for scores with many exact ties (small integers) and without; all keys when n <= k;
+ * ties at the k-th score go to the earliest positions (torch.topk on {0, 1, 0, 0, 2, 0, 0, 0}, k 4 picks 4, 1, 5, 7
+ * on this CPU: unspecified, documented in docs/model.md). */
+static void test_dsa_pick(void **state) {
+    (void)state;
+    enum { NMAX = 97 };
+    float sc[NMAX], tmp[NMAX];
+    int32_t out[NMAX];
+    const float ties[8] = {0, 1, 0, 0, 2, 0, 0, 0};
+    assert_int_equal(kvci_dsa_pick(ties, 8, 4, tmp, out), 4);
+    assert_true(out[0] == 0 && out[1] == 1 && out[2] == 2 && out[3] == 4);
+    assert_int_equal(kvci_dsa_pick(ties, 8, 8, tmp, out), 8);
+    assert_int_equal(kvci_dsa_pick(ties, 5, 9, tmp, out), 5);
+    assert_true(out[4] == 4);
+    uint32_t seed = 11;
+    for (int trial = 0; trial < 400; trial++) {
+        const int64_t n = 1 + (int64_t)(lcg(&seed) % NMAX), k = 1 + (int64_t)(lcg(&seed) % NMAX);
+        const bool tied = trial % 2 == 0;
+        for (int64_t j = 0; j < n; j++)
+            sc[j] = tied ? (float)(lcg(&seed) % 5) - 2.0f : (float)((int32_t)lcg(&seed) >> 8) / 8388608.0f;
+        const int64_t m = kvci_dsa_pick(sc, n, k, tmp, out);
+        assert_int_equal(m, n < k ? n : k);
+        int64_t prev = -1;
+        for (int64_t i = 0; i < m; i++) { /* ascending, and each chosen key outranks every key left out */
+            assert_true(out[i] > prev && out[i] < n);
+            prev = out[i];
+        }
+        bool chosen[NMAX] = {false};
+        for (int64_t i = 0; i < m; i++) chosen[out[i]] = true;
+        for (int64_t a = 0; a < n; a++)
+            for (int64_t b = 0; b < n; b++)
+                if (chosen[a] && !chosen[b] && !((double)sc[a] > (double)sc[b] || (sc[a] == sc[b] && a < b)))
+                    fail_msg("trial %d: key %lld (%g) chosen over key %lld (%g)", trial, (long long)a, (double)sc[a],
+                             (long long)b, (double)sc[b]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kernels_same_bits),
                                        cmocka_unit_test(test_special_values),
@@ -263,6 +331,8 @@ int main(void) {
                                        cmocka_unit_test(test_gelu),
                                        cmocka_unit_test(test_relu2),
                                        cmocka_unit_test(test_gelu_erf),
-                                       cmocka_unit_test(test_relu)};
+                                       cmocka_unit_test(test_relu),
+                                       cmocka_unit_test(test_dsa_score),
+                                       cmocka_unit_test(test_dsa_pick)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -78,8 +78,9 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_
             n += (size_t)(NREQ * kvci_layer_state_floats(&ss[i])) * 4;
         state = n > state ? n : state;
     }
+    const int64_t di = c->index_topk > 0 ? c->index_head_dim : 0; /* DeepSeek sparse attention's f32 keys */
     const size_t per_layer =
-        (size_t)(NREQ * SMAX * (d[0] * d[1] + d[2] * d[3])) * es + (size_t)(NREQ * SMAX * ns) * 4 + state;
+        (size_t)(NREQ * SMAX * (d[0] * d[1] + d[2] * d[3])) * es + (size_t)(NREQ * SMAX * (ns + di)) * 4 + state;
     h->mem = calloc((size_t)L, per_layer);
     h->caches.layers = calloc((size_t)L, sizeof(kvc_layer_cache));
     assert_non_null(h->mem);
@@ -107,6 +108,12 @@ static void caches_init(harness *h, kvc_model_cache_kind kind, bool latent, kvc_
             *sc[i] = (kvc_tensor){.data = cur, .dtype = KVC_DTYPE_F32, .ndim = 2};
             sc[i]->shape[0] = t[0]->shape[0], sc[i]->shape[1] = t[0]->shape[1];
             cur += (size_t)(NREQ * SMAX) * 4;
+        }
+        if (di > 0) { /* shaped as the latent cache: [NB, bs, 1, Di] or [rows, S_max, Di] */
+            lc->index_k = (kvc_tensor){.data = cur, .dtype = KVC_DTYPE_F32, .ndim = t[0]->ndim};
+            lc->index_k.shape[0] = t[0]->shape[0], lc->index_k.shape[1] = t[0]->shape[1];
+            lc->index_k.shape[2] = kind == KVC_MCACHE_PAGED ? 1 : di, lc->index_k.shape[3] = di;
+            cur += (size_t)(NREQ * SMAX * di) * 4;
         }
         snprintf(lc->key, sizeof lc->key, "%s",
                  kvc_attn_type_name(c->layer_sliding[l] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL));
@@ -292,6 +299,15 @@ static void run_family(const char *json, kvc_model_cache_kind kind, bool latent,
     "\"qk_nope_head_dim\":16,\"qk_rope_head_dim\":8,\"v_head_dim\":12,\"n_routed_experts\":8,"                         \
     "\"n_group\":2,\"topk_group\":1,\"num_experts_per_tok\":2,\"n_shared_experts\":1,"                                 \
     "\"routed_scaling_factor\":2.5,\"rope_theta\":10000,\"max_position_embeddings\":4096}"
+/* GLM-5: DeepSeek sparse attention choosing 3 keys per query (positions up to 31), layer 1 sharing layer 0's choice */
+#define GLM_DSA                                                                                                        \
+    "{\"model_type\":\"glm_moe_dsa\",\"vocab_size\":96,\"hidden_size\":64,\"intermediate_size\":96,"                   \
+    "\"moe_intermediate_size\":32,\"num_hidden_layers\":2,\"mlp_layer_types\":[\"dense\",\"sparse\"],"                 \
+    "\"num_attention_heads\":4,\"num_key_value_heads\":4,\"q_lora_rank\":32,\"kv_lora_rank\":24,"                      \
+    "\"qk_nope_head_dim\":16,\"qk_rope_head_dim\":8,\"v_head_dim\":12,\"n_routed_experts\":8,"                         \
+    "\"n_group\":2,\"topk_group\":1,\"num_experts_per_tok\":2,\"n_shared_experts\":1,\"index_topk\":3,"                \
+    "\"index_head_dim\":16,\"index_n_heads\":4,\"indexer_types\":[\"full\",\"shared\"],"                               \
+    "\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":10000},\"max_position_embeddings\":4096}"
 
 /* the softmax-routed MoE families: a dense layer then 8 experts (qwen3_moe, not renormalised); a sliding
  * window, experts renormalised (mixtral); a dense then a MoE layer with a gated shared expert (qwen2_moe) */
@@ -565,6 +581,7 @@ static void test_gemma2_contiguous_bf16(void **s) { (void)s, run_family(GEMMA2, 
 static void test_gemma3_q8_0_weights(void **s) { (void)s, run_quant_weights(GEMMA3, PAGED, false, 31, KVC_WMAT_Q8_0); }
 static void test_glm4_paged(void **s) { (void)s, run_family(GLM4, PAGED, false, F32, 32); }
 static void test_glm_contiguous(void **s) { (void)s, run_family(GLM, CONTIG, false, F32, 35); }
+static void test_glm_dsa_latent_paged(void **s) { (void)s, run_family(GLM_DSA, PAGED, true, F32, 86); }
 static void test_seed_oss_paged(void **s) { (void)s, run_family(SEED_OSS, PAGED, false, F32, 36); }
 static void test_exaone4_contiguous(void **s) { (void)s, run_family(EXAONE4, CONTIG, false, F32, 37); }
 static void test_starcoder2_paged(void **s) { (void)s, run_family(STARCODER2, PAGED, false, F32, 38); }
@@ -648,6 +665,7 @@ int main(void) {
         cmocka_unit_test(test_cohere_contiguous),
         cmocka_unit_test(test_cohere2_paged_bf16),
         cmocka_unit_test(test_glm_contiguous),
+        cmocka_unit_test(test_glm_dsa_latent_paged),
         cmocka_unit_test(test_seed_oss_paged),
         cmocka_unit_test(test_exaone4_contiguous),
         cmocka_unit_test(test_starcoder2_paged),

@@ -15,6 +15,7 @@
 
 #include "kvc_test_util.h"
 #include "kvcache/kvcache.h"
+#include "kvcache/plan.h"
 #include "model/cache_build.h"
 #include "model/model_internal.h"
 
@@ -128,6 +129,57 @@ static void test_latent_contiguous(void **state) {
     expect_shape(&caches.layers[0].k_scales, 1, 7, 0, 0, 0);
     free(mem);
     kvci_cache_set_release(&s);
+    kvc_model_destroy(m);
+}
+
+/* GLM-5's DeepSeek sparse attention: the full-indexer layers (0 and 2 of the oracle's) end with their f32 indexer
+ * keys [NB, bs, 1, index_head_dim] (after an fp8 latent's scale), the shared layer 1 keeps none, the setters fill
+ * index_k; the planner plans the same entries and bytes per token; keys in lanes refused by name. */
+static void test_indexer_keys(void **state) {
+    (void)state;
+    kvc_model *m = load("glm_moe_dsa");
+    const kvc_model_config *c = kvc_model_config_of(m);
+    const kvci_cache_knobs k = {
+        .cache = {.kv_dtype = KVC_DTYPE_F8E4M3, .block_size = 4}, .paged = true, .latent = true};
+    kvc_model_caches caches;
+    kvci_cache_set s;
+    check(kvci_cache_set_build(m, &k, &caches, &s), "build");
+    const int32_t want[3] = {4, 3, 4};
+    for (int32_t l = 0; l < 3; l++) assert_int_equal(s.ci->layer_infos[l].n_caches, want[l]);
+    assert_string_equal(s.ci->layer_infos[0].caches[3].name, "indexer_k_cache");
+    assert_int_equal(s.ci->layer_infos[0].caches[3].dtype, KVC_DTYPE_F32);
+    int64_t bytes = 0;
+    assert_true(kvci_cache_set_bytes(&s, 3 * 4, &bytes));
+    const int64_t latent = c->kv_lora_rank + c->qk_rope_head_dim + 4; /* fp8 nope + rope, the f32 scale */
+    assert_int_equal(bytes, 3 * 4 * (3 * latent + 2 * 4 * c->index_head_dim));
+    char *mem = calloc((size_t)bytes, 1);
+    kvci_cache_set_carve(&s, mem, 3, 4);
+    expect_shape(&caches.layers[2].index_k, 4, 3, 4, 1, c->index_head_dim);
+    assert_null(caches.layers[1].index_k.data);
+    kvci_cache_set_wire_setters(&s);
+    kvc_tensor t = {.data = mem, .dtype = KVC_DTYPE_F32, .ndim = 1, .shape = {7}};
+    s.ci->layer_infos[2].caches[3].tensor_setter(s.ci->layer_infos[2].caches[3].setter_user, &t);
+    assert_ptr_equal(caches.layers[2].index_k.data, mem);
+    free(mem);
+    kvci_cache_set_release(&s);
+    char path[1024];
+    kvc_test_oracle_dir("glm_moe_dsa", path, sizeof path);
+    strncat(path, "/config.json", sizeof path - strlen(path) - 1);
+    char *text = kvc_test_read_text(path);
+    kvc_plan_options o = kvc_plan_default_options();
+    o.kv_dtype_set = true, o.kv_dtype = KVC_DTYPE_F32;
+    kvc_model_plan *p = NULL;
+    check(kvc_model_plan_create(text, strlen(text), &o, &p), "plan");
+    for (int32_t l = 0; l < 3; l++) {
+        assert_int_equal(p->layers[l].n_caches, want[l] - 1); /* f32: no scale entry */
+        if (l != 1) assert_int_equal(p->layers[l].caches[2].bytes_per_token, 4 * c->index_head_dim);
+    }
+    kvc_model_plan_destroy(p);
+    free(text);
+    kvci_cache_knobs lanes = {.cache = kvc_cache_knobs_default(), .paged = true};
+    lanes.cache.kv_layout = KVC_BLOCK_BNNDBS;
+    assert_int_equal(kvci_cache_knobs_check(m, &lanes, "owner", "", "here"), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "DeepSeek sparse attention (index_topk)"));
     kvc_model_destroy(m);
 }
 
@@ -316,6 +368,7 @@ int main(void) {
                                        cmocka_unit_test(test_layer_shapes_as_uniform),
                                        cmocka_unit_test(test_layer_shapes_mixed),
                                        cmocka_unit_test(test_layer_shapes_as_planned),
-                                       cmocka_unit_test(test_layer_shapes_refused)};
+                                       cmocka_unit_test(test_layer_shapes_refused),
+                                       cmocka_unit_test(test_indexer_keys)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

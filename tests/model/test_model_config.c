@@ -3748,7 +3748,8 @@ static void test_longcat_flash_fields(void **state) {
 
 /* GLM-5 (glm_moe_dsa) with GlmMoeDsaConfig's defaults: MLA sizes (q LoRA 2048, latent 512, rope 64, nope 192, v 256),
  * rms_norm_eps 1e-5, the first 3 layers dense, 256 experts, 8 per token in 1 group, times 2.5; RoPE always
- * interleaved (rope_interleave not read); index_topk 2048; the indexer's keys checked by name. */
+ * interleaved (rope_interleave not read); index_topk 2048 and an indexer of 32 heads of 128 rotating pairs (positions
+ * not cut); the indexer's keys checked by name; index_topk_pattern's S layers shared. */
 #define GLM_DSA_BASE                                                                                                   \
     "{\"model_type\":\"glm_moe_dsa\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"                    \
     "\"num_hidden_layers\":4,\"num_attention_heads\":4"
@@ -3761,12 +3762,15 @@ static void test_glm_moe_dsa_fields(void **state) {
     assert_true(!c.layer_moe[0] && !c.layer_moe[2] && c.layer_moe[3] && c.rope_form == KVC_ROPE_INTERLEAVED);
     assert_true(c.n_routed_experts == 256 && c.moe_intermediate_size == 2048 && c.experts_per_tok == 8);
     assert_true(c.n_group == 1 && c.topk_group == 1 && c.routed_scaling_factor == 2.5 && c.rms_norm_eps == 1e-5);
-    assert_true(c.index_topk == 2048 && c.max_position_embeddings == 2048 && !c.tie_word_embeddings);
+    assert_true(c.index_topk == 2048 && c.max_position_embeddings == 202752 && !c.tie_word_embeddings);
+    assert_true(c.index_n_heads == 32 && c.index_head_dim == 128 && !c.index_rope_half && !c.layer_index_shared[3]);
     assert_int_equal(kvc_model_config_parse(GLM_DSA_BASE ",\"first_k_dense_replace\":1,\"index_topk\":16,"
                                                          "\"index_topk_pattern\":\"FSSF\",\"num_experts\":16}",
                                             "glm5-set", &c),
                      KVC_OK);
     assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.index_topk == 16 && c.n_routed_experts == 16);
+    assert_true(!c.layer_index_shared[0] && c.layer_index_shared[1] && c.layer_index_shared[2] &&
+                !c.layer_index_shared[3]);
     expect_refusal(GLM_DSA_BASE ",\"q_lora_rank\":null}", "glm_moe_dsa q_lora_rank null");
     expect_refusal(GLM_DSA_BASE ",\"index_topk\":0}", "index_topk");
     expect_refusal(GLM_DSA_BASE ",\"index_head_dim\":32}", "index_head_dim 32 is below qk_rope_head_dim 64");
@@ -3775,6 +3779,26 @@ static void test_glm_moe_dsa_fields(void **state) {
     expect_refusal(GLM_DSA_BASE ",\"indexer_types\":[\"shared\",\"full\",\"full\",\"full\"]}",
                    "indexer_types[0] is shared");
     expect_refusal(GLM_DSA_BASE ",\"index_topk_pattern\":\"FSXF\"}", "index_topk_pattern[2]");
+}
+
+/* DeepSeek-V3.2 (deepseek_v32) with DeepseekV32Config's defaults: V3's MLA (q LoRA 1536, RoPE on pairs whatever
+ * rope_interleave says) and router, and an indexer of 64 heads of 128 on every layer (indexer_types not read) whose
+ * RoPE turns half-split lanes; index_topk 2048, max_position_embeddings 163840. */
+static void test_deepseek_v32_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"deepseek_v32\",\"vocab_size\":8,\"hidden_size\":32,"
+                               "\"intermediate_size\":16,\"num_hidden_layers\":4,\"num_attention_heads\":4,"
+                               "\"rope_interleave\":false,\"indexer_types\":[\"full\",\"shared\"]}",
+                               "v32", &c),
+        KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DEEPSEEK_V3 && c.q_lora_rank == 1536 && c.rope_form == KVC_ROPE_INTERLEAVED);
+    assert_true(c.index_topk == 2048 && c.index_n_heads == 64 && c.index_head_dim == 128 && c.index_rope_half);
+    assert_true(!c.layer_index_shared[1] && c.max_position_embeddings == 163840 && !c.layer_moe[2] && c.layer_moe[3]);
+    expect_refusal("{\"model_type\":\"deepseek_v32\",\"vocab_size\":8,\"hidden_size\":32,\"intermediate_size\":16,"
+                   "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"q_lora_rank\":null}",
+                   "deepseek_v32 q_lora_rank null");
 }
 
 /* K-EXAONE (exaone_moe) with ExaoneMoeConfig's defaults: EXAONE 4.0's attention (window 4096, three sliding layers
@@ -4127,6 +4151,7 @@ int main(void) {
         cmocka_unit_test(test_axk1_fields),
         cmocka_unit_test(test_longcat_flash_fields),
         cmocka_unit_test(test_glm_moe_dsa_fields),
+        cmocka_unit_test(test_deepseek_v32_fields),
         cmocka_unit_test(test_exaone_moe_fields),
         cmocka_unit_test(test_lfm2_moe_fields),
         cmocka_unit_test(test_bamba_fields),

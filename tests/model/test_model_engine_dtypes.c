@@ -74,7 +74,9 @@ static void compare(const char *family, kvc_dtype dt) {
         if (memcmp(want, got, sizeof want) != 0)
             fail_msg("%s %s%s managed: engine tokens differ from the runner's", family, kvc_dtype_name(dt),
                      latent ? " latent" : "");
-        if (!latent) { /* keys in lanes: the engine's managed caches and the runner's mode 2 alike */
+        if (!latent && kvc_model_config_of(m)->index_topk == 0) { /* keys in lanes (not with sparse attention):
+                                                                   * the engine's managed caches and the runner's
+                                                                   * mode 2 alike */
             runner_tokens(m, KVC_RUNNER_PAGED, true, dt, KVC_BLOCK_BNNDBS, want);
             engine_tokens(m, false, false, dt, KVC_BLOCK_BNNDBS, got);
             if (memcmp(want, got, sizeof want) != 0)
@@ -174,12 +176,14 @@ static void test_qwen3_int8(void **state) { (void)state, compare("qwen3", KVC_DT
 static void test_gpt_oss_fp8(void **state) { (void)state, compare("gpt_oss", KVC_DTYPE_F8E4M3); }
 static void test_deepseek_int8(void **state) { (void)state, compare("deepseek_v3", KVC_DTYPE_I8); }
 static void test_deepseek_fp8_e5m2(void **state) { (void)state, compare("deepseek_v3", KVC_DTYPE_F8E5M2); }
+/* DeepSeek sparse attention: the managed storage's f32 indexer keys beside fp8 latent / full-form caches */
+static void test_glm_moe_dsa_fp8(void **state) { (void)state, compare("glm_moe_dsa", KVC_DTYPE_F8E4M3); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_knob_refusals),     cmocka_unit_test(test_qwen3_int8),
         cmocka_unit_test(test_gpt_oss_fp8),       cmocka_unit_test(test_deepseek_int8),
-        cmocka_unit_test(test_deepseek_fp8_e5m2),
+        cmocka_unit_test(test_deepseek_fp8_e5m2), cmocka_unit_test(test_glm_moe_dsa_fp8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -919,7 +919,7 @@ static void test_runtime_tp_refusal(void **state) {
 static void test_recent_shapes(void **state) {
     (void)state;
     kvc_plan_options o = kvc_plan_default_options();
-    /* DeepSeek-V3.2: latent caches plus the indexer's fp8 key (128 B) and its f32 scale per 128 channels. */
+    /* DeepSeek-V3.2: latent caches plus the indexer's f32 key (512 B), as the runtime keeps it. */
     kvc_model_plan *p = plan_text(
         "{\"architectures\": [\"DeepseekV32ForCausalLM\"], \"model_type\": \"deepseek_v32\", \"num_hidden_layers\": 3,"
         " \"num_attention_heads\": 16, \"kv_lora_rank\": 512, \"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 128,"
@@ -928,24 +928,37 @@ static void test_recent_shapes(void **state) {
         &o);
     assert_string_equal(p->family, "deepseek_v32");
     assert_true(p->mla);
-    assert_int_equal(p->layers[0].n_caches, 4);
+    assert_int_equal(p->layers[0].n_caches, 3);
     assert_string_equal(p->layers[0].caches[2].name, "indexer_k_cache");
-    assert_int_equal(p->layers[0].caches[2].dtype, KVC_DTYPE_F8E4M3);
-    assert_int_equal(p->layers[0].caches[2].bytes_per_token, 128);
-    assert_string_equal(p->layers[0].caches[3].name, "indexer_k_scale");
-    assert_int_equal(p->layers[0].caches[3].bytes_per_token, 4);
-    assert_int_equal(p->blocks.per_token_bytes, 3 * ((512 + 64) * 2 + 128 + 4));
+    assert_int_equal(p->layers[0].caches[2].dtype, KVC_DTYPE_F32);
+    assert_int_equal(p->layers[0].caches[2].bytes_per_token, 128 * 4);
+    assert_int_equal(p->blocks.per_token_bytes, 3 * ((512 + 64) * 2 + 128 * 4));
     assert_true(has_warning(p, "index_topk 2048"));
     kvc_model_plan_destroy(p);
-    /* GLM-5 (glm_moe_dsa) by GlmMoeDsaConfig's defaults: latent 512 + rope 64 and the indexer's 128 fp8 keys */
+    /* GLM-5 (glm_moe_dsa) by GlmMoeDsaConfig's defaults: latent 512 + rope 64 and the indexer's 128 keys as the
+     * runtime keeps them (f32, no scale), on every layer (index_topk_freq 1) */
     p = plan_text("{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
                   " \"hidden_size\": 512, \"max_position_embeddings\": 4096}",
                   &o);
     assert_string_equal(p->family, "glm_moe_dsa");
-    assert_true(p->mla && p->layers[1].n_caches == 4);
-    assert_int_equal(p->layers[1].caches[2].bytes_per_token, 128);
-    assert_int_equal(p->blocks.per_token_bytes, 2 * ((512 + 64) * 2 + 128 + 4));
-    assert_true(has_warning(p, "index_topk 2048"));
+    assert_true(p->mla && p->layers[1].n_caches == 3);
+    assert_string_equal(p->layers[1].caches[2].name, "indexer_k_cache");
+    assert_int_equal(p->layers[1].caches[2].dtype, KVC_DTYPE_F32);
+    assert_int_equal(p->layers[1].caches[2].bytes_per_token, 128 * 4);
+    assert_int_equal(p->blocks.per_token_bytes, 2 * ((512 + 64) * 2 + 128 * 4));
+    assert_true(has_warning(p, "index_topk 2048") && has_warning(p, "indexer_k_cache f32"));
+    kvc_model_plan_destroy(p);
+    /* GLM-5's shared layers keep no indexer keys: indexer_types, else index_topk_freq 2 from offset 2 (F F S F S F) */
+    p = plan_text(
+        "{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 3, \"num_attention_heads\": 8,"
+        " \"hidden_size\": 512, \"max_position_embeddings\": 64, \"indexer_types\": [\"full\", \"shared\", \"full\"]}",
+        &o);
+    assert_true(p->layers[0].n_caches == 3 && p->layers[1].n_caches == 2 && p->layers[2].n_caches == 3);
+    kvc_model_plan_destroy(p);
+    p = plan_text("{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
+                  " \"hidden_size\": 512, \"max_position_embeddings\": 64, \"index_topk_freq\": 2}",
+                  &o);
+    for (int l = 0; l < 6; l++) assert_int_equal(p->layers[l].n_caches, l == 2 || l == 4 ? 2 : 3);
     kvc_model_plan_destroy(p);
     /* LongCat-Flash (planned only): two MLA layers per decoder layer of num_layers (else half num_hidden_layers, else
      * 28), LongcatFlashConfig's latent 512 + rope 64 when absent */
@@ -1784,10 +1797,6 @@ static void test_malformed_configs(void **state) {
         {"{\"model_type\": \"lfm2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"hidden_size\": 512,"
          " \"max_position_embeddings\": 4096, \"full_attn_idxs\": [1]}",
          "conv_L_cache is missing"},
-        {"{\"model_type\": \"deepseek_v32\", \"num_hidden_layers\": 2, \"num_attention_heads\": 16,"
-         " \"kv_lora_rank\": 512, \"qk_rope_head_dim\": 64, \"qk_nope_head_dim\": 128, \"v_head_dim\": 128,"
-         " \"max_position_embeddings\": 4096, \"index_head_dim\": 128}",
-         "index_topk is missing"},
     };
     kvc_plan_options o = kvc_plan_default_options();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -17,7 +17,7 @@
     "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":16,"                     \
     "\"rope_theta\":10000,\"rms_norm_eps\":1e-6,\"max_position_embeddings\":4194304}"
 
-/* GLM-5 with max_position_embeddings 64 cut to index_topk 4 */
+/* GLM-5 with index_topk 4 below max_position_embeddings 64 */
 #define GLM_DSA                                                                                                        \
     "{\"model_type\":\"glm_moe_dsa\",\"vocab_size\":64,\"hidden_size\":32,\"intermediate_size\":16,"                   \
     "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":2,\"q_lora_rank\":16,"                  \
@@ -51,9 +51,11 @@ static void test_model_positions(void **state) {
     p = params(INT64_MAX, 0); /* no overflow on the way */
     expect_refused(m, &p, 2, "passes the model's max_position_embeddings 32 (max_positions overrides it)");
     kvc_model_destroy(m);
-    m = fixture_model(GLM_DSA, 5); /* the cut named (was: only "max_position_embeddings 4", the file says 64) */
-    p = params(3, 0);
-    expect_refused(m, &p, 2, "max_position_embeddings 4 (cut to index_topk");
+    m = fixture_model(GLM_DSA, 5); /* past index_topk (the indexer runs), up to max_position_embeddings */
+    p = params(62, 0);
+    assert_int_equal(kvc_runner_check(m, &p, 1, 2), KVC_OK);
+    p = params(63, 0);
+    expect_refused(m, &p, 2, "passes the model's max_position_embeddings 64 (max_positions overrides it)");
     kvc_model_destroy(m);
 }
 

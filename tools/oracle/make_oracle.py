@@ -10,7 +10,7 @@ gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, e
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text, qwen3_5_moe, olmo_hybrid, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
-cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa, lfm3, ergo) this script
+cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa, deepseek_v32, lfm3, ergo) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -147,6 +147,8 @@ from transformers import (
     LongcatFlashConfig,
     LongcatFlashForCausalLM,
     AXK1ForCausalLM,
+    DeepseekV32Config,
+    DeepseekV32ForCausalLM,
     GlmMoeDsaConfig,
     GlmMoeDsaForCausalLM,
     SarvamMLAConfig,
@@ -1357,11 +1359,22 @@ def glm_moe_dsa_config():
     # GLM-5 at toy size: DeepSeek-V3's MLA (q LoRA 32, latent 24, 4 heads of nope 16 + rope 8 keys and 12 values,
     # RoPE on interleaved pairs: GLM-5's attention always) over 3 layers whose feed-forward mlp_layer_types names
     # (sparse, dense, sparse); V3's grouped sigmoid router over 8 experts of 16 in 2 groups (the best 1 kept), top-2,
-    # renormalised, times 2.5, one shared expert; DeepSeek sparse attention with index_topk 64 (above every position
-    # of the prompts and their new tokens: every key picked, attention dense), an indexer of 2 heads of 16 on layers 0
-    # and 2 (layer 1 shared); untied, rms_norm_eps 1e-5 (the defaults).
-    return GlmMoeDsaConfig(**MLA_MOE_TOY_SHAPE, index_topk=64, index_head_dim=16, index_n_heads=2,
+    # renormalised, times 2.5, one shared expert; DeepSeek sparse attention with index_topk 6 (below most positions of
+    # the prompts and their new tokens: the indexer's choice shapes the attention), an indexer of 8 heads of 16 on
+    # layers 0 and 2 (layer 1 shared: reuses layer 0's choice); untied, rms_norm_eps 1e-5 (the defaults). 8 heads: no
+    # exact ties at the 6th score in the data (4 heads have keys scoring 0 in every head, where torch.topk's pick
+    # among equal scores is unspecified).
+    return GlmMoeDsaConfig(**MLA_MOE_TOY_SHAPE, index_topk=6, index_head_dim=16, index_n_heads=8,
                            indexer_types=["full", "shared", "full"])
+
+
+def deepseek_v32_config():
+    # DeepSeek-V3.2 at toy size: V3's MLA (q LoRA 32, latent 24, 4 heads of nope 16 + rope 8 keys and 12 values, RoPE
+    # on interleaved pairs) and grouped sigmoid router over 3 layers (sparse, dense, sparse), with DeepSeek sparse
+    # attention on every layer: index_topk 6 (below most positions of the data), an indexer of 8 heads of 16 whose
+    # RoPE turns half-split lanes (unlike the attention's pairs); untied.
+    shape = {k: v for k, v in MLA_MOE_TOY_SHAPE.items()}
+    return DeepseekV32Config(**shape, index_topk=6, index_head_dim=16, index_n_heads=8)
 
 
 def solar_open_config():
@@ -2086,6 +2099,7 @@ FAMILIES = {
     "axk1": (axk1_config, AXK1ForCausalLM),
     "longcat_flash": (longcat_flash_config, LongcatFlashForCausalLM),
     "glm_moe_dsa": (glm_moe_dsa_config, GlmMoeDsaForCausalLM),
+    "deepseek_v32": (deepseek_v32_config, DeepseekV32ForCausalLM),
     "exaone_moe": (exaone_moe_config, ExaoneMoeForCausalLM),
     "dots1": (dots1_config, Dots1ForCausalLM),
     "solar_open": (solar_open_config, SolarOpenForCausalLM),
@@ -2558,6 +2572,8 @@ def make_family(family, out_root, seed):
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_full_rotary"] = sensitivity(
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
+    if family == "deepseek_v32":
+        summary["sensitivity_index_topk_8"] = sensitivity(model, ps[-1], index_topk=8)
     if family == "glm_moe_dsa":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_index_topk_8"] = sensitivity(model, ps[-1], index_topk=8)
@@ -3012,7 +3028,7 @@ def sensitivity(model, ids, **overrides):
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "jetmoe": 1e-5, "granitemoeshared": 1e-5, "granitemoe_swa": 1e-5, "flint": 1e-5, "hy_v3": 1e-5, "cohere2_moe": 1e-5, "cohere2_moe_sigmoid": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
-                    "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5, "sarvam_mla": 1e-5, "axk1": 1e-5, "glm_moe_dsa": 1e-5, "longcat_flash": 1e-5,
+                    "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5, "sarvam_mla": 1e-5, "axk1": 1e-5, "glm_moe_dsa": 1e-5, "deepseek_v32": 1e-5, "longcat_flash": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "sarvam_moe": 1e-5, "param2moe": 1e-5, "minicpm5_moe": 1e-5, "kolibri1": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5,
@@ -3066,7 +3082,7 @@ def main():
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
-                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "sarvam_moe", "param2moe",
+                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "deepseek_v32", "sarvam_moe", "param2moe",
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
