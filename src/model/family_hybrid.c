@@ -160,7 +160,8 @@ static kvc_status kimi_linear_states(const kvc_hparams *hp, int64_t hidden_size,
             KVC_TRY(kvci_family_opt_int(&hp->cfg, "linear_head_dim", hdim, 1, KVC_HP_MAX_DIM, &hdim));
             KVC_TRY(kvci_family_opt_int(&hp->cfg, "linear_conv_kernel_dim", kernel, 1, KVC_HP_MAX_DIM, &kernel));
         }
-        KVC_TRY(kvci_family_split_tp(hp, have ? "linear_attn_config.num_heads" : "linear_num_heads", heads, tp, &heads_r));
+        KVC_TRY(
+            kvci_family_split_tp(hp, have ? "linear_attn_config.num_heads" : "linear_num_heads", heads, tp, &heads_r));
     }
     *s = (kvc_state_shapes){.n = 2,
                             .names = {"conv_state", "recurrent_state"},

@@ -397,7 +397,8 @@ static void check_state_layer(const kvc_model *s, const kvc_model *m, int64_t l,
  * Hybrid's read across the parts its checkpoint cuts them into). */
 static void test_state_layers(void **state) {
     (void)state;
-    const char *subs[] = {"lfm2", "lfm3", "bamba", "qwen3_next", "qwen3_5_text", "falcon_mamba", "jamba", "olmo_hybrid"};
+    const char *subs[] = {"lfm2",         "lfm3",         "bamba", "qwen3_next",
+                          "qwen3_5_text", "falcon_mamba", "jamba", "olmo_hybrid"};
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
         char dir[1024];
         kvc_test_oracle_dir(subs[i], dir, sizeof dir);
