@@ -346,6 +346,10 @@ typedef struct kvc_model_config {
     bool moe_shortcut;
     int64_t zero_experts;
     double mla_q_scale, mla_kv_scale;
+    /* Kimi-Linear (model_type kimi_linear): its layer_gdn layers are Kimi Delta Attention (kda.c): gdn_k_heads ==
+     * gdn_v_heads heads of gdn_k_dim == gdn_v_dim channels, the decay per key channel, q, k and v projected and
+     * convolved apart; its MLA layers are NoPE (the model's RoPE frequencies zero). Last, as above. */
+    bool gdn_kda;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -133,6 +133,14 @@ kvc_status kvci_conv_short(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_gated_delta(const kvc_fwd_step *s, int64_t l);
 /* Floats of ws->gdn for steps of Tm tokens (1 without Gated DeltaNet layers). */
 int64_t kvci_gated_delta_floats(const kvc_model_config *c, int64_t Tm);
+/* Kimi-Linear's Kimi Delta Attention in place of attention (kda.c; layer_gdn with gdn_kda): reads ws->xn, writes
+ * ws->proj, uses ws->gdn (kvci_kda_floats of it); reads and rewrites each row's conv and recurrent states. */
+kvc_status kvci_kda(const kvc_fwd_step *s, int64_t l);
+int64_t kvci_kda_floats(const kvc_model_config *c, int64_t Tm);
+/* One token of the delta rule with a per-key-channel decay over S [dk, dv]: S = diag(decay) S, delta = beta (v -
+ * S^T k), S += k delta^T, o [dv] = S^T q; kvm: [dv] scratch. */
+void kvci_kda_token(float *S, const float *q, const float *k, const float *v, const float *decay, float beta,
+                    int64_t dk, int64_t dv, float *kvm, float *o);
 /* The FFN sub-layers: read ws->xn, write ws->proj. */
 /* SwiGLU MLP (MF 1.6) of x [n, H] into out [n, H] (act: its gate's activation, silu; gelu_tanh for
  * Gemma 3's GeGLU); ga, gb: [n, n_inter] scratch. */

@@ -32,6 +32,7 @@ int64_t kvci_gated_delta_floats(const kvc_model_config *c, int64_t Tm) {
     bool any = false;
     for (int64_t l = 0; l < c->num_layers; l++) any |= c->layer_gdn[l];
     if (!any) return 1;
+    if (c->gdn_kda) return kvci_kda_floats(c, Tm); /* Kimi Delta Attention's own scratch */
     const int64_t C = conv_channels(c), nv = c->gdn_v_heads, dk = c->gdn_k_dim, dv = c->gdn_v_dim;
     /* per token: qkvz [C + nv dv], ba [2 nv], conv input [C], conv output [C], core [nv dv]; then per head a state
      * [dk, dv] (no caches), q and k [2 dk], the S^T k sums [dv] */

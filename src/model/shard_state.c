@@ -12,6 +12,10 @@ kvc_status kvci_shard_state_config(const kvc_model_config *full, int64_t tp, kvc
                          "model: tensor parallelism %lld over %s: its layers' mixer beside attention "
                          "(mamba_parallel_attn) has no shard rule",
                          (long long)tp, full->model_type);
+    if (full->gdn_kda) /* transformers replicates Kimi-Linear's attention; no shard rule here either */
+        return kvci_fail(KVC_EINVAL,
+                         "model: tensor parallelism %lld over %s: its Kimi Delta Attention layers have no shard rule",
+                         (long long)tp, full->model_type);
     bool conv = false, mamba = false, gdn = false;
     for (int64_t l = 0; l < full->num_layers; l++) {
         conv |= full->layer_conv[l], mamba |= full->layer_mamba[l], gdn |= full->layer_gdn[l];
