@@ -129,15 +129,11 @@ kvc_status kvci_kda(const kvc_fwd_step *s, int64_t l) {
     KVC_TRY(kvci_linear(b.ga, T, &w->kda_gb, NULL, b.gate));
     gates(c, w, T, b.decay, b.beta);
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
-    const kvc_layer_cache *lc = s->a->caches ? &s->a->caches->layers[l] : NULL;
     const int64_t per_head = d * d + 3 * d;
     int64_t q0 = 0;
     for (int64_t r = 0; r < md->n_rows; r++) {
         float *conv_st = NULL, *rec = NULL;
-        if (lc) {
-            KVC_TRY(kvci_row_state(s, lc, &lc->state, l, r, &conv_st));
-            KVC_TRY(kvci_row_state(s, lc, &lc->recurrent, l, r, &rec));
-        }
+        KVC_TRY(kvci_row_states(s, l, r, &conv_st, &rec));
         const int64_t n = md->cu_seq_lens_q[r] - q0;
         const bool fresh = md->seq_lens_kv[r] == n; /* the row starts its sequence in this step */
         for (int64_t p = 0; p < 3; p++) {           /* q, k, v: each its conv, its block of the state, then SiLU */

@@ -759,7 +759,7 @@ void kvc_model_destroy(kvc_model *m) {
 /* Every size of a config is bounded before anything is multiplied with it:
  * required ones in [1, KVC_MODEL_MAX_DIM], optional ones in [0, it]. */
 static kvc_status check_sizes(const kvc_model_config *c) {
-    const bool mla = c->family == KVC_FAMILY_DEEPSEEK_V3, moe = c->family == KVC_FAMILY_GPT_OSS;
+    const bool mla = kvci_family_get(c->family)->mla, moe = c->family == KVC_FAMILY_GPT_OSS;
     bool routed = false; /* a layer of routed experts: their count, k and width are required */
     for (int64_t l = 0; l < c->num_layers; l++) routed |= c->layer_moe[l];
     const struct {
@@ -983,10 +983,10 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
         return kvci_fail(KVC_EINVAL,
                          "model: num_heads %lld must be a multiple of num_kv_heads %lld, head_dim %lld even",
                          (long long)cfg->num_heads, (long long)cfg->num_kv_heads, (long long)cfg->head_dim);
-    if (cfg->family == KVC_FAMILY_DEEPSEEK_V3 &&
+    if (kvci_family_get(cfg->family)->mla &&
         (cfg->qk_rope_head_dim != cfg->head_dim || cfg->num_kv_heads != cfg->num_heads))
-        return kvci_fail(KVC_EINVAL,
-                         "model: deepseek_v3 needs head_dim == qk_rope_head_dim and num_kv_heads == num_heads");
+        return kvci_fail(KVC_EINVAL, "model: %s needs head_dim == qk_rope_head_dim and num_kv_heads == num_heads",
+                         cfg->model_type);
     if (cfg->family != KVC_FAMILY_GPT_OSS && cfg->n_routed_experts > 0 &&
         cfg->experts_per_tok > cfg->n_routed_experts + cfg->zero_experts)
         return kvci_fail(KVC_EINVAL, "model: %s needs num_experts_per_tok %lld <= n_routed_experts %lld + zero_experts",
