@@ -206,6 +206,8 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
         cfg->intermediate_size = 1;
     } else if (strcmp(cfg->model_type, "afmoe") == 0) { /* AfmoeConfig's 6144 when absent */
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 6144, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (cfg->family == KVC_FAMILY_KIMI_LINEAR) { /* KimiLinearConfig's 9216 when absent */
+        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 9216, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "biogpt") == 0) { /* BioGptConfig's intermediate_size, 4096 when absent */
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 4096, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "dbrx") == 0) { /* DbrxFFNConfig's ffn_hidden_size, 3584 when absent */
