@@ -406,6 +406,10 @@ typedef struct kvc_model_config {
     int64_t index_n_heads, index_head_dim;
     bool index_rope_half;
     bool layer_index_shared[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    /* Kimi-Linear (model_type kimi_linear): its layer_gdn layers are Kimi Delta Attention (kda.c): gdn_k_heads ==
+     * gdn_v_heads heads of gdn_k_dim == gdn_v_dim channels, the decay per key channel, q, k and v projected and
+     * convolved apart; its MLA layers are NoPE (the model's RoPE frequencies zero). Last, as above. */
+    bool gdn_kda;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

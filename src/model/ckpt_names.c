@@ -148,6 +148,9 @@ static const rename_rule RULES[] = {
     /* MiniMax-M2 (MiniMaxM2ForCausalLM): Mixtral's block_sparse_moe (weights.c), the router's correction bias beside it
      */
     {"minimax_m2", "mlp.gate.e_score_correction_bias", "block_sparse_moe.e_score_correction_bias"},
+    /* Kimi-Linear (KimiLinearForCausalLM): every MLP, dense or routed (with its router and shared experts), under
+     * block_sparse_moe (the experts Mixtral's, weights.c) */
+    {"kimi_linear", "mlp.", "block_sparse_moe."},
     /* K-EXAONE (ExaoneMoeForCausalLM): the router's correction bias beside mlp.gate */
     {"exaone_moe", "mlp.gate.e_score_correction_bias", "mlp.e_score_correction_bias"},
     /* EXAONE 3.x (ExaoneForCausalLM, which transformers runs as LlamaForCausalLM and saves under its hub names): under

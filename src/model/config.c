@@ -140,7 +140,8 @@ static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, con
 }
 
 /* The kind of every layer (family.c); the runtime runs attention layers, chunked ones for Llama 4 only, and of
- * the state layers LFM2's short convolutions, the Mamba2 hybrids' mixers and Qwen3-Next's Gated DeltaNet only. */
+ * the state layers LFM2's short convolutions, the Mamba2 hybrids' mixers, Qwen3-Next's Gated DeltaNet and Kimi-Linear's
+ * Kimi Delta Attention only. */
 static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc *fam, kvc_model_config *cfg) {
     kvc_layer_kind kinds[KVC_MODEL_MAX_LAYERS];
     kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
@@ -155,7 +156,8 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
         cfg->layer_no_mixer[i] = one_block && kinds[i] == KVC_LK_NONE; /* an MLP or, "E", experts alone */
         cfg->layer_no_ffn[i] = one_block && kinds[i] != KVC_LK_NONE;
         const bool conv = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_LFM2;
-        const bool gdn = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_QWEN3_NEXT;
+        const bool gdn =
+            kinds[i] == KVC_LK_STATE && (cfg->family == KVC_FAMILY_QWEN3_NEXT || cfg->family == KVC_FAMILY_KIMI_LINEAR);
         const bool both = kinds[i] == KVC_LK_PARALLEL && (cfg->mamba_parallel_attn || zamba2); /* Falcon-H1, Zamba2 */
         const bool mamba = (kinds[i] == KVC_LK_STATE || both) && cfg->family == KVC_FAMILY_MAMBA2_HYBRID;
         const bool mamba1 = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_JAMBA;
@@ -233,6 +235,8 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 8192, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "mimo_v2_flash") == 0) { /* MiMoV2FlashConfig's 16384 when absent */
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 16384, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (cfg->family == KVC_FAMILY_KIMI_LINEAR) { /* KimiLinearConfig's 9216 when absent */
+        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 9216, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "biogpt") == 0) { /* BioGptConfig's intermediate_size, 4096 when absent */
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 4096, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "dbrx") == 0) { /* DbrxFFNConfig's ffn_hidden_size, 3584 when absent */

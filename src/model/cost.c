@@ -2,6 +2,7 @@
  * GEMM kernel each kind of layer runs on (bench model's rooflines). */
 #include <string.h>
 
+#include "model/family.h"
 #include "model/model_internal.h"
 
 typedef struct cost_ctx {
@@ -53,7 +54,7 @@ kvc_status kvci_model_cost_of(const kvc_model *m, kvc_model_cost *out) {
     out->lm_head_macs = cfg->vocab_size * kvci_model_embed_width(cfg);
     out->lm_head.dtype = kvci_wmat_dtype_name(m->lm_head.dtype),
     out->lm_head.kernel = kvci_wmat_kernel_name(&m->lm_head);
-    const bool mla = cfg->family == KVC_FAMILY_DEEPSEEK_V3;
+    const bool mla = kvci_family_get(cfg->family)->mla;
     const int64_t dqk = mla ? cfg->qk_nope_head_dim + cfg->qk_rope_head_dim : cfg->head_dim;
     const int64_t dv = mla ? cfg->v_head_dim : cfg->head_dim;
     for (int64_t l = 0; l < cfg->num_layers; l++)

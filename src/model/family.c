@@ -131,8 +131,9 @@ const char *kvci_family_refusal(const char *model_type) {
 
 /* Model types planned only, with what the runtime lacks to run them. */
 static const type_reason NOT_RUN[] = {
-    {"bailing_hybrid", "its Kimi Delta Attention layers (per-channel forget gate, bounded by kda_lower_bound) have "
-                       "no operator in the runtime yet, nor its MLA layers' per-head sigmoid output gate (g_proj)"},
+    {"bailing_hybrid", "its Kimi Delta Attention layers' lower-bounded forget gate (kda_lower_bound, kda_safe_gate), "
+                       "its MLA layers' per-head sigmoid output gate (g_proj) and its experts' per-layer SwiGLU "
+                       "clipping are not in the runtime yet (Kimi-Linear's KDA and MLA run)"},
     {"qwen4_exp_text", "its indexed_attention layers' QSA token indexer (compressed key blocks, top-k block "
                        "selection), its hyper-connection residual streams (hc_count) and its n-gram per-layer "
                        "embeddings (ple_layer_ids) have no operator in the runtime yet"},

@@ -1,7 +1,6 @@
 /* Hybrids of attention and state layers (planned only, LFM2 / LFM3 run too: family_lfm2.c; Qwen3-Next's Gated DeltaNet
  * hybrid: family_qwen3_next.c): LFM2 (short
- * convolutions, layer_types "conv"), Kimi-Linear (Kimi Delta Attention
- * layers beside MLA ones), MiniMax-Text-01 / M1 (lightning attention,
+ * convolutions, layer_types "conv"; Kimi-Linear: family_kimi_linear.c), MiniMax-Text-01 / M1 (lightning attention,
  * attn_type_list 0, beside softmax layers, 1) and the
  * Mamba2 hybrids (Jamba's Mamba-1 layers: family_mamba1.c), whose layers come from layer_types (Granite 4),
  * attn_layer_indices (Bamba) or hybrid_override_pattern (Nemotron-H), or hold
@@ -82,93 +81,6 @@ static kvc_status lfm2_states(const kvc_hparams *hp, int64_t hidden_size, int64_
 
 /* Lfm2Attention has no window: a "sliding_attention" entry of layer_types is a full layer there; LFM3's has. */
 static bool lfm2_reads_window(const kvc_hparams *hp) { return is_lfm3(hp); }
-
-static bool is_bailing(const kvc_hparams *hp) {
-    return hp->model_type != NULL && strcmp(hp->model_type, "bailing_hybrid") == 0;
-}
-
-/* Ling / Ring hybrids (bailing_hybrid, BailingHybridConfig's rule without layer_types): the last layer of every
- * layer_group_size (6 when absent) is an MLA layer, the others Kimi Delta Attention. */
-static kvc_status bailing_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
-    int64_t group = 6;
-    KVC_TRY(kvci_json_int(&ctx->hp->cfg, "layer_group_size", 1, KVC_HP_MAX_LAYERS, &group, &(bool){false}));
-    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = (i + 1) % group == 0 ? KVC_LK_FULL : KVC_LK_STATE;
-    return KVC_OK;
-}
-
-/* Kimi-Linear: linear_attn_config.kda_layers lists its Kimi Delta Attention layers, counted from 1 (as the
- * model's own code reads them); the others are MLA layers. Without linear_attn_config (transformers 5 saves
- * layer_types instead), KimiLinearConfig's rule: layer i MLA when i > 0 and i % 4 == 0, else KDA. */
-static kvc_status kimi_linear_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
-    if (is_bailing(ctx->hp)) return bailing_kinds(ctx, kinds);
-    char path[64];
-    kvc_json_obj lin;
-    const cJSON *kda = NULL;
-    bool have = false;
-    KVC_TRY(kvci_json_child(&ctx->hp->cfg, "linear_attn_config", path, sizeof path, &lin, &have));
-    if (!have) {
-        for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = i > 0 && i % 4 == 0 ? KVC_LK_FULL : KVC_LK_STATE;
-        return KVC_OK;
-    }
-    KVC_TRY(kvci_json_array(&lin, "kda_layers", KVC_HP_MAX_LAYERS, &kda, NULL));
-    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_FULL;
-    int64_t n = 0;
-    for (const cJSON *e = kda->child; e != NULL; e = e->next, n++) {
-        char where[96];
-        snprintf(where, sizeof where, "%s.kda_layers[%lld]", path, (long long)n);
-        int64_t layer = 0;
-        KVC_TRY(kvci_json_int_value(e, where, 1, ctx->n_layers, &layer));
-        if (kinds[layer - 1] == KVC_LK_STATE)
-            return kvci_fail(KVC_EINVAL, "%s: %s.kda_layers lists layer %lld twice", ctx->hp->cfg.doc, path,
-                             (long long)layer);
-        kinds[layer - 1] = KVC_LK_STATE;
-    }
-    return KVC_OK;
-}
-
-/* A KDA layer keeps the short convolutions of q, k and v (num_heads x head_dim channels each, one conv_state of
- * their channels side by side, the full kernel width) and a head_dim x head_dim recurrent state per head. Without
- * linear_attn_config, transformers 5's top-level linear_num_heads, linear_head_dim, linear_conv_kernel_dim
- * (KimiLinearConfig's 32, 128, 4 when absent). */
-static kvc_status kimi_linear_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
-    (void)hidden_size;
-    char path[64];
-    kvc_json_obj lin;
-    int64_t heads = 32, hdim = 128, kernel = 4, heads_r = 0;
-    if (is_bailing(hp)) {
-        /* BailingHybridConfig: linear_num_heads, linear_head_dim and linear_conv_kernel_dim as saved, else
-         * num_attention_heads, head_dim (128) and short_conv_kernel_size (4), read before the class turns head_dim
-         * into qk_rope_head_dim (its saved configs hold both) */
-        static const char *const heads_n[KVC_HP_ALIASES] = {"linear_num_heads", "num_attention_heads"};
-        static const char *const hdim_n[KVC_HP_ALIASES] = {"linear_head_dim", "head_dim"};
-        static const char *const kernel_n[KVC_HP_ALIASES] = {"linear_conv_kernel_dim", "short_conv_kernel_size"};
-        bool have = false;
-        heads = hp->n_heads, hdim = 128, kernel = 4;
-        KVC_TRY(kvci_hparams_int(&hp->cfg, heads_n, 1, KVC_HP_MAX_DIM, &heads, &have));
-        KVC_TRY(kvci_hparams_int(&hp->cfg, hdim_n, 1, KVC_HP_MAX_DIM, &hdim, &have));
-        KVC_TRY(kvci_hparams_int(&hp->cfg, kernel_n, 1, KVC_HP_MAX_DIM, &kernel, &have));
-        KVC_TRY(kvci_family_split_tp(hp, "linear_num_heads", heads, tp, &heads_r));
-    } else {
-        bool have = false;
-        KVC_TRY(kvci_json_child(&hp->cfg, "linear_attn_config", path, sizeof path, &lin, &have));
-        if (have) {
-            KVC_TRY(kvci_json_int(&lin, "num_heads", 1, KVC_HP_MAX_DIM, &heads, NULL));
-            KVC_TRY(kvci_json_int(&lin, "head_dim", 1, KVC_HP_MAX_DIM, &hdim, NULL));
-            KVC_TRY(kvci_json_int(&lin, "short_conv_kernel_size", 1, KVC_HP_MAX_DIM, &kernel, NULL));
-        } else {
-            KVC_TRY(kvci_family_opt_int(&hp->cfg, "linear_num_heads", heads, 1, KVC_HP_MAX_DIM, &heads));
-            KVC_TRY(kvci_family_opt_int(&hp->cfg, "linear_head_dim", hdim, 1, KVC_HP_MAX_DIM, &hdim));
-            KVC_TRY(kvci_family_opt_int(&hp->cfg, "linear_conv_kernel_dim", kernel, 1, KVC_HP_MAX_DIM, &kernel));
-        }
-        KVC_TRY(
-            kvci_family_split_tp(hp, have ? "linear_attn_config.num_heads" : "linear_num_heads", heads, tp, &heads_r));
-    }
-    *s = (kvc_state_shapes){.n = 2,
-                            .names = {"conv_state", "recurrent_state"},
-                            .n_shape = {2, 3},
-                            .shape = {{3 * heads_r * hdim, kernel}, {heads_r, hdim, hdim}}};
-    return KVC_OK;
-}
 
 /* MiniMax-Text-01 / M1: attn_type_list has one entry per layer, 0 a lightning (linear) attention layer, 1 a
  * softmax attention layer. */
@@ -325,8 +237,6 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
 static const kvc_family_alias LFM2[] = {{"lfm2", "Lfm2ForCausalLM", "lfm2", true},
                                         {"lfm2_moe", "Lfm2MoeForCausalLM", "lfm2_moe", true},
                                         {"lfm3", "Lfm3ForCausalLM", "lfm3", true}};
-static const kvc_family_alias KIMI_LINEAR[] = {{"kimi_linear", "KimiLinearForCausalLM", "kimi_linear", false},
-                                               {"bailing_hybrid", "BailingHybridForCausalLM", "bailing_hybrid", false}};
 static const kvc_family_alias MINIMAX[] = {{"minimax_text_01", "MiniMaxText01ForCausalLM", "minimax_text_01", false},
                                            {"minimax_m1", "MiniMaxM1ForCausalLM", "minimax_m1", false},
                                            {"minimax", "MiniMaxForCausalLM", "minimax", false}};
@@ -349,17 +259,6 @@ const kvc_family_desc kvc_family_lfm2 = {
     .ffn = kvci_lfm2_ffn,
     .state_shapes = lfm2_states,
     .reads_window = lfm2_reads_window,
-};
-
-const kvc_family_desc kvc_family_kimi_linear = {
-    .id = KVC_FAMILY_KIMI_LINEAR,
-    .name = "kimi_linear",
-    .aliases = KIMI_LINEAR,
-    .n_aliases = 2,
-    .mla = true,
-    .default_kinds = kimi_linear_kinds,
-    .cache_dims = kvci_family_mla_cache_dims,
-    .state_shapes = kimi_linear_states,
 };
 
 const kvc_family_desc kvc_family_minimax = {

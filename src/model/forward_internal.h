@@ -135,6 +135,9 @@ void kvci_top_k_softmax(const float *lg, int64_t E, int64_t K, int32_t *sel, flo
  * the layer and row when the block table is missing or the row or block is out of range. */
 kvc_status kvci_row_state(const kvc_fwd_step *s, const kvc_layer_cache *lc, const kvc_tensor *t, int64_t l, int64_t r,
                           float **out);
+/* Row r's conv state (kvc_layer_cache.state) and recurrent state (.recurrent) of layer l, as kvci_row_state gives
+ * each; both NULL when the step has no caches. */
+kvc_status kvci_row_states(const kvc_fwd_step *s, int64_t l, int64_t r, float **conv, float **rec);
 /* The Mamba2 mixer in place of attention (mamba2.c): reads ws->xn, writes ws->proj, uses ws->fused [T,
  * kvci_mamba2_in_width] and ws->mamba, reads and rewrites each row's conv and ssm states when the step has caches. */
 kvc_status kvci_mamba2_mixer(const kvc_fwd_step *s, int64_t l);
@@ -162,6 +165,14 @@ kvc_status kvci_conv_short(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_gated_delta(const kvc_fwd_step *s, int64_t l);
 /* Floats of ws->gdn for steps of Tm tokens (1 without Gated DeltaNet layers). */
 int64_t kvci_gated_delta_floats(const kvc_model_config *c, int64_t Tm);
+/* Kimi-Linear's Kimi Delta Attention in place of attention (kda.c; layer_gdn with gdn_kda): reads ws->xn, writes
+ * ws->proj, uses ws->gdn (kvci_kda_floats of it); reads and rewrites each row's conv and recurrent states. */
+kvc_status kvci_kda(const kvc_fwd_step *s, int64_t l);
+int64_t kvci_kda_floats(const kvc_model_config *c, int64_t Tm);
+/* One token of the delta rule with a per-key-channel decay over S [dk, dv]: S = diag(decay) S, delta = beta (v -
+ * S^T k), S += k delta^T, o [dv] = S^T q; kvm: [dv] scratch. Gated DeltaNet's step too, one decay for every channel. */
+void kvci_kda_token(float *S, const float *q, const float *k, const float *v, const float *decay, float beta,
+                    int64_t dk, int64_t dv, float *kvm, float *o);
 /* The FFN sub-layers: read ws->xn, write ws->proj. */
 /* SwiGLU MLP (MF 1.6) of x [n, H] into out [n, H] (act: its gate's activation, silu; gelu_tanh for
  * Gemma 3's GeGLU); ga, gb: [n, n_inter] scratch. */

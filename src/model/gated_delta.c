@@ -33,10 +33,11 @@ int64_t kvci_gated_delta_floats(const kvc_model_config *c, int64_t Tm) {
     bool any = false;
     for (int64_t l = 0; l < c->num_layers; l++) any |= c->layer_gdn[l];
     if (!any) return 1;
+    if (c->gdn_kda) return kvci_kda_floats(c, Tm); /* Kimi Delta Attention's own scratch */
     const int64_t C = conv_channels(c), nv = c->gdn_v_heads, dk = c->gdn_k_dim, dv = c->gdn_v_dim;
     /* per token: qkvz [C + nv dv], ba [2 nv], conv input [C], conv output [C], core [nv dv]; then per head a state
-     * [dk, dv] (no caches), q and k [2 dk], the S^T k sums [dv] */
-    return Tm * (3 * C + 2 * nv * dv + 2 * nv) + nv * (dk * dv + 2 * dk + dv);
+     * [dk, dv] (no caches), q, k and the decays [3 dk], the S^T k sums [dv] */
+    return Tm * (3 * C + 2 * nv * dv + 2 * nv) + nv * (dk * dv + 3 * dk + dv);
 }
 
 /* The scratch of one step, carved from ws->gdn (kvci_gated_delta_floats). */
@@ -108,7 +109,8 @@ static void l2norm(const float *x, int64_t n, float div, float *y) {
 }
 
 /* Value head j of one row's n tokens: the recurrence over its state S [dk, dv] (zeroed first when fresh), each
- * token's o [dv] into core, then the gated norm of o by silu(z). scratch: [2 dk + dv]. */
+ * token's o [dv] into core (kvci_kda_token with one decay for every key channel), then the gated norm of o by
+ * silu(z). scratch: [3 dk + dv]. */
 static void head_row(const kvc_model_config *c, const kvc_layer_weights *w, const gdn_bufs *b, int64_t t0, int64_t n,
                      int64_t j, float *S, bool fresh, float *scratch) {
     const int64_t nk = c->gdn_k_heads, nv = c->gdn_v_heads, dk = c->gdn_k_dim, dv = c->gdn_v_dim, r = nv / nk;
@@ -116,7 +118,7 @@ static void head_row(const kvc_model_config *c, const kvc_layer_weights *w, cons
     const float eps = (float)(c->gdn_norm_eps > 0.0 ? c->gdn_norm_eps : c->rms_norm_eps);
     const float root = (float)sqrt((double)dk), beta_scale = c->gdn_neg_eigval ? 2.0f : 1.0f; /* q / dk^1/2 */
     const float neg_a = -expf(w->gdn_a_log[j]);
-    float *q = scratch, *k = scratch + dk, *kvm = scratch + 2 * dk;
+    float *q = scratch, *k = scratch + dk, *decays = scratch + 2 * dk, *kvm = scratch + 3 * dk;
     if (fresh) memset(S, 0, (size_t)(dk * dv) * sizeof(float));
     for (int64_t t = t0; t < t0 + n; t++) {
         const float *xc = b->xc + t * C, *v = xc + 2 * nk * dk + j * dv;
@@ -126,24 +128,9 @@ static void head_row(const kvc_model_config *c, const kvc_layer_weights *w, cons
         ba_of(c, b, t, j, g, i, &bv, &av);
         const float beta = beta_scale / (1.0f + expf(-bv));
         const float decay = expf(neg_a * kvci_softplus(av + w->gdn_dt_bias[j]));
-        for (int64_t e = 0; e < dv; e++) kvm[e] = 0.0f;
-        for (int64_t a = 0; a < dk; a++) { /* S = exp(g) S; kvm = S^T k */
-            float *row = S + a * dv;
-            for (int64_t e = 0; e < dv; e++) {
-                row[e] *= decay;
-                kvm[e] += row[e] * k[a];
-            }
-        }
-        for (int64_t e = 0; e < dv; e++) kvm[e] = (v[e] - kvm[e]) * beta; /* delta */
+        for (int64_t a = 0; a < dk; a++) decays[a] = decay; /* one decay for every key channel */
         float *o = b->core + t * nv * dv + j * dv;
-        for (int64_t e = 0; e < dv; e++) o[e] = 0.0f;
-        for (int64_t a = 0; a < dk; a++) { /* S += k delta^T; o = S^T q */
-            float *row = S + a * dv;
-            for (int64_t e = 0; e < dv; e++) {
-                row[e] += k[a] * kvm[e];
-                o[e] += row[e] * q[a];
-            }
-        }
+        kvci_kda_token(S, q, k, v, decays, beta, dk, dv, kvm, o);
         const double inv = kvci_rms_inv(o, dv, eps); /* the gated norm: w * norm(o) * silu(z) */
         const float *z = z_of(c, b, t, j, g, i);
         for (int64_t e = 0; e < dv; e++) o[e] = kvci_silu_mul(z[e], kvci_rms_scaled(o[e], inv, w->gdn_norm[e]));
@@ -168,15 +155,11 @@ kvc_status kvci_gated_delta(const kvc_fwd_step *s, int64_t l) {
     KVC_TRY(kvci_linear_shared(s->ws->xn, T, split ? 4 : 2, mats, bias, outs));
     kvci_sp_end(KVC_SP_QKV, t0), t0 = kvci_sp_begin();
     if (!split) gather_qkv(c, b.qkvz, T, b.xin);
-    const kvc_layer_cache *lc = s->a->caches ? &s->a->caches->layers[l] : NULL;
-    const int64_t per_head = dk * dv + 2 * dk + dv;
+    const int64_t per_head = dk * dv + 3 * dk + dv;
     int64_t q0 = 0;
     for (int64_t r = 0; r < md->n_rows; r++) {
         float *conv_st = NULL, *rec = NULL;
-        if (lc) {
-            KVC_TRY(kvci_row_state(s, lc, &lc->state, l, r, &conv_st));
-            KVC_TRY(kvci_row_state(s, lc, &lc->recurrent, l, r, &rec));
-        }
+        KVC_TRY(kvci_row_states(s, l, r, &conv_st, &rec));
         const int64_t n = md->cu_seq_lens_q[r] - q0;
         const bool fresh = md->seq_lens_kv[r] == n; /* the row starts its sequence in this step */
         conv_row(c, w->gdn_conv, b.xin + q0 * C, n, conv_st, fresh, b.xc + q0 * C);

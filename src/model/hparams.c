@@ -337,6 +337,9 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     hp->hidden_size = 0;
     KVC_TRY(kvci_hparams_int(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
     KVC_TRY(kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
+    if (!hp->have_max_pos && hp->model_type != NULL && strcmp(hp->model_type, "kimi_linear") == 0)
+        /* KimiLinearConfig saves max_position_embeddings as model_max_length (its attribute_map) */
+        KVC_TRY(kvci_json_int(c, "model_max_length", 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
     /* the position tables' class defaults, their row count: learned (GPT2Config's n_positions, OPTConfig's,
      * GPTNeoConfig's, BioGptConfig's, XGLMConfig's computed one) or CodeGen's sinusoid table (CodeGenConfig's
      * n_positions), which no position may pass; BLOOM (ALiBi, BloomConfig has no such key): 2048, its training length,
@@ -842,6 +845,7 @@ static const mla_defaults MLA_DEFAULTS[] = {
     {"deepseek_v32", 512, 64, 128, 128, 1536},  /* DeepseekV32Config */
     {"longcat_flash", 512, 64, 128, 128, 1536}, /* LongcatFlashConfig */
     {"bailing_hybrid", 512, 64, 128, 128, 0},   /* BailingHybridConfig: q_lora_rank None */
+    {"kimi_linear", 512, 64, 128, 128, 0},      /* KimiLinearConfig: q_lora_rank None */
 };
 
 static const mla_defaults *mla_defaults_of(const char *model_type) {

@@ -141,6 +141,11 @@ typedef struct kvc_layer_weights {
      * gdn_a in_proj_a [nv, H] (OLMo Hybrid's: in_proj_qkv its q_proj | k_proj | v_proj rows) */
     kvc_wmat gdn_qkvz, gdn_ba, gdn_z, gdn_a;
     float *gdn_conv, *gdn_dt_bias, *gdn_a_log, *gdn_norm;
+    /* Kimi Delta Attention (gdn_kda, kda.c) reads wq / wk / wv / wo (q_proj, k_proj, v_proj [nh d, H], o_proj),
+     * gdn_ba (b_proj [nh, H]), gdn_dt_bias [nh d], gdn_a_log [nh], gdn_norm (o_norm [d]) and these: f_a_proj and
+     * g_a_proj [d, H], f_b_proj and g_b_proj [nh d, d], the q, k and v conv taps [nh d, K] each */
+    kvc_wmat kda_fa, kda_fb, kda_ga, kda_gb;
+    float *kda_conv[3];
     /* A Mamba2 mixer (layer_mamba) also reads conv_in (in_proj [I + C + nh, H], bias conv_in_b), conv_w / conv_b
      * (conv1d [C, L], [C]), ssm_out / ssm_out_b (out_proj, below), and these: [nh] each, then the gated norm's [I]
      * (NULL: Falcon-H1 without mamba_rms_norm) */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "model/family.h"
 #include "model/model_internal.h"
 
 static void plus_one(float *w, int64_t n) {
@@ -17,12 +18,13 @@ static void plus_one(float *w, int64_t n) {
 kvc_status kvci_model_prepare(kvc_model *m) {
     const kvc_model_config *c = &m->cfg;
     const int64_t L = c->num_layers;
-    if (c->family == KVC_FAMILY_DEEPSEEK_V3) {
+    if (kvci_family_get(c->family)->mla) { /* Kimi-Linear's KDA layers have no kv_b_proj: none for them */
         const int64_t nH = c->num_heads, rkv = c->kv_lora_rank, dn = c->qk_nope_head_dim, dv = c->v_head_dim;
         const int64_t per_layer = nH * rkv * dn;
         kvc_status st = kvc_aligned_alloc(64, (size_t)(L * per_layer) * sizeof(float), (void **)&m->derived);
         if (st != KVC_OK) return st;
         for (int64_t l = 0; l < L; l++) {
+            if (c->layer_gdn[l]) continue;
             float *dst = m->derived + l * per_layer;
             m->layers[l].wuk_t = dst;
             for (int64_t h = 0; h < nH; h++)

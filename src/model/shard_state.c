@@ -13,6 +13,10 @@ kvc_status kvci_shard_state_config(const kvc_model_config *full, int64_t tp, kvc
                          "model: tensor parallelism %lld over %s: its state layers (Mamba2 mixers with the shared "
                          "transformer block on the hybrid layers) have no shard rule",
                          (long long)tp, full->model_type);
+    if (full->gdn_kda) /* transformers replicates Kimi-Linear's attention; no shard rule here either */
+        return kvci_fail(KVC_EINVAL,
+                         "model: tensor parallelism %lld over %s: its Kimi Delta Attention layers have no shard rule",
+                         (long long)tp, full->model_type);
     bool conv = false, mamba = false, gdn = false, mamba1 = false;
     for (int64_t l = 0; l < full->num_layers; l++) {
         conv |= full->layer_conv[l], mamba |= full->layer_mamba[l], gdn |= full->layer_gdn[l];

@@ -77,3 +77,11 @@ kvc_status kvci_row_state(const kvc_fwd_step *s, const kvc_layer_cache *lc, cons
     *out = (float *)t->data + idx * per;
     return KVC_OK;
 }
+
+kvc_status kvci_row_states(const kvc_fwd_step *s, int64_t l, int64_t r, float **conv, float **rec) {
+    *conv = *rec = NULL;
+    if (!s->a->caches) return KVC_OK;
+    const kvc_layer_cache *lc = &s->a->caches->layers[l];
+    KVC_TRY(kvci_row_state(s, lc, &lc->state, l, r, conv));
+    return kvci_row_state(s, lc, &lc->recurrent, l, r, rec);
+}

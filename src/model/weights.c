@@ -446,13 +446,13 @@ static kvc_status visit_lfm2_moe(visitor *v, const kvc_model_config *c, kvc_laye
  * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3's router
  * (DeepSeek-V3, GLM-4.5: n_group set; not DeepSeek-V2's) adds its correction bias and shared experts, ERNIE 4.5 MoE
  * its correction bias [1, E] (moe_statics) and shared experts, Qwen2-MoE a
- * shared expert and its sigmoid gate [1, H]; Mixtral's, Phi-3.5-MoE's and MiniMax-M2's hub names are
+ * shared expert and its sigmoid gate [1, H]; Mixtral's, Phi-3.5-MoE's, MiniMax-M2's and Kimi-Linear's hub names are
  * block_sparse_moe.{gate, experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
 static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
     const bool ds = c->n_group > 0; /* DeepSeek-V3's router */
     const bool mixtral = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "phimoe") == 0 ||
-                         strcmp(c->model_type, "minimax_m2") == 0;
+                         strcmp(c->model_type, "minimax_m2") == 0 || c->family == KVC_FAMILY_KIMI_LINEAR;
     const bool ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
     const bool cohere = strcmp(c->model_type, "cohere2_moe") == 0; /* shared_experts., no gate */
     const bool kolibri = strcmp(c->model_type, "kolibri1") == 0;   /* V3's correction bias and shared experts' names */
@@ -632,6 +632,30 @@ static kvc_status visit_gated_delta(visitor *v, const kvc_model_config *c, kvc_l
     return m2(v, "linear_attn.out_proj.weight", H, nv * dv, &w->wo, even(v, 1, nv * dv));
 }
 
+/* Kimi Delta Attention (kda.c) under self_attn.: q_proj, k_proj, v_proj [V, H] (V = nh d), their convs
+ * q_conv1d, k_conv1d, v_conv1d [V, 1, K] (no bias), f_a_proj and g_a_proj [d, H], f_b_proj and g_b_proj [V, d],
+ * b_proj [nh, H], dt_bias [V], A_log [1, 1, nh, 1], o_norm [d], o_proj [H, V] (no biases; tensor parallelism is
+ * refused, shard_state.c). */
+static kvc_status visit_kda(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, nh = c->gdn_v_heads, d = c->gdn_k_dim, V = nh * d;
+    const int64_t taps[3] = {V, 1, c->gdn_conv_kernel}, a_log[4] = {1, 1, nh, 1};
+    static const char *const conv[3] = {"self_attn.q_conv1d.weight", "self_attn.k_conv1d.weight",
+                                        "self_attn.v_conv1d.weight"};
+    TRY(m2(v, "self_attn.q_proj.weight", V, H, &w->wq, WHOLE));
+    TRY(m2(v, "self_attn.k_proj.weight", V, H, &w->wk, WHOLE));
+    TRY(m2(v, "self_attn.v_proj.weight", V, H, &w->wv, WHOLE));
+    for (int i = 0; i < 3; i++) TRY(visit(v, conv[i], 3, taps, &w->kda_conv[i], NULL, false, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(m2(v, "self_attn.f_a_proj.weight", d, H, &w->kda_fa, WHOLE));
+    TRY(m2(v, "self_attn.f_b_proj.weight", V, d, &w->kda_fb, WHOLE));
+    TRY(m2(v, "self_attn.g_a_proj.weight", d, H, &w->kda_ga, WHOLE));
+    TRY(m2(v, "self_attn.g_b_proj.weight", V, d, &w->kda_gb, WHOLE));
+    TRY(m2(v, "self_attn.b_proj.weight", nh, H, &w->gdn_ba, WHOLE));
+    TRY(v1(v, "self_attn.dt_bias", V, &w->gdn_dt_bias, KVC_WINIT_BIAS, WHOLE));
+    TRY(visit(v, "self_attn.A_log", 4, a_log, &w->gdn_a_log, NULL, false, KVC_WINIT_BIAS, WHOLE));
+    TRY(v1(v, "self_attn.o_norm.weight", d, &w->gdn_norm, KVC_WINIT_NORM, WHOLE));
+    return m2(v, "self_attn.o_proj.weight", H, V, &w->wo, WHOLE);
+}
+
 /* A Mamba2 mixer (mamba2.c): mamba.in_proj [I + C + nh, H], the depthwise mamba.conv1d [C, 1, L], dt_bias,
  * A_log and D [nh], the gated norm mamba.norm [I], mamba.out_proj [H, I]; in_proj / out_proj biases under
  * mamba_proj_bias, the conv's under mamba_conv_bias. A rank: its heads and groups (shard_state.c's runs), out_proj
@@ -733,7 +757,7 @@ static kvc_status visit_zamba2(visitor *v, const kvc_model_config *c, int64_t l,
 static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     if (c->layer_no_mixer[l]) return KVC_OK; /* Nemotron-H: an MLP alone */
     if (c->layer_conv[l]) return visit_short_conv(v, c, w);
-    if (c->layer_gdn[l]) return visit_gated_delta(v, c, w);
+    if (c->layer_gdn[l]) return c->gdn_kda ? visit_kda(v, c, w) : visit_gated_delta(v, c, w);
     if (c->layer_mamba1[l]) return visit_mamba1(v, c, w);
     if (c->attention_experts) return visit_jetmoe_attn(v, c, w);
     if (c->layer_mamba[l]) {
@@ -741,7 +765,8 @@ static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, 
         return c->mamba_parallel_attn ? visit_gqa_attn(v, c, l, w) : KVC_OK; /* Falcon-H1: attention beside it */
     }
     if (c->family == KVC_FAMILY_GEMMA4) return visit_gemma4_attn(v, c, l, w);
-    return c->family == KVC_FAMILY_DEEPSEEK_V3 ? visit_mla_attn(v, c, l, w) : visit_gqa_attn(v, c, l, w);
+    const bool mla = c->family == KVC_FAMILY_DEEPSEEK_V3 || c->family == KVC_FAMILY_KIMI_LINEAR;
+    return mla ? visit_mla_attn(v, c, l, w) : visit_gqa_attn(v, c, l, w);
 }
 
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
@@ -882,7 +907,7 @@ void kvc_model_destroy(kvc_model *m) {
 /* Every size of a config is bounded before anything is multiplied with it:
  * required ones in [1, KVC_MODEL_MAX_DIM], optional ones in [0, it]. */
 static kvc_status check_sizes(const kvc_model_config *c) {
-    const bool mla = c->family == KVC_FAMILY_DEEPSEEK_V3, moe = c->family == KVC_FAMILY_GPT_OSS;
+    const bool mla = kvci_family_get(c->family)->mla, moe = c->family == KVC_FAMILY_GPT_OSS;
     bool routed = false; /* a layer of routed experts: their count, k and width are required */
     for (int64_t l = 0; l < c->num_layers; l++) routed |= c->layer_moe[l];
     const struct {
@@ -1153,10 +1178,10 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
         return kvci_fail(KVC_EINVAL,
                          "model: num_heads %lld must be a multiple of num_kv_heads %lld, head_dim %lld even",
                          (long long)cfg->num_heads, (long long)cfg->num_kv_heads, (long long)cfg->head_dim);
-    if (cfg->family == KVC_FAMILY_DEEPSEEK_V3 &&
+    if (kvci_family_get(cfg->family)->mla &&
         (cfg->qk_rope_head_dim != cfg->head_dim || cfg->num_kv_heads != cfg->num_heads))
-        return kvci_fail(KVC_EINVAL,
-                         "model: deepseek_v3 needs head_dim == qk_rope_head_dim and num_kv_heads == num_heads");
+        return kvci_fail(KVC_EINVAL, "model: %s needs head_dim == qk_rope_head_dim and num_kv_heads == num_heads",
+                         cfg->model_type);
     if (cfg->family != KVC_FAMILY_GPT_OSS && cfg->n_routed_experts > 0 &&
         cfg->experts_per_tok > cfg->n_routed_experts + cfg->zero_experts)
         return kvci_fail(KVC_EINVAL, "model: %s needs num_experts_per_tok %lld <= n_routed_experts %lld + zero_experts",
@@ -1193,6 +1218,8 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
     if (st == KVC_OK) st = kvc_rope_frequencies(&m->cfg.rope, m->rot_dim, m->inv_freq, &m->rope_attn_factor);
     for (int64_t i = 0; st == KVC_OK && cfg->rope_reversed && i < m->rot_dim / 2; i++) /* NanoChat: by -angle */
         m->inv_freq[i] = -m->inv_freq[i];
+    if (st == KVC_OK && cfg->gdn_kda) /* Kimi-Linear's MLA is NoPE: every angle 0, each rotation the identity */
+        memset(m->inv_freq, 0, (size_t)(m->rot_dim / 2 + 1) * sizeof(float));
     float a_long = 0.0f; /* the same A as the short factors' */
     if (st == KVC_OK && m->inv_freq_long)
         st = kvc_rope_frequencies_long(&m->cfg.rope, m->rot_dim, m->inv_freq_long, &a_long);

@@ -1,6 +1,6 @@
 /* The gated products of SwiGLU and GeGLU (src/model/act.h): every kernel this CPU runs gives the portable
  * kernel's bits on ordinary and edge inputs (bit for bit; a NaN result a NaN), and the error bounds act.h
- * states hold against a float64 reference. */
+ * states hold against a float64 reference. Also Kimi Delta Attention's recurrence step (kda.c) against float64. */
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
@@ -324,6 +324,53 @@ static void test_dsa_pick(void **state) {
     }
 }
 
+/* kvci_kda_token over 40 tokens of one head (dk 6, dv 5), a decay per key channel in (0.5, 1): its outputs and state
+ * against the same recurrence in float64 (S = diag(decay) S, delta = beta (v - S^T k), S += k delta^T, o = S^T q).
+ * A decay shared by the channels (their mean) misses the reference: the per-channel rule is what is checked. */
+static void test_kda_token(void **state) {
+    (void)state;
+    enum { DK = 6, DV = 5, STEPS = 40 };
+    uint32_t seed = 7u;
+    float S[DK * DV] = {0}, q[DK], k[DK], v[DV], decay[DK], kvm[DV], o[DV];
+    double R[DK * DV] = {0}, err = 0.0, mean_err = 0.0, Rm[DK * DV] = {0};
+    for (int t = 0; t < STEPS; t++) {
+        double mean = 0.0;
+        for (int a = 0; a < DK; a++) {
+            q[a] = (float)((int32_t)(lcg(&seed) >> 8) - (1 << 23)) / (float)(1 << 24);
+            k[a] = (float)((int32_t)(lcg(&seed) >> 8) - (1 << 23)) / (float)(1 << 24);
+            decay[a] = 0.5f + (float)(lcg(&seed) >> 8) / (float)(1 << 25);
+            mean += decay[a] / DK;
+        }
+        for (int e = 0; e < DV; e++) v[e] = (float)((int32_t)(lcg(&seed) >> 8) - (1 << 23)) / (float)(1 << 23);
+        const float beta = 0.25f + (float)(lcg(&seed) >> 8) / (float)(1 << 25);
+        kvci_kda_token(S, q, k, v, decay, beta, DK, DV, kvm, o);
+        double *refs[2] = {R, Rm};
+        for (int m = 0; m < 2; m++) {
+            double *X = refs[m], km[DV] = {0}, ro[DV] = {0};
+            for (int a = 0; a < DK; a++)
+                for (int e = 0; e < DV; e++) {
+                    X[a * DV + e] *= m == 0 ? (double)decay[a] : mean;
+                    km[e] += X[a * DV + e] * k[a];
+                }
+            for (int e = 0; e < DV; e++) km[e] = ((double)v[e] - km[e]) * beta;
+            for (int a = 0; a < DK; a++)
+                for (int e = 0; e < DV; e++) {
+                    X[a * DV + e] += (double)k[a] * km[e];
+                    ro[e] += X[a * DV + e] * q[a];
+                }
+            for (int e = 0; e < DV; e++) {
+                const double d = fabs((double)o[e] - ro[e]);
+                if (m == 0 && d > err) err = d;
+                if (m == 1 && d > mean_err) mean_err = d;
+            }
+        }
+    }
+    for (int i = 0; i < DK * DV; i++)
+        if (fabs((double)S[i] - R[i]) > err) err = fabs((double)S[i] - R[i]);
+    assert_true(err < 1e-5);
+    assert_true(mean_err > 1e-3);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kernels_same_bits),
                                        cmocka_unit_test(test_special_values),
@@ -333,6 +380,7 @@ int main(void) {
                                        cmocka_unit_test(test_gelu_erf),
                                        cmocka_unit_test(test_relu),
                                        cmocka_unit_test(test_dsa_score),
-                                       cmocka_unit_test(test_dsa_pick)};
+                                       cmocka_unit_test(test_dsa_pick),
+                                       cmocka_unit_test(test_kda_token)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3485,6 +3485,48 @@ static void test_qwen3_next_fields(void **state) {
 #undef OLMO_H
 }
 
+#define KIMI_BASE                                                                                                      \
+    "{\"model_type\":\"kimi_linear\",\"vocab_size\":8,\"num_hidden_layers\":9,\"hidden_size\":2304,"                   \
+    "\"num_attention_heads\":32"
+
+/* Kimi-Linear with KimiLinearConfig's defaults (hidden 2304 and 32 heads given, as every saved config has them; MLA 512
+ * / 64 / 128 / 128 without q LoRA, scale 192^-1/2; KDA layers but every 4th from layer 4; 32 KDA heads of 128, kernel
+ * 4; layer 0 dense, 256 experts of 1024, 8 per token, one group, a shared expert, renormalised, times 2.446; eps 1e-5)
+ * and with its keys set: the saved names (num_experts_per_token ...) or the DeepSeek ones, linear_attn_config over
+ * linear_*; refused by name: a layer in neither of linear_attn_config's lists, hidden_act gelu. */
+static void test_kimi_linear_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(KIMI_BASE "}", "kimi-defaults", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_KIMI_LINEAR && c.gdn_kda && c.hidden_size == 2304 && c.num_heads == 32);
+    assert_true(c.kv_lora_rank == 512 && c.q_lora_rank == 0 && c.qk_rope_head_dim == 64 && c.v_head_dim == 128);
+    assert_true(fabs(kvc_model_attn_scale(&c) - 1.0 / sqrt(192.0)) < 1e-12 && c.rms_norm_eps == 1e-5);
+    for (int l = 0; l < 9; l++) assert_true(c.layer_gdn[l] == (l % 4 != 0 || l == 0));
+    assert_true(c.gdn_k_heads == 32 && c.gdn_v_heads == 32 && c.gdn_k_dim == 128 && c.gdn_conv_kernel == 4);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.n_routed_experts == 256 && c.experts_per_tok == 8);
+    assert_true(c.n_group == 1 && c.topk_group == 1 && c.norm_topk_prob && c.routed_scaling_factor == 2.446);
+    assert_true(c.moe_intermediate_size == 1024 && c.shared_expert_intermediate_size == 1024 &&
+                c.intermediate_size == 9216);
+    assert_int_equal(kvc_model_config_parse(KIMI_BASE ",\"num_experts\":8,\"num_experts_per_token\":2,"
+                                                      "\"num_expert_group\":2,\"moe_renormalize\":false,"
+                                                      "\"first_k_dense_replace\":3,\"linear_num_heads\":4,"
+                                                      "\"linear_attn_config\":{\"head_dim\":16,"
+                                                      "\"short_conv_kernel_size\":3,\"kda_layers\":[1,2,3,4,5,6,7,8],"
+                                                      "\"full_attn_layers\":[9]}}",
+                                            "kimi-set", &c),
+                     KVC_OK);
+    assert_true(c.n_routed_experts == 8 && c.experts_per_tok == 2 && c.n_group == 2 && !c.norm_topk_prob);
+    assert_true(!c.layer_moe[2] && c.layer_moe[3] && c.layer_gdn[7] && !c.layer_gdn[8]);
+    assert_true(c.gdn_k_heads == 4 && c.gdn_k_dim == 16 && c.gdn_conv_kernel == 3);
+    assert_int_equal(
+        kvc_model_config_parse(KIMI_BASE ",\"num_local_experts\":6,\"num_experts_per_tok\":3}", "kimi-ds-names", &c),
+        KVC_OK);
+    assert_true(c.n_routed_experts == 6 && c.experts_per_tok == 3);
+    expect_refusal(KIMI_BASE ",\"linear_attn_config\":{\"kda_layers\":[1],\"full_attn_layers\":[2]}}",
+                   "layer 3 is in neither");
+    expect_refusal(KIMI_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\"");
+}
+
 /* Qwen3.5's text model with Qwen3_5TextConfig's defaults: qwen3_next's layers, the projections apart, no experts
  * (num_experts not read), intermediate_size 12288, 4 KV heads, partial rotary 0.25. */
 static void test_qwen3_5_text_fields(void **state) {
@@ -4144,6 +4186,7 @@ int main(void) {
         cmocka_unit_test(test_lfm2_fields),
         cmocka_unit_test(test_lfm3_fields),
         cmocka_unit_test(test_qwen3_next_fields),
+        cmocka_unit_test(test_kimi_linear_fields),
         cmocka_unit_test(test_qwen3_5_text_fields),
         cmocka_unit_test(test_qwen3_5_moe_fields),
         cmocka_unit_test(test_glm4_moe_lite_fields),

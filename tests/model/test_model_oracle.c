@@ -1121,6 +1121,19 @@ static void test_olmo_hybrid(void **state) {
     run_dir("olmo_hybrid");
 }
 
+/* Kimi-Linear-like: Kimi Delta Attention on layers 0, 1, 3 (3 heads of 8, its decay per key channel, conv kernel 3)
+ * beside NoPE MLA on layer 2 (q_lora_rank null), the dense MLP on layer 0 and DeepSeek-V3's grouped sigmoid router
+ * with a shared expert on the others (tensors as save_pretrained writes them: block_sparse_moe, experts.E.w1/w2/w3,
+ * q/k/v_conv1d); the conv and recurrent states in every mode's caches. transformers' prefill ran its chunked form,
+ * the runtime its sequential one: transformers' own two forms are 3.8e-5 apart on it (its cached generate against its
+ * prefill logits), so qwen3_next's absolute floor 5e-5 (the relative 1e-4 stays). */
+static void test_kimi_linear(void **state) {
+    (void)state;
+    kvc_test_oracle_abs_floor = 5e-5;
+    run_dir("kimi_linear");
+    kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
+}
+
 /* Qwen3.5's text model: qwen3_next's layers with the Gated DeltaNet's projections apart (in_proj_qkv, _z, _b, _a),
  * three value heads per key head, conv kernel 3, gated attention on layer 1, a dense MLP, tied. As sensitive as
  * qwen3_next's in float32 (transformers' logits up to 4.2e-5 from its float64 ones, its two forms 2.8e-5 apart):
@@ -1318,6 +1331,7 @@ int main(void) {
         cmocka_unit_test(test_lfm2),
         cmocka_unit_test(test_lfm3),
         cmocka_unit_test(test_qwen3_next),
+        cmocka_unit_test(test_kimi_linear),
         cmocka_unit_test(test_qwen3_5_text),
         cmocka_unit_test(test_olmo_hybrid),
         cmocka_unit_test(test_qwen3_5_moe),

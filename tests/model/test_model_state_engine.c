@@ -275,9 +275,9 @@ static void test_qwen3_next_engine(void **state) {
 }
 
 /* Layers of two states each (Bamba's, Nemotron-H's and Mamba2's conv + ssm, Qwen3-Next's Gated DeltaNet conv +
- * recurrent): a resumed request takes both from the snapshot (state_cache.c copies every entry of the state key), so
- * requests over the shared prefix in chunks of at most 5 tokens hit and give each request's tokens alone without
- * caching. */
+ * recurrent, Kimi-Linear's KDA conv + recurrent): a resumed request takes both from the snapshot (state_cache.c copies
+ * every entry of the state key), so requests over the shared prefix in chunks of at most 5 tokens hit and give each
+ * request's tokens alone without caching. */
 static void two_state_prefix_cache(const char *name, bool hits_expected) {
     kvc_model *m = load_oracle(name);
     int32_t want[N_PC * NEW], got[N_PC * NEW];
@@ -298,6 +298,7 @@ static void test_two_state_prefix_cache(void **state) {
     (void)state;
     two_state_prefix_cache("bamba", true);
     two_state_prefix_cache("qwen3_next", true);
+    two_state_prefix_cache("kimi_linear", true); /* KDA's conv and recurrent states beside MLA caches */
     two_state_prefix_cache("nemotron_h", true);
     two_state_prefix_cache("nemotron_h_moe", true);
     two_state_prefix_cache("falcon_h1", true); /* K/V and states in every layer */

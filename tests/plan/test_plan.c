@@ -1029,7 +1029,8 @@ static void test_recent_shapes(void **state) {
     assert_int_equal(kvc_model_plan_create(few, strlen(few), &o, &q), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "num_kv_shared_layers is absent and gemma3n's default 15"));
 
-    /* Kimi-Linear: kda_layers (counted from 1) are linear-attention state layers, the others MLA. */
+    /* Kimi-Linear: kda_layers (counted from 1) are linear-attention state layers, the others MLA; the conv state
+     * keeps short_conv_kernel_size - 1 inputs (the runtime's). */
     p = plan_text("{\"model_type\": \"kimi_linear\", \"num_hidden_layers\": 4, \"num_attention_heads\": 32,"
                   " \"num_key_value_heads\": 32, \"kv_lora_rank\": 512, \"qk_rope_head_dim\": 64,"
                   " \"qk_nope_head_dim\": 128, \"v_head_dim\": 128, \"max_position_embeddings\": 4096,"
@@ -1039,10 +1040,22 @@ static void test_recent_shapes(void **state) {
     assert_string_equal(p->family, "kimi_linear");
     for (int i = 0; i < 4; i++) assert_int_equal(p->layers[i].attn_type, i == 3 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
     assert_int_equal(p->layers[0].caches[0].shape[0], 3 * 32 * 128);
-    assert_int_equal(p->layers[0].caches[0].shape[1], 4);
+    assert_int_equal(p->layers[0].caches[0].shape[1], 3);
     assert_int_equal(p->layers[0].caches[1].bytes_per_block, 32 * 128 * 128 * 2);
     assert_int_equal(p->layers[3].caches[0].dim, 512);
     assert_int_equal(p->blocks.per_token_bytes, (512 + 64) * 2);
+    kvc_model_plan_destroy(p);
+    /* As transformers 5.25 saves it: linear_num_heads / linear_head_dim / linear_conv_kernel_dim; without layer_types
+     * or the lists, KimiLinearConfig's rule (layer i full when i > 0 and i % 4 == 0). */
+    p = plan_text("{\"model_type\": \"kimi_linear\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
+                  " \"kv_lora_rank\": 64, \"qk_rope_head_dim\": 16, \"qk_nope_head_dim\": 32, \"v_head_dim\": 32,"
+                  " \"model_max_length\": 4096, \"linear_num_heads\": 4, \"linear_head_dim\": 16,"
+                  " \"linear_conv_kernel_dim\": 3}",
+                  &o);
+    for (int i = 0; i < 6; i++) assert_int_equal(p->layers[i].attn_type, i == 4 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
+    assert_int_equal(p->layers[0].caches[0].shape[0], 3 * 4 * 16);
+    assert_int_equal(p->layers[0].caches[0].shape[1], 2);
+    assert_int_equal(p->layers[0].caches[1].bytes_per_block, 4 * 16 * 16 * 2);
     kvc_model_plan_destroy(p);
 
     /* MiniMax-Text-01: attn_type_list 0 is a lightning layer (a head_dim^2 state per head), 1 softmax attention;
@@ -1788,9 +1801,9 @@ static void test_malformed_configs(void **state) {
         {"{\"model_type\": \"minimax_m1\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"head_dim\": 64,"
          " \"max_position_embeddings\": 4096, \"attn_type_list\": [0, 2]}",
          "attn_type_list[1]"},
-        {KIMI_LINEAR_HEAD "\"kda_layers\": [0]}}", "linear_attn_config.kda_layers[0]"},
-        {KIMI_LINEAR_HEAD "\"kda_layers\": [1, 1]}}", "kda_layers lists layer 1 twice"},
-        {KIMI_LINEAR_HEAD "\"full_attn_layers\": [2]}}", "kda_layers is missing"},
+        {KIMI_LINEAR_HEAD "\"kda_layers\": [0], \"full_attn_layers\": [2]}}", "linear_attn_config.kda_layers[0]"},
+        {KIMI_LINEAR_HEAD "\"kda_layers\": [1, 2], \"full_attn_layers\": [2]}}", "kda_layers[1] lists layer 2 twice"},
+        {KIMI_LINEAR_HEAD "\"kda_layers\": [1], \"full_attn_layers\": []}}", "layer 2 is in neither"},
         {"{\"model_type\": \"lfm2_moe\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"hidden_size\": 512,"
          " \"max_position_embeddings\": 4096, \"conv_L_cache\": 3}",
          "layer_types is missing: Lfm2MoeConfig has no default"},

@@ -8,7 +8,7 @@ ministral3, helium, arcee, stablelm, stablelm_parallel, olmo, ernie4_5, deepseek
 olmoe, granitemoe, granitemoeshared, glm4_moe, glm4_moe_lite, exaone_moe, llama4, phi, gpt_neox, gpt_neox_seq, gpt2, opt, gpt_bigcode,
 gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, ernie4_5_moe, phimoe, dbrx, lfm2, bamba, granitemoehybrid,
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
-internlm3, apertus, persimmon, xglm, qwen3_next, qwen3_5_text, qwen3_5_moe, olmo_hybrid, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
+internlm3, apertus, persimmon, xglm, qwen3_next, kimi_linear, qwen3_5_text, qwen3_5_moe, olmo_hybrid, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
 cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa, deepseek_v32, lfm3, ergo) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
@@ -44,6 +44,8 @@ from transformers import (
     Zamba2ForCausalLM,
     DeepseekV3Config,
     DeepseekV3ForCausalLM,
+    KimiLinearConfig,
+    KimiLinearForCausalLM,
     CohereConfig,
     CohereForCausalLM,
     Cohere2Config,
@@ -1664,6 +1666,21 @@ def qwen3_next_config():
                            bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def kimi_linear_config():
+    # Kimi-Linear at toy size: 4 layers, Kimi Delta Attention on layers 0, 1, 3 (3 heads of 8, conv kernel 3) and
+    # NoPE MLA on layer 2 (4 heads, q_lora_rank null, kv_lora_rank 16, qk_nope 8, qk_rope 4, v 8); layer 0's dense MLP
+    # of 96 (first_k_dense_replace 1), then the sigmoid-routed MoE (8 experts of 16 in 2 groups, top 1 group, 2 per
+    # token, renormalised, times 2.446, a shared expert of 16); untied.
+    return KimiLinearConfig(vocab_size=VOCAB, hidden_size=48, intermediate_size=96, num_hidden_layers=4,
+                            num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=16, q_lora_rank=None,
+                            qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8, max_position_embeddings=64,
+                            linear_num_heads=3, linear_head_dim=8, linear_conv_kernel_dim=3,
+                            layer_types=["linear_attention", "linear_attention", "full_attention",
+                                         "linear_attention"],
+                            num_local_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, n_group=2,
+                            topk_group=1, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def qwen3_5_text_config():
     # Qwen3.5's text model at toy size: qwen3_next's layers with the Gated DeltaNet's projections apart (in_proj_qkv,
     # in_proj_z, in_proj_b, in_proj_a) and a dense MLP: 4 layers, Gated DeltaNet on layers 0, 2, 3 (layer_types), 2
@@ -2064,6 +2081,7 @@ FAMILIES = {
     "qwen3_next": (qwen3_next_config, Qwen3NextForCausalLM),
     "qwen3_5_text": (qwen3_5_text_config, Qwen3_5ForCausalLM),
     "olmo_hybrid": (olmo_hybrid_config, OlmoHybridForCausalLM),
+    "kimi_linear": (kimi_linear_config, KimiLinearForCausalLM),
     "qwen3_5_moe": (qwen3_5_moe_config, Qwen3_5MoeForConditionalGeneration),
     "lfm2_moe": (lfm2_moe_config, Lfm2MoeForCausalLM),
     "bamba": (bamba_config, BambaForCausalLM),
@@ -2191,6 +2209,10 @@ def param_std(name, shape, config):
         return 1.0 / math.sqrt(shape[2])
     if name.endswith("linear_attn.A_log"):  # Qwen3-Next: A = exp(A_log), shifted by -2 in randomise (mild decay)
         return 0.5
+    if config.model_type == "kimi_linear" and name.endswith("self_attn.conv1d.weight"):  # q | k | v taps [3V, 1, L]
+        return 1.0 / math.sqrt(shape[2])
+    if name.endswith(("forget_gate.A_log", "forget_gate.dt_bias")):  # Kimi-Linear: A_log shifted by -2 as above
+        return 0.5
     if name.endswith(("mamba.conv1d.weight", "mixer.conv1d.weight")):  # Mamba2's depthwise taps [C, 1, L]: fan-in L
         return 1.0 / math.sqrt(shape[2])
     if name.endswith(("mamba.A_log", "mamba.D", "mamba.dt_bias", "mixer.A_log", "mixer.D", "mixer.dt_bias")):
@@ -2221,7 +2243,7 @@ def param_std(name, shape, config):
             "granitemoehybrid",
             "glm4_moe", "ernie4_5_moe", "sarvam_moe", "param2moe", "minicpm5_moe", "kolibri1",
             "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2", "solar_open",
-            "phimoe", "qwen3_next", "lfm2_moe", "longcat_flash"):
+            "phimoe", "qwen3_next", "lfm2_moe", "longcat_flash", "kimi_linear"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith(("mixer.experts.up_proj", "mixer.experts.down_proj")):  # Nemotron-H [E, I, L], [E, L, I]
@@ -2251,7 +2273,7 @@ def randomise(model, seed):
                 p.copy_(1.0 + 0.1 * noise)
             else:
                 p.copy_(std * noise)
-            if name.endswith("linear_attn.A_log"):  # exp(g) near 0.9 per token: the state carries far
+            if name.endswith(("linear_attn.A_log", "forget_gate.A_log")):  # exp(g) near 0.9 per token: far memory
                 p.sub_(2.0)
         for name, b in model.named_buffers():  # saved buffers: the grouped routers' correction bias (HF: zeros)
             if name.endswith("e_score_correction_bias"):  # LongCat-Flash's beside softmax scores ~1/(E + Z)
@@ -3083,7 +3105,7 @@ def main():
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "deepseek_v32", "sarvam_moe", "param2moe",
-                               "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum"]:
+                               "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
