@@ -440,7 +440,6 @@ static void test_refusals(void **state) {
     assert_non_null(strstr(kvc_last_error(), "tensor parallelism 2 is not supported for gemma4_text"));
     assert_null(s);
     kvc_test_oracle_dir("kimi_linear", dir, sizeof dir); /* transformers replicates its attention: no rule here */
-    const kvc_model_tp two = {.rank = 0, .size = 2};
     assert_int_equal(kvci_model_load_tp(dir, &two, KVC_WMAT_CHECKPOINT, &s), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "Kimi Delta Attention layers have no shard rule"));
     assert_null(s);

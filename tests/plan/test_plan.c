@@ -1108,7 +1108,7 @@ static void test_linear_and_loop_types(void **state) {
     assert_true(p->mla);
     for (int i = 0; i < 6; i++) assert_int_equal(p->layers[i].attn_type, i % 3 == 2 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
     assert_int_equal(p->layers[0].caches[0].shape[0], 3 * 8 * 32);
-    assert_int_equal(p->layers[0].caches[0].shape[1], 4);
+    assert_int_equal(p->layers[0].caches[0].shape[1], 4 - 1); /* the kernel's last inputs, as Kimi-Linear's */
     assert_int_equal(p->layers[0].caches[1].bytes_per_block, 8 * 32 * 32 * 2);
     assert_int_equal(p->layers[2].caches[0].dim, 64);
     assert_int_equal(p->blocks.per_token_bytes, 2 * (64 + 16) * 2);
@@ -1120,7 +1120,7 @@ static void test_linear_and_loop_types(void **state) {
                   &o);
     assert_int_equal(p->layers[0].attn_type, KVC_ATTN_FULL);
     assert_int_equal(p->layers[1].caches[0].shape[0], 3 * 4 * 128);
-    assert_int_equal(p->layers[1].caches[0].shape[1], 3);
+    assert_int_equal(p->layers[1].caches[0].shape[1], 3 - 1);
     assert_int_equal(p->blocks.per_token_bytes, (512 + 64) * 2);
     kvc_model_plan_destroy(p);
 
@@ -1651,7 +1651,7 @@ static void test_class_fallbacks(void **state) {
                   " \"max_position_embeddings\": 4096, \"linear_num_heads\": 4, \"linear_conv_kernel_dim\": 3}",
                   &o);
     for (int i = 0; i < 5; i++) assert_int_equal(p->layers[i].attn_type, i == 4 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
-    assert_true(p->layers[0].caches[0].shape[0] == 3 * 4 * 128 && p->layers[0].caches[0].shape[1] == 3);
+    assert_true(p->layers[0].caches[0].shape[0] == 3 * 4 * 128 && p->layers[0].caches[0].shape[1] == 3 - 1);
     kvc_model_plan_destroy(p);
     static const char *const refused[][2] = {{"bart", "BART is an encoder-decoder"},
                                              {"whisper", "cross-attention"},
