@@ -447,21 +447,28 @@ static const kvc_json_range MSCALE_RANGE = {0.0, KVC_HP_MAX_FACTOR, false};
 
 /* The dict: a non-empty rope_scaling wins (transformers 5.x reads
  * `rope_scaling or rope_parameters`); absent, null and {} fall through. */
-/* Whether the dict holds one rope dict per layer type (transformers 5.x's
- * nested form: every key a layer type, every value an object, or null for a type without RoPE: Ergo's full layers). */
-static bool per_layer_type(const cJSON *dict) {
+/* Whether the dict holds one rope dict per layer type (transformers 5.x's nested form: every key a layer type, every
+ * value an object, or null for a type without RoPE: Ergo's full layers). Every key a layer type with another value is
+ * refused by name: transformers reads it nested and fails, and read flat it would leave every layer at the defaults. */
+static kvc_status per_layer_type(const kvc_json_obj *dict, bool *nested) {
     /* DeepSeek-V4's keys are its rope labels: "main" (window-only layers), "compress" (the compressed ones) */
     static const char *const types[] = {
         "full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba", "attention",
         "main",           "compress"};
     bool any = false;
-    for (const cJSON *c = dict->child; c != NULL; c = c->next) {
+    *nested = false;
+    for (const cJSON *c = dict->obj->child; c != NULL; c = c->next) {
         bool known = false;
         for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) known |= strcmp(c->string, types[i]) == 0;
-        if (!known || !(cJSON_IsObject(c) || cJSON_IsNull(c))) return false;
+        if (!known) return KVC_OK;
         any |= cJSON_IsObject(c);
     }
-    return any;
+    for (const cJSON *c = dict->obj->child; c != NULL; c = c->next)
+        if (!cJSON_IsObject(c) && !cJSON_IsNull(c))
+            return kvci_fail(KVC_EINVAL, "%s: %s.%s must be an object or null (a rope dict per layer type), got %s",
+                             dict->doc, dict->path, c->string, kvci_json_type_name(c));
+    *nested = any;
+    return KVC_OK;
 }
 
 /* The dict into *dict (and, nested per layer type, its sliding_attention entry into *sliding with
@@ -478,7 +485,9 @@ static kvc_status rope_dict(kvc_hparams *hp, char *path, size_t cap, kvc_json_ob
         KVC_TRY(kvci_json_child(&hp->cfg, "rope_parameters", path, cap, dict, &have));
         if (have) hp->rope_source = "rope_parameters";
     }
-    if (hp->rope_source == NULL || !per_layer_type(dict->obj)) return KVC_OK;
+    bool nested = false;
+    if (hp->rope_source != NULL) KVC_TRY(per_layer_type(dict, &nested));
+    if (!nested) return KVC_OK;
     /* nested: the full-attention layers' dict stands for the model (the first one without them) */
     const cJSON *first = dict->obj->child;
     while (!cJSON_IsObject(first)) first = first->next; /* per_layer_type: one is */

@@ -466,6 +466,10 @@ static void test_gemma4_fields(void **state) {
     expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"rope_parameters\":{\"full_attention\":{\"rope_type\":"
                                "\"dynamic\",\"factor\":2},\"sliding_attention\":{\"rope_type\":\"default\"}}}",
                    "rope type \"dynamic\" is not supported");
+    /* a layer type's entry not a dict: refused, not read as a flat dict of defaults */
+    expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"rope_parameters\":{\"full_attention\":\"x\","
+                               "\"sliding_attention\":{\"rope_type\":\"default\"}}}",
+                   "rope_parameters.full_attention must be an object or null");
     /* a caller's own struct: the Gemma 4 fields outside the family, a shared layer without a source */
     assert_int_equal(kvc_model_config_parse(GEMMA4_BASE "\"num_hidden_layers\":2,\"num_kv_shared_layers\":1,"
                                                         "\"layer_types\":[\"full_attention\",\"full_attention\"]}",
