@@ -36,18 +36,32 @@ static bool is_bailing(const kvc_hparams *hp) {
     return hp->model_type != NULL && strcmp(hp->model_type, "bailing_hybrid") == 0;
 }
 
-/* Ling / Ring hybrids (bailing_hybrid, planned only), BailingHybridConfig's sizes: linear_num_heads, linear_head_dim
- * and linear_conv_kernel_dim as saved, else num_attention_heads, head_dim (128) and short_conv_kernel_size (4), read
- * before the class turns head_dim into qk_rope_head_dim (its saved configs hold both). */
+/* A size BailingHybridConfig copies from another key (saved: both equal): either present, else def; both present and
+ * different refused by name (transformers takes `from`, a plan from `saved` would not match its model). */
+static kvc_status copied_int(const kvc_json_obj *c, const char *saved, const char *from, int64_t lo, int64_t def,
+                             int64_t *out) {
+    int64_t a = def, b = def;
+    bool have_a = false, have_b = false;
+    KVC_TRY(kvci_json_int(c, saved, lo, KVC_HP_MAX_DIM, &a, &have_a));
+    KVC_TRY(kvci_json_int(c, from, lo, KVC_HP_MAX_DIM, &b, &have_b));
+    if (have_a && have_b && a != b)
+        return kvci_fail(KVC_EINVAL, "%s: %s %lld differs from %s %lld (bailing_hybrid sets it from %s)", c->doc, saved,
+                         (long long)a, from, (long long)b, from);
+    *out = have_a ? a : b;
+    return KVC_OK;
+}
+
+/* Ling / Ring hybrids (bailing_hybrid, planned only), BailingHybridConfig's sizes: linear_num_heads and
+ * linear_conv_kernel_dim as saved or num_attention_heads and short_conv_kernel_size (4), which must agree when both
+ * are given; linear_head_dim as saved, else head_dim (128), read before the class turns head_dim into
+ * qk_rope_head_dim (its saved configs hold both). */
 static kvc_status bailing_sizes(const kvc_hparams *hp, int64_t *heads, int64_t *hdim, int64_t *kernel) {
-    static const char *const heads_n[KVC_HP_ALIASES] = {"linear_num_heads", "num_attention_heads"};
     static const char *const hdim_n[KVC_HP_ALIASES] = {"linear_head_dim", "head_dim"};
-    static const char *const kernel_n[KVC_HP_ALIASES] = {"linear_conv_kernel_dim", "short_conv_kernel_size"};
     bool have = false;
-    *heads = hp->n_heads, *hdim = 128, *kernel = 4;
-    KVC_TRY(kvci_hparams_int(&hp->cfg, heads_n, 1, KVC_HP_MAX_DIM, heads, &have));
+    *hdim = 128;
+    KVC_TRY(copied_int(&hp->cfg, "linear_num_heads", "num_attention_heads", 1, hp->n_heads, heads));
     KVC_TRY(kvci_hparams_int(&hp->cfg, hdim_n, 1, KVC_HP_MAX_DIM, hdim, &have));
-    return kvci_hparams_int(&hp->cfg, kernel_n, 2, KVC_HP_MAX_DIM, kernel, &have);
+    return copied_int(&hp->cfg, "linear_conv_kernel_dim", "short_conv_kernel_size", 2, 4, kernel);
 }
 
 /* BailingHybridConfig's rule without layer_types: the last layer of every layer_group_size (6 when absent) is an

@@ -549,6 +549,14 @@ static kvc_model_plan *plan_text(const char *json, const kvc_plan_options *o) {
     return plan;
 }
 
+/* kvc_model_plan_create refuses json, naming needle. */
+static void expect_refusal_text(const char *json, const char *needle) {
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options o = kvc_plan_default_options();
+    assert_int_equal(kvc_model_plan_create(json, strlen(json), &o, &plan), KVC_EINVAL);
+    if (strstr(kvc_last_error(), needle) == NULL) fail_msg("\"%s\" lacks \"%s\"", kvc_last_error(), needle);
+}
+
 /* A Llama 4 text config (8 layers, 40 query and 8 KV heads of 128) in the multimodal wrapper; `extra` adds
  * members to text_config. */
 static kvc_model_plan *llama4_plan(const char *extra, const kvc_plan_options *o) {
@@ -1045,6 +1053,16 @@ static void test_recent_shapes(void **state) {
     assert_int_equal(p->layers[3].caches[0].dim, 512);
     assert_int_equal(p->blocks.per_token_bytes, (512 + 64) * 2);
     kvc_model_plan_destroy(p);
+    /* the saved copy and the key the class copies it from disagree; a bad value under either name */
+    expect_refusal_text("{\"model_type\": \"bailing_hybrid\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+                        " \"short_conv_kernel_size\": 3, \"linear_conv_kernel_dim\": 4}",
+                        "linear_conv_kernel_dim 4 differs from short_conv_kernel_size 3");
+    expect_refusal_text("{\"model_type\": \"bailing_hybrid\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+                        " \"linear_num_heads\": 8}",
+                        "linear_num_heads 8 differs from num_attention_heads 4");
+    expect_refusal_text("{\"model_type\": \"bailing_hybrid\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+                        " \"short_conv_kernel_size\": \"x\", \"linear_conv_kernel_dim\": 4}",
+                        "short_conv_kernel_size must be an integer");
     /* As transformers 5.25 saves it: linear_num_heads / linear_head_dim / linear_conv_kernel_dim; without layer_types
      * or the lists, KimiLinearConfig's rule (layer i full when i > 0 and i % 4 == 0). */
     p = plan_text("{\"model_type\": \"kimi_linear\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
