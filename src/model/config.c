@@ -139,6 +139,23 @@ static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, con
     return KVC_OK;
 }
 
+/* Gemma 4, MiMo-V2-Flash, Laguna and Mellum read each layer's rope as rope_parameters[layer_type]: a dict per layer
+ * type without an entry for a kind the model has is refused by name (transformers fails on it; read here, those
+ * layers would take the other kind's rope). */
+static kvc_status rope_entries(const kvc_hparams *hp, const kvc_layer_kind *kinds, int64_t n) {
+    static const char *const TYPES[] = {"gemma4_text", "gemma4", "mimo_v2_flash", "laguna", "mellum"};
+    if (hp->rope_source == NULL || !hp->rope_per_layer_type || !kvci_name_listed(hp->model_type, TYPES, 5))
+        return KVC_OK;
+    const cJSON *dict = kvci_json_find(&hp->cfg, hp->rope_source);
+    for (int64_t i = 0; i < n; i++) {
+        const char *type = kinds[i] == KVC_LK_SLIDING ? "sliding_attention" : "full_attention";
+        if (cJSON_GetObjectItemCaseSensitive(dict, type) == NULL)
+            return kvci_fail(KVC_EINVAL, "%s: %s has no \"%s\" entry (layer %lld is one)", hp->cfg.doc, hp->rope_source,
+                             type, (long long)i);
+    }
+    return KVC_OK;
+}
+
 /* The kind of every layer (family.c); the runtime runs attention layers, chunked ones for Llama 4 only, and of
  * the state layers LFM2's short convolutions, the Mamba2 hybrids' mixers, Qwen3-Next's Gated DeltaNet and Kimi-Linear's
  * Kimi Delta Attention only. */
@@ -147,6 +164,7 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
     kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
     KVC_TRY(kvci_family_layer_kinds(fam, &ctx, kinds));
     if (cfg->family == KVC_FAMILY_GEMMA4) KVC_TRY(kvci_gemma4_layers(&ctx, kinds, cfg));
+    KVC_TRY(rope_entries(hp, kinds, cfg->num_layers));
     bool any_sliding = false, any_chunked = false;
     /* a mixer, attention or MLP per layer (Nemotron-H), a mixer alone (Mamba2, Mamba, FalconMamba) */
     const bool zamba2 = strcmp(cfg->model_type, "zamba2") == 0; /* hybrid layers: the shared block, the mixer */

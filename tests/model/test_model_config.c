@@ -470,6 +470,10 @@ static void test_gemma4_fields(void **state) {
     expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"rope_parameters\":{\"full_attention\":\"x\","
                                "\"sliding_attention\":{\"rope_type\":\"default\"}}}",
                    "rope_parameters.full_attention must be an object or null");
+    /* an entry missing for a kind the model has: refused, not the other kind's rope */
+    expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"layer_types\":[\"sliding_attention\",\"full_attention\"],"
+                               "\"rope_parameters\":{\"sliding_attention\":{\"rope_type\":\"default\"}}}",
+                   "rope_parameters has no \"full_attention\" entry (layer 1 is one)");
     /* a caller's own struct: the Gemma 4 fields outside the family, a shared layer without a source */
     assert_int_equal(kvc_model_config_parse(GEMMA4_BASE "\"num_hidden_layers\":2,\"num_kv_shared_layers\":1,"
                                                         "\"layer_types\":[\"full_attention\",\"full_attention\"]}",
