@@ -132,7 +132,10 @@ kvc_status kvci_family_block_list(const kvc_family_ctx *ctx, const cJSON *list, 
                          cJSON_GetArraySize(list), (long long)ctx->n_layers);
     int64_t i = 0;
     for (const cJSON *e = list->child; e != NULL; e = e->next, i++) {
-        const char *t = cJSON_IsString(e) ? e->valuestring : "";
+        if (!cJSON_IsString(e))
+            return kvci_fail(KVC_EINVAL, "%s: layers_block_type[%lld] must be a string (%s), got %s", doc, (long long)i,
+                             choices, kvci_json_type_name(e));
+        const char *t = e->valuestring;
         int32_t k = 0;
         while (k < n_names && strcmp(t, names[k].name) != 0) k++;
         if (k == n_names)

@@ -3281,6 +3281,9 @@ static void test_zamba2_fields(void **state) {
                    "\"num_attention_heads\":4,\"layers_block_type\":[\"mamba\",\"full_attention\",\"hybrid\"]}",
                    "layers_block_type[1] \"full_attention\" is not hybrid");
     expect_refusal("{\"model_type\":\"zamba2\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"
+                   "\"num_attention_heads\":4,\"layers_block_type\":[\"mamba\",null,\"hybrid\"]}",
+                   "layers_block_type[1] must be a string (hybrid, linear_attention or mamba), got null");
+    expect_refusal("{\"model_type\":\"zamba2\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"
                    "\"num_attention_heads\":4}",
                    "Zamba2Config's default list has 54 layers");
     expect_refusal(ZAMBA2_BASE ",\"add_bias_linear\":true}", "add_bias_linear");
