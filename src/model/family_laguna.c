@@ -47,6 +47,9 @@ static kvc_status heads_per_layer(const kvc_json_obj *c, kvc_model_config *cfg) 
         snprintf(where, sizeof where, "num_attention_heads_per_layer[%lld]", (long long)l);
         int64_t n = 0;
         KVC_TRY(kvci_json_int_value(cJSON_GetArrayItem(a, (int)l), where, 1, KVC_HP_MAX_HEADS, &n));
+        if (n % cfg->num_kv_heads != 0)
+            return kvci_fail(KVC_EINVAL, "%s: %s %lld is not a multiple of num_key_value_heads %lld", c->doc, where,
+                             (long long)n, (long long)cfg->num_kv_heads);
         cfg->layer_heads[l] = n != cfg->num_heads ? n : 0;
     }
     return KVC_OK;

@@ -68,6 +68,11 @@ kvc_status kvci_family_parse_mimo(const kvc_hparams *hp, kvc_model_config *cfg) 
     for (int64_t l = 0; l < cfg->num_layers; l++) {
         cfg->layer_v_head_dim[l] = dv;
         cfg->layer_kv_heads[l] = k[l] == KVC_LK_SLIDING ? 2 * cfg->num_kv_heads : 0;
+        if (k[l] == KVC_LK_SLIDING && cfg->num_heads % (2 * cfg->num_kv_heads) != 0)
+            return kvci_fail(KVC_EINVAL,
+                             "%s: the sliding layers' 2 x num_key_value_heads %lld KV heads do not divide "
+                             "num_attention_heads %lld",
+                             c->doc, (long long)(2 * cfg->num_kv_heads), (long long)cfg->num_heads);
     }
     cfg->attn_sinks = cfg->sinks_sliding_only = true;
     /* the feed-forward: DeepSeek-V3's router without shared experts */

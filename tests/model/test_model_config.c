@@ -2117,6 +2117,9 @@ static void test_laguna_fields(void **state) {
                    "\"num_attention_heads_per_layer\":[2]}",
                    "num_attention_heads_per_layer has 1 entries for 2 layers");
     expect_refusal("{\"model_type\":\"laguna\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"num_attention_heads_per_layer\":[2,3]}",
+                   "num_attention_heads_per_layer[1] 3 is not a multiple of num_key_value_heads 2");
+    expect_refusal("{\"model_type\":\"laguna\"," MOE_BASE "\"num_hidden_layers\":2,"
                    "\"moe_router_logit_softcapping\":30}",
                    "moe_router_logit_softcapping 30 is not supported");
     expect_refusal("{\"model_type\":\"laguna\"," MOE_BASE "\"num_hidden_layers\":2,"
@@ -2162,19 +2165,24 @@ static void test_mimo_fields(void **state) {
     }
     assert_int_equal(plan->blocks.per_token_bytes, 3 * 4 * (192 + 128) * 2); /* bf16 by default */
     kvc_model_plan_destroy(plan);
-    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"mimo_v2_flash\"," MOE_BASE
-                                            "\"num_hidden_layers\":2,\"head_dim\":8,\"v_head_dim\":4,"
-                                            "\"sliding_window\":50,\"sliding_window_size\":6,"
-                                            "\"attention_value_scale\":null,\"routed_scaling_factor\":null,"
-                                            "\"attention_bias\":true,\"mlp_layer_types\":[\"sparse\",\"dense\"],"
-                                            "\"n_routed_experts\":4,\"num_experts_per_tok\":2}",
-                                            "mimo-set", &c),
-                     KVC_OK);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"mimo_v2_flash\",\"vocab_size\":8,\"hidden_size\":8,"
+                               "\"intermediate_size\":8,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+                               "\"num_hidden_layers\":2,\"head_dim\":8,\"v_head_dim\":4,"
+                               "\"sliding_window\":50,\"sliding_window_size\":6,"
+                               "\"attention_value_scale\":null,\"routed_scaling_factor\":null,"
+                               "\"attention_bias\":true,\"mlp_layer_types\":[\"sparse\",\"dense\"],"
+                               "\"n_routed_experts\":4,\"num_experts_per_tok\":2}",
+                               "mimo-set", &c),
+        KVC_OK);
     assert_true(c.sliding_window == 7 && c.layer_sliding[1] && c.layer_kv_heads[1] == 4 && c.layer_v_head_dim[0] == 4);
     assert_true(c.attn_value_scale == 1.0 && c.routed_scaling_factor == 1.0 && c.qkv_bias && !c.o_bias);
     assert_true(c.layer_moe[0] && !c.layer_moe[1] && c.n_routed_experts == 4);
     expect_refusal("{\"model_type\":\"mimo_v2_flash\"," MOE_BASE "\"num_hidden_layers\":2,\"v_head_dim\":0}",
                    "v_head_dim");
+    expect_refusal("{\"model_type\":\"mimo_v2_flash\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"layer_types\":[\"sliding_attention\",\"full_attention\"]}",
+                   "the sliding layers' 2 x num_key_value_heads 4 KV heads do not divide num_attention_heads 2");
     expect_refusal("{\"model_type\":\"mimo_v2_flash\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":8,"
                    "\"rope_parameters\":{\"full_attention\":{\"rope_type\":\"default\",\"rope_theta\":1e4,"
                    "\"partial_rotary_factor\":0.5},\"sliding_attention\":{\"rope_type\":\"default\","
