@@ -15,7 +15,12 @@ kvc_status kvci_glm_dsa_indexed(const kvc_json_obj *c, int64_t n_layers, bool *f
     const cJSON *types = NULL;
     const char *pattern = NULL;
     bool have_t = false, have_p = false;
-    KVC_TRY(kvci_json_array(c, "indexer_types", KVC_HP_MAX_LAYERS, &types, &have_t));
+    const char *key = "indexer_types";
+    KVC_TRY(kvci_json_array(c, key, KVC_HP_MAX_LAYERS, &types, &have_t));
+    if (!have_t && cJSON_IsArray(kvci_json_find(c, "index_topk_pattern"))) { /* the class takes a list as the types */
+        key = "index_topk_pattern";
+        KVC_TRY(kvci_json_array(c, key, KVC_HP_MAX_LAYERS, &types, &have_t));
+    }
     if (!have_t) KVC_TRY(kvci_json_str(c, "index_topk_pattern", KVC_HP_MAX_LAYERS, &pattern, &have_p));
     if (!have_t && !have_p) { /* GlmMoeDsaConfig's schedule: full where max(l - offset + 1, 0) % freq == 0 */
         int64_t freq = 1, offset = 2;
@@ -25,7 +30,7 @@ kvc_status kvci_glm_dsa_indexed(const kvc_json_obj *c, int64_t n_layers, bool *f
         for (int64_t l = 0; l < n_layers; l++) full[l] = (l - offset + 1 > 0 ? l - offset + 1 : 0) % freq == 0;
         return KVC_OK;
     }
-    const char *key = have_t ? "indexer_types" : "index_topk_pattern";
+    if (!have_t) key = "index_topk_pattern";
     const int64_t n = have_t ? cJSON_GetArraySize(types) : (int64_t)strlen(pattern);
     if (n != n_layers)
         return kvci_fail(KVC_EINVAL, "%s: %s has %lld entries for %lld layers", c->doc, key, (long long)n,

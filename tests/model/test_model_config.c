@@ -3840,6 +3840,15 @@ static void test_glm_moe_dsa_fields(void **state) {
     expect_refusal(GLM_DSA_BASE ",\"indexer_types\":[\"shared\",\"full\",\"full\",\"full\"]}",
                    "indexer_types[0] is shared");
     expect_refusal(GLM_DSA_BASE ",\"index_topk_pattern\":\"FSXF\"}", "index_topk_pattern[2]");
+    /* a list pattern: the types themselves, as GlmMoeDsaConfig takes it */
+    assert_int_equal(kvc_model_config_parse(GLM_DSA_BASE ",\"index_topk_pattern\":[\"full\",\"shared\",\"full\","
+                                                         "\"shared\"]}",
+                                            "glm5-list", &c),
+                     KVC_OK);
+    assert_true(!c.layer_index_shared[0] && c.layer_index_shared[1] && !c.layer_index_shared[2] &&
+                c.layer_index_shared[3]);
+    expect_refusal(GLM_DSA_BASE ",\"index_topk_pattern\":[\"full\",\"F\",\"full\",\"full\"]}",
+                   "index_topk_pattern[1] must be \"full\" or \"shared\"");
 }
 
 /* DeepSeek-V3.2 (deepseek_v32) with DeepseekV32Config's defaults: V3's MLA (q LoRA 1536, RoPE on pairs whatever
