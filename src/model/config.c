@@ -139,13 +139,16 @@ static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, con
     return KVC_OK;
 }
 
-/* Gemma 4, MiMo-V2-Flash, Laguna and Mellum read each layer's rope as rope_parameters[layer_type]: a dict per layer
- * type without an entry for a kind the model has is refused by name (transformers fails on it; read here, those
- * layers would take the other kind's rope). */
+/* Gemma 4, MiMo-V2-Flash, Laguna and Mellum read each layer's rope as rope_parameters[layer_type] (their classes keep
+ * the dict as given): a flat dict ({} too), or one per layer type without an entry for a kind the model has, is
+ * refused by name (transformers fails on it; read here, those layers would take another rope). */
 static kvc_status rope_entries(const kvc_hparams *hp, const kvc_layer_kind *kinds, int64_t n) {
     static const char *const TYPES[] = {"gemma4_text", "gemma4", "mimo_v2_flash", "laguna", "mellum"};
-    if (hp->rope_source == NULL || !hp->rope_per_layer_type || !kvci_name_listed(hp->model_type, TYPES, 5))
-        return KVC_OK;
+    if (hp->rope_source == NULL || !kvci_name_listed(hp->model_type, TYPES, 5)) return KVC_OK;
+    if (!hp->rope_per_layer_type)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: %s must hold one dict per layer type (full_attention, sliding_attention) for %s",
+                         hp->cfg.doc, hp->rope_source, hp->model_type);
     const cJSON *dict = kvci_json_find(&hp->cfg, hp->rope_source);
     for (int64_t i = 0; i < n; i++) {
         const char *type = kinds[i] == KVC_LK_SLIDING ? "sliding_attention" : "full_attention";

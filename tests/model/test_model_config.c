@@ -474,6 +474,9 @@ static void test_gemma4_fields(void **state) {
     expect_refusal(GEMMA4_BASE "\"num_hidden_layers\":2,\"layer_types\":[\"sliding_attention\",\"full_attention\"],"
                                "\"rope_parameters\":{\"sliding_attention\":{\"rope_type\":\"default\"}}}",
                    "rope_parameters has no \"full_attention\" entry (layer 1 is one)");
+    expect_refusal(
+        GEMMA4_BASE "\"num_hidden_layers\":2,\"rope_parameters\":{}}",
+        "rope_parameters must hold one dict per layer type (full_attention, sliding_attention) for gemma4_text");
     /* a caller's own struct: the Gemma 4 fields outside the family, a shared layer without a source */
     assert_int_equal(kvc_model_config_parse(GEMMA4_BASE "\"num_hidden_layers\":2,\"num_kv_shared_layers\":1,"
                                                         "\"layer_types\":[\"full_attention\",\"full_attention\"]}",
