@@ -58,33 +58,47 @@ kvc_status kvci_zamba_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     return KVC_OK;
 }
 
-/* Zamba2's mixer state per sequence: n_mamba_heads (8) heads of mamba_expand (2) x hidden_size / n_mamba_heads,
- * mamba_ngroups (1) groups of mamba_d_state (64), mamba_d_conv (4) taps; the conv state keeps the last
- * mamba_d_conv - 1 inputs of its I + 2 G N channels (as the runtime's mamba2.c). */
-kvc_status kvci_zamba2_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
-    const kvc_json_obj *c = &hp->cfg;
-    int64_t heads = 8, groups = 1, state = 64, conv = 4, expand = 2, heads_r = 0, groups_r = 0;
-    KVC_TRY(kvci_family_opt_int(c, "n_mamba_heads", 8, 1, KVC_HP_MAX_DIM, &heads));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_ngroups", 1, 1, KVC_HP_MAX_DIM, &groups));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_d_state", 64, 1, KVC_HP_MAX_DIM, &state));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_d_conv", 4, 2, KVC_HP_MAX_DIM, &conv));
+/* Zamba2Config's mixer keys (its defaults when absent): n_mamba_heads (8) heads filling mamba_expand (2) x
+ * hidden_size (inner), mamba_ngroups (1) dividing them, mamba_d_state (64), mamba_d_conv (4) taps; read alike by the
+ * planner's state shapes and the runtime's config. */
+typedef struct {
+    int64_t heads, groups, state, conv, inner;
+} zamba2_mixer;
+
+static kvc_status read_mixer(const kvc_json_obj *c, int64_t hidden_size, zamba2_mixer *m) {
+    int64_t expand = 2;
+    KVC_TRY(kvci_family_opt_int(c, "n_mamba_heads", 8, 1, KVC_HP_MAX_DIM, &m->heads));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_ngroups", 1, 1, KVC_HP_MAX_DIM, &m->groups));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_d_state", 64, 1, KVC_HP_MAX_DIM, &m->state));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_d_conv", 4, 2, KVC_HP_MAX_DIM, &m->conv));
     KVC_TRY(kvci_family_opt_int(c, "mamba_expand", 2, 1, KVC_HP_MAX_DIM, &expand));
     if (hidden_size < 1)
         return kvci_fail(KVC_EINVAL, "%s: hidden_size is missing (the mixers are mamba_expand * hidden_size wide)",
                          c->doc);
-    if ((expand * hidden_size) % heads != 0)
+    m->inner = expand * hidden_size;
+    if (m->inner % m->heads != 0)
         return kvci_fail(KVC_EINVAL, "%s: n_mamba_heads %lld does not divide mamba_expand * hidden_size %lld", c->doc,
-                         (long long)heads, (long long)(expand * hidden_size));
-    if (heads % groups != 0)
+                         (long long)m->heads, (long long)m->inner);
+    if (m->heads % m->groups != 0)
         return kvci_fail(KVC_EINVAL, "%s: mamba_ngroups %lld does not divide n_mamba_heads %lld", c->doc,
-                         (long long)groups, (long long)heads);
-    const int64_t hdim = expand * hidden_size / heads;
-    KVC_TRY(kvci_family_split_tp(hp, "n_mamba_heads", heads, tp, &heads_r));
-    KVC_TRY(kvci_family_split_tp(hp, "mamba_ngroups", groups, tp, &groups_r));
-    *s = (kvc_state_shapes){.n = 2,
-                            .names = {"conv_state", "ssm_state"},
-                            .n_shape = {2, 3},
-                            .shape = {{heads_r * hdim + 2 * groups_r * state, conv - 1, 0}, {heads_r, hdim, state}}};
+                         (long long)m->groups, (long long)m->heads);
+    return KVC_OK;
+}
+
+/* Zamba2's mixer state per sequence: the conv state keeps the last mamba_d_conv - 1 inputs of its I + 2 G N
+ * channels (as the runtime's mamba2.c), the ssm state [heads, head dim, d_state]. */
+kvc_status kvci_zamba2_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
+    zamba2_mixer m;
+    int64_t heads_r = 0, groups_r = 0;
+    KVC_TRY(read_mixer(&hp->cfg, hidden_size, &m));
+    const int64_t hdim = m.inner / m.heads;
+    KVC_TRY(kvci_family_split_tp(hp, "n_mamba_heads", m.heads, tp, &heads_r));
+    KVC_TRY(kvci_family_split_tp(hp, "mamba_ngroups", m.groups, tp, &groups_r));
+    *s = (kvc_state_shapes){
+        .n = 2,
+        .names = {"conv_state", "ssm_state"},
+        .n_shape = {2, 3},
+        .shape = {{heads_r * hdim + 2 * groups_r * m.state, m.conv - 1, 0}, {heads_r, hdim, m.state}}};
     return KVC_OK;
 }
 
@@ -124,25 +138,16 @@ static kvc_status read_shared_act(const kvc_json_obj *c, kvc_model_config *cfg) 
 kvc_status kvci_zamba2_parse(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range positive = {0.0, 1e6, true};
-    int64_t expand = 2;
     bool bias = false, rope = false, long_ctx = false;
+    zamba2_mixer m;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
-    KVC_TRY(kvci_family_opt_int(c, "n_mamba_heads", 8, 1, KVC_HP_MAX_DIM, &cfg->mamba_heads));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_ngroups", 1, 1, KVC_HP_MAX_DIM, &cfg->mamba_groups));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_d_state", 64, 1, KVC_HP_MAX_DIM, &cfg->mamba_d_state));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_d_conv", 4, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_expand", 2, 1, KVC_HP_MAX_DIM, &expand));
+    KVC_TRY(read_mixer(c, cfg->hidden_size, &m));
+    cfg->mamba_heads = m.heads, cfg->mamba_groups = m.groups, cfg->mamba_d_state = m.state, cfg->conv_kernel = m.conv;
     KVC_TRY(kvci_family_opt_bool(c, "use_conv_bias", true, &cfg->mamba_conv_bias));
     KVC_TRY(kvci_family_opt_bool(c, "add_bias_linear", false, &bias));
     if (bias) return kvci_fail(KVC_EINVAL, "%s: add_bias_linear true is not supported (zamba2: false)", c->doc);
-    const int64_t inner = expand * cfg->hidden_size;
-    if (inner % cfg->mamba_heads != 0 || cfg->mamba_heads % cfg->mamba_groups != 0)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: n_mamba_heads %lld must divide mamba_expand * hidden_size %lld and be a multiple of "
-                         "mamba_ngroups %lld",
-                         c->doc, (long long)cfg->mamba_heads, (long long)inner, (long long)cfg->mamba_groups);
-    cfg->mamba_head_dim = inner / cfg->mamba_heads;
+    cfg->mamba_head_dim = m.inner / m.heads;
     KVC_TRY(kvci_family_opt_num(c, "time_step_min", 0.001, positive, &cfg->mamba_dt_min));
     cfg->mamba_dt_max = INFINITY, cfg->mamba_norm_eps = 1e-5;
     const cJSON *is = kvci_json_find(c, "intermediate_size"); /* null: 4 hidden_size, as absent */
