@@ -3,8 +3,9 @@
  * packed pair widened to f32 (bf16 by shifts: even k << 16, odd k high half kept;
  * f16 by vcvtph2ps of the even and odd halves), the activation broadcast, and
  * acc = fma(a, b, acc) for k = 0 .. K-1 in order: the portable kernel's roundings
- * exactly (both widenings are exact). Tiles of MR rows x NR vectors; compiled with
- * target attributes, used only when the CPU reports the ISA. */
+ * exactly (both widenings are exact). Tiles of MR rows x NR vectors; blocks of many
+ * rows go to gemm_bf16_panel.c (same bits). Compiled with target attributes, used only
+ * when the CPU reports the ISA. */
 #include "model/gemm_bf16.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -66,8 +67,15 @@ INL512 void tile512(const int MR, const int NR, const bool F16, const kvc_bf16_c
 KVC_BF16_TILES_4X4(TGT512, fma512, TILE512_BF16)
 KVC_BF16_TILES_4X4(TGT512, fma512h, TILE512_F16)
 
-static const kvc_gemm_bf16_kernel fma512 = {"avx512-fma", "fma",         NULL,         1,   fma512_block,
-                                            false,        fma512h_block, fma512_block, NULL};
+/* Blocks of many rows widen their weights once into a panel (gemm_bf16_panel.c), fewer rows per tile. */
+static void rows512(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
+    (m1 - m0 >= KVC_BF16_PANEL512_ROWS ? kvci_bf16_panel512_block : fma512_block)(c, m0, m1, g0, g1);
+}
+static void rows512h(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
+    (m1 - m0 >= KVC_BF16_PANEL512_ROWS ? kvci_f16_panel512_block : fma512h_block)(c, m0, m1, g0, g1);
+}
+
+static const kvc_gemm_bf16_kernel fma512 = {"avx512-fma", "fma", NULL, 1, rows512, false, rows512h, rows512, NULL};
 
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma512_kernel(void) { return &fma512; }
 
@@ -106,8 +114,9 @@ INL256 void tile256(const int MR, const int NR, const bool F16, const kvc_bf16_c
         __m256 ae[2], ao[2];
 #pragma GCC unroll 2
         for (int r = 0; r < MR; r++)
-            ae[r] = _mm256_broadcast_ss(a + r * c->lda + 2 * P),
-            ao[r] = _mm256_broadcast_ss(a + r * c->lda + 2 * P + 1);
+            ae[r] = _mm256_set1_ps(a[r * c->lda + 2 * P]),
+            ao[r] = _mm256_set1_ps(
+                a[r * c->lda + 2 * P + 1]); /* not broadcast_ss(ptr): GCC 12 then keeps acc on the stack */
 #pragma GCC unroll 4
         for (int j = 0; j < NR; j++) {
             __m256 be, bo;
@@ -124,7 +133,7 @@ INL256 void tile256(const int MR, const int NR, const bool F16, const kvc_bf16_c
             __m256 be, bo;
             widen256(F16, half_pair(c, h + j, pairs), &be, &bo);
             for (int r = 0; r < MR; r++)
-                acc[r][j] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + r * c->lda + 2 * pairs), be, acc[r][j]);
+                acc[r][j] = _mm256_fmadd_ps(_mm256_set1_ps(a[r * c->lda + 2 * pairs]), be, acc[r][j]);
         }
     for (int j = 0; j < NR; j++) {
         const int64_t n0 = (h + j) * 8, cols = kvci_min64(8, c->N - n0);
@@ -160,10 +169,16 @@ static void block256_of(const bool f16, const kvc_bf16_call *c, int64_t m0, int6
             tiles256[f16][kvci_min64(2, m1 - i) - 1][kvci_min64(4, h1 - h) - 1](c, i, h);
 }
 static void block256(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
-    block256_of(false, c, m0, m1, g0, g1);
+    if (m1 - m0 >= KVC_BF16_PANEL256_ROWS)
+        kvci_bf16_panel256_block(c, m0, m1, g0, g1);
+    else
+        block256_of(false, c, m0, m1, g0, g1);
 }
 static void block256h(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
-    block256_of(true, c, m0, m1, g0, g1);
+    if (m1 - m0 >= KVC_BF16_PANEL256_ROWS)
+        kvci_f16_panel256_block(c, m0, m1, g0, g1);
+    else
+        block256_of(true, c, m0, m1, g0, g1);
 }
 
 /* Listed only where kvci_isa_runs(KVC_ISA_AVX2), which includes F16C. */
