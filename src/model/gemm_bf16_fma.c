@@ -67,12 +67,76 @@ INL512 void tile512(const int MR, const int NR, const bool F16, const kvc_bf16_c
 KVC_BF16_TILES_4X4(TGT512, fma512, TILE512_BF16)
 KVC_BF16_TILES_4X4(TGT512, fma512h, TILE512_F16)
 
-/* Blocks of many rows widen their weights once into a panel (gemm_bf16_panel.c), fewer rows per tile. */
+/* Tall tiles for blocks of 5 .. 15 rows (a batch's decode): up to 12 rows x 2 groups (24 accumulators), each
+ * pair of weights widened once for all the tile's rows, where the 4 x 4 tiles widened it once per 4 rows. */
+INL512 void tall512(const int MR, const int NG, const bool F16, const kvc_bf16_call *c, int64_t i, int64_t g) {
+    __m512 acc[12][2];
+    for (int r = 0; r < MR; r++)
+        for (int j = 0; j < NG; j++) acc[r][j] = _mm512_setzero_ps();
+    const uint16_t *b = c->B + g * 16 * c->Kp;
+    const float *a = c->A + i * c->lda;
+    const int64_t pairs = c->K / 2;
+    for (int64_t P = 0; P < pairs; P++) {
+        __m512 be[2], bo[2];
+        for (int j = 0; j < NG; j++) widen512(F16, _mm512_loadu_si512(b + j * 16 * c->Kp + P * 32), &be[j], &bo[j]);
+#pragma GCC unroll 12
+        for (int r = 0; r < MR; r++) {
+            const __m512 ae = _mm512_set1_ps(a[r * c->lda + 2 * P]), ao = _mm512_set1_ps(a[r * c->lda + 2 * P + 1]);
+            for (int j = 0; j < NG; j++) acc[r][j] = _mm512_fmadd_ps(ao, bo[j], _mm512_fmadd_ps(ae, be[j], acc[r][j]));
+        }
+    }
+    if (c->K % 2) /* the last k is even: its pair's odd half is padding */
+        for (int j = 0; j < NG; j++) {
+            __m512 be, bo;
+            widen512(F16, _mm512_loadu_si512(b + j * 16 * c->Kp + pairs * 32), &be, &bo);
+            for (int r = 0; r < MR; r++)
+                acc[r][j] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * c->lda + 2 * pairs]), be, acc[r][j]);
+        }
+    for (int r = 0; r < MR; r++)
+        for (int j = 0; j < NG; j++) bf16_store_group(c, i + r, g + j, acc[r][j]);
+}
+
+typedef void (*tall_tile)(const kvc_bf16_call *, int64_t, int64_t);
+#define TALL_FN(MR, NG, F16, SUF)                                                                                      \
+    TGT512 static void tall##SUF##_##MR##x##NG(const kvc_bf16_call *c, int64_t i, int64_t g) {                         \
+        tall512(MR, NG, F16, c, i, g);                                                                                 \
+    }
+#define TALL_ROWS(F16, SUF)                                                                                            \
+    TALL_FN(5, 1, F16, SUF)                                                                                            \
+    TALL_FN(5, 2, F16, SUF) TALL_FN(6, 1, F16, SUF) TALL_FN(6, 2, F16, SUF) TALL_FN(7, 1, F16, SUF)                    \
+        TALL_FN(7, 2, F16, SUF) TALL_FN(8, 1, F16, SUF) TALL_FN(8, 2, F16, SUF) TALL_FN(9, 1, F16, SUF)                \
+            TALL_FN(9, 2, F16, SUF) TALL_FN(10, 1, F16, SUF) TALL_FN(10, 2, F16, SUF) TALL_FN(11, 1, F16, SUF)         \
+                TALL_FN(11, 2, F16, SUF) TALL_FN(12, 1, F16, SUF) TALL_FN(12, 2, F16, SUF)
+TALL_ROWS(false, b)
+TALL_ROWS(true, h)
+#define TALL_PTRS(SUF, MR)                                                                                             \
+    { tall##SUF##_##MR##x1, tall##SUF##_##MR##x2 }
+static const tall_tile tall_tiles[2][8][2] = {{TALL_PTRS(b, 5), TALL_PTRS(b, 6), TALL_PTRS(b, 7), TALL_PTRS(b, 8),
+                                               TALL_PTRS(b, 9), TALL_PTRS(b, 10), TALL_PTRS(b, 11), TALL_PTRS(b, 12)},
+                                              {TALL_PTRS(h, 5), TALL_PTRS(h, 6), TALL_PTRS(h, 7), TALL_PTRS(h, 8),
+                                               TALL_PTRS(h, 9), TALL_PTRS(h, 10), TALL_PTRS(h, 11), TALL_PTRS(h, 12)}};
+
+/* By rows: up to 4 the 4 x 4 tiles (one row's decode streams its weights as tuned), 5 .. 15 tall tiles
+ * (13 .. 15: 12 + the rest on 4 x 4), 16 or more the panel (gemm_bf16_panel.c). */
+static void rows_of(const bool f16, const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
+    const int64_t rows = m1 - m0;
+    if (rows >= KVC_BF16_PANEL512_ROWS) {
+        (f16 ? kvci_f16_panel512_block : kvci_bf16_panel512_block)(c, m0, m1, g0, g1);
+        return;
+    }
+    if (rows <= 4) {
+        (f16 ? fma512h_block : fma512_block)(c, m0, m1, g0, g1);
+        return;
+    }
+    const int64_t tall = kvci_min64(12, rows);
+    for (int64_t g = g0; g < g1; g += 2) tall_tiles[f16][tall - 5][kvci_min64(2, g1 - g) - 1](c, m0, g);
+    if (tall < rows) (f16 ? fma512h_block : fma512_block)(c, m0 + tall, m1, g0, g1);
+}
 static void rows512(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
-    (m1 - m0 >= KVC_BF16_PANEL512_ROWS ? kvci_bf16_panel512_block : fma512_block)(c, m0, m1, g0, g1);
+    rows_of(false, c, m0, m1, g0, g1);
 }
 static void rows512h(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
-    (m1 - m0 >= KVC_BF16_PANEL512_ROWS ? kvci_f16_panel512_block : fma512h_block)(c, m0, m1, g0, g1);
+    rows_of(true, c, m0, m1, g0, g1);
 }
 
 static const kvc_gemm_bf16_kernel fma512 = {"avx512-fma", "fma", NULL, 1, rows512, false, rows512h, rows512, NULL};
