@@ -103,10 +103,11 @@ typedef void (*tall_tile)(const kvc_bf16_call *, int64_t, int64_t);
     }
 #define TALL_ROWS(F16, SUF)                                                                                            \
     TALL_FN(5, 1, F16, SUF)                                                                                            \
-    TALL_FN(5, 2, F16, SUF) TALL_FN(6, 1, F16, SUF) TALL_FN(6, 2, F16, SUF) TALL_FN(7, 1, F16, SUF)                    \
-        TALL_FN(7, 2, F16, SUF) TALL_FN(8, 1, F16, SUF) TALL_FN(8, 2, F16, SUF) TALL_FN(9, 1, F16, SUF)                \
-            TALL_FN(9, 2, F16, SUF) TALL_FN(10, 1, F16, SUF) TALL_FN(10, 2, F16, SUF) TALL_FN(11, 1, F16, SUF)         \
-                TALL_FN(11, 2, F16, SUF) TALL_FN(12, 1, F16, SUF) TALL_FN(12, 2, F16, SUF)
+    TALL_FN(5, 2, F16, SUF)                                                                                            \
+    TALL_FN(6, 1, F16, SUF) TALL_FN(6, 2, F16, SUF) TALL_FN(7, 1, F16, SUF) TALL_FN(7, 2, F16, SUF)                    \
+        TALL_FN(8, 1, F16, SUF) TALL_FN(8, 2, F16, SUF) TALL_FN(9, 1, F16, SUF) TALL_FN(9, 2, F16, SUF)                \
+            TALL_FN(10, 1, F16, SUF) TALL_FN(10, 2, F16, SUF) TALL_FN(11, 1, F16, SUF) TALL_FN(11, 2, F16, SUF)        \
+                TALL_FN(12, 1, F16, SUF) TALL_FN(12, 2, F16, SUF)
 TALL_ROWS(false, b)
 TALL_ROWS(true, h)
 #define TALL_PTRS(SUF, MR)                                                                                             \
@@ -168,6 +169,14 @@ INL256 void widen256(const bool F16, __m256i v, __m256 *even, __m256 *odd) {
     }
 }
 
+/* C[i, 8h .. 8h+7] = acc (+ bias), the columns < N only. */
+INL256 void store256(const kvc_bf16_call *c, int64_t i, int64_t h, __m256 acc) {
+    const int64_t n0 = h * 8, cols = kvci_min64(8, c->N - n0);
+    float out[8];
+    _mm256_storeu_ps(out, acc);
+    for (int64_t q = 0; q < cols; q++) c->C[i * c->ldc + n0 + q] = c->bias ? out[q] + c->bias[n0 + q] : out[q];
+}
+
 INL256 void tile256(const int MR, const int NR, const bool F16, const kvc_bf16_call *c, int64_t i, int64_t h) {
     __m256 acc[2][4];
     for (int r = 0; r < 2; r++)
@@ -199,15 +208,36 @@ INL256 void tile256(const int MR, const int NR, const bool F16, const kvc_bf16_c
             for (int r = 0; r < MR; r++)
                 acc[r][j] = _mm256_fmadd_ps(_mm256_set1_ps(a[r * c->lda + 2 * pairs]), be, acc[r][j]);
         }
-    for (int j = 0; j < NR; j++) {
-        const int64_t n0 = (h + j) * 8, cols = kvci_min64(8, c->N - n0);
-        float out[8];
+    for (int j = 0; j < NR; j++)
+        for (int r = 0; r < MR; r++) store256(c, i + r, h + j, acc[r][j]);
+}
+
+/* Tall tiles for blocks of 3 .. 11 rows (a batch's decode): up to 5 rows x 2 half-groups (10 accumulators + 4
+ * widened weights + 1), each pair of weights widened once for all the tile's rows (the 2 x 4 tiles: per 2 rows). */
+INL256 void tall256(const int MR, const int NH, const bool F16, const kvc_bf16_call *c, int64_t i, int64_t h) {
+    __m256 acc[5][2];
+    for (int r = 0; r < MR; r++)
+        for (int j = 0; j < NH; j++) acc[r][j] = _mm256_setzero_ps();
+    const float *a = c->A + i * c->lda;
+    const int64_t pairs = c->K / 2;
+    for (int64_t P = 0; P < pairs; P++) {
+        __m256 be[2], bo[2];
+        for (int j = 0; j < NH; j++) widen256(F16, half_pair(c, h + j, P), &be[j], &bo[j]);
+#pragma GCC unroll 5
         for (int r = 0; r < MR; r++) {
-            _mm256_storeu_ps(out, acc[r][j]);
-            for (int64_t q = 0; q < cols; q++)
-                c->C[(i + r) * c->ldc + n0 + q] = c->bias ? out[q] + c->bias[n0 + q] : out[q];
+            const __m256 ae = _mm256_set1_ps(a[r * c->lda + 2 * P]), ao = _mm256_set1_ps(a[r * c->lda + 2 * P + 1]);
+            for (int j = 0; j < NH; j++) acc[r][j] = _mm256_fmadd_ps(ao, bo[j], _mm256_fmadd_ps(ae, be[j], acc[r][j]));
         }
     }
+    if (c->K % 2)
+        for (int j = 0; j < NH; j++) {
+            __m256 be, bo;
+            widen256(F16, half_pair(c, h + j, pairs), &be, &bo);
+            for (int r = 0; r < MR; r++)
+                acc[r][j] = _mm256_fmadd_ps(_mm256_set1_ps(a[r * c->lda + 2 * pairs]), be, acc[r][j]);
+        }
+    for (int j = 0; j < NH; j++)
+        for (int r = 0; r < MR; r++) store256(c, i + r, h + j, acc[r][j]);
 }
 
 #define TILE256(MR, NR, F16, SUF)                                                                                      \
@@ -226,23 +256,46 @@ typedef void (*fixed_tile)(const kvc_bf16_call *, int64_t, int64_t);
     { t256##SUF##_##MR##x1, t256##SUF##_##MR##x2, t256##SUF##_##MR##x3, t256##SUF##_##MR##x4 }
 static const fixed_tile tiles256[2][2][4] = {{FNS256(b, 1), FNS256(b, 2)}, {FNS256(h, 1), FNS256(h, 2)}};
 
+#define TALL256(MR, NH, F16, SUF)                                                                                      \
+    TGT256 static void tall256##SUF##_##MR##x##NH(const kvc_bf16_call *c, int64_t i, int64_t h) {                      \
+        tall256(MR, NH, F16, c, i, h);                                                                                 \
+    }
+#define TALL256_ROWS(F16, SUF)                                                                                         \
+    TALL256(1, 1, F16, SUF)                                                                                            \
+    TALL256(1, 2, F16, SUF) TALL256(2, 1, F16, SUF) TALL256(2, 2, F16, SUF) TALL256(3, 1, F16, SUF)                    \
+        TALL256(3, 2, F16, SUF) TALL256(4, 1, F16, SUF) TALL256(4, 2, F16, SUF) TALL256(5, 1, F16, SUF)                \
+            TALL256(5, 2, F16, SUF)
+TALL256_ROWS(false, b)
+TALL256_ROWS(true, h)
+#define TALL256_PTRS(SUF, MR)                                                                                          \
+    { tall256##SUF##_##MR##x1, tall256##SUF##_##MR##x2 }
+static const fixed_tile tall256_tiles[2][5][2] = {
+    {TALL256_PTRS(b, 1), TALL256_PTRS(b, 2), TALL256_PTRS(b, 3), TALL256_PTRS(b, 4), TALL256_PTRS(b, 5)},
+    {TALL256_PTRS(h, 1), TALL256_PTRS(h, 2), TALL256_PTRS(h, 3), TALL256_PTRS(h, 4), TALL256_PTRS(h, 5)}};
+
+/* By rows: up to 2 the 2 x 4 tiles (one row's decode streams its weights as tuned), 3 .. 11 tall tiles, 12 or
+ * more the panel (gemm_bf16_panel.c). */
 static void block256_of(const bool f16, const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
+    if (m1 - m0 >= KVC_BF16_PANEL256_ROWS) {
+        (f16 ? kvci_f16_panel256_block : kvci_bf16_panel256_block)(c, m0, m1, g0, g1);
+        return;
+    }
     const int64_t h1 = kvci_min64(2 * g1, kvci_cdiv(c->N, 8)); /* half-groups holding a column < N */
+    if (m1 - m0 >= 3) {
+        for (int64_t h = 2 * g0; h < h1; h += 2)
+            for (int64_t i = m0; i < m1; i += 5)
+                tall256_tiles[f16][kvci_min64(5, m1 - i) - 1][kvci_min64(2, h1 - h) - 1](c, i, h);
+        return;
+    }
     for (int64_t h = 2 * g0; h < h1; h += 4)
         for (int64_t i = m0; i < m1; i += 2)
             tiles256[f16][kvci_min64(2, m1 - i) - 1][kvci_min64(4, h1 - h) - 1](c, i, h);
 }
 static void block256(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
-    if (m1 - m0 >= KVC_BF16_PANEL256_ROWS)
-        kvci_bf16_panel256_block(c, m0, m1, g0, g1);
-    else
-        block256_of(false, c, m0, m1, g0, g1);
+    block256_of(false, c, m0, m1, g0, g1);
 }
 static void block256h(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
-    if (m1 - m0 >= KVC_BF16_PANEL256_ROWS)
-        kvci_f16_panel256_block(c, m0, m1, g0, g1);
-    else
-        block256_of(true, c, m0, m1, g0, g1);
+    block256_of(true, c, m0, m1, g0, g1);
 }
 
 /* Listed only where kvci_isa_runs(KVC_ISA_AVX2), which includes F16C. */
