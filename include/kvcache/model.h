@@ -410,6 +410,15 @@ typedef struct kvc_model_config {
      * gdn_v_heads heads of gdn_k_dim == gdn_v_dim channels, the decay per key channel, q, k and v projected and
      * convolved apart; its MLA layers are NoPE (the model's RoPE frequencies zero). Last, as above. */
     bool gdn_kda;
+    /* BERT-style encoders run as decoders (model_type bert, roberta, ...; family_bert.c): each token's embedding plus
+     * row 0 of model.token_type_embeddings [type_vocab_size, H] (0: none; the type transformers adds without
+     * token_type_ids) before its position's row, then ERNIE's row 0 of model.task_type_embeddings
+     * [task_type_vocab_size, H] after it (0: none); head_transform: the head reads LayerNorm(head_act(model.head_dense
+     * x + b)) (model.head_dense [H, H] with its bias, model.head_norm with weight and bias, rms_norm_eps). Last, as
+     * above. */
+    int64_t type_vocab_size, task_type_vocab_size;
+    bool head_transform;
+    kvc_mlp_act head_act;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -269,6 +269,73 @@ static const rename_rule RULES[] = {
     {"nanochat", "mlp.down_proj.", "mlp.fc2."},
 };
 
+/* The BERT types (family_bert.c): the encoder's modules under embeddings. and encoder.layer.N. (then under the base
+ * model's own prefix, bert_base), q/k/v attention.self.query / key / value, attention.output.dense, intermediate.dense
+ * (up) and output.dense (down); their norms by kind: the post-norm types' attention.output.LayerNorm and
+ * output.LayerNorm, Megatron-BERT's attention.ln, ln and encoder.ln, XLM-RoBERTa-XL's attention.self_attn_layer_norm,
+ * LayerNorm and encoder.LayerNorm, RoBERTa-PreLayerNorm's attention.LayerNorm, intermediate.LayerNorm and the base
+ * model's LayerNorm; the head BERT's, ERNIE's and Megatron-BERT's cls.predictions (transform.dense,
+ * transform.LayerNorm, decoder) or the others' lm_head (dense, layer_norm, decoder). The decoder's bias is the one
+ * its forward adds: decoder.bias, which an untied checkpoint holds beside the head's own bias (another tensor,
+ * unused); a tied one holds the head's bias alone (cls.predictions.bias, lm_head.bias: kvci_checkpoint_unconverted). */
+static const rename_rule BERT_RULES[] = {
+    {"cls", "model.head_dense.", "cls.predictions.transform.dense."},
+    {"cls", "model.head_norm.", "cls.predictions.transform.LayerNorm."},
+    {"cls", "lm_head.weight", "cls.predictions.decoder.weight"},
+    {"cls", "lm_head.bias", "cls.predictions.decoder.bias"},
+    {"lm_head", "model.head_dense.", "lm_head.dense."},
+    {"lm_head", "model.head_norm.", "lm_head.layer_norm."},
+    {"lm_head", "lm_head.weight", "lm_head.decoder.weight"},
+    {"lm_head", "lm_head.bias", "lm_head.decoder.bias"},
+    {"post", "input_layernorm.", "attention.output.LayerNorm."},
+    {"post", "post_attention_layernorm.", "output.LayerNorm."},
+    {"megatron", "input_layernorm.", "attention.ln."},
+    {"megatron", "post_attention_layernorm.", "ln."},
+    {"megatron", "model.norm.", "encoder.ln."},
+    {"xl", "input_layernorm.", "attention.self_attn_layer_norm."},
+    {"xl", "post_attention_layernorm.", "LayerNorm."},
+    {"xl", "model.norm.", "encoder.LayerNorm."},
+    {"prelayernorm", "input_layernorm.", "attention.LayerNorm."},
+    {"prelayernorm", "post_attention_layernorm.", "intermediate.LayerNorm."},
+    {"prelayernorm", "model.norm.", "LayerNorm."},
+    {"bert", "model.embed_tokens.", "embeddings.word_embeddings."},
+    {"bert", "model.embed_positions.", "embeddings.position_embeddings."},
+    {"bert", "model.token_type_embeddings.", "embeddings.token_type_embeddings."},
+    {"bert", "model.task_type_embeddings.", "embeddings.task_type_embeddings."},
+    {"bert", "model.embed_norm.", "embeddings.LayerNorm."},
+    {"bert", "model.layers.", "encoder.layer."},
+    {"bert", "self_attn.q_proj.", "attention.self.query."},
+    {"bert", "self_attn.k_proj.", "attention.self.key."},
+    {"bert", "self_attn.v_proj.", "attention.self.value."},
+    {"bert", "self_attn.o_proj.", "attention.output.dense."},
+    {"bert", "mlp.up_proj.", "intermediate.dense."},
+    {"bert", "mlp.down_proj.", "output.dense."},
+};
+
+/* A BERT type's base model prefix, head rules ("cls", "lm_head") and norm rules ("post", "megatron", "xl",
+ * "prelayernorm"). */
+typedef struct bert_names {
+    const char *type, *base, *head, *norms;
+} bert_names;
+
+static const bert_names *bert_base(const char *model_type) {
+    static const bert_names BASES[] = {
+        {"bert", "bert.", "cls", "post"},
+        {"ernie", "ernie.", "cls", "post"},
+        {"roberta", "roberta.", "lm_head", "post"},
+        {"xlm-roberta", "roberta.", "lm_head", "post"},
+        {"camembert", "roberta.", "lm_head", "post"},
+        {"data2vec-text", "data2vec_text.", "lm_head", "post"},
+        {"bert-generation", "bert.", "lm_head", "post"},
+        {"megatron-bert", "bert.", "cls", "megatron"},
+        {"xlm-roberta-xl", "roberta.", "lm_head", "xl"},
+        {"roberta-prelayernorm", "roberta_prelayernorm.", "lm_head", "prelayernorm"},
+    };
+    for (size_t i = 0; i < sizeof BASES / sizeof BASES[0]; i++)
+        if (strcmp(model_type, BASES[i].type) == 0) return &BASES[i];
+    return NULL;
+}
+
 /* Renames transformers undoes on load (its conversion mapping): a file may hold either name
  * (kvci_checkpoint_unconverted). OLMo Hybrid, as transformers saves it: the sub-layers' first norms
  * attention_layer_norm and feedforward_layer_norm, on every layer. */
@@ -372,9 +439,25 @@ static const char *apply(const rename_rule *rules, size_t n, const char *model_t
     return cur;
 }
 
+/* name as BERT type b's checkpoints hold it, into buf: its head's rules, its norms', the encoder's, then the base
+ * model's prefix on all but the head. */
+static const char *bert_name(const bert_names *b, const char *name, char *buf, size_t cap) {
+    char a[320], c[320], tmp[320];
+    bool hit = false;
+    const size_t n = sizeof BERT_RULES / sizeof BERT_RULES[0];
+    snprintf(a, sizeof a, "%s", apply(BERT_RULES, n, b->head, name, &hit, tmp, sizeof tmp));
+    snprintf(c, sizeof c, "%s", apply(BERT_RULES, n, b->norms, a, &hit, tmp, sizeof tmp));
+    const char *body = apply(BERT_RULES, n, "bert", c, &hit, tmp, sizeof tmp);
+    const bool head = strncmp(body, "cls.", 4) == 0 || strncmp(body, "lm_head.", 8) == 0;
+    snprintf(buf, cap, "%s%s", head ? "" : b->base, body);
+    return buf;
+}
+
 const char *kvci_checkpoint_name(const char *model_type, const char *name, char *buf, size_t cap) {
     char tmp[320];
     bool hit = false;
+    const bert_names *bert = bert_base(model_type);
+    if (bert != NULL) return bert_name(bert, name, buf, cap);
     if (strcmp(model_type, "longcat_flash") == 0) return longcat_name(name, buf, cap);
     model_type = names_of(model_type);
     name = apply(LOAD_RULES, sizeof LOAD_RULES / sizeof LOAD_RULES[0], model_type, name, &hit, tmp, sizeof tmp);
@@ -386,6 +469,12 @@ const char *kvci_checkpoint_name(const char *model_type, const char *name, char 
 const char *kvci_checkpoint_unconverted(const char *model_type, const char *name, char *buf, size_t cap) {
     char tmp[320];
     bool hit = false;
+    const bert_names *bert = bert_base(model_type);
+    if (bert != NULL && strcmp(name, "lm_head.bias") == 0) { /* a tied head's bias (decoder.bias tied to it) */
+        snprintf(buf, cap, "%s", strcmp(bert->head, "cls") == 0 ? "cls.predictions.bias" : "lm_head.bias");
+        return buf;
+    }
+    if (bert != NULL) return NULL;
     model_type = names_of(model_type);
     apply(LOAD_RULES, sizeof LOAD_RULES / sizeof LOAD_RULES[0], model_type, name, &hit, tmp, sizeof tmp);
     bool any = false;

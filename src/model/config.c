@@ -125,6 +125,7 @@ static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, con
     if (refused != NULL)
         return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is not supported: %s", doc, refused,
                          kvci_family_refusal(refused));
+    KVC_TRY(kvci_family_bert_decoder(hp)); /* BERT's bidirectional default, refused as the planner refuses it */
     const kvc_family_alias *alias = NULL;
     *fam = kvci_family_find(t, NULL, &alias);
     if (*fam != NULL && !alias->runs && kvci_family_not_run(t) != NULL)

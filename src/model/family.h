@@ -235,6 +235,24 @@ kvc_status kvci_family_parse_gemma(const kvc_hparams *hp, kvc_model_config *cfg)
  * falcon, gptj, nemotron, gpt_neo, codegen, biogpt. */
 bool kvci_family_is_classic(const char *model_type);
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg);
+/* The classic types' MLP activation, config key `key` (def when absent): gelu (erf), relu, relu2, or a tanh GELU
+ * (gelu_new, gelu_fast, gelu_pytorch_tanh) into cfg->mlp_act; any other refused by name (type in the message). */
+kvc_status kvci_family_gelu_act(const kvc_json_obj *c, const char *key, const char *type, const char *def,
+                                kvc_model_config *cfg);
+/* The BERT-style types run as decoders (family_bert.c; run by the dense family): bert, roberta, xlm-roberta,
+ * camembert, data2vec-text, ernie, bert-generation, megatron-bert, xlm-roberta-xl, roberta-prelayernorm
+ * (kvci_family_is_bert). kvci_family_bert_decoder refuses by name (runtime and
+ * planner) is_decoder false (bidirectional attention) and add_cross_attention true for those and for the other
+ * transformers types causal only with is_decoder (electra, rembert, roformer, ...; planned only); KVC_OK for any
+ * other type. */
+bool kvci_family_is_bert(const char *model_type);
+/* The position table's rows of a BERT type's config class (max_position_embeddings when absent); 0: not one. */
+int64_t kvci_family_bert_rows(const char *model_type);
+kvc_status kvci_family_bert_decoder(const kvc_hparams *hp);
+kvc_status kvci_family_parse_bert(const kvc_hparams *hp, kvc_model_config *cfg);
+/* The RoBERTa types' position offset pad_token_id + 1 (0 for the others; pad_token_id null refused by name); with
+ * max_pos (the shared reader's, runtime and planner): the positions the table of *max_pos rows leaves, into it. */
+kvc_status kvci_family_bert_positions(const kvc_hparams *hp, int64_t *max_pos, int64_t *offset);
 /* Granite SWA and Granite MoE SWA (family_granite_swa.c; run by the dense family after Granite's and Granite MoE
  * Shared's reading): attention sinks, their eps and tie defaults, layer_rope_theta onto layer_nope and the two ropes.
  */

@@ -12,8 +12,8 @@
 /* The activation of a classic type's MLP, config key `key` (`def` when absent): gelu (GELU by erf), relu, relu2
  * (relu squared), or GELU's tanh approximation under transformers' names for it (gelu_new, gelu_fast,
  * gelu_pytorch_tanh: the same function); any other is refused by name. */
-static kvc_status gelu_act(const kvc_json_obj *c, const char *key, const char *type, const char *def,
-                           kvc_model_config *cfg) {
+kvc_status kvci_family_gelu_act(const kvc_json_obj *c, const char *key, const char *type, const char *def,
+                                kvc_model_config *cfg) {
     const char *act = def;
     bool have = false;
     KVC_TRY(kvci_json_str(c, key, KVC_HP_NAME_MAX, &act, &have));
@@ -43,7 +43,7 @@ static kvc_status parse_phi(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     KVC_TRY(kvci_family_opt_bool(c, "qk_layernorm", false, &cfg->qk_norm));
-    KVC_TRY(gelu_act(c, "hidden_act", "phi", "gelu_new", cfg));
+    KVC_TRY(kvci_family_gelu_act(c, "hidden_act", "phi", "gelu_new", cfg));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = cfg->head_bias = true;
     cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = cfg->parallel_block = true;
@@ -60,7 +60,7 @@ static kvc_status parse_phi(const kvc_hparams *hp, kvc_model_config *cfg) {
 static kvc_status parse_persimmon(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
-    KVC_TRY(gelu_act(c, "hidden_act", "persimmon", "relu2", cfg));
+    KVC_TRY(kvci_family_gelu_act(c, "hidden_act", "persimmon", "relu2", cfg));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(kvci_family_opt_bool(c, "qk_layernorm", true, &cfg->qk_norm));
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = true;
@@ -79,7 +79,7 @@ static kvc_status parse_gpt_neox(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     bool bias = true;
-    KVC_TRY(gelu_act(c, "hidden_act", "gpt_neox", "gelu", cfg));
+    KVC_TRY(kvci_family_gelu_act(c, "hidden_act", "gpt_neox", "gelu", cfg));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", true, &bias));
     KVC_TRY(kvci_family_opt_bool(c, "use_parallel_residual", true, &cfg->parallel_block));
@@ -126,7 +126,7 @@ static kvc_status parse_gpt2(const kvc_hparams *hp, kvc_model_config *cfg) {
         KVC_TRY(kvci_family_opt_bool(c, "scale_attn_by_inverse_layer_idx", false, &cfg->attn_scale_inverse_layer));
         KVC_TRY(kvci_family_opt_bool(c, "reorder_and_upcast_attn", false, &upcast)); /* read: must be a bool */
     }
-    KVC_TRY(gelu_act(c, "activation_function", type, bigcode ? "gelu_pytorch_tanh" : "gelu_new", cfg));
+    KVC_TRY(kvci_family_gelu_act(c, "activation_function", type, bigcode ? "gelu_pytorch_tanh" : "gelu_new", cfg));
     KVC_TRY(
         kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads; BigCode's KV heads by multi_query: hparams.c */
     cfg->pos_learned = true;
@@ -152,7 +152,7 @@ static kvc_status parse_opt(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_bool(c, "do_layer_norm_before", true, &pre_norm));
     KVC_TRY(kvci_family_opt_bool(c, "_remove_final_layer_norm", false, &remove_final));
     KVC_TRY(kvci_family_opt_int(c, "word_embed_proj_dim", cfg->hidden_size, 1, KVC_HP_MAX_WIDTH, &proj));
-    KVC_TRY(gelu_act(c, "activation_function", "opt", "relu", cfg));
+    KVC_TRY(kvci_family_gelu_act(c, "activation_function", "opt", "relu", cfg));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
     KVC_TRY(kvci_family_opt_bool(c, "layer_norm_elementwise_affine", true, &affine));
     KVC_TRY(kvci_family_opt_bool(c, "enable_bias", true, &bias));
@@ -209,7 +209,7 @@ static kvc_status parse_falcon(const kvc_hparams *hp, kvc_model_config *cfg) {
                          "%s: falcon with multi_query false needs num_kv_heads %lld equal to num_attention_heads %lld "
                          "without new_decoder_architecture (its query_key_value holds 3 x hidden_size rows)",
                          c->doc, (long long)cfg->num_kv_heads, (long long)cfg->num_heads);
-    KVC_TRY(gelu_act(c, "activation", "falcon", "gelu", cfg));
+    KVC_TRY(kvci_family_gelu_act(c, "activation", "falcon", "gelu", cfg));
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = bias;
     cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
     cfg->parallel_block = parallel, cfg->parallel_mlp_norm = new_arch && n_ln == 2;
@@ -242,7 +242,7 @@ static kvc_status parse_gptj(const kvc_hparams *hp, kvc_model_config *cfg) {
                          "%s: codegen with n_embd %lld is not supported (its qkv_proj splits into 4 model-parallel "
                          "shards: a multiple of 4)",
                          c->doc, (long long)cfg->hidden_size);
-    KVC_TRY(gelu_act(c, "activation_function", type, "gelu_new", cfg));
+    KVC_TRY(kvci_family_gelu_act(c, "activation_function", type, "gelu_new", cfg));
     cfg->qkv_bias = cfg->o_bias = false, cfg->mlp_bias = cfg->head_bias = true;
     cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = cfg->parallel_block = true;
     cfg->rope_form = KVC_ROPE_PAIRS;
@@ -265,7 +265,7 @@ static kvc_status parse_nemotron(const kvc_hparams *hp, kvc_model_config *cfg) {
                          "%s: nemotron without num_key_value_heads is not supported (NemotronConfig leaves it None, "
                          "which transformers cannot run)",
                          c->doc);
-    KVC_TRY(gelu_act(c, "hidden_act", "nemotron", "relu2", cfg));
+    KVC_TRY(kvci_family_gelu_act(c, "hidden_act", "nemotron", "relu2", cfg));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &attn_bias));
     KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &mlp_bias));
@@ -368,7 +368,7 @@ static kvc_status parse_mpt(const kvc_hparams *hp, kvc_model_config *cfg) {
 static kvc_status parse_gpt_neo(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
-    KVC_TRY(gelu_act(c, "activation_function", "gpt_neo", "gelu_new", cfg));
+    KVC_TRY(kvci_family_gelu_act(c, "activation_function", "gpt_neo", "gelu_new", cfg));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
     cfg->pos_learned = true, cfg->attention_multiplier = 1.0;
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
@@ -386,7 +386,7 @@ static kvc_status parse_gpt_neo(const kvc_hparams *hp, kvc_model_config *cfg) {
  * head output_projection, tied by default. */
 static kvc_status parse_biogpt(const kvc_hparams *hp, kvc_model_config *cfg) {
     bool scale = true;
-    KVC_TRY(gelu_act(&hp->cfg, "hidden_act", "biogpt", "gelu", cfg));
+    KVC_TRY(kvci_family_gelu_act(&hp->cfg, "hidden_act", "biogpt", "gelu", cfg));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
     KVC_TRY(kvci_family_opt_bool(&hp->cfg, "scale_embedding", true, &scale));
     cfg->embed_scale = scale ? (float)sqrt((double)cfg->hidden_size) : 0.0f;
@@ -408,7 +408,7 @@ static kvc_status parse_biogpt(const kvc_hparams *hp, kvc_model_config *cfg) {
 static kvc_status parse_xglm(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     bool scale = true;
-    KVC_TRY(gelu_act(c, "activation_function", "xglm", "gelu", cfg));
+    KVC_TRY(kvci_family_gelu_act(c, "activation_function", "xglm", "gelu", cfg));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
     KVC_TRY(kvci_family_opt_bool(c, "scale_embedding", true, &scale));
     if (cfg->hidden_size < 4)

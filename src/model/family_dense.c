@@ -1024,6 +1024,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (kvci_family_is_laguna(mt)) return kvci_family_parse_laguna(hp, cfg);
     if (kvci_family_is_mellum(mt)) return kvci_family_parse_mellum(hp, cfg);
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
+    if (kvci_family_is_bert(mt)) return kvci_family_parse_bert(hp, cfg);
     if (strcmp(mt, "nanochat") == 0) return kvci_family_parse_nanochat(hp, cfg);
     if (strcmp(mt, "jetmoe") == 0) return kvci_family_parse_jetmoe(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
@@ -1261,6 +1262,17 @@ static const kvc_family_alias ALIASES[] = {
     {"mimo_v2_flash", "MiMoV2FlashForCausalLM", "mimo_v2_flash", true},
     {"laguna", "LagunaForCausalLM", "laguna", true},
     {"mellum", "MellumForCausalLM", "mellum", true},
+    /* BERT-style encoders as decoders (is_decoder true; family_bert.c) */
+    {"bert", "BertLMHeadModel", "bert", true},
+    {"roberta", "RobertaForCausalLM", "roberta", true},
+    {"xlm-roberta", "XLMRobertaForCausalLM", "xlm-roberta", true},
+    {"camembert", "CamembertForCausalLM", "camembert", true},
+    {"data2vec-text", "Data2VecTextForCausalLM", "data2vec-text", true},
+    {"ernie", "ErnieForCausalLM", "ernie", true},
+    {"bert-generation", "BertGenerationDecoder", "bert-generation", true},
+    {"megatron-bert", "MegatronBertForCausalLM", "megatron-bert", true},
+    {"xlm-roberta-xl", "XLMRobertaXLForCausalLM", "xlm-roberta-xl", true},
+    {"roberta-prelayernorm", "RobertaPreLayerNormForCausalLM", "roberta-prelayernorm", true},
 };
 
 bool kvci_family_attn_sinks(const char *mt) {

@@ -503,6 +503,8 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     if (c->embed_dim > 0 && (st = kvci_linear(emb, T, &m->project_in, NULL, ws->h)) != KVC_OK) return st;
     for (int64_t t = 0; t < T; t++) {
         float *row = ws->h + t * H;
+        if (m->type_embed) /* BERT: token type 0's row, before the position's (transformers' order) */
+            for (int64_t i = 0; i < H; i++) row[i] += m->type_embed[i];
         if (m->pos_embed) { /* GPT-2: the learned position's row (check_args bounds the position) */
             const float *p = m->pos_embed + (md->positions[t] + c->pos_offset) * H;
             for (int64_t i = 0; i < H; i++) row[i] += p[i];
@@ -510,6 +512,8 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
             const int64_t p = md->positions[t] + c->pos_offset;
             kvci_model_sinusoid_add(m->pos_freq, H, p, p == c->pos_zero_row, row);
         }
+        if (m->task_embed) /* ERNIE: task type 0's row, after the position's */
+            for (int64_t i = 0; i < H; i++) row[i] += m->task_embed[i];
         kvc_rope_cos_sin(inv_freq, rot, m->rope_attn_factor, md->positions[t], ws->cos + t * rot, ws->sin + t * rot);
         if (m->inv_freq_sliding)
             kvc_rope_cos_sin(m->inv_freq_sliding, rot_s, m->rope_attn_factor_sliding, md->positions[t],
@@ -566,8 +570,13 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     }
     const double final_eps = c->final_norm_eps > 0.0 ? c->final_norm_eps : c->rms_norm_eps; /* JetMoE's own */
     if (!c->final_norm_none) norm_rows_eps(m, ws->xn, n, m->final_norm, m->final_norm_b, final_eps, ws->xn);
+    if (c->head_transform && (st = kvci_linear(ws->xn, n, &m->head_dense, m->head_dense_b, ws->acc)) == KVC_OK) {
+        kvci_act_rows(c->head_act, ws->acc, n, H); /* BERT's head: LayerNorm(act(dense x)) [n, H] */
+        norm_rows(m, ws->acc, n, m->head_norm, m->head_norm_b, ws->xn);
+    }
     const float *head_in = ws->xn; /* [n, E] */
-    if (c->embed_dim > 0 && (st = kvci_linear(ws->xn, n, &m->project_out, NULL, ws->acc)) == KVC_OK) head_in = ws->acc;
+    if (st == KVC_OK && c->embed_dim > 0 && (st = kvci_linear(ws->xn, n, &m->project_out, NULL, ws->acc)) == KVC_OK)
+        head_in = ws->acc;
     if (st == KVC_OK) st = kvci_linear(head_in, n, &m->lm_head, m->lm_head_b, a->logits);
     if (st == KVC_OK && c->logits_scaling > 0.0) { /* Granite: divided, not times 1 / s (transformers' bits) */
         const float scaling = (float)c->logits_scaling;

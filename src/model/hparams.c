@@ -127,6 +127,17 @@ static const type_defaults DEFAULTS[] = {
     {"mimo_v2_flash", 192, 5000000.0, 129, false, 4, false, false}, /* MiMoV2FlashConfig's (ropes: mimo_ropes) */
     {"laguna", 128, 500000.0, 512, false, 8, false, false},         /* LagunaConfig's (ropes: laguna_ropes) */
     {"mellum", 128, 500000.0, 1024, false, 4, false, false},        /* MellumConfig's (ropes: laguna_ropes, whole) */
+    /* the BERT types (family_bert.c): learned positions, hidden / heads, one KV head per head */
+    {"bert", 0, 10000.0, 0, false, 0, true, true},
+    {"roberta", 0, 10000.0, 0, false, 0, true, true},
+    {"xlm-roberta", 0, 10000.0, 0, false, 0, true, true},
+    {"camembert", 0, 10000.0, 0, false, 0, true, true},
+    {"data2vec-text", 0, 10000.0, 0, false, 0, true, true},
+    {"ernie", 0, 10000.0, 0, false, 0, true, true},
+    {"bert-generation", 0, 10000.0, 0, false, 0, true, true},
+    {"megatron-bert", 0, 10000.0, 0, false, 0, true, true},
+    {"xlm-roberta-xl", 0, 10000.0, 0, false, 0, true, true},
+    {"roberta-prelayernorm", 0, 10000.0, 0, false, 0, true, true},
 };
 
 static type_defaults defaults_of(const kvc_hparams *hp) {
@@ -351,6 +362,10 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
         hp->max_pos = 1024, hp->have_max_pos = true;
     if (!hp->have_max_pos && kvci_name_listed(mt, TABLE_2048, sizeof TABLE_2048 / sizeof TABLE_2048[0]))
         hp->max_pos = 2048, hp->have_max_pos = true;
+    if (!hp->have_max_pos && kvci_family_is_bert(mt)) /* their tables' rows */
+        hp->max_pos = kvci_family_bert_rows(mt), hp->have_max_pos = true;
+    int64_t offset = 0; /* RoBERTa's positions from pad_token_id + 1 on: fewer than its table's rows */
+    if (kvci_family_is_bert(mt)) KVC_TRY(kvci_family_bert_positions(hp, &hp->max_pos, &offset));
     if (!hp->have_max_pos && jetmoe) hp->max_pos = 4096, hp->have_max_pos = true; /* JetMoeConfig's */
     return KVC_OK;
 }
@@ -622,7 +637,8 @@ static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
                          "frequencies for part of each (its forward fails)",
                          hp->cfg.doc, r->partial_rotary_factor);
     const bool no_rope =
-        kvci_name_listed(hp->model_type, NO_ROPE_TYPES, sizeof NO_ROPE_TYPES / sizeof NO_ROPE_TYPES[0]);
+        kvci_name_listed(hp->model_type, NO_ROPE_TYPES, sizeof NO_ROPE_TYPES / sizeof NO_ROPE_TYPES[0]) ||
+        kvci_family_is_bert(hp->model_type);
     if (r->type != KVC_ROPE_DEFAULT && !no_rope)
         return kvci_fail(KVC_EINVAL,
                          "%s: partial_rotary_factor %g with rope type %s: %s rotates whole heads, and transformers "

@@ -203,6 +203,11 @@ struct kvc_model {
      * per_layer_model_projection [L P, H], per_layer_projection_norm [P]; else empty / NULL */
     kvc_wmat ple_embed, ple_model_proj;
     float *ple_proj_norm;
+    /* BERT-style: token_type_embeddings [type_vocab_size, H] and ERNIE's task_type_embeddings (row 0 of each added),
+     * the head's transform head_dense [H, H] with its bias and head_norm / head_norm_b [H]; else empty / NULL */
+    float *type_embed, *task_embed;
+    kvc_wmat head_dense;
+    float *head_dense_b, *head_norm, *head_norm_b;
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     void *arena;                                    /* every weight above: one kvci_pages_alloc mapping */
     int64_t arena_bytes;

@@ -830,6 +830,12 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     if (c->pos_learned && !c->pos_sinusoidal)
         TRY(v2(&v, "model.embed_positions.weight", c->max_position_embeddings + c->pos_offset, c->hidden_size,
                &m->pos_embed, KVC_WINIT_WEIGHT, WHOLE));
+    if (c->type_vocab_size > 0) /* BERT's token types (row 0 added) */
+        TRY(v2(&v, "model.token_type_embeddings.weight", c->type_vocab_size, c->hidden_size, &m->type_embed,
+               KVC_WINIT_WEIGHT, WHOLE));
+    if (c->task_type_vocab_size > 0) /* ERNIE's task types (row 0 added) */
+        TRY(v2(&v, "model.task_type_embeddings.weight", c->task_type_vocab_size, c->hidden_size, &m->task_embed,
+               KVC_WINIT_WEIGHT, WHOLE));
     if (c->ple_dim > 0) { /* Gemma 4's per-layer inputs */
         const int64_t LP = c->num_layers * c->ple_dim;
         TRY(m2(&v, "model.embed_tokens_per_layer.weight", c->ple_vocab, LP, &m->ple_embed, WHOLE));
@@ -849,6 +855,12 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     if (final_norm && !c->norm_weightless) TRY(v1(&v, final, c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
     if (final_norm && c->norm_bias)
         TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));
+    if (c->head_transform) { /* BERT's dense + act + LayerNorm before the head */
+        TRY(m2(&v, "model.head_dense.weight", c->hidden_size, c->hidden_size, &m->head_dense, WHOLE));
+        TRY(v1(&v, "model.head_dense.bias", c->hidden_size, &m->head_dense_b, KVC_WINIT_BIAS, WHOLE));
+        TRY(v1(&v, "model.head_norm.weight", c->hidden_size, &m->head_norm, KVC_WINIT_NORM, WHOLE));
+        TRY(v1(&v, "model.head_norm.bias", c->hidden_size, &m->head_norm_b, KVC_WINIT_BIAS, WHOLE));
+    }
     if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, E, &m->lm_head, WHOLE));
     if (c->head_bias) TRY(v1(&v, "lm_head.bias", c->vocab_size, &m->lm_head_b, KVC_WINIT_BIAS, WHOLE));
     return KVC_OK;
@@ -1102,6 +1114,14 @@ static kvc_status check_fields(const kvc_model_config *c) {
     if (c->embed_dim < 0 || c->embed_dim > KVC_MODEL_MAX_DIM)
         return kvci_fail(KVC_EINVAL, "model: embed_dim %lld outside [0, %lld] (0: hidden_size)",
                          (long long)c->embed_dim, (long long)KVC_MODEL_MAX_DIM);
+    if (c->type_vocab_size < 0 || c->type_vocab_size > KVC_HP_MAX_VOCAB || c->task_type_vocab_size < 0 ||
+        c->task_type_vocab_size > KVC_HP_MAX_VOCAB)
+        return kvci_fail(KVC_EINVAL, "model: type_vocab_size %lld and task_type_vocab_size %lld must be in [0, %lld]",
+                         (long long)c->type_vocab_size, (long long)c->task_type_vocab_size,
+                         (long long)KVC_HP_MAX_VOCAB);
+    if (c->head_transform && ((unsigned)c->head_act > KVC_MLP_RELU || !c->layer_norm))
+        return kvci_fail(KVC_EINVAL, "model: head_transform needs layer_norm and head_act in [0, %d] (got %d)",
+                         (int)KVC_MLP_RELU, (int)c->head_act);
     if (c->norm_weightless && (c->norm_bias || c->post_norms || c->sandwich_norms || c->gemma_norms))
         return kvci_fail(KVC_EINVAL, "model: norm_weightless needs pre-norm blocks without norm_bias (no post_norms, "
                                      "sandwich_norms or gemma_norms)");

@@ -50,7 +50,7 @@ const char *kvci_safetensors_meta(const kvc_safetensors *st, const char *key);
  * names): name itself, or the renamed one in buf[cap] (ckpt_names.c). */
 const char *kvci_checkpoint_name(const char *model_type, const char *name, char *buf, size_t cap);
 /* The name a checkpoint of model_type may hold in its place, the one transformers renames on load (ckpt_names.c's
- * `either` rules left out), into buf[cap]; NULL when no such rule applies. */
+ * `either` rules left out) or a tied BERT head's bias, into buf[cap]; NULL when no such rule applies. */
 const char *kvci_checkpoint_unconverted(const char *model_type, const char *name, char *buf, size_t cap);
 /* That name under the base model's other prefix into buf[cap], which some of the type's checkpoints leave out
  * (GPT-2's transformer.) or name otherwise (Nemotron-H's backbone.); NULL when the type has none or name is not

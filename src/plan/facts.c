@@ -21,6 +21,7 @@ static kvc_status identify(const kvc_hparams *hp, kvc_model_plan *plan, const kv
     if (refused != NULL)
         return kvci_fail(KVC_EINVAL, "config.json: model_type \"%s\" is not planned: %s", refused,
                          kvci_family_refusal(refused));
+    KVC_TRY(kvci_family_bert_decoder(hp)); /* BERT's bidirectional default, refused as the runtime refuses it */
     const kvc_family_alias *alias = NULL;
     *fam = kvci_family_find(model_type, arch, &alias);
     if (*fam == NULL && kvci_json_find(&hp->cfg, "kv_lora_rank") != NULL) {

@@ -538,7 +538,7 @@ static void test_refusals(void **state) {
                    "final_logit_softcapping must be a number");
     expect_refusal("{\"model_type\":\"gemma2\"," MOE_BASE "\"num_hidden_layers\":2,\"hidden_activation\":\"silu\"}",
                    "(gemma2: gelu_pytorch_tanh)");
-    expect_refusal("{\"model_type\":\"bert\"}", "model_type \"bert\"");
+    expect_refusal("{\"model_type\":\"t5\"}", "model_type \"t5\"");
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8}", "num_hidden_layers is missing");
     expect_refusal("[1]", "the top level must be an object");
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
@@ -2682,6 +2682,114 @@ static void test_xglm_fields(void **state) {
 #undef XGLM_BASE
 }
 
+/* The planner and the runtime refuse json alike, each naming needle. */
+static void expect_both_refuse(const char *json, const char *needle) {
+    expect_refusal(json, needle);
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options opt = kvc_plan_default_options();
+    assert_int_equal(kvc_model_plan_create(json, strlen(json), &opt, &plan), KVC_EINVAL);
+    assert_null(plan);
+    if (!strstr(kvc_last_error(), needle)) fail_msg("plan: \"%s\" should mention \"%s\"", kvc_last_error(), needle);
+}
+
+/* The BERT types with their config classes' defaults and is_decoder true (bert, the RoBERTa types, ernie; then
+ * bert-generation and the pre-norm types): learned positions (BERT and ERNIE from row
+ * 0, the RoBERTa types from pad_token_id + 1, their positions that many fewer than the table's rows, in the runtime
+ * and the plan), token type 0's row, embeddings LayerNormed, post-norm layers without a final norm, every bias, gelu,
+ * the head's transform (the RoBERTa types' act GELU by erf whatever hidden_act), tied, eps 1e-12, 512 positions;
+ * ERNIE's task types under use_task_id. Refused by name by both: is_decoder false or absent (bidirectional; also for
+ * the types planned only, electra's here), add_cross_attention; by the runtime: pad_token_id null or past the table
+ * (RoBERTa's), position_embedding_type other than absolute, another hidden_act. */
+static void test_bert_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define BERT_KEYS                                                                                                      \
+    "\"vocab_size\":8,\"hidden_size\":64,\"num_attention_heads\":4,\"num_hidden_layers\":2,\"intermediate_size\":16"
+#define BERT_BASE "{\"model_type\":\"bert\",\"is_decoder\":true," BERT_KEYS
+    assert_int_equal(kvc_model_config_parse(BERT_BASE "}", "bert", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && c.intermediate_size == 16);
+    assert_true(c.pos_learned && c.pos_offset == 0 && c.max_position_embeddings == 512 && c.layer_nope[1]);
+    assert_true(c.type_vocab_size == 2 && c.task_type_vocab_size == 0 && c.embed_norm && c.norm_after_add);
+    assert_true(c.final_norm_none && c.head_transform && c.head_act == KVC_MLP_GELU && c.mlp_act == KVC_MLP_GELU);
+    assert_true(c.mlp_plain && c.layer_norm && c.norm_bias && c.qkv_bias && c.o_bias && c.mlp_bias && c.head_bias);
+    assert_true(c.tie_word_embeddings && c.rms_norm_eps == 1e-12);
+    assert_int_equal(kvc_model_config_parse(BERT_BASE ",\"hidden_act\":\"relu\",\"type_vocab_size\":1,"
+                                                      "\"tie_word_embeddings\":false,\"layer_norm_eps\":1e-5}",
+                                            "bert-set", &c),
+                     KVC_OK);
+    assert_true(c.mlp_act == KVC_MLP_RELU && c.head_act == KVC_MLP_RELU && c.type_vocab_size == 1);
+    assert_true(!c.tie_word_embeddings && c.rms_norm_eps == 1e-5);
+    kvc_model_plan *plan = plan_of(BERT_BASE "}", "bert");
+    assert_true(plan->head_dim == 16 && plan->num_key_value_heads == 4 && plan->options.max_model_len == 512);
+    kvc_model_plan_destroy(plan);
+    static const char *const ROBERTA[] = {"roberta", "xlm-roberta", "camembert", "data2vec-text"};
+    for (size_t i = 0; i < sizeof ROBERTA / sizeof ROBERTA[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"model_type\":\"%s\",\"is_decoder\":true,\"hidden_act\":\"gelu_new\"," BERT_KEYS "}", ROBERTA[i]);
+        assert_int_equal(kvc_model_config_parse(json, ROBERTA[i], &c), KVC_OK);
+        assert_true(c.pos_offset == 2 && c.max_position_embeddings == 510 && c.head_transform);
+        assert_true(c.mlp_act == KVC_MLP_GELU_TANH && c.head_act == KVC_MLP_GELU && c.type_vocab_size == 2);
+        plan = plan_of(json, ROBERTA[i]);
+        assert_true(plan->options.max_model_len == 510);
+        kvc_model_plan_destroy(plan);
+    }
+#define ROBERTA_BASE "{\"model_type\":\"roberta\",\"is_decoder\":true," BERT_KEYS
+    assert_int_equal(
+        kvc_model_config_parse(ROBERTA_BASE ",\"pad_token_id\":0,\"max_position_embeddings\":514}", "roberta", &c),
+        KVC_OK);
+    assert_true(c.pos_offset == 1 && c.max_position_embeddings == 513);
+    expect_refusal(ROBERTA_BASE ",\"pad_token_id\":null}", "roberta with pad_token_id null is not supported");
+    expect_both_refuse(ROBERTA_BASE ",\"pad_token_id\":511}", "roberta with pad_token_id 511 leaves no position");
+#define ERNIE1_BASE "{\"model_type\":\"ernie\",\"is_decoder\":true," BERT_KEYS
+    assert_int_equal(kvc_model_config_parse(ERNIE1_BASE "}", "ernie", &c), KVC_OK);
+    assert_true(c.task_type_vocab_size == 0 && c.pos_offset == 0);
+    assert_int_equal(
+        kvc_model_config_parse(ERNIE1_BASE ",\"use_task_id\":true,\"task_type_vocab_size\":5}", "ernie", &c), KVC_OK);
+    assert_true(c.task_type_vocab_size == 5);
+    /* BertGeneration: no token types, no head transform; the pre-norm types: a final norm, no norm after the adds,
+     * their embeddings' LayerNorm RoBERTa-PreLayerNorm's only; XLM-RoBERTa-XL's class defaults (one token type, eps
+     * 1e-5, 514 rows: 512 positions) */
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"bert-generation\",\"is_decoder\":true," BERT_KEYS "}",
+                                            "bert-generation", &c),
+                     KVC_OK);
+    assert_true(c.type_vocab_size == 0 && !c.head_transform && c.embed_norm && c.norm_after_add && c.final_norm_none);
+    assert_true(c.pos_offset == 0 && c.head_bias && c.tie_word_embeddings);
+    static const struct {
+        const char *type;
+        bool embed_norm;
+        int64_t offset, types, positions;
+        double eps;
+    } PRE[] = {{"megatron-bert", false, 0, 2, 512, 1e-12},
+               {"xlm-roberta-xl", false, 2, 1, 512, 1e-5},
+               {"roberta-prelayernorm", true, 2, 2, 510, 1e-12}};
+    for (size_t i = 0; i < sizeof PRE / sizeof PRE[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json, "{\"model_type\":\"%s\",\"is_decoder\":true," BERT_KEYS "}", PRE[i].type);
+        assert_int_equal(kvc_model_config_parse(json, PRE[i].type, &c), KVC_OK);
+        assert_true(!c.norm_after_add && !c.final_norm_none && c.embed_norm == PRE[i].embed_norm && c.head_transform);
+        assert_true(c.pos_offset == PRE[i].offset && c.type_vocab_size == PRE[i].types && c.rms_norm_eps == PRE[i].eps);
+        assert_true(c.max_position_embeddings == PRE[i].positions && c.head_act == KVC_MLP_GELU);
+    }
+    expect_both_refuse("{\"model_type\":\"bert\"," BERT_KEYS "}", "bert with is_decoder false (or absent");
+    const char *by_arch = "{\"architectures\":[\"RobertaForCausalLM\"],\"is_decoder\":false," BERT_KEYS "}";
+    const kvc_plan_options opt = kvc_plan_default_options(); /* the planner's look-up by architecture */
+    assert_int_equal(kvc_model_plan_create(by_arch, strlen(by_arch), &opt, &plan), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "roberta with is_decoder false"));
+    expect_both_refuse(BERT_BASE ",\"add_cross_attention\":true}", "bert with add_cross_attention true");
+    expect_both_refuse("{\"model_type\":\"electra\"," BERT_KEYS "}",
+                       "electra with is_decoder false"); /* planned only */
+    expect_refusal(BERT_BASE ",\"position_embedding_type\":\"relative_key\"}",
+                   "position_embedding_type \"relative_key\" is not supported");
+    assert_int_equal(kvc_model_config_parse(BERT_BASE ",\"position_embedding_type\":\"absolute\"}", "bert", &c),
+                     KVC_OK);
+    expect_refusal(BERT_BASE ",\"hidden_act\":\"tanh\"}", "hidden_act \"tanh\" is not supported (bert");
+#undef ERNIE1_BASE
+#undef ROBERTA_BASE
+#undef BERT_BASE
+#undef BERT_KEYS
+}
+
 /* Apertus with ApertusConfig's defaults (xielu, as many KV heads as heads, eps 1e-5, theta 1.2e7 when the rope dict has
  * none, no biases, untied): the dense family with per-head q/k norms and a plain MLP; attention_bias on q/k/v/o;
  * refused by name: another hidden_act, no rope dict (ApertusConfig's llama3 default is not assumed). */
@@ -4162,6 +4270,7 @@ int main(void) {
         cmocka_unit_test(test_internlm3_fields),
         cmocka_unit_test(test_apertus_fields),
         cmocka_unit_test(test_xglm_fields),
+        cmocka_unit_test(test_bert_fields),
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),

@@ -792,6 +792,41 @@ static void test_persimmon(void **state) {
     run_dir("persimmon");
 }
 
+/* BERT-like (BertLMHeadModel, is_decoder true): word + token type 0 + learned position rows LayerNormed, post-norm
+ * layers with biases, gelu, the head's dense + gelu + LayerNorm, the tied decoder with its own bias */
+static void test_bert(void **state) {
+    (void)state;
+    run_dir("bert");
+}
+
+/* RoBERTa-like: BERT's model with positions from pad_token_id + 1 (row 2 on), one token type, gelu_new in the MLP
+ * and GELU by erf in the head's transform, eps 1e-5, untied head */
+static void test_roberta(void **state) {
+    (void)state;
+    run_dir("roberta");
+}
+
+/* ERNIE-like with use_task_id: BERT's model plus task type 0's row after the positions', relu in the MLP and the
+ * head's transform */
+static void test_ernie(void **state) {
+    (void)state;
+    run_dir("ernie");
+}
+
+/* Megatron-BERT-like: BERT's embeddings without their LayerNorm, pre-norm layers and a final LayerNorm, gelu_new in
+ * the MLP and the head's transform, tied */
+static void test_megatron_bert(void **state) {
+    (void)state;
+    run_dir("megatron_bert");
+}
+
+/* RoBERTa-PreLayerNorm-like: RoBERTa's LayerNormed embeddings and positions, pre-norm layers and the base model's
+ * final LayerNorm, relu in the MLP, GELU by erf in the head's transform, tied */
+static void test_roberta_prelayernorm(void **state) {
+    (void)state;
+    run_dir("roberta_prelayernorm");
+}
+
 /* XGLM-like: BioGPT's pre-norm blocks with biases and gelu, scaled tied embeddings, positions from the sinusoid table
  * computed per token (offset 2; pad_token_id 5 zeroes position 3's row) */
 static void test_xglm(void **state) {
@@ -1297,6 +1332,11 @@ int main(void) {
         cmocka_unit_test(test_iquestcoder),
         cmocka_unit_test(test_hyperclovax),
         cmocka_unit_test(test_xglm),
+        cmocka_unit_test(test_bert),
+        cmocka_unit_test(test_roberta),
+        cmocka_unit_test(test_ernie),
+        cmocka_unit_test(test_megatron_bert),
+        cmocka_unit_test(test_roberta_prelayernorm),
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),
         cmocka_unit_test(test_gpt2_layer_scale),

@@ -10,7 +10,8 @@ gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, e
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm, qwen3_next, kimi_linear, qwen3_5_text, qwen3_5_moe, olmo_hybrid, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
-cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa, deepseek_v32, lfm3, ergo) this script
+cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa, deepseek_v32, lfm3, ergo, bert, roberta,
+ernie, megatron_bert, roberta_prelayernorm) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -40,6 +41,16 @@ import transformers
 from safetensors import safe_open
 from safetensors.torch import save_file
 from transformers import (
+    BertConfig,
+    BertLMHeadModel,
+    MegatronBertConfig,
+    MegatronBertForCausalLM,
+    RobertaPreLayerNormConfig,
+    RobertaPreLayerNormForCausalLM,
+    ErnieConfig,
+    ErnieForCausalLM,
+    RobertaConfig,
+    RobertaForCausalLM,
     Zamba2Config,
     Zamba2ForCausalLM,
     DeepseekV3Config,
@@ -1617,6 +1628,47 @@ def biogpt_config():
                         pad_token_id=None)
 
 
+# The BERT types run as decoders (is_decoder true: causal; the classes' false is bidirectional and refused)
+BERT_TOY = dict(vocab_size=VOCAB, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
+                max_position_embeddings=64, is_decoder=True)
+
+
+def bert_config():
+    # BertLMHeadModel at toy size: word + token type 0 + learned position rows, LayerNormed; post-norm layers
+    # (attention.output.LayerNorm, output.LayerNorm) at layer_norm_eps 1e-12, q/k/v/o and the MLP with biases, gelu;
+    # the head's dense + gelu + LayerNorm, then the decoder tied to the word embeddings with its own bias.
+    return BertConfig(**BERT_TOY, bos_token_id=None, eos_token_id=None)
+
+
+def roberta_config():
+    # RobertaForCausalLM at toy size: BERT's blocks with positions from pad_token_id + 1 (pad 2, which no prompt or
+    # greedy continuation holds: transformers' forward would give it the padding row; rows 3..), the MLP's act
+    # gelu_new (tanh) while its head's is GELU by erf whatever hidden_act says (RobertaLMHead), type_vocab_size 1
+    # (RoBERTa's checkpoints'), untied head (lm_head.decoder with its bias), layer_norm_eps 1e-5.
+    return RobertaConfig(**BERT_TOY, hidden_act="gelu_new", type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=2,
+                         tie_word_embeddings=False, bos_token_id=None, eos_token_id=None)
+
+
+def ernie_config():
+    # ErnieForCausalLM at toy size with use_task_id: BERT's model plus task type 0's row after the positions' (3 rows
+    # of task_type_vocab_size), relu in the MLP and the head's transform.
+    return ErnieConfig(**BERT_TOY, use_task_id=True, hidden_act="relu", bos_token_id=None, eos_token_id=None)
+
+
+def megatron_bert_config():
+    # MegatronBertForCausalLM at toy size: BERT's embeddings without their LayerNorm, pre-norm layers (attention.ln,
+    # ln) and a final encoder.ln, gelu_new, the head's transform with gelu_new (hidden_act), tied.
+    return MegatronBertConfig(**BERT_TOY, hidden_act="gelu_new", bos_token_id=None, eos_token_id=None)
+
+
+def roberta_prelayernorm_config():
+    # RobertaPreLayerNormForCausalLM at toy size: RoBERTa's LayerNormed embeddings and positions (pad_token_id 0, in
+    # no prompt or continuation: rows 1..), pre-norm layers (attention.LayerNorm, intermediate.LayerNorm) and the base
+    # model's final LayerNorm, relu in the MLP, GELU by erf in the head's transform, tied.
+    return RobertaPreLayerNormConfig(**BERT_TOY, hidden_act="relu", pad_token_id=0, bos_token_id=None,
+                                     eos_token_id=None)
+
+
 def nemotron_config():
     # Nemotron-4 / Minitron at toy size: LayerNorm1P norms (weight applied as 1 + w, with bias), grouped-query
     # attention (2 KV heads of 4, head_dim 16), RoPE half-split on half of each head (partial_rotary_factor 0.5, the
@@ -2041,6 +2093,11 @@ FAMILIES = {
     "mimo_v2_flash": (mimo_v2_flash_config, MiMoV2FlashForCausalLM),
     "laguna": (laguna_config, LagunaForCausalLM),
     "mellum": (mellum_config, MellumForCausalLM),
+    "bert": (bert_config, BertLMHeadModel),
+    "roberta": (roberta_config, RobertaForCausalLM),
+    "ernie": (ernie_config, ErnieForCausalLM),
+    "megatron_bert": (megatron_bert_config, MegatronBertForCausalLM),
+    "roberta_prelayernorm": (roberta_prelayernorm_config, RobertaPreLayerNormForCausalLM),
     "ergo": (ergo_config, ErgoForCausalLM),
     "apertus": (apertus_config, ApertusForCausalLM),
     "jais2": (jais2_config, Jais2ForCausalLM),
@@ -2149,6 +2206,13 @@ def param_std(name, shape, config):
         return 0.02
     if name.endswith("linear_attn.norm.weight"):  # Qwen3-Next's gated norm, applied as w
         return None
+    if config.model_type in ("bert", "roberta", "ernie", "megatron-bert", "roberta-prelayernorm"):
+        if name.endswith(("LayerNorm.weight", "layer_norm.weight", "ln.weight")):
+            return None
+        if name.endswith("word_embeddings.weight"):  # tied (BERT, ERNIE): the head too
+            return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
+        if name.endswith(("position_embeddings.weight", "token_type_embeddings.weight", "task_type_embeddings.weight")):
+            return 0.5
     if config.model_type == "ergo":
         if name.endswith("residual_gate.weight"):  # sigmoid / softplus of it per dimension: spread both ways
             return 1.0
@@ -2336,8 +2400,14 @@ def greedy_nocache(model, ids, n):
 
 @torch.no_grad()
 def greedy_generate(model, ids, n):
+    # RoBERTa's forward numbers its positions from pad_token_id + 1, but generate() passes 0-based position_ids
+    # (another model): give it the forward's, which kvcache runs
+    extra = {}
+    if model.config.model_type in ("roberta", "roberta-prelayernorm"):
+        extra["position_ids"] = torch.arange(len(ids)).unsqueeze(0) + model.config.pad_token_id + 1
     out = model.generate(
         torch.tensor([ids], dtype=torch.long),
+        **extra,
         do_sample=False,
         max_new_tokens=n,
         min_new_tokens=n,
@@ -2362,6 +2432,7 @@ def layer_outputs(model, ids):
     hooks = [base.get_input_embeddings().register_forward_hook(
         lambda m, i, o: captured.append(o[0].detach().clone()))]
     layers = getattr(base, "layers", None) or getattr(base, "h", None) or getattr(base, "blocks", None)  # GPT-2, DBRX
+    layers = layers or getattr(getattr(base, "encoder", None), "layer", None)  # BERT's encoder.layer
     for layer in layers or base.decoder.layers:  # OPT
         hooks.append(layer.register_forward_hook(
             lambda m, i, o: captured.append((o[0] if isinstance(o, tuple) else o)[0].detach().clone())))
@@ -3105,7 +3176,8 @@ def main():
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "deepseek_v32", "sarvam_moe", "param2moe",
-                               "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear"]:
+                               "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
+                               "bert", "roberta", "ernie", "megatron_bert", "roberta_prelayernorm"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
