@@ -410,6 +410,10 @@ typedef struct kvc_model_config {
      * gdn_v_heads heads of gdn_k_dim == gdn_v_dim channels, the decay per key channel, q, k and v projected and
      * convolved apart; its MLA layers are NoPE (the model's RoPE frequencies zero). Last, as above. */
     bool gdn_kda;
+    /* CTRL (model_type ctrl): pos_sinusoidal's rows by CTRL's table instead of XGLM's: row p holds sin(p r_j) on its
+     * first ceil(hidden_size / 2) columns and cos(p r_j) on the rest, r_j = 1 / 10000^(2j / hidden_size) in f32; it
+     * needs pos_sinusoidal with pos_offset 0 and no zero row (pos_zero_row -1). Last, as above. */
+    bool pos_sinusoid_ctrl;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config
