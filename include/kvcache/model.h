@@ -419,6 +419,10 @@ typedef struct kvc_model_config {
     int64_t type_vocab_size, task_type_vocab_size;
     bool head_transform;
     kvc_mlp_act head_act;
+    /* CTRL (model_type ctrl): pos_sinusoidal's rows by CTRL's table instead of XGLM's: row p holds sin(p r_j) on its
+     * first ceil(hidden_size / 2) columns and cos(p r_j) on the rest, r_j = 1 / 10000^(2j / hidden_size) in f32; it
+     * needs pos_sinusoidal with pos_offset 0 and no zero row (pos_zero_row -1). Last, as above. */
+    bool pos_sinusoid_ctrl;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

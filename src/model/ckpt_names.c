@@ -37,6 +37,17 @@ static const rename_rule RULES[] = {
     {"gpt_neox", "mlp.down_proj.", "mlp.dense_4h_to_h."},
     {"gpt_neox", "model.norm.", "gpt_neox.final_layer_norm."},
     {"gpt_neox", "lm_head.", "embed_out."},
+    /* GPT-NeoX Japanese (GPTNeoXJapaneseForCausalLM): GPT-NeoX's names under gpt_neox_japanese., the last layer's
+     * o_proj bias attention.dense_bias */
+    {"gpt_neox_japanese", "model.embed_tokens.", "gpt_neox_japanese.embed_in."},
+    {"gpt_neox_japanese", "model.layers.", "gpt_neox_japanese.layers."},
+    {"gpt_neox_japanese", "self_attn.qkv_proj.", "attention.query_key_value."},
+    {"gpt_neox_japanese", "self_attn.o_proj.bias", "attention.dense_bias"},
+    {"gpt_neox_japanese", "self_attn.o_proj.", "attention.dense."},
+    {"gpt_neox_japanese", "mlp.up_proj.", "mlp.dense_h_to_4h."},
+    {"gpt_neox_japanese", "mlp.down_proj.", "mlp.dense_4h_to_h."},
+    {"gpt_neox_japanese", "model.norm.", "gpt_neox_japanese.final_layer_norm."},
+    {"gpt_neox_japanese", "lm_head.", "embed_out."},
     /* GPT-2 (GPT2LMHeadModel): under transformer., wte / wpe the embeddings, h.N the layers with ln_1 / ln_2,
      * attn.c_attn (q, k, v fused) and attn.c_proj, mlp.c_fc (up) and mlp.c_proj (down), ln_f the final norm */
     {"gpt2", "model.embed_tokens.", "transformer.wte."},
@@ -134,6 +145,31 @@ static const rename_rule RULES[] = {
     {"xglm", "mlp.up_proj.", "fc1."},
     {"xglm", "mlp.down_proj.", "fc2."},
     {"xglm", "model.norm.", "model.layer_norm."},
+    /* GPT-1 (OpenAIGPTLMHeadModel): GPT-2's layer names under transformer., tokens_embed / positions_embed the
+     * embeddings, no final norm */
+    {"openai-gpt", "model.embed_tokens.", "transformer.tokens_embed."},
+    {"openai-gpt", "model.embed_positions.", "transformer.positions_embed."},
+    {"openai-gpt", "model.layers.", "transformer.h."},
+    {"openai-gpt", "input_layernorm.", "ln_1."},
+    {"openai-gpt", "post_attention_layernorm.", "ln_2."},
+    {"openai-gpt", "self_attn.qkv_proj.", "attn.c_attn."},
+    {"openai-gpt", "self_attn.o_proj.", "attn.c_proj."},
+    {"openai-gpt", "mlp.up_proj.", "mlp.c_fc."},
+    {"openai-gpt", "mlp.down_proj.", "mlp.c_proj."},
+    /* CTRL (CTRLLMHeadModel): under transformer., w the embedding, h.N the layers with layernorm1 / layernorm2,
+     * multi_head_attention.Wq / Wk / Wv / dense, the MLP ffn.0 (up) and ffn.2 (down) of its nn.Sequential, layernorm
+     * the final norm (its positions are computed, weights.c) */
+    {"ctrl", "model.embed_tokens.", "transformer.w."},
+    {"ctrl", "model.layers.", "transformer.h."},
+    {"ctrl", "input_layernorm.", "layernorm1."},
+    {"ctrl", "post_attention_layernorm.", "layernorm2."},
+    {"ctrl", "self_attn.q_proj.", "multi_head_attention.Wq."},
+    {"ctrl", "self_attn.k_proj.", "multi_head_attention.Wk."},
+    {"ctrl", "self_attn.v_proj.", "multi_head_attention.Wv."},
+    {"ctrl", "self_attn.o_proj.", "multi_head_attention.dense."},
+    {"ctrl", "mlp.up_proj.", "ffn.0."},
+    {"ctrl", "mlp.down_proj.", "ffn.2."},
+    {"ctrl", "model.norm.", "transformer.layernorm."},
     /* VaultGemma (VaultGemmaForCausalLM): the MLP's input norm is pre_feedforward_layernorm (no post norms) */
     {"vaultgemma", "post_attention_layernorm.", "pre_feedforward_layernorm."},
     /* HunYuan dense (HunYuanDenseV1ForCausalLM): the per-head q/k norms are query_layernorm / key_layernorm */
@@ -349,6 +385,7 @@ static const rename_rule LOAD_RULES[] = {
  * word_embeddings.weight, h.0...). */
 static const rename_rule BARE[] = {
     {"gpt2", "transformer.", ""},
+    {"openai-gpt", "transformer.", ""}, /* openai-community/openai-gpt: tokens_embed.weight, h.0.ln_1.weight */
     {"opt", "model.", ""},
     {"bloom", "transformer.", ""},
     {"nemotron_h", "model.", "backbone."},

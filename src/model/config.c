@@ -241,9 +241,19 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
                               : neo  ? "intermediate_size"
                                      : "n_inner",
                               1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, &have));
-    } else if (strcmp(cfg->model_type, "bloom") == 0 || strcmp(cfg->model_type, "mpt") == 0) {
-        cfg->intermediate_size = 4 * cfg->hidden_size; /* BloomMLP's and MptMLP's fixed width */
-    } else if (strcmp(cfg->model_type, "opt") == 0) {  /* OPTConfig's ffn_dim, 3072 when absent */
+    } else if (strcmp(cfg->model_type, "bloom") == 0 || strcmp(cfg->model_type, "mpt") == 0 ||
+               strcmp(cfg->model_type, "openai-gpt") == 0) {
+        cfg->intermediate_size = 4 * cfg->hidden_size; /* BloomMLP's, MptMLP's and GPT-1's MLP's fixed width */
+    } else if (strcmp(cfg->model_type, "gpt_neox_japanese") == 0) { /* hidden x intermediate_multiple_size (4) */
+        int64_t mult = 4;
+        KVC_TRY(kvci_family_opt_int(c, "intermediate_multiple_size", 4, 1, KVC_HP_MAX_WIDTH, &mult));
+        if (mult > KVC_HP_MAX_WIDTH / cfg->hidden_size)
+            return kvci_fail(KVC_EINVAL, "%s: hidden_size x intermediate_multiple_size %lld exceeds %lld", c->doc,
+                             (long long)mult, (long long)KVC_HP_MAX_WIDTH);
+        cfg->intermediate_size = cfg->hidden_size * mult;
+    } else if (strcmp(cfg->model_type, "ctrl") == 0) { /* CTRLConfig's dff, 8192 when absent */
+        KVC_TRY(kvci_family_opt_int(c, "dff", 8192, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (strcmp(cfg->model_type, "opt") == 0) { /* OPTConfig's ffn_dim, 3072 when absent */
         KVC_TRY(kvci_family_opt_int(c, "ffn_dim", 3072, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "xglm") == 0) { /* XGLMConfig's ffn_dim, 4096 when absent */
         KVC_TRY(kvci_family_opt_int(c, "ffn_dim", 4096, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));

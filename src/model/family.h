@@ -232,7 +232,8 @@ kvc_status kvci_gemma4_layers(kvc_family_ctx *ctx, kvc_layer_kind *kinds, kvc_mo
 kvc_status kvci_family_parse_gemma(const kvc_hparams *hp, kvc_model_config *cfg);
 
 /* The classic decoder types (family_classic.c; run by the dense family): phi, gpt_neox, gpt2, gpt_bigcode, opt,
- * falcon, gptj, nemotron, gpt_neo, codegen, biogpt. */
+ * falcon, gptj, nemotron, gpt_neo, codegen, biogpt, persimmon, xglm, openai-gpt, ctrl,
+ * gpt_neox_japanese. */
 bool kvci_family_is_classic(const char *model_type);
 kvc_status kvci_family_parse_classic(const kvc_hparams *hp, kvc_model_config *cfg);
 /* The classic types' MLP activation, config key `key` (def when absent): gelu (erf), relu, relu2, or a tanh GELU

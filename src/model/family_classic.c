@@ -1,8 +1,9 @@
 /* The runtime keys of the classic decoder types the dense family runs (kvci_family_parse_classic): Phi (1, 1.5,
  * 2), GPT-NeoX (Pythia, GPT-NeoX-20B), GPT-2, GPT-BigCode (StarCoder 1, SantaCoder), OPT, Falcon, GPT-J, Nemotron,
- * BLOOM, MPT, GPT-Neo, CodeGen and BioGPT. Each is a dense model of LayerNorms with bias, an ungated MLP with biases
- * and RoPE on part of each head (GPT-2, GPT-BigCode, OPT, GPT-Neo, BioGPT: learned positions instead; BLOOM, MPT,
- * Falcon with alibi: ALiBi); their checkpoints' own module names are ckpt_names.c's. */
+ * BLOOM, MPT, GPT-Neo, CodeGen, BioGPT, XGLM, GPT-1 (openai-gpt), CTRL and GPT-NeoX Japanese. Each is a dense model of
+ * LayerNorms with bias, an ungated MLP with biases and RoPE on part of each head (GPT-2, GPT-BigCode, OPT, GPT-Neo,
+ * BioGPT, GPT-1: learned positions instead; XGLM, CTRL: sinusoid tables; BLOOM, MPT, Falcon with alibi: ALiBi); their
+ * checkpoints' own module names are ckpt_names.c's. */
 #include <math.h>
 #include <string.h>
 
@@ -89,6 +90,31 @@ static kvc_status parse_gpt_neox(const kvc_hparams *hp, kvc_model_config *cfg) {
     return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
 }
 
+/* GPT-NeoX Japanese (abeja/gpt-neox-japanese-2.7b; GPTNeoXJapaneseForCausalLM): GPT-NeoX's q/k/v fused per head in
+ * attention.query_key_value (split at load, weights.c) and dense (o_proj) without biases, but the last layer's
+ * attention.dense_bias [H] added to its output (that layer's o_proj bias, weights.c); RoPE half-split on head_dim *
+ * partial_rotary_factor channels (rotary_pct, 1 when absent) at rope_theta (rotary_emb_base, 1e4) unless the rope
+ * dict says (hparams.c); sequential pre-norm blocks of LayerNorms with bias (layer_norm_eps, 1e-5); the MLP
+ * dense_4h_to_h(act(dense_h_to_4h(x))) without biases, hidden_size x intermediate_multiple_size (4) wide (config.c),
+ * act by hidden_act (gelu; also gelu_act's others, silu and swish); the final LayerNorm; the head embed_out, tied by
+ * default. */
+static kvc_status parse_gpt_neox_japanese(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    const char *act = "gelu";
+    bool have = false;
+    KVC_TRY(kvci_json_str(c, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) /* ACT2FN's, beside gelu_act's */
+        cfg->mlp_act = KVC_MLP_SILU;
+    else
+        KVC_TRY(gelu_act(c, "hidden_act", "gpt_neox_japanese", "gelu", cfg));
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
 /* GPT-2 (openai-community/gpt2*, GPT2LMHeadModel) and GPT-BigCode (bigcode/starcoder, santacoder;
  * GPTBigCodeForCausalLM): learned absolute positions (wpe, n_positions rows, 1024 when absent) added to the token
  * embeddings and no RoPE, layers with biases (GPT-2's Conv1D: weights stored [in, out]; GPT-BigCode's nn.Linear),
@@ -163,6 +189,58 @@ static kvc_status parse_opt(const kvc_hparams *hp, kvc_model_config *cfg) {
     cfg->norm_after_add = !pre_norm, cfg->final_norm_none = !pre_norm || remove_final;
     cfg->embed_dim = proj != cfg->hidden_size ? proj : 0;
     cfg->rms_norm_eps = 1e-5;
+    return kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
+}
+
+/* GPT-1 (openai-community/openai-gpt; OpenAIGPTLMHeadModel): GPT-2's Conv1D layers under transformer. ([in, out] with
+ * biases: q/k/v fused in attn.c_attn, attn.c_proj, mlp.c_fc / mlp.c_proj) and learned positions (positions_embed,
+ * n_positions rows, 512 when absent) added to the token embeddings (tokens_embed), in post-norm blocks: ln_1 after
+ * the attention's residual add, ln_2 after the MLP's (LayerNorms with bias, layer_norm_epsilon, 1e-5), no final
+ * norm; the MLP 4 x n_embd wide (fixed, config.c) by afn: gelu (transformers' table maps it to gelu_new, the tanh
+ * form; the default), relu, silu or swish (silu), any other refused by name (transformers has no other); tied by
+ * default. */
+static kvc_status parse_openai_gpt(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    const char *act = "gelu";
+    bool have = false;
+    KVC_TRY(kvci_json_str(c, "afn", KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, "gelu") == 0)
+        cfg->mlp_act = KVC_MLP_GELU_TANH;
+    else if (strcmp(act, "relu") == 0)
+        cfg->mlp_act = KVC_MLP_RELU;
+    else if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0)
+        cfg->mlp_act = KVC_MLP_SILU;
+    else
+        return kvci_fail(KVC_EINVAL, "%s: afn \"%s\" is not supported (openai-gpt: gelu, relu, silu, swish)", c->doc,
+                         act);
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
+    cfg->pos_learned = true;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
+    cfg->norm_after_add = cfg->final_norm_none = true;
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    return kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps);
+}
+
+/* CTRL (Salesforce/ctrl; CTRLLMHeadModel): the token embeddings (w) times sqrt(n_embd) as an f32 plus the rows of
+ * CTRL's sinusoid table (pos_sinusoid_ctrl; n_positions rows, 256 when absent, which the checkpoint does not hold),
+ * pre-norm blocks of LayerNorms with bias at eps 1e-6 (fixed in its layers) and a final LayerNorm at
+ * layer_norm_epsilon (1e-6 when absent), Wq / Wk / Wv / dense and the MLP ffn.2(relu(ffn.0(x))) of dff (8192 when
+ * absent, config.c), all with biases; the head with a bias of its own, tied by default. */
+static kvc_status parse_ctrl(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, true};
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
+    cfg->embed_scale = (float)sqrt((double)cfg->hidden_size);
+    cfg->pos_learned = cfg->pos_sinusoidal = cfg->pos_sinusoid_ctrl = true, cfg->pos_zero_row = -1;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
+    cfg->mlp_act = KVC_MLP_RELU;
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = cfg->head_bias = true;
+    cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
+    cfg->rms_norm_eps = 1e-6;
+    KVC_TRY(kvci_family_opt_num(c, "layer_norm_epsilon", 1e-6, eps, &cfg->final_norm_eps));
     return kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings);
 }
 
@@ -485,7 +563,8 @@ static const struct {
                {"bloom", parse_bloom},     {"mpt", parse_mpt},
                {"gpt_neo", parse_gpt_neo}, {"codegen", parse_gptj},
                {"biogpt", parse_biogpt},   {"persimmon", parse_persimmon},
-               {"xglm", parse_xglm}};
+               {"xglm", parse_xglm},       {"openai-gpt", parse_openai_gpt},
+               {"ctrl", parse_ctrl},       {"gpt_neox_japanese", parse_gpt_neox_japanese}};
 
 bool kvci_family_is_classic(const char *model_type) {
     for (size_t i = 0; i < sizeof CLASSIC / sizeof CLASSIC[0]; i++)

@@ -508,6 +508,8 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         if (m->pos_embed) { /* GPT-2: the learned position's row (check_args bounds the position) */
             const float *p = m->pos_embed + (md->positions[t] + c->pos_offset) * H;
             for (int64_t i = 0; i < H; i++) row[i] += p[i];
+        } else if (m->pos_freq && c->pos_sinusoid_ctrl) { /* CTRL: its sinusoid's row */
+            kvci_model_sinusoid_add_ctrl(m->pos_freq, H, md->positions[t], row);
         } else if (m->pos_freq) { /* XGLM: the sinusoid's row, the padding row's zeros */
             const int64_t p = md->positions[t] + c->pos_offset;
             kvci_model_sinusoid_add(m->pos_freq, H, p, p == c->pos_zero_row, row);

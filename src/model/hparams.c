@@ -93,6 +93,9 @@ static const type_defaults DEFAULTS[] = {
     {"codegen", 0, 10000.0, 0, false, 0, true, true},
     {"biogpt", 0, 10000.0, 0, false, 0, true, true},
     {"xglm", 0, 10000.0, 0, false, 0, true, true},
+    {"openai-gpt", 0, 10000.0, 0, false, 0, true, true},
+    {"gpt_neox_japanese", 0, 10000.0, 0, false, 0, true, true},
+    {"ctrl", 0, 10000.0, 0, false, 0, true, true},
     {"dots1", 0, 10000.0, 4096, false, 32, false, false},  /* its window: no use_sliding_window (hparams_window) */
     {"gpt_bigcode", 0, 10000.0, 0, false, 0, true, false}, /* its KV heads by multi_query */
     {"falcon", 0, 10000.0, 0, false, 0, true, false},      /* its KV heads by its flags */
@@ -352,9 +355,9 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
         /* KimiLinearConfig saves max_position_embeddings as model_max_length (its attribute_map) */
         KVC_TRY(kvci_json_int(c, "model_max_length", 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
     /* the position tables' class defaults, their row count: learned (GPT2Config's n_positions, OPTConfig's,
-     * GPTNeoConfig's, BioGptConfig's, XGLMConfig's computed one) or CodeGen's sinusoid table (CodeGenConfig's
-     * n_positions), which no position may pass; BLOOM (ALiBi, BloomConfig has no such key): 2048, its training length,
-     * as vLLM assumes for a config without one */
+     * GPTNeoConfig's, BioGptConfig's, OpenAIGPTConfig's 512, XGLMConfig's and CTRLConfig's 256 computed ones) or
+     * CodeGen's sinusoid table (CodeGenConfig's n_positions), which no position may pass; BLOOM (ALiBi, BloomConfig has
+     * no such key): 2048, its training length, as vLLM assumes for a config without one */
     static const char *const TABLE_2048[] = {"opt", "gpt_neo", "codegen", "bloom", "xglm"};
     const char *mt = hp->model_type;
     static const char *const TABLE_1024[] = {"gpt2", "gpt_bigcode", "biogpt"};
@@ -367,6 +370,10 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     int64_t offset = 0; /* RoBERTa's positions from pad_token_id + 1 on: fewer than its table's rows */
     if (kvci_family_is_bert(mt)) KVC_TRY(kvci_family_bert_positions(hp, &hp->max_pos, &offset));
     if (!hp->have_max_pos && jetmoe) hp->max_pos = 4096, hp->have_max_pos = true; /* JetMoeConfig's */
+    if (!hp->have_max_pos && mt != NULL && strcmp(mt, "openai-gpt") == 0)         /* OpenAIGPTConfig's n_positions */
+        hp->max_pos = 512, hp->have_max_pos = true;
+    if (!hp->have_max_pos && mt != NULL && strcmp(mt, "ctrl") == 0) /* CTRLConfig's n_positions: its table's rows */
+        hp->max_pos = 256, hp->have_max_pos = true;
     return KVC_OK;
 }
 
@@ -608,13 +615,19 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
 
 /* Whether a model type kvcache runs rotates only part of each head by partial_rotary_factor (its transformers
  * attention reads the factor: GLM, GLM-4, GLM-4.5 (and Sarvam-MoE, Param2-MoE), Phi, Phi-3, StableLM, GPT-NeoX,
- * Nemotron, MiniMax-M2, Persimmon, Qwen3-Next); the others rotate whole heads
+ * Nemotron, MiniMax-M2, Persimmon, Qwen3-Next, GPT-NeoX Japanese); the others rotate whole heads
  * whatever the config says. Types planned only, and unknown ones, keep the factor. */
 static bool rotates_part(const kvc_hparams *hp) {
-    static const char *const PARTIAL_TYPES[] = {
-        "glm",         "glm4",       "glm4_moe",  "phi",           "phi3",         "stablelm", "gpt_neox",
-        "nemotron",    "minimax_m2", "persimmon", "qwen3_next",    "qwen3_5_text", "qwen3_5",  "qwen3_5_moe_text",
-        "qwen3_5_moe", "sarvam_moe", "param2moe", "mimo_v2_flash", "laguna"};
+    static const char *const PARTIAL_TYPES[] = {"glm",         "glm4",
+                                                "glm4_moe",    "phi",
+                                                "phi3",        "stablelm",
+                                                "gpt_neox",    "nemotron",
+                                                "minimax_m2",  "persimmon",
+                                                "qwen3_next",  "qwen3_5_text",
+                                                "qwen3_5",     "qwen3_5_moe_text",
+                                                "qwen3_5_moe", "sarvam_moe",
+                                                "param2moe",   "mimo_v2_flash",
+                                                "laguna",      "gpt_neox_japanese"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, PARTIAL_TYPES, sizeof PARTIAL_TYPES / sizeof PARTIAL_TYPES[0]);
 }
@@ -623,7 +636,8 @@ static bool rotates_part(const kvc_hparams *hp) {
  * kvcache); its scaled ropes would size their frequencies by it for a whole-head rotation, which no model has
  * (types with learned positions read no rope at all: GPT-2, OPT, GPT-BigCode, GPT-Neo, BioGPT). */
 static kvc_status whole_head_rope(const kvc_hparams *hp, kvc_rope_config *r) {
-    static const char *const NO_ROPE_TYPES[] = {"gpt2", "opt", "gpt_bigcode", "gpt_neo", "biogpt", "xglm"}; /* tables */
+    static const char *const NO_ROPE_TYPES[] = {"gpt2",   "opt",  "gpt_bigcode", "gpt_neo",
+                                                "biogpt", "xglm", "openai-gpt",  "ctrl"}; /* tables */
     if (r->partial_rotary_factor == 1.0 || rotates_part(hp)) return KVC_OK;
     if (hp->model_type != NULL && strcmp(hp->model_type, "glm4_moe_lite") == 0) /* its rope reads the factor */
         return kvci_fail(
@@ -718,7 +732,8 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
     KVC_TRY(kvci_json_num(&hp->cfg, "partial_rotary_factor", share, &r->partial_rotary_factor, &have));
     if (hp->model_type != NULL && strcmp(hp->model_type, "minimax_m2") == 0 && !have) /* its checkpoints' rotary_dim */
         KVC_TRY(minimax_rotary_dim(hp, r));
-    if (hp->model_type != NULL && strcmp(hp->model_type, "gpt_neox") == 0) { /* GPTNeoXConfig's names for them */
+    if (hp->model_type != NULL && (strcmp(hp->model_type, "gpt_neox") == 0 ||
+                                   strcmp(hp->model_type, "gpt_neox_japanese") == 0)) { /* their classes' names */
         KVC_TRY(kvci_json_num(&hp->cfg, "rotary_emb_base", theta_range, &r->theta, &have));
         KVC_TRY(kvci_json_num(&hp->cfg, "rotary_pct", share, &r->partial_rotary_factor, &have));
     }

@@ -196,9 +196,10 @@ struct kvc_model {
     float *embed_norm;     /* [H] BLOOM's word_embeddings_layernorm (embed_norm), else NULL */
     float *embed_norm_b;   /* [H] its bias */
     float *alibi;          /* [cfg.num_heads] this rank's heads' ALiBi slopes (the operator's), else NULL */
-    float *pos_freq;       /* [H / 2] XGLM's sinusoid frequencies (pos_sinusoidal; pos_embed NULL), else NULL */
-    kvc_wmat project_in;   /* [H, E] OPT-350m's (cfg.embed_dim E != 0), else empty */
-    kvc_wmat project_out;  /* [E, H] its pair before the head */
+    float
+        *pos_freq; /* [ceil(H / 2)] XGLM's or CTRL's sinusoid frequencies (pos_sinusoidal; pos_embed NULL), else NULL */
+    kvc_wmat project_in;  /* [H, E] OPT-350m's (cfg.embed_dim E != 0), else empty */
+    kvc_wmat project_out; /* [E, H] its pair before the head */
     /* Gemma 4's per-layer inputs (cfg.ple_dim P > 0, L layers): embed_tokens_per_layer [ple_vocab, L P],
      * per_layer_model_projection [L P, H], per_layer_projection_norm [P]; else empty / NULL */
     kvc_wmat ple_embed, ple_model_proj;
@@ -457,6 +458,12 @@ kvc_status kvci_model_save(kvc_model *m, const char *src_dir, const char *out_di
  * double rounded once, which PyTorch's f32 kernels agree with to 1 ulp. H >= 4. */
 void kvci_model_sinusoid_freqs(int64_t H, float *w);
 void kvci_model_sinusoid_add(const float *w, int64_t H, int64_t p, bool zero, float *row);
+/* CTRL's positions (pos_sinusoid_ctrl): row p of transformers' positional_encoding in f32.
+ * kvci_model_sinusoid_freqs_ctrl: w [ceil(H / 2)], w_j = 1 / 10000^e_j with e_j = 2j / H rounded to f32 and the power
+ * rounded to f32; kvci_model_sinusoid_add_ctrl: row[j] += sin(p w_j) for j < ceil(H / 2), row[ceil(H / 2) + j] +=
+ * cos(p w_j) for j < H / 2, each p w_j rounded to f32 first. */
+void kvci_model_sinusoid_freqs_ctrl(int64_t H, float *w);
+void kvci_model_sinusoid_add_ctrl(const float *w, int64_t H, int64_t p, float *row);
 
 /* ---- kernels (wmat.c, act.c) --------------------------------------------------- */
 

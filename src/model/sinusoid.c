@@ -1,5 +1,5 @@
-/* XGLM's sinusoidal positions (model_internal.h): the frequencies once at load, each token's row when it is
- * embedded (a table of max_position_embeddings rows, which a config sets up to 2^31 - 1, is never built). */
+/* XGLM's and CTRL's sinusoidal positions (model_internal.h): the frequencies once at load, each token's row when it
+ * is embedded (a table of max_position_embeddings rows, which a config sets up to 2^31 - 1, is never built). */
 #include <math.h>
 
 #include "model/model_internal.h"
@@ -18,4 +18,20 @@ void kvci_model_sinusoid_add(const float *w, int64_t H, int64_t p, bool zero, fl
         row[half + i] += zero ? 0.0f : (float)cos((double)a);
     }
     if (H % 2 == 1) row[H - 1] += 0.0f; /* an odd H's last column: 0 */
+}
+
+void kvci_model_sinusoid_freqs_ctrl(int64_t H, float *w) {
+    for (int64_t j = 0; j < (H + 1) / 2; j++) {
+        const float e = (float)(2 * j) / (float)H; /* (2 (i // 2)) / d_model_size, an f32 tensor over an int */
+        w[j] = 1.0f / (float)pow(10000.0, (double)e);
+    }
+}
+
+void kvci_model_sinusoid_add_ctrl(const float *w, int64_t H, int64_t p, float *row) {
+    const int64_t n_sin = (H + 1) / 2; /* the even columns' sines, then the odd ones' cosines */
+    for (int64_t j = 0; j < n_sin; j++) {
+        const float a = (float)p * w[j]; /* the table's f32 product */
+        row[j] += (float)sin((double)a);
+        if (n_sin + j < H) row[n_sin + j] += (float)cos((double)a);
+    }
 }

@@ -122,10 +122,14 @@ static kvc_status m2(visitor *v, const char *suffix, int64_t rows, int64_t cols,
 static bool grouped_qkv(const kvc_model_config *c) {
     return strcmp(c->model_type, "gpt_neox") == 0 || strcmp(c->model_type, "gpt_bigcode") == 0 ||
            strcmp(c->model_type, "falcon") == 0 || strcmp(c->model_type, "bloom") == 0 ||
-           strcmp(c->model_type, "persimmon") == 0;
+           strcmp(c->model_type, "persimmon") == 0 || strcmp(c->model_type, "gpt_neox_japanese") == 0;
+}
+/* GPT-2's and GPT-1's (openai-gpt) Conv1D layers, q/k/v fused in c_attn. */
+static bool conv1d_layers(const kvc_model_config *c) {
+    return strcmp(c->model_type, "gpt2") == 0 || strcmp(c->model_type, "openai-gpt") == 0;
 }
 static bool fused_qkv(const kvc_model_config *c) {
-    return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || grouped_qkv(c) ||
+    return strcmp(c->model_type, "phi3") == 0 || conv1d_layers(c) || grouped_qkv(c) ||
            strcmp(c->model_type, "dbrx") == 0 || strcmp(c->model_type, "mpt") == 0 ||
            strcmp(c->model_type, "codegen") == 0 || strcmp(c->model_type, "sarvam_moe") == 0 ||
            strcmp(c->model_type, "param2moe") == 0 || strcmp(c->model_type, "ergo") == 0;
@@ -194,7 +198,9 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, int64_t 
     /* LFM2's out_proj, q_layernorm, k_layernorm (LFM3's attention has Qwen3's names) */
     const bool lfm2 = c->family == KVC_FAMILY_LFM2 && strcmp(c->model_type, "lfm3") != 0;
     TRY(m2(v, lfm2 ? "self_attn.out_proj.weight" : "self_attn.o_proj.weight", H, nH * Dv, &w->wo, even(v, 1, nH * Dv)));
-    if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
+    /* GPT-NeoX Japanese: the last layer's attention alone has a bias (its dense_bias) */
+    const bool last_bias = strcmp(c->model_type, "gpt_neox_japanese") == 0 && l == c->num_layers - 1;
+    if (c->o_bias || last_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
     if (c->attn_gate_proj) TRY(m2(v, "self_attn.gate_proj.weight", nH * D, H, &w->wg, even(v, 0, nH * D)));
     /* LFM3's g_proj, which its checkpoints (and transformers' save) name gate_proj */
     if (c->attn_head_gate) TRY(m2(v, "self_attn.gate_proj.weight", nH, H, &w->wg, even(v, 0, nH)));
@@ -842,7 +848,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
         TRY(m2(&v, "model.per_layer_model_projection.weight", LP, c->hidden_size, &m->ple_model_proj, WHOLE));
         TRY(v1(&v, "model.per_layer_projection_norm.weight", c->ple_dim, &m->ple_proj_norm, KVC_WINIT_NORM, WHOLE));
     }
-    v.conv1d = strcmp(c->model_type, "gpt2") == 0;
+    v.conv1d = conv1d_layers(c);
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
     v.conv1d = false, v.prefix[0] = '\0';
     const char *final = c->family == KVC_FAMILY_LFM2 ? "model.embedding_norm.weight" : "model.norm.weight";
@@ -1068,11 +1074,15 @@ static kvc_status check_fields(const kvc_model_config *c) {
                          "model: parallel_block takes the input norm only (no post_norms or sandwich_norms)");
     if (c->parallel_mlp_norm && !c->parallel_block)
         return kvci_fail(KVC_EINVAL, "model: parallel_mlp_norm needs parallel_block");
-    if (c->pos_sinusoidal && (!c->pos_learned || c->hidden_size < 4 || c->pos_zero_row < -1))
-        return kvci_fail(KVC_EINVAL,
-                         "model: pos_sinusoidal needs pos_learned, hidden_size >= 4 (got %lld) and pos_zero_row >= -1 "
-                         "(got %lld)",
-                         (long long)c->hidden_size, (long long)c->pos_zero_row);
+    if (c->pos_sinusoid_ctrl && (!c->pos_sinusoidal || c->pos_offset != 0 || c->pos_zero_row != -1))
+        return kvci_fail(KVC_EINVAL, "model: pos_sinusoid_ctrl needs pos_sinusoidal, pos_offset 0 and pos_zero_row -1");
+    if (c->pos_sinusoidal && (!c->pos_learned || (c->hidden_size < 4 && !c->pos_sinusoid_ctrl) || c->pos_zero_row < -1))
+        return kvci_fail(
+            KVC_EINVAL,
+            "model: pos_sinusoidal needs pos_learned, hidden_size >= 4 (got %lld; any with pos_sinusoid_ctrl) and "
+            "pos_zero_row >= -1 "
+            "(got %lld)",
+            (long long)c->hidden_size, (long long)c->pos_zero_row);
     if (c->pos_offset < 0 || c->pos_offset > KVC_HP_MAX_POSITIONS || (c->pos_offset > 0 && !c->pos_learned))
         return kvci_fail(KVC_EINVAL, "model: pos_offset %lld must be in [0, %lld], and 0 without pos_learned",
                          (long long)c->pos_offset, (long long)KVC_HP_MAX_POSITIONS);
@@ -1256,8 +1266,10 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
         kvci_free(all);
     }
     if (st == KVC_OK && cfg->pos_sinusoidal) {
-        m->pos_freq = kvci_calloc((size_t)(cfg->hidden_size / 2), sizeof(float));
-        if (m->pos_freq)
+        m->pos_freq = kvci_calloc((size_t)((cfg->hidden_size + 1) / 2), sizeof(float));
+        if (m->pos_freq && cfg->pos_sinusoid_ctrl)
+            kvci_model_sinusoid_freqs_ctrl(cfg->hidden_size, m->pos_freq);
+        else if (m->pos_freq)
             kvci_model_sinusoid_freqs(cfg->hidden_size, m->pos_freq);
         else
             st = kvci_fail(KVC_ENOMEM, "model: out of memory");

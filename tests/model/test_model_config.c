@@ -2790,6 +2790,113 @@ static void test_bert_fields(void **state) {
 #undef BERT_KEYS
 }
 
+/* GPT-1 (openai-gpt) with OpenAIGPTConfig's defaults (n_embd / n_head / n_layer / n_positions, 512 positions when
+ * absent, Conv1D layers, learned positions, post-norm blocks without a final norm, the MLP 4 x n_embd by afn gelu
+ * = the tanh form, every bias, eps 1e-5, tied, no RoPE) and with afn relu / silu / swish, untied, eps and positions
+ * set; refused by name: another afn (transformers' table has no gelu_new); the plan's family and positions. */
+static void test_openai_gpt_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define OPENAI_GPT_BASE "{\"model_type\":\"openai-gpt\",\"vocab_size\":8,\"n_embd\":64,\"n_head\":4,\"n_layer\":2"
+    assert_int_equal(kvc_model_config_parse(OPENAI_GPT_BASE "}", "openai-gpt", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && c.intermediate_size == 256);
+    assert_true(c.pos_learned && !c.pos_sinusoidal && c.pos_offset == 0 && c.max_position_embeddings == 512);
+    assert_true(c.norm_after_add && c.final_norm_none && c.layer_nope[0] && c.layer_nope[1]);
+    assert_true(c.mlp_act == KVC_MLP_GELU_TANH && c.mlp_plain && c.layer_norm && c.norm_bias && c.embed_scale == 0.0f);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && !c.head_bias && c.tie_word_embeddings &&
+                c.rms_norm_eps == 1e-5);
+    kvc_model_plan *plan = plan_of(OPENAI_GPT_BASE "}", "openai-gpt");
+    assert_true(plan->head_dim == 16 && plan->num_key_value_heads == 4 && plan->options.max_model_len == 512);
+    kvc_model_plan_destroy(plan);
+    static const struct {
+        const char *afn;
+        kvc_mlp_act act;
+    } acts[] = {{"relu", KVC_MLP_RELU}, {"silu", KVC_MLP_SILU}, {"swish", KVC_MLP_SILU}};
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+        char json[256];
+        snprintf(json, sizeof json,
+                 OPENAI_GPT_BASE ",\"afn\":\"%s\",\"tie_word_embeddings\":false,\"layer_norm_epsilon\":1e-3,"
+                                 "\"n_positions\":32}",
+                 acts[i].afn);
+        assert_int_equal(kvc_model_config_parse(json, "openai-gpt-set", &c), KVC_OK);
+        assert_true(c.mlp_act == acts[i].act && !c.tie_word_embeddings && c.rms_norm_eps == 1e-3);
+        assert_true(c.max_position_embeddings == 32);
+    }
+    expect_refusal(OPENAI_GPT_BASE ",\"afn\":\"gelu_new\"}", "afn \"gelu_new\" is not supported (openai-gpt");
+#undef OPENAI_GPT_BASE
+}
+
+/* CTRL with CTRLConfig's defaults (n_embd / n_head / n_layer, 256 positions and dff 8192 when absent, embeddings times
+ * sqrt(n_embd), CTRL's sinusoid table, pre-norm LayerNorms with bias at 1e-6 and the final one at layer_norm_epsilon
+ * 1e-6, relu, every bias and the head's, tied, no RoPE) and with dff, eps, positions set and untied; refused by name:
+ * layer_norm_epsilon 0; a random model made, and refused with a zero row; the plan. */
+static void test_ctrl_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define CTRL_BASE "{\"model_type\":\"ctrl\",\"vocab_size\":8,\"n_embd\":64,\"n_head\":4,\"n_layer\":2"
+    assert_int_equal(kvc_model_config_parse(CTRL_BASE "}", "ctrl", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && c.intermediate_size == 8192);
+    assert_true(c.pos_learned && c.pos_sinusoidal && c.pos_sinusoid_ctrl && c.pos_offset == 0 && c.pos_zero_row == -1);
+    assert_true(c.max_position_embeddings == 256 && c.layer_nope[0] && c.layer_nope[1] && c.embed_scale == 8.0f);
+    assert_true(c.mlp_act == KVC_MLP_RELU && c.mlp_plain && c.layer_norm && c.norm_bias && !c.norm_after_add);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && c.head_bias && c.tie_word_embeddings);
+    assert_true(c.rms_norm_eps == 1e-6 && c.final_norm_eps == 1e-6);
+    kvc_model_plan *plan = plan_of(CTRL_BASE "}", "ctrl");
+    assert_true(plan->head_dim == 16 && plan->num_key_value_heads == 4 && plan->options.max_model_len == 256);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(CTRL_BASE ",\"dff\":24,\"layer_norm_epsilon\":1e-3,\"n_positions\":32,"
+                                                      "\"tie_word_embeddings\":false}",
+                                            "ctrl-set", &c),
+                     KVC_OK);
+    assert_true(c.intermediate_size == 24 && c.final_norm_eps == 1e-3 && c.rms_norm_eps == 1e-6);
+    assert_true(c.max_position_embeddings == 32 && !c.tie_word_embeddings);
+    expect_refusal(CTRL_BASE ",\"layer_norm_epsilon\":0}", "layer_norm_epsilon");
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_OK);
+    kvc_model_destroy(m);
+    c.pos_zero_row = 0;
+    expect_create_refusal(&c, "pos_sinusoid_ctrl needs pos_sinusoidal, pos_offset 0 and pos_zero_row -1");
+#undef CTRL_BASE
+}
+
+/* GPT-NeoX Japanese with GPTNeoXJapaneseConfig's defaults (q/k/v fused per head, no biases but the last layer's
+ * o_proj one, RoPE on the whole head at 1e4, intermediate 4 x hidden, gelu, LayerNorms with bias at 1e-5, sequential,
+ * tied) and with rotary_pct / rotary_emb_base, intermediate_multiple_size, relu, silu, untied; refused by name: mish, a
+ * width past the bound; a random model holds the last layer's o_proj bias alone; the plan. */
+static void test_gpt_neox_japanese_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define NEOX_JA_BASE                                                                                                   \
+    "{\"model_type\":\"gpt_neox_japanese\",\"vocab_size\":8,\"hidden_size\":64,\"num_attention_heads\":4,"             \
+    "\"num_hidden_layers\":3"
+    assert_int_equal(kvc_model_config_parse(NEOX_JA_BASE "}", "gpt_neox_japanese", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 4 && c.head_dim == 16 && c.intermediate_size == 256);
+    assert_true(c.rope.partial_rotary_factor == 1.0 && c.rope.theta == 1e4 && !c.layer_nope[0]);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.head_bias && !c.parallel_block);
+    assert_true(c.mlp_act == KVC_MLP_GELU && c.mlp_plain && c.layer_norm && c.norm_bias && c.tie_word_embeddings);
+    assert_true(c.rms_norm_eps == 1e-5 && c.max_position_embeddings == 2048);
+    kvc_model_plan *plan = plan_of(NEOX_JA_BASE "}", "gpt_neox_japanese");
+    assert_true(plan->head_dim == 16 && plan->num_key_value_heads == 4);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse(NEOX_JA_BASE ",\"rotary_pct\":0.5,\"rotary_emb_base\":500.0,"
+                                                         "\"intermediate_multiple_size\":2,\"hidden_act\":\"relu\","
+                                                         "\"tie_word_embeddings\":false,\"layer_norm_eps\":1e-3}",
+                                            "gpt_neox_japanese-set", &c),
+                     KVC_OK);
+    assert_true(c.rope.partial_rotary_factor == 0.5 && c.rope.theta == 500.0 && c.intermediate_size == 128);
+    assert_true(c.mlp_act == KVC_MLP_RELU && !c.tie_word_embeddings && c.rms_norm_eps == 1e-3);
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_create_random(&c, 1, &m), KVC_OK);
+    assert_true(m->layers[0].bo == NULL && m->layers[1].bo == NULL && m->layers[2].bo != NULL);
+    kvc_model_destroy(m);
+    assert_int_equal(kvc_model_config_parse(NEOX_JA_BASE ",\"hidden_act\":\"silu\"}", "gpt_neox_japanese-silu", &c),
+                     KVC_OK);
+    assert_true(c.mlp_act == KVC_MLP_SILU);
+    expect_refusal(NEOX_JA_BASE ",\"hidden_act\":\"mish\"}", "hidden_act \"mish\" is not supported (gpt_neox_japanese");
+    expect_refusal(NEOX_JA_BASE ",\"intermediate_multiple_size\":1000000000}", "intermediate_multiple_size");
+#undef NEOX_JA_BASE
+}
+
 /* Apertus with ApertusConfig's defaults (xielu, as many KV heads as heads, eps 1e-5, theta 1.2e7 when the rope dict has
  * none, no biases, untied): the dense family with per-head q/k norms and a plain MLP; attention_bias on q/k/v/o;
  * refused by name: another hidden_act, no rope dict (ApertusConfig's llama3 default is not assumed). */
@@ -4271,6 +4378,9 @@ int main(void) {
         cmocka_unit_test(test_apertus_fields),
         cmocka_unit_test(test_xglm_fields),
         cmocka_unit_test(test_bert_fields),
+        cmocka_unit_test(test_openai_gpt_fields),
+        cmocka_unit_test(test_ctrl_fields),
+        cmocka_unit_test(test_gpt_neox_japanese_fields),
         cmocka_unit_test(test_phi3_fields),
         cmocka_unit_test(test_olmo2_fields),
         cmocka_unit_test(test_olmo3_fields),

@@ -834,6 +834,27 @@ static void test_xglm(void **state) {
     run_dir("xglm");
 }
 
+/* GPT-1-like: GPT-2's Conv1D layers and learned positions in post-norm blocks (ln_1 after the attention's residual
+ * add, ln_2 after the MLP's), no final norm, gelu (tanh form), tied */
+static void test_openai_gpt(void **state) {
+    (void)state;
+    run_dir("openai_gpt");
+}
+
+/* CTRL-like: scaled tied embeddings plus CTRL's sinusoid table computed per token, pre-norm LayerNorms at 1e-6 and a
+ * final one at 1e-4, q/k/v/o and a relu MLP with biases, the head's own bias */
+static void test_ctrl(void **state) {
+    (void)state;
+    run_dir("ctrl");
+}
+
+/* GPT-NeoX Japanese-like: q/k/v fused per head without biases, the last layer's dense_bias alone, RoPE on half of
+ * each head, sequential pre-norm LayerNorms with bias, a bias-free gelu MLP 2 x hidden wide, tied embed_out */
+static void test_gpt_neox_japanese(void **state) {
+    (void)state;
+    run_dir("gpt_neox_japanese");
+}
+
 /* Pythia-like: parallel residual with two LayerNorms with bias, q/k/v fused per head, RoPE on a quarter of each
  * head, q/k/v/dense and MLP biases, exact GELU, untied; and GPT-NeoX-20B-like sequential blocks, no attention
  * biases, RoPE on half of each head, gelu_fast, tied */
@@ -1337,6 +1358,9 @@ int main(void) {
         cmocka_unit_test(test_ernie),
         cmocka_unit_test(test_megatron_bert),
         cmocka_unit_test(test_roberta_prelayernorm),
+        cmocka_unit_test(test_openai_gpt),
+        cmocka_unit_test(test_ctrl),
+        cmocka_unit_test(test_gpt_neox_japanese),
         cmocka_unit_test(test_gpt_neox),
         cmocka_unit_test(test_gpt2),
         cmocka_unit_test(test_gpt2_layer_scale),

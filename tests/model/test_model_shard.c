@@ -502,6 +502,9 @@ static void test_classic(void **state) {
     check_family("iquestcoder", KVC_WMAT_CHECKPOINT);
     check_family("hyperclovax", KVC_WMAT_CHECKPOINT);
     check_family("xglm", KVC_WMAT_CHECKPOINT);
+    check_family("openai_gpt", KVC_WMAT_CHECKPOINT);
+    check_family("ctrl", KVC_WMAT_CHECKPOINT);
+    check_family("gpt_neox_japanese", KVC_WMAT_CHECKPOINT);
     check_family("gpt_neox", KVC_WMAT_CHECKPOINT);
     check_family("gpt_neox_seq", KVC_WMAT_CHECKPOINT);
     check_family("gpt2", KVC_WMAT_CHECKPOINT);

@@ -11,7 +11,7 @@ gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyua
 internlm3, apertus, persimmon, xglm, qwen3_next, kimi_linear, qwen3_5_text, qwen3_5_moe, olmo_hybrid, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
 cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa, deepseek_v32, lfm3, ergo, bert, roberta,
-ernie, megatron_bert, roberta_prelayernorm) this script
+ernie, megatron_bert, roberta_prelayernorm, openai_gpt, ctrl, gpt_neox_japanese) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -96,6 +96,12 @@ from transformers import (
     PersimmonForCausalLM,
     XGLMConfig,
     XGLMForCausalLM,
+    OpenAIGPTConfig,
+    OpenAIGPTLMHeadModel,
+    CTRLConfig,
+    CTRLLMHeadModel,
+    GPTNeoXJapaneseConfig,
+    GPTNeoXJapaneseForCausalLM,
     StableLmConfig,
     StableLmForCausalLM,
     PhiConfig,
@@ -1018,6 +1024,33 @@ def xglm_config():
     # read). 3 layers, 4 heads of 16, ffn_dim 96.
     return XGLMConfig(vocab_size=VOCAB, d_model=64, ffn_dim=96, num_layers=3, attention_heads=4,
                       max_position_embeddings=512, bos_token_id=None, eos_token_id=None, pad_token_id=5)
+
+
+def openai_gpt_config():
+    # GPT-1 at toy size: GPT-2's Conv1D layers with biases (q/k/v fused in c_attn) and learned positions (n_positions
+    # 64: the prompts and their continuations stay within), post-norm blocks (ln_1 after the attention's residual add,
+    # ln_2 after the MLP's) and no final norm, the MLP 4 x n_embd wide, afn gelu (transformers' gelu_new; the
+    # default), 3 layers, 4 heads of 16, tied (the default).
+    return OpenAIGPTConfig(vocab_size=VOCAB, n_embd=64, n_layer=3, n_head=4, n_positions=64)
+
+
+def ctrl_config():
+    # CTRL at toy size: embeddings times sqrt(64) plus CTRL's sinusoid table (n_positions 64 rows, not saved: kvcache
+    # computes it), pre-norm LayerNorms at eps 1e-6 in the layers and the final one at layer_norm_epsilon 1e-4 (set
+    # apart from the layers' so that a swap shows), Wq / Wk / Wv / dense and ffn 0 / 2 with biases, relu, dff 96, the
+    # tied head with its own bias; 3 layers, 4 heads of 16.
+    return CTRLConfig(vocab_size=VOCAB, n_embd=64, dff=96, n_layer=3, n_head=4, n_positions=64,
+                      layer_norm_epsilon=1e-4)
+
+
+def gpt_neox_japanese_config():
+    # GPT-NeoX Japanese at toy size: q/k/v fused per head in query_key_value [heads, 3, D] and dense without biases,
+    # the last layer's dense_bias alone, RoPE half-split on half of each head (rotary_pct 0.5; GPTNeoXJapaneseConfig's
+    # 1.0 would rotate all of it), sequential pre-norm LayerNorms with bias, the MLP 2 x hidden wide
+    # (intermediate_multiple_size 2) without biases, gelu (the default), tied (the default); 3 layers, 4 heads of 16.
+    return GPTNeoXJapaneseConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                                 intermediate_multiple_size=2, max_position_embeddings=64, rotary_pct=0.5,
+                                 bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
 def stablelm_config():
@@ -2106,6 +2139,9 @@ FAMILIES = {
     "persimmon": (persimmon_config, PersimmonForCausalLM),
     "cwm": (cwm_config, CwmForCausalLM),
     "xglm": (xglm_config, XGLMForCausalLM),
+    "openai_gpt": (openai_gpt_config, OpenAIGPTLMHeadModel),
+    "ctrl": (ctrl_config, CTRLLMHeadModel),
+    "gpt_neox_japanese": (gpt_neox_japanese_config, GPTNeoXJapaneseForCausalLM),
     "stablelm": (stablelm_config, StableLmForCausalLM),
     "stablelm_parallel": (stablelm_parallel_config, StableLmForCausalLM),
     "stablelm2_qk": (stablelm2_qk_config, StableLmForCausalLM),
@@ -2245,6 +2281,23 @@ def param_std(name, shape, config):
         return 1.0 / math.sqrt(shape[1])
     if config.model_type == "xglm" and name.endswith("embed_tokens.weight"):  # tied; x sqrt(H) beside sin / cos
         return 0.5 / math.sqrt(shape[1])
+    if config.model_type == "openai-gpt":  # Conv1D [in, out] used as x @ W: fan-in the first dim; post-norm
+        if name.endswith(("ln_1.weight", "ln_2.weight")):
+            return None
+        if name.endswith(".bias"):
+            return 0.05
+        if name.endswith("tokens_embed.weight"):  # tied: the head too, after ln_2 (no final norm)
+            return 2.0 / math.sqrt(shape[1])
+        if name.endswith("positions_embed.weight"):
+            return 0.5
+        return 1.0 / math.sqrt(shape[0])
+    if config.model_type == "gpt_neox_japanese" and name.endswith("embed_in.weight"):  # tied: the head too
+        return 2.0 / math.sqrt(shape[1])
+    if config.model_type == "ctrl":
+        if name.endswith(("layernorm1.weight", "layernorm2.weight", "transformer.layernorm.weight")):
+            return None
+        if name.endswith("transformer.w.weight"):  # tied; x sqrt(H) beside sin / cos in the stream
+            return 1.0 / math.sqrt(shape[1])
     if config.model_type == "biogpt" and name.endswith("embed_positions.weight"):
         return 0.5
     if config.model_type == "opt" and name.endswith("embed_positions.weight"):
@@ -2752,6 +2805,9 @@ def make_family(family, out_root, seed):
                                             "sliding_attention": model.config.rope_parameters["full_attention"]})
     if family == "codegen":  # RoPE on 4 of 8 channels against the whole head
         summary["sensitivity_rotary_dim_8"] = sensitivity(model, ps[-1], rotary_dim=8)
+    if family == "gpt_neox_japanese":
+        summary["sensitivity_full_rotary"] = sensitivity(
+            model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
     if family == "biogpt":
         summary["sensitivity_no_embed_scale"] = sensitivity(model, ps[-1], scale_embedding=False)
     if family == "gpt_neo":
@@ -3173,7 +3229,7 @@ def main():
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
                                "nemotron", "lfm2", "lfm3", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "olmo_hybrid", "bamba", "granitemoehybrid", "nemotron_h", "nemotron_h_moe", "falcon_h1", "falcon_h1_gated", "mamba2", "zamba2", "mamba", "falcon_mamba", "jamba", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
-                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
+                               "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "openai_gpt", "ctrl", "gpt_neox_japanese", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "deepseek_v32", "sarvam_moe", "param2moe",
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
