@@ -96,18 +96,18 @@ static kvc_status parse_gpt_neox(const kvc_hparams *hp, kvc_model_config *cfg) {
  * partial_rotary_factor channels (rotary_pct, 1 when absent) at rope_theta (rotary_emb_base, 1e4) unless the rope
  * dict says (hparams.c); sequential pre-norm blocks of LayerNorms with bias (layer_norm_eps, 1e-5); the MLP
  * dense_4h_to_h(act(dense_h_to_4h(x))) without biases, hidden_size x intermediate_multiple_size (4) wide (config.c),
- * act by hidden_act (gelu; also gelu_act's others, silu and swish); the final LayerNorm; the head embed_out, tied by
- * default. */
+ * act by hidden_act (gelu; also kvci_family_gelu_act's others, silu and swish); the final LayerNorm; the head
+ * embed_out, tied by default. */
 static kvc_status parse_gpt_neox_japanese(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     const char *act = "gelu";
     bool have = false;
     KVC_TRY(kvci_json_str(c, "hidden_act", KVC_HP_NAME_MAX, &act, &have));
-    if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) /* ACT2FN's, beside gelu_act's */
+    if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) /* ACT2FN's, beside kvci_family_gelu_act's */
         cfg->mlp_act = KVC_MLP_SILU;
     else
-        KVC_TRY(gelu_act(c, "hidden_act", "gpt_neox_japanese", "gelu", cfg));
+        KVC_TRY(kvci_family_gelu_act(c, "hidden_act", "gpt_neox_japanese", "gelu", cfg));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* hidden / heads: hparams.c */
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;
     cfg->layer_norm = cfg->norm_bias = cfg->mlp_plain = true;
