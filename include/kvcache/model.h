@@ -410,6 +410,12 @@ typedef struct kvc_model_config {
      * gdn_v_heads heads of gdn_k_dim == gdn_v_dim channels, the decay per key channel, q, k and v projected and
      * convolved apart; its MLA layers are NoPE (the model's RoPE frequencies zero). Last, as above. */
     bool gdn_kda;
+    /* A.X-K2 (model_type axk2): gated_norm_rank r > 0 gates the input norm of every layer and the MLP-input norm of
+     * the MoE layers, y = RMSNorm(x), y * sigmoid(fc2(silu(fc1(y)))) with fc1 [r, H] and fc2 [H, r] (gated_norm.c);
+     * mla_q_gate: q_gate_proj [nH (dq + dv), 2 rq] maps [normalised | raw] q latent to each head's query and a
+     * gate on its attention output (times its sigmoid) in place of q_b_proj. Last, as above. */
+    int64_t gated_norm_rank;
+    bool mla_q_gate;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -852,6 +852,7 @@ static const mla_defaults MLA_DEFAULTS[] = {
     {"axk1", 512, 64, 128, 128, 1536},          /* AXK1Config */
     {"glm_moe_dsa", 512, 64, 192, 256, 2048},   /* GlmMoeDsaConfig */
     {"deepseek_v32", 512, 64, 128, 128, 1536},  /* DeepseekV32Config */
+    {"axk2", 128, 32, 64, 64, 384},             /* AXK2Config */
     {"longcat_flash", 512, 64, 128, 128, 1536}, /* LongcatFlashConfig */
     {"bailing_hybrid", 512, 64, 128, 128, 0},   /* BailingHybridConfig: q_lora_rank None */
     {"kimi_linear", 512, 64, 128, 128, 0},      /* KimiLinearConfig: q_lora_rank None */

@@ -54,7 +54,8 @@ static void list_append(char *list, size_t cap, const char *name) {
  * config classes give 128 and 2048. */
 static kvc_status read_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
     const bool glm5 = hp->model_type != NULL && strcmp(hp->model_type, "glm_moe_dsa") == 0;
-    const bool v32 = hp->model_type != NULL && strcmp(hp->model_type, "deepseek_v32") == 0;
+    const bool v32 =
+        hp->model_type != NULL && (strcmp(hp->model_type, "deepseek_v32") == 0 || strcmp(hp->model_type, "axk2") == 0);
     const bool class_default = glm5 || v32 || f->fam == &kvc_family_hy_v4;
     bool have = false;
     f->index_head_dim = class_default ? 128 : 0;

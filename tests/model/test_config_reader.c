@@ -459,6 +459,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/axk1/config.json",
         "oracle/glm_moe_dsa/config.json",
         "oracle/deepseek_v32/config.json",
+        "oracle/axk2/config.json",
         "oracle/jetmoe/config.json",
         "oracle/zamba2/config.json",
     };

@@ -226,6 +226,12 @@ static void test_deepseek_v32(void **state) {
     (void)state;
     run_dir("deepseek_v32");
 }
+/* A.X-K2-like (axk2): V3.2's layers with q_gate_proj's queries and output gates, gated norms (rank 4) before
+ * attention and before the MoE layers' experts, a router over all experts (n_group null), modes 0-3 (run_dir) */
+static void test_axk2(void **state) {
+    (void)state;
+    run_dir("axk2");
+}
 /* LongCat-Flash-like: 2 decoder layers of two MLA sub-layers (q and latent scaled), each sub-layer's MLP, the shortcut
  * MoE (softmax router with correction bias over 6 experts and 2 zero experts) added after the odd sub-layer; also mode
  * 3 over both cache forms (run_dir) */
@@ -1235,6 +1241,7 @@ int main(void) {
         cmocka_unit_test(test_axk1),
         cmocka_unit_test(test_glm_moe_dsa),
         cmocka_unit_test(test_deepseek_v32),
+        cmocka_unit_test(test_axk2),
         cmocka_unit_test(test_longcat_flash),
         cmocka_unit_test(test_exaone_moe),
         cmocka_unit_test(test_dtypes_qwen3),

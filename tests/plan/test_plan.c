@@ -956,6 +956,18 @@ static void test_recent_shapes(void **state) {
     assert_int_equal(p->blocks.per_token_bytes, 2 * ((512 + 64) * 2 + 128 * 4));
     assert_true(has_warning(p, "index_topk 2048") && has_warning(p, "indexer_k_cache f32"));
     kvc_model_plan_destroy(p);
+    /* A.X-K2 (axk2) by AXK2Config's defaults: latent 128 + rope 32 and V3.2's indexer keys (128, f32) on every layer,
+     * as transformers' DynamicCache holds them (k_pass, k_rot, update_indexer) */
+    p = plan_text("{\"model_type\": \"axk2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32,"
+                  " \"hidden_size\": 2048, \"max_position_embeddings\": 4096}",
+                  &o);
+    assert_string_equal(p->family, "axk2");
+    assert_true(p->mla && p->layers[1].n_caches == 3);
+    assert_string_equal(p->layers[1].caches[2].name, "indexer_k_cache");
+    assert_int_equal(p->layers[1].caches[2].bytes_per_token, 128 * 4);
+    assert_int_equal(p->blocks.per_token_bytes, 2 * ((128 + 32) * 2 + 128 * 4));
+    assert_true(has_warning(p, "index_topk 2048") && has_warning(p, "indexer_k_cache f32"));
+    kvc_model_plan_destroy(p);
     /* GLM-5's shared layers keep no indexer keys: indexer_types, else index_topk_freq 2 from offset 2 (F F S F S F) */
     p = plan_text(
         "{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 3, \"num_attention_heads\": 8,"
