@@ -1131,7 +1131,8 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0 || strcmp(mt, "exaone_moe") == 0))
         return cohere2_kinds(ctx, kinds);
     if (mt && strcmp(mt, "flint") == 0) return kvci_family_flint_kinds(ctx, kinds);
-    if (mt && strcmp(mt, "kolibri1") == 0) /* Kolibri1Config's layer_types: four sliding layers, then one full */
+    /* Kolibri1Config's and Kolibri1_1Config's layer_types: four sliding layers, then one full (1.1: indexed) */
+    if (mt && (strcmp(mt, "kolibri1") == 0 || strcmp(mt, "kolibri1_1") == 0))
         return kvci_family_every_nth_full(ctx, 5, kinds);
     if (mt && strcmp(mt, "cohere2_moe") == 0) return kvci_family_cohere2_moe_kinds(ctx, kinds);
     if (mt && strcmp(mt, "ergo") == 0) return kvci_family_ergo_kinds(ctx, kinds);
@@ -1212,6 +1213,8 @@ static const kvc_family_alias ALIASES[] = {
     {"param2moe", NULL, "param2moe", true},
     {"minicpm5_moe", "MiniCPM5MoeForCausalLM", "minicpm5_moe", true},
     {"kolibri1", "Kolibri1ForCausalLM", "kolibri1", true},
+    /* planned only: its sparse layers' indexer and NVFP4 rounding, layers reading others' K/V (family.c) */
+    {"kolibri1_1", "Kolibri1_1ForCausalLM", "kolibri1_1", false},
     {"phi", "PhiForCausalLM", "phi", true},
     {"persimmon", "PersimmonForCausalLM", "persimmon", true},
     {"gpt_neox", "GPTNeoXForCausalLM", "gpt_neox", true},

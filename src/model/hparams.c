@@ -84,6 +84,7 @@ static const type_defaults DEFAULTS[] = {
     {"param2moe", 64, 500000.0, 0, false, 8, false, false},      /* Param2MoeConfig's */
     {"minicpm5_moe", 128, 5000000.0, 0, false, 2, false, false}, /* MiniCPM5MoeConfig's */
     {"kolibri1", 128, 10000.0, 513, false, 4, false, false},     /* Kolibri1Config's */
+    {"kolibri1_1", 128, 10000.0, 513, false, 4, false, false},   /* Kolibri1_1Config's */
     {"gpt2", 0, 10000.0, 0, false, 0, true, true},
     {"opt", 0, 10000.0, 0, false, 0, true, true},
     {"gpt_neox", 0, 10000.0, 0, false, 0, true, true},

@@ -3059,6 +3059,9 @@ static void test_class_fallbacks(void **state) {
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":100,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":3,\"num_key_value_heads\":1}",
                    "hidden_size 100 is not a multiple of num_attention_heads");
+    expect_refusal(
+        "{\"model_type\":\"kolibri1_1\",\"vocab_size\":8,\"hidden_size\":64,\"num_hidden_layers\":5}",
+        "model_type \"kolibri1_1\" is planned only, not run: its indexed_attention layers"); /* planned only */
     expect_refusal("{\"model_type\":\"lara_mini\",\"vocab_size\":8,\"hidden_size\":64,\"num_hidden_layers\":5}",
                    "model_type \"lara_mini\" is not supported"); /* planned only */
     expect_refusal(
