@@ -63,7 +63,7 @@ static void run_usage(FILE *f) {
             "qwen3_5, qwen3_5_moe (their text models), olmo_hybrid,\n"
             "nanochat, youtu, minicpm3, granite_swa, granitemoe_swa, flint, hy_v3, cohere2_moe, afmoe,\n"
             "ergo, sarvam_mla, axk1, axk2, glm_moe_dsa (dense below index_topk), longcat_flash, mimo_v2_flash,\n"
-            "laguna, mellum,\n"
+            "laguna, mellum, beam,\n"
             "qwen2_vl, qwen2_5_vl, qwen3_vl, llava, llava_next (their text models: text-only prompts,\n"
             "images are not run))\n"
             "and runs the prompts as one static batch through the standalone runner, greedy, to completion\n"

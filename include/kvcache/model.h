@@ -416,6 +416,12 @@ typedef struct kvc_model_config {
      * gate on its attention output (times its sigmoid) in place of q_b_proj. Last, as above. */
     int64_t gated_norm_rank;
     bool mla_q_gate;
+    /* Beam (model_type beam): depth_scaled_residual joins each sub-layer's output d to the residual stream h as
+     * d / sqrt(i) + h sqrt((i - 1) / i), i = 2 (l + 1) after attention and 2 (l + 1) + 1 after the MLP;
+     * query_scale_ssmax scales the NoPE layers' queries by (1 + (pos + 1) / 2048)^0.1 (scalable softmax);
+     * attn_gate_bias adds self_attn.gate_bias [nH] per head to the attn_gate_proj gates before their sigmoid. Last, as
+     * above. */
+    bool depth_scaled_residual, query_scale_ssmax, attn_gate_bias;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -260,6 +260,9 @@ kvc_status kvci_family_flint_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *ki
 /* Ergo (family_ergo.c; run by the dense family): its keys, and its layer kinds without layer_types. */
 kvc_status kvci_family_parse_ergo(const kvc_hparams *hp, kvc_model_config *cfg);
 kvc_status kvci_family_ergo_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+/* Beam (family_beam.c; run by the dense family): its keys, and its layer kinds without layer_types. */
+kvc_status kvci_family_parse_beam(const kvc_hparams *hp, kvc_model_config *cfg);
+kvc_status kvci_family_beam_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
 /* Cohere 2 MoE (family_cohere2_moe.c; run by the dense family): its keys, and its layer kinds without layer_types. */
 kvc_status kvci_family_parse_cohere2_moe(const kvc_hparams *hp, kvc_model_config *cfg);
 kvc_status kvci_family_cohere2_moe_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);

@@ -432,8 +432,11 @@ static void gated_add(float *h, const float *d, int64_t T, int64_t H, const floa
 /* h[T, H] += d[T, H], d first summed over the tensor-parallel ranks (d holds this rank's partial sum
  * of a row-parallel layer; kvc_model_tp), then normalised by norm (the sandwich norms of Gemma and GLM-4;
  * NULL: none) or times Granite's residual_multiplier (rounded to its own f32 before the add, as
- * transformers); with Ergo's gate [H] (NULL: none) mixed into h by it instead of added. */
-static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, const float *norm, const float *gate) {
+ * transformers); with Ergo's gate [H] (NULL: none) mixed into h by it instead of added; with Beam's
+ * depth_scaled_residual d / sqrt(i) + h sqrt((i - 1) / i), i the add's index in the model (2 (l + 1), + 1 after the
+ * MLP), each product rounded to f32 as transformers. */
+static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, const float *norm, const float *gate,
+                           int64_t i_add) {
     const int64_t H = m->cfg.hidden_size, n = T * H;
     if (m->tp.reduce) KVC_TRY(m->tp.reduce(m->tp.user, d, n));
     if (norm) norm_rows(m, d, T, norm, NULL, d);
@@ -443,6 +446,11 @@ static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, co
     }
     if (gate) {
         gated_add(h, d, T, H, gate);
+        return KVC_OK;
+    }
+    if (m->cfg.depth_scaled_residual) {
+        const float a = (float)(1.0 / sqrt((double)i_add)), b = (float)sqrt((double)(i_add - 1) / (double)i_add);
+        for (int64_t i = 0; i < n; i++) h[i] = d[i] * a + h[i] * b;
         return KVC_OK;
     }
     for (int64_t i = 0; i < n; i++) h[i] += d[i];
@@ -543,7 +551,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
             t0 = kvci_sp_begin();
             if (c->parallel_mlp_norm) /* GPT-NeoX: the MLP's own norm of the block's input, before attention adds */
                 sublayer_input(m, ws, T, w->post_norm, w->post_norm_b);
-            if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out, w->attn_gate);
+            if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out, w->attn_gate, 2 * (l + 1));
             if (c->norm_after_add) norm_rows(m, ws->h, T, w->in_norm, w->in_norm_b, ws->h); /* OPT-350m's */
             kvci_sp_end(KVC_SP_RESIDUAL, t0);
             if (st != KVC_OK) return st;
@@ -556,7 +564,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
         t0 = kvci_sp_begin();
-        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, w->post_ff_norm, w->ffn_gate);
+        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, w->post_ff_norm, w->ffn_gate, 2 * (l + 1) + 1);
         if (c->norm_after_add) norm_rows(m, ws->h, T, w->post_norm, w->post_norm_b, ws->h);
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st == KVC_OK && c->family == KVC_FAMILY_GEMMA4) st = kvci_gemma4_layer_tail(&s, l);

@@ -31,6 +31,7 @@ static const type_defaults DEFAULTS[] = {
     {"qwen3", 128, 10000.0, 0, true, 32, false, false},
     {"qwen3_moe", 0, 10000.0, 0, true, 4, false, false},      /* Qwen3MoeConfig has no head_dim of its own */
     {"lara_mini", 128, 10000.0, 512, false, 4, false, false}, /* LaraMiniConfig's */
+    {"beam", 128, 10000.0, 512, false, 8, false, false},      /* BeamConfig's */
     {"gpt_oss", 64, 150000.0, 128, false, 8, false, false},
     {"mistral", 0, 10000.0, 4096, false, 8, false, false},
     {"mixtral", 0, 1000000.0, 0, false, 8, false, false},

@@ -196,6 +196,7 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, int64_t 
     TRY(m2(v, lfm2 ? "self_attn.out_proj.weight" : "self_attn.o_proj.weight", H, nH * Dv, &w->wo, even(v, 1, nH * Dv)));
     if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
     if (c->attn_gate_proj) TRY(m2(v, "self_attn.gate_proj.weight", nH * D, H, &w->wg, even(v, 0, nH * D)));
+    if (c->attn_gate_bias) TRY(v1(v, "self_attn.gate_bias", nH, &w->gate_b, KVC_WINIT_BIAS, even(v, 0, nH)));
     /* LFM3's g_proj, which its checkpoints (and transformers' save) name gate_proj */
     if (c->attn_head_gate) TRY(m2(v, "self_attn.gate_proj.weight", nH, H, &w->wg, even(v, 0, nH)));
     if (lfm2) {

@@ -460,6 +460,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/glm_moe_dsa/config.json",
         "oracle/deepseek_v32/config.json",
         "oracle/axk2/config.json",
+        "oracle/beam/config.json",
         "oracle/jetmoe/config.json",
         "oracle/zamba2/config.json",
     };

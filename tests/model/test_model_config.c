@@ -3814,6 +3814,36 @@ static void test_axk2_fields(void **state) {
     expect_refusal(AXK2_BASE ",\"gated_norm_rank\":0}", "gated_norm_rank");
 }
 
+/* Beam (beam) with BeamConfig's defaults: head_dim 128, 8 KV heads, window 512, every sixth layer and the last full
+ * (NoPE, queries scaled), the first three dense (MLP 20480), 256 experts of 2560, top 8 in 4 of 8 groups, scale 2.5,
+ * renormalised, soft cap 30; refused by name: a rope dict on the full layers, n_group null, sliding_window null. */
+#define BEAM_BASE                                                                                                      \
+    "{\"model_type\":\"beam\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":7,\"num_attention_heads\":16"
+static void test_beam_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(BEAM_BASE "}", "beam", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 && c.sliding_window == 512);
+    assert_true(c.layer_sliding[0] && !c.layer_sliding[5] && !c.layer_sliding[6] && c.layer_sliding[4]);
+    assert_true(!c.layer_nope[0] && c.layer_nope[5] && c.layer_nope[6] && c.query_scale_ssmax);
+    assert_true(!c.layer_moe[2] && c.layer_moe[3] && c.intermediate_size == 20480 && c.moe_intermediate_size == 2560);
+    assert_true(c.n_routed_experts == 256 && c.experts_per_tok == 8 && c.n_group == 8 && c.topk_group == 4);
+    assert_true(c.norm_topk_prob && c.routed_scaling_factor == 2.5 && c.shared_expert_intermediate_size == 0);
+    assert_true(c.final_logit_softcapping == 30.0 && c.qk_norm && c.sandwich_norms && c.attn_gate_proj);
+    assert_true(c.attn_gate_bias && c.depth_scaled_residual && c.rms_norm_eps == 1e-6 && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(BEAM_BASE ",\"final_logit_softcapping\":null,\"rope_parameters\":"
+                                                      "{\"sliding_attention\":{\"rope_type\":\"default\","
+                                                      "\"rope_theta\":500.0},\"full_attention\":null}}",
+                                            "beam-ropes", &c),
+                     KVC_OK);
+    assert_true(c.final_logit_softcapping == 0.0 && c.rope.theta == 500.0);
+    expect_refusal(BEAM_BASE ",\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":500.0}}",
+                   "beam rope_parameters.full_attention must be null");
+    expect_refusal(BEAM_BASE ",\"n_group\":null}", "beam n_group null");
+    expect_refusal(BEAM_BASE ",\"sliding_window\":null}", "beam with sliding_window null");
+    expect_refusal(BEAM_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\"");
+}
+
 /* LongCat-Flash (longcat_flash) with LongcatFlashConfig's defaults: 28 decoder layers of two sub-layers (56), MLA
  * sizes (q LoRA 1536, latent 512, rope 64, nope 128, v 128), MLP 12288, 512 experts of 2048 plus 256 zero experts,
  * top-12, times 6, rms_norm_eps 1e-5, theta 1e7, the MoE on the even sub-layers, q and latent scales
@@ -4257,6 +4287,7 @@ int main(void) {
         cmocka_unit_test(test_sarvam_mla_fields),
         cmocka_unit_test(test_axk1_fields),
         cmocka_unit_test(test_axk2_fields),
+        cmocka_unit_test(test_beam_fields),
         cmocka_unit_test(test_longcat_flash_fields),
         cmocka_unit_test(test_glm_moe_dsa_fields),
         cmocka_unit_test(test_deepseek_v32_fields),

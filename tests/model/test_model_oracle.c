@@ -786,6 +786,13 @@ static void test_cohere2_moe(void **state) {
  * its logits times global_attention_scale; sandwich norms with per-dimension residual gates; layer 0 a dense relu2
  * MLP, then 8 relu2 experts (stored [E, in, out]) each RMS-normed, DeepSeek-V3's one-group router, a normed shared
  * MLP (stored [in, out]) */
+/* Beam-like: Qwen3-MoE's attention with a gate per channel plus a bias per head, sliding layers with RoPE and full
+ * ones without (their queries scaled by position), sandwich norms, depth-scaled residual adds, DeepSeek-V3's grouped
+ * router without shared experts, soft-capped logits */
+static void test_beam(void **state) {
+    (void)state;
+    run_dir("beam");
+}
 static void test_ergo(void **state) {
     (void)state;
     run_dir("ergo");
@@ -1362,6 +1369,7 @@ int main(void) {
         cmocka_unit_test(test_minicpm3),
         cmocka_unit_test(test_afmoe),
         cmocka_unit_test(test_ergo),
+        cmocka_unit_test(test_beam),
         cmocka_unit_test(test_mimo_v2_flash),
         cmocka_unit_test(test_laguna),
         cmocka_unit_test(test_mellum),

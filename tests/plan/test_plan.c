@@ -968,6 +968,19 @@ static void test_recent_shapes(void **state) {
     assert_int_equal(p->blocks.per_token_bytes, 2 * ((128 + 32) * 2 + 128 * 4));
     assert_true(has_warning(p, "index_topk 2048") && has_warning(p, "indexer_k_cache f32"));
     kvc_model_plan_destroy(p);
+    /* Beam (beam) by BeamConfig's defaults: 52 layers, every sixth and the last full (9), the rest sliding over 512
+     * keys, 8 KV heads of 128 (bf16: 4 KiB per token and layer), as transformers' DynamicCache holds them */
+    p = plan_text("{\"model_type\": \"beam\", \"num_hidden_layers\": 52, \"num_attention_heads\": 48,"
+                  " \"hidden_size\": 5120, \"max_position_embeddings\": 8192}",
+                  &o);
+    assert_string_equal(p->family, "beam");
+    int64_t full = 0;
+    for (int64_t i = 0; i < 52; i++) full += p->layers[i].sliding_window == 0;
+    assert_int_equal(full, 9);
+    assert_true(p->layers[51].sliding_window == 0 && p->layers[5].sliding_window == 0);
+    assert_int_equal(p->layers[0].sliding_window, 512);
+    assert_int_equal(p->layers[0].caches[0].bytes_per_token, 8 * 128 * 2);
+    kvc_model_plan_destroy(p);
     /* GLM-5's shared layers keep no indexer keys: indexer_types, else index_topk_freq 2 from offset 2 (F F S F S F) */
     p = plan_text(
         "{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 3, \"num_attention_heads\": 8,"

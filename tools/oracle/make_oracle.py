@@ -10,7 +10,7 @@ gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, e
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm, qwen3_next, kimi_linear, qwen3_5_text, qwen3_5_moe, olmo_hybrid, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
-cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, axk2, glm_moe_dsa, deepseek_v32, lfm3, ergo) this script
+cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, axk2, glm_moe_dsa, deepseek_v32, lfm3, ergo, beam) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -151,6 +151,8 @@ from transformers import (
     AXK1ForCausalLM,
     AXK2Config,
     AXK2ForCausalLM,
+    BeamConfig,
+    BeamForCausalLM,
     DeepseekV32Config,
     DeepseekV32ForCausalLM,
     GlmMoeDsaConfig,
@@ -900,6 +902,19 @@ def ergo_config():
                       moe_intermediate_size=16, shared_intermediate_size=24, num_experts=8, num_experts_per_tok=2,
                       global_attention_every_n_layers=2, global_attention_scale=1.7, sliding_window=8,
                       rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+
+
+def beam_config():
+    # Beam at toy size: Qwen3-MoE's attention (per-head q/k norms), GQA 4/2 of 16, each head's output times
+    # sigmoid(gate_proj x + its gate_bias); 4 layers [sliding, full, sliding, full], the sliding ones over 8 keys with
+    # RoPE (BeamConfig's default rope dict: theta 1e4 there, none on the full layers, whose queries are scaled by
+    # position); sandwich norms, depth-scaled residual adds; layers 0 and 3 a SwiGLU MLP of 96, layers 1-2 DeepSeek-V3's
+    # grouped sigmoid router over 8 experts of 16 in 2 groups (the best 1 kept), top-2, renormalised, times 2.5, random
+    # correction bias, no shared expert; logits soft-capped at 30 (the default), rms_norm_eps 1e-6, untied.
+    return BeamConfig(**DENSE_TOY_SHAPE, head_dim=16, num_hidden_layers=4, sliding_window=8, moe_intermediate_size=16,
+                      num_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1,
+                      layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+                      mlp_layer_types=["dense", "sparse", "sparse", "dense"])
 
 
 def afmoe_config():
@@ -2132,6 +2147,7 @@ FAMILIES = {
     "glm_moe_dsa": (glm_moe_dsa_config, GlmMoeDsaForCausalLM),
     "deepseek_v32": (deepseek_v32_config, DeepseekV32ForCausalLM),
     "axk2": (axk2_config, AXK2ForCausalLM),
+    "beam": (beam_config, BeamForCausalLM),
     "exaone_moe": (exaone_moe_config, ExaoneMoeForCausalLM),
     "dots1": (dots1_config, Dots1ForCausalLM),
     "solar_open": (solar_open_config, SolarOpenForCausalLM),
@@ -2237,6 +2253,8 @@ def param_std(name, shape, config):
         return 1.0
     if name.endswith(("act_fn.alpha_p", "act_fn.alpha_n")):  # Apertus's xIELU: softplus'd scalars, one per layer
         return None
+    if name.endswith("self_attn.gate_bias") and config.model_type == "beam":  # a gate bias per head: spread it
+        return 1.0
     if name.endswith("mlp.expert_bias") and config.model_type == "afmoe":  # added to sigmoid scores: moves choices
         return 0.3
     if name.endswith("moe_statics.e_score_correction_bias"):  # ERNIE 4.5 MoE: added to probabilities ~1/E
@@ -2257,7 +2275,7 @@ def param_std(name, shape, config):
             "granitemoehybrid",
             "glm4_moe", "ernie4_5_moe", "sarvam_moe", "param2moe", "minicpm5_moe", "kolibri1",
             "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2", "solar_open",
-            "phimoe", "qwen3_next", "lfm2_moe", "longcat_flash", "kimi_linear"):
+            "phimoe", "qwen3_next", "lfm2_moe", "longcat_flash", "kimi_linear", "beam"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith(("mixer.experts.up_proj", "mixer.experts.down_proj")):  # Nemotron-H [E, I, L], [E, L, I]
@@ -2615,6 +2633,11 @@ def make_family(family, out_root, seed):
         summary["sensitivity_index_topk_8"] = sensitivity(model, ps[-1], index_topk=8)
     if family == "longcat_flash":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_routed_scaling_factor_1"] = sensitivity(model, ps[-1], routed_scaling_factor=1.0)
+    if family == "beam":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_no_softcapping"] = sensitivity(model, ps[-1], final_logit_softcapping=None)
         summary["sensitivity_routed_scaling_factor_1"] = sensitivity(model, ps[-1], routed_scaling_factor=1.0)
     if family == "axk2":
         summary["sensitivity_index_topk_8"] = sensitivity(model, ps[-1], index_topk=8)
@@ -3081,7 +3104,7 @@ def sensitivity(model, ids, **overrides):
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "jetmoe": 1e-5, "granitemoeshared": 1e-5, "granitemoe_swa": 1e-5, "flint": 1e-5, "hy_v3": 1e-5, "cohere2_moe": 1e-5, "cohere2_moe_sigmoid": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
-                    "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5, "sarvam_mla": 1e-5, "axk1": 1e-5, "axk2": 1e-5, "glm_moe_dsa": 1e-5, "deepseek_v32": 1e-5, "longcat_flash": 1e-5,
+                    "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5, "sarvam_mla": 1e-5, "axk1": 1e-5, "axk2": 1e-5, "beam": 1e-5, "glm_moe_dsa": 1e-5, "deepseek_v32": 1e-5, "longcat_flash": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "sarvam_moe": 1e-5, "param2moe": 1e-5, "minicpm5_moe": 1e-5, "kolibri1": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5,
@@ -3135,7 +3158,7 @@ def main():
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
-                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "axk2", "glm_moe_dsa", "deepseek_v32", "sarvam_moe", "param2moe",
+                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "axk2", "beam", "glm_moe_dsa", "deepseek_v32", "sarvam_moe", "param2moe",
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
