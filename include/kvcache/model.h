@@ -423,6 +423,18 @@ typedef struct kvc_model_config {
      * first ceil(hidden_size / 2) columns and cos(p r_j) on the rest, r_j = 1 / 10000^(2j / hidden_size) in f32; it
      * needs pos_sinusoidal with pos_offset 0 and no zero row (pos_zero_row -1). Last, as above. */
     bool pos_sinusoid_ctrl;
+    /* A.X-K2 (model_type axk2): gated_norm_rank r > 0 gates the input norm of every layer and the MLP-input norm of
+     * the MoE layers, y = RMSNorm(x), y * sigmoid(fc2(silu(fc1(y)))) with fc1 [r, H] and fc2 [H, r] (gated_norm.c);
+     * mla_q_gate: q_gate_proj [nH (dq + dv), 2 rq] maps [normalised | raw] q latent to each head's query and a
+     * gate on its attention output (times its sigmoid) in place of q_b_proj. Last, as above. */
+    int64_t gated_norm_rank;
+    bool mla_q_gate;
+    /* Beam (model_type beam): depth_scaled_residual joins each sub-layer's output d to the residual stream h as
+     * d / sqrt(i) + h sqrt((i - 1) / i), i = 2 (l + 1) after attention and 2 (l + 1) + 1 after the MLP;
+     * query_scale_ssmax scales the NoPE layers' queries by (1 + (pos + 1) / 2048)^0.1 (scalable softmax);
+     * attn_gate_bias adds self_attn.gate_bias [nH] per head to the attn_gate_proj gates before their sigmoid. Last, as
+     * above. */
+    bool depth_scaled_residual, query_scale_ssmax, attn_gate_bias;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -1,8 +1,8 @@
 /* GQA attention of the dense family and GptOss (MF 2, 3.2): projections
  * with optional biases, Qwen3 per-head q/k RMSNorm before RoPE, half-split
  * RoPE (none on SmolLM3's and Llama 4's no-rope layers), Llama 4's L2 q/k norms after RoPE, OLMo's clip_qkv,
- * Ministral 3's and Llama 4's query scales, sliding window / chunked local attention / sinks, Qwen3-Next's output gate
- * (AFMoE's from a projection of its own), LFM3's gate per head, o_proj.
+ * Ministral 3's, Llama 4's and Beam's query scales, sliding window / chunked local attention / sinks, Qwen3-Next's
+ * output gate (AFMoE's from a projection of its own), LFM3's gate per head, o_proj.
  */
 #include <math.h>
 #include <string.h>
@@ -121,6 +121,10 @@ static void qkv_rows(const kvc_fwd_step *s, int64_t l, const float *fused, float
             l2_heads(qt, nH, D, D, (float)c->rms_norm_eps);
             l2_heads(kt, nKV, D, D, (float)c->rms_norm_eps);
         }
+        if (finish && c->query_scale_ssmax && c->layer_nope[l]) { /* Beam's NoPE layers, f32 as transformers */
+            const float f = expf(0.1f * log1pf(((float)s->md->positions[t] + 1.0f) / 2048.0f));
+            for (int64_t i = 0; i < nH * D; i++) q[t * nH * D + i] *= f;
+        }
         if (finish && c->query_scale_beta > 0.0 && (!c->query_scale_nope || c->layer_nope[l])) {
             /* Ministral 3: after RoPE; Llama 4: the NoPE layers only */
             const float f = query_scale(c, s->md->positions[t]);
@@ -206,8 +210,9 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     kvc_status st = kvci_attn_core(s, &call); /* times its cache write and its attention */
     t0 = kvci_sp_begin();
     if (st != KVC_OK) return st;
-    if (c->attn_output_gate || c->attn_gate_proj) /* the output times sigmoid(gate), f32 as transformers */
-        for (int64_t i = 0; i < T * nH * Dv; i++) ws->att[i] *= gate_of(c, ws->gate[i]);
+    if (c->attn_output_gate || c->attn_gate_proj) /* the output times sigmoid(gate (+ Beam's bias per head)), f32 */
+        for (int64_t i = 0; i < T * nH * Dv; i++)
+            ws->att[i] *= gate_of(c, w->gate_b ? ws->gate[i] + w->gate_b[i / Dv % nH] : ws->gate[i]);
     if (c->attn_head_gate) /* LFM3: each head's output times sigmoid of its gate, f32 as transformers */
         for (int64_t i = 0; i < T * nH * Dv; i++) ws->att[i] *= gate_of(c, ws->gate[i / Dv]);
     st = kvci_linear(ws->att, T, &w->wo, w->bo, ws->proj);

@@ -7,6 +7,7 @@
  * against the latent, q_pe against the rope cache, values the latent, then
  * W_UV per head. With DeepSeek sparse attention (index_topk) each query attends to its chosen keys alone
  * (attn_dsa.c). */
+#include <math.h>
 #include <string.h>
 
 #include "base/internal.h"
@@ -144,6 +145,27 @@ static kvc_status absorbed(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, r
     return KVC_OK;
 }
 
+/* A.X-K2's queries and output gates (mla_q_gate): q_gate_proj over [normalised | raw] q latent gives each head's
+ * [query dq | gate dv]; the query into ws->q [T, nH, dq], the gate into ws->gate [T, nH, dv]. cq [T, rq] holds the
+ * raw latent on entry and the normalised one on return (the indexer reads it); cat [T, 2 rq] follows it in mla_a. */
+static kvc_status q_gate(const kvc_fwd_step *s, int64_t l, float *cq) {
+    const kvc_model_config *c = &s->m->cfg;
+    const kvc_layer_weights *w = &s->m->layers[l];
+    kvc_model_workspace *ws = s->ws;
+    const int64_t T = s->T, nH = c->num_heads, rq = c->q_lora_rank, dq = c->qk_nope_head_dim + c->qk_rope_head_dim;
+    const int64_t dv = c->v_head_dim, dg = dq + dv;
+    float *cat = cq + T * rq, *qg = ws->fused; /* [T, 2 rq], [T, nH, dq + dv] */
+    for (int64_t t = 0; t < T; t++) memcpy(cat + t * 2 * rq + rq, cq + t * rq, (size_t)rq * sizeof(float));
+    kvc_rmsnorm_rows_f32(cq, T, rq, rq, w->qa_norm, DS_LATENT_EPS);
+    for (int64_t t = 0; t < T; t++) memcpy(cat + t * 2 * rq, cq + t * rq, (size_t)rq * sizeof(float));
+    KVC_TRY(kvci_linear(cat, T, &w->wqg, NULL, qg));
+    for (int64_t i = 0; i < T * nH; i++) {
+        memcpy(ws->q + i * dq, qg + i * dg, (size_t)dq * sizeof(float));
+        memcpy(ws->gate + i * dv, qg + i * dg + dq, (size_t)dv * sizeof(float));
+    }
+    return KVC_OK;
+}
+
 kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l) {
     const kvc_model_config *c = &s->m->cfg;
     const kvc_layer_weights *w = &s->m->layers[l];
@@ -154,8 +176,12 @@ kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l) {
     if (rq > 0) {
         float *cq = ws->mla_a; /* [T, rq] */
         KVC_TRY(kvci_linear(ws->xn, T, &w->wqa, w->bqa, cq));
-        kvc_rmsnorm_rows_f32(cq, T, rq, rq, w->qa_norm, DS_LATENT_EPS);
-        KVC_TRY(kvci_linear(cq, T, &w->wqb, NULL, q));
+        if (c->mla_q_gate) {
+            KVC_TRY(q_gate(s, l, cq));
+        } else {
+            kvc_rmsnorm_rows_f32(cq, T, rq, rq, w->qa_norm, DS_LATENT_EPS);
+            KVC_TRY(kvci_linear(cq, T, &w->wqb, NULL, q));
+        }
         if (c->index_topk > 0) KVC_TRY(kvci_dsa_select(s, l, cq)); /* before ckv takes mla_a */
     } else {
         KVC_TRY(kvci_linear(ws->xn, T, &w->wq, NULL, q));
@@ -167,5 +193,7 @@ kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l) {
     const bool latent = s->a->caches && s->a->caches->latent;
     kvc_status st = latent ? absorbed(s, l, ckv) : expanded(s, l, ckv);
     if (st != KVC_OK) return st;
+    for (int64_t i = 0; c->mla_q_gate && i < T * nH * c->v_head_dim; i++) /* ws->att [T, nH, dv] */
+        ws->att[i] *= 1.0f / (1.0f + expf(-ws->gate[i]));
     return kvci_linear(ws->att, T, &w->wo, w->bo, ws->proj);
 }

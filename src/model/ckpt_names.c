@@ -374,10 +374,15 @@ static const bert_names *bert_base(const char *model_type) {
 
 /* Renames transformers undoes on load (its conversion mapping): a file may hold either name
  * (kvci_checkpoint_unconverted). OLMo Hybrid, as transformers saves it: the sub-layers' first norms
- * attention_layer_norm and feedforward_layer_norm, on every layer. */
+ * attention_layer_norm and feedforward_layer_norm, on every layer. A.X-K2, as its hub checkpoints and transformers'
+ * save_pretrained name them: the gated norms' mlp.fc1 / mlp.fc2 as W_down / W_up, q_gate_proj as q_b_proj (the same
+ * [heads (dq + dv), 2 rq] rows). */
 static const rename_rule LOAD_RULES[] = {
     {"olmo_hybrid", "input_layernorm.", "attention_layer_norm."},
     {"olmo_hybrid", "post_attention_layernorm.", "feedforward_layer_norm."},
+    {"axk2", "layernorm.mlp.fc1.", "layernorm.W_down."},
+    {"axk2", "layernorm.mlp.fc2.", "layernorm.W_up."},
+    {"axk2", "self_attn.q_gate_proj.", "self_attn.q_b_proj."},
 };
 
 /* The base model's prefix that a type's hub checkpoints may leave out or name otherwise (openai-community/gpt2 holds

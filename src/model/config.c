@@ -265,6 +265,10 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 7168, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "laguna") == 0) { /* LagunaConfig's 8192 when absent */
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 8192, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (strcmp(cfg->model_type, "beam") == 0) { /* BeamConfig's 20480 when absent */
+        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 20480, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if (strcmp(cfg->model_type, "axk2") == 0) { /* AXK2Config's 5120 when absent */
+        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 5120, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "mimo_v2_flash") == 0) { /* MiMoV2FlashConfig's 16384 when absent */
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 16384, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (cfg->family == KVC_FAMILY_KIMI_LINEAR) { /* KimiLinearConfig's 9216 when absent */

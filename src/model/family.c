@@ -131,6 +131,10 @@ const char *kvci_family_refusal(const char *model_type) {
 
 /* Model types planned only, with what the runtime lacks to run them. */
 static const type_reason NOT_RUN[] = {
+    {"kolibri1_1", "its indexed_attention layers attend to keys their indexer picks from pools of NVFP4-rounded block "
+                   "summaries (index_pool_size, index_compression, index_topk, sink and local tokens), over keys and "
+                   "values rounded to NVFP4, and read other layers' keys and values (kv_source_layers): none of it "
+                   "is in the runtime yet (Kolibri 1 runs)"},
     {"bailing_hybrid", "its Kimi Delta Attention layers' lower-bounded forget gate (kda_lower_bound, kda_safe_gate), "
                        "its MLA layers' per-head sigmoid output gate (g_proj) and its experts' per-layer SwiGLU "
                        "clipping are not in the runtime yet (Kimi-Linear's KDA and MLA run)"},

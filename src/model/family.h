@@ -279,6 +279,9 @@ kvc_status kvci_family_flint_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *ki
 /* Ergo (family_ergo.c; run by the dense family): its keys, and its layer kinds without layer_types. */
 kvc_status kvci_family_parse_ergo(const kvc_hparams *hp, kvc_model_config *cfg);
 kvc_status kvci_family_ergo_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+/* Beam (family_beam.c; run by the dense family): its keys, and its layer kinds without layer_types. */
+kvc_status kvci_family_parse_beam(const kvc_hparams *hp, kvc_model_config *cfg);
+kvc_status kvci_family_beam_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
 /* Cohere 2 MoE (family_cohere2_moe.c; run by the dense family): its keys, and its layer kinds without layer_types. */
 kvc_status kvci_family_parse_cohere2_moe(const kvc_hparams *hp, kvc_model_config *cfg);
 kvc_status kvci_family_cohere2_moe_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
@@ -410,6 +413,9 @@ kvc_status kvci_family_parse_glm_dsa(const kvc_json_obj *c, kvc_model_config *cf
 /* DeepSeek-V3.2 (deepseek_v32): its indexer's keys (DeepseekV32Config's index_n_heads 64, half-split RoPE, every
  * layer full) and max_position_embeddings 163840 when absent. */
 kvc_status kvci_family_parse_v32_dsa(const kvc_json_obj *c, kvc_model_config *cfg);
+/* A.X-K2 (axk2): V3.2's indexer keys under AXK2Config's defaults, its q gate and gated norms (gated_norm_rank),
+ * n_group and topk_group together or not at all. */
+kvc_status kvci_family_parse_axk2(const kvc_json_obj *c, kvc_model_config *cfg);
 
 /* Optional config members with a default (kept when absent), for parse hooks. */
 kvc_status kvci_family_opt_int(const kvc_json_obj *c, const char *key, int64_t def, int64_t lo, int64_t hi,

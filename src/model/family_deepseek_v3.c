@@ -1,7 +1,8 @@
 /* MLA models (MF 4.2 - 4.5): DeepSeek-V3, DeepSeek-V2, GLM-4.7-Flash (glm4_moe_lite: V3's layers, its MoE
  * layers named by mlp_layer_types), Youtu-LLM (youtu: V3's attention, every layer dense), MiniCPM3 (V2's attention,
  * every layer dense, Granite's scales), Sarvam-105B (sarvam_mla: V3's layers, its class's defaults and legacy key
- * names), A.X-K1 (axk1: V3's layers, a norm on the MoE output), GLM-5 (glm_moe_dsa) and DeepSeek-V3.2
+ * names), A.X-K1 (axk1: V3's layers, a norm on the MoE output), A.X-K2 (axk2: V3.2's layers with gated norms and a
+ * gated attention output, family_glm_dsa.c), GLM-5 (glm_moe_dsa) and DeepSeek-V3.2
  * (deepseek_v32: V3's layers with DeepSeek sparse attention, family_glm_dsa.c, attn_dsa.c) and LongCat-Flash
  * (longcat_flash: two MLA sub-layers per decoder layer, parse_longcat) run; Kimi-K2 is planned only. Every layer is
  * full attention over a latent cache (or, unabsorbed, nH heads of dn + dr keys and dv values); the first
@@ -23,6 +24,7 @@ static bool is_youtu(const kvc_model_config *cfg) { return strcmp(cfg->model_typ
 static bool is_minicpm3(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "minicpm3") == 0; }
 static bool is_sarvam(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "sarvam_mla") == 0; }
 bool kvci_family_is_axk1(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "axk1") == 0; }
+static bool is_axk2(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "axk2") == 0; }
 
 /* V3's router defaults: DeepseekV3Config's, and Glm4MoeLiteConfig's (GLM-4.7-Flash). */
 typedef struct {
@@ -34,6 +36,7 @@ static const v3_defaults GLM_LITE = {1, 1536, 64, 1, 4, 1, 1, 1.8};
 static const v3_defaults SARVAM = {1, 2048, 128, 1, 8, 1, 1, 2.5};
 static const v3_defaults AXK1 = {1, 2048, 192, 1, 8, 8, 4, 2.5};
 static const v3_defaults GLM_DSA = {3, 2048, 256, 1, 8, 1, 1, 2.5};
+static const v3_defaults AXK2 = {1, 512, 128, 1, 8, 1, 1, 2.5}; /* n_group None: one group of all experts */
 
 /* An int key with its legacy spelling `alias` (SarvamMLAConfig's attribute_map, GlmMoeDsaConfig's num_experts: the
  * alias wins when both are given, as transformers applies it last), def when neither is given. */
@@ -87,6 +90,7 @@ static kvc_status parse_v3_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
     const v3_defaults *d = is_glm_lite(cfg)              ? &GLM_LITE
                            : is_sarvam(cfg)              ? &SARVAM
                            : kvci_family_is_axk1(cfg)    ? &AXK1
+                           : is_axk2(cfg)                ? &AXK2
                            : kvci_family_is_glm_dsa(cfg) ? &GLM_DSA
                                                          : &V3;
     const bool sarvam = is_sarvam(cfg);
@@ -94,15 +98,15 @@ static kvc_status parse_v3_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
     if (cfg->index_topk == 0) /* GLM-5's and DeepSeek-V3.2's attention always turns interleaved pairs */
         KVC_TRY(kvci_family_opt_bool(c, "rope_interleave", true, &interleave));
     cfg->rope_form = interleave ? KVC_ROPE_INTERLEAVED : KVC_ROPE_HALF;
-    if (cfg->index_topk > 0) { /* mlp_layer_types, else the first first_k_dense_replace (3) dense */
+    if (kvci_family_is_axk1(cfg) || is_axk2(cfg)) { /* AXK2Config derives its layers as AXK1Config */
+        KVC_TRY(axk1_layers(c, cfg));
+    } else if (cfg->index_topk > 0) { /* mlp_layer_types, else the first first_k_dense_replace (3) dense */
         KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", d->first_dense, 0, KVC_HP_MAX_LAYERS,
                                     &cfg->first_k_dense_replace));
         KVC_TRY(kvci_family_mlp_layer_types(c, cfg));
     } else if (is_glm_lite(cfg)) { /* its mlp_layer_types, layer 0 dense when absent; first_k_dense_replace not read */
         cfg->first_k_dense_replace = d->first_dense;
         KVC_TRY(kvci_family_mlp_layer_types(c, cfg));
-    } else if (kvci_family_is_axk1(cfg)) {
-        KVC_TRY(axk1_layers(c, cfg));
     } else {
         KVC_TRY(kvci_family_opt_int(c, "first_k_dense_replace", d->first_dense, 0, KVC_HP_MAX_LAYERS,
                                     &cfg->first_k_dense_replace));
@@ -110,7 +114,10 @@ static kvc_status parse_v3_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
     }
     KVC_TRY(
         kvci_family_opt_int(c, "moe_intermediate_size", d->width, 1, KVC_HP_MAX_WIDTH, &cfg->moe_intermediate_size));
-    const char *experts_alias = sarvam || cfg->index_topk > 0 ? "num_experts" : NULL; /* GLM-5's, V3.2's BC name */
+    /* GLM-5's and V3.2's BC name; A.X-K2's attribute_map */
+    const char *experts_alias = is_axk2(cfg)                    ? "num_local_experts"
+                                : sarvam || cfg->index_topk > 0 ? "num_experts"
+                                                                : NULL;
     KVC_TRY(opt_int_alias(c, "n_routed_experts", experts_alias, d->experts, 1, &cfg->n_routed_experts));
     KVC_TRY(opt_int_alias(c, "n_shared_experts", sarvam ? "num_shared_experts" : NULL, d->shared, 0,
                           &cfg->n_shared_experts));
@@ -269,7 +276,7 @@ static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
     }
     /* AXK1Attention (GLM-5's and DeepSeek-V3.2's too) builds q_a_proj of q_lora_rank */
     const bool v32 = strcmp(cfg->model_type, "deepseek_v32") == 0;
-    if ((kvci_family_is_axk1(cfg) || kvci_family_is_glm_dsa(cfg) || v32) && cfg->q_lora_rank == 0)
+    if ((kvci_family_is_axk1(cfg) || kvci_family_is_glm_dsa(cfg) || v32 || is_axk2(cfg)) && cfg->q_lora_rank == 0)
         return kvci_fail(KVC_EINVAL, "%s: %s q_lora_rank null is not supported (its attention always has a q LoRA)",
                          c->doc, cfg->model_type);
     if (kvci_family_is_glm_dsa(cfg)) {
@@ -277,6 +284,7 @@ static kvc_status parse_deepseek(const kvc_hparams *hp, kvc_model_config *cfg) {
         KVC_TRY(kvci_family_parse_glm_dsa(c, cfg));
     }
     if (v32) KVC_TRY(kvci_family_parse_v32_dsa(c, cfg));
+    if (is_axk2(cfg)) KVC_TRY(kvci_family_parse_axk2(c, cfg));
     KVC_TRY(kvci_deepseek_v2(cfg) ? parse_v2_moe(c, cfg)
             : is_longcat(cfg)     ? parse_longcat(c, cfg)
             : is_youtu(cfg)       ? parse_youtu(c, cfg)
@@ -322,6 +330,7 @@ static const kvc_family_alias ALIASES[] = {
     {"kimi_k2", NULL, "kimi_k2", false},
     {"sarvam_mla", "SarvamMLAForCausalLM", "sarvam_mla", true},
     {"axk1", "AXK1ForCausalLM", "axk1", true},
+    {"axk2", "AXK2ForCausalLM", "axk2", true},
     {"glm_moe_dsa", "GlmMoeDsaForCausalLM", "glm_moe_dsa", true},
     /* LongCat-Flash: two MLA attention layers per decoder layer (hparams.c counts them) */
     {"longcat_flash", "LongcatFlashForCausalLM", "longcat_flash", true},

@@ -1019,6 +1019,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "hy_v3") == 0) return kvci_family_parse_hy_v3(hp, cfg);
     if (strcmp(mt, "cohere2_moe") == 0) return kvci_family_parse_cohere2_moe(hp, cfg);
     if (strcmp(mt, "ergo") == 0) return kvci_family_parse_ergo(hp, cfg);
+    if (strcmp(mt, "beam") == 0) return kvci_family_parse_beam(hp, cfg);
     if (strcmp(mt, "afmoe") == 0) return kvci_family_parse_afmoe(hp, cfg);
     if (kvci_family_is_mimo(mt)) return kvci_family_parse_mimo(hp, cfg);
     if (kvci_family_is_laguna(mt)) return kvci_family_parse_laguna(hp, cfg);
@@ -1132,10 +1133,12 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0 || strcmp(mt, "exaone_moe") == 0))
         return cohere2_kinds(ctx, kinds);
     if (mt && strcmp(mt, "flint") == 0) return kvci_family_flint_kinds(ctx, kinds);
-    if (mt && strcmp(mt, "kolibri1") == 0) /* Kolibri1Config's layer_types: four sliding layers, then one full */
+    /* Kolibri1Config's and Kolibri1_1Config's layer_types: four sliding layers, then one full (1.1: indexed) */
+    if (mt && (strcmp(mt, "kolibri1") == 0 || strcmp(mt, "kolibri1_1") == 0))
         return kvci_family_every_nth_full(ctx, 5, kinds);
     if (mt && strcmp(mt, "cohere2_moe") == 0) return kvci_family_cohere2_moe_kinds(ctx, kinds);
     if (mt && strcmp(mt, "ergo") == 0) return kvci_family_ergo_kinds(ctx, kinds);
+    if (mt && strcmp(mt, "beam") == 0) return kvci_family_beam_kinds(ctx, kinds);
     if (mt && (strcmp(mt, "cwm") == 0 || kvci_family_is_granite_swa(mt))) {
         /* CwmConfig's and GraniteSWAConfig's layer_types: every fourth from layer 0 full, the others slide */
         for (int64_t i = 0; i < ctx->n_layers; i++)
@@ -1168,7 +1171,7 @@ static bool dense_reads_window(const kvc_hparams *hp) {
         "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
         "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",  "gpt_neo",
         "dots1",      "cwm",       "exaone_moe", "granite_swa",   "granitemoe_swa",  "flint",   "cohere2_moe",
-        "afmoe",      "kolibri1",  "ergo",       "mimo_v2_flash", "laguna",          "mellum"};
+        "afmoe",      "kolibri1",  "ergo",       "mimo_v2_flash", "laguna",          "mellum",  "beam"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -1213,6 +1216,9 @@ static const kvc_family_alias ALIASES[] = {
     {"param2moe", NULL, "param2moe", true},
     {"minicpm5_moe", "MiniCPM5MoeForCausalLM", "minicpm5_moe", true},
     {"kolibri1", "Kolibri1ForCausalLM", "kolibri1", true},
+    {"beam", "BeamForCausalLM", "beam", true},
+    /* planned only: its sparse layers' indexer and NVFP4 rounding, layers reading others' K/V (family.c) */
+    {"kolibri1_1", "Kolibri1_1ForCausalLM", "kolibri1_1", false},
     {"phi", "PhiForCausalLM", "phi", true},
     {"persimmon", "PersimmonForCausalLM", "persimmon", true},
     {"gpt_neox", "GPTNeoXForCausalLM", "gpt_neox", true},

@@ -73,6 +73,24 @@ kvc_status kvci_family_parse_v32_dsa(const kvc_json_obj *c, kvc_model_config *cf
     return KVC_OK; /* every layer runs its indexer (indexer_types is not read) */
 }
 
+/* A.X-K2 (skt/A.X-K2, AXK2ForCausalLM): DeepSeek-V3.2's layers (its indexer on every layer, layer_types not read) with
+ * AXK2Config's defaults (index_n_heads 16, max_position_embeddings 131072; the layers of AXK1Config), q_gate_proj in
+ * place of q_b_proj (a query and an output gate per head, mla_q_gate), gated norms of gated_norm_rank (16), and a
+ * router over all experts unless n_group and topk_group are both set (null: none; one alone is refused, as its
+ * config class does). */
+kvc_status kvci_family_parse_axk2(const kvc_json_obj *c, kvc_model_config *cfg) {
+    KVC_TRY(indexer_sizes(c, cfg, 16));
+    cfg->index_rope_half = true; /* AXK2Indexer is DeepseekV32Indexer */
+    if (kvci_json_missing(c, "max_position_embeddings")) cfg->max_position_embeddings = 131072; /* the class's */
+    cfg->mla_q_gate = true;
+    KVC_TRY(kvci_family_opt_int(c, "gated_norm_rank", 16, 1, KVC_HP_MAX_WIDTH, &cfg->gated_norm_rank));
+    const bool groups = kvci_json_find(c, "n_group") != NULL, top = kvci_json_find(c, "topk_group") != NULL;
+    if (groups != top)
+        return kvci_fail(KVC_EINVAL, "%s: axk2 %s is set without %s (both or neither, as AXK2Config)", c->doc,
+                         groups ? "n_group" : "topk_group", groups ? "topk_group" : "n_group");
+    return KVC_OK;
+}
+
 kvc_status kvci_family_parse_glm_dsa(const kvc_json_obj *c, kvc_model_config *cfg) {
     KVC_TRY(indexer_sizes(c, cfg, 32));
     cfg->index_rope_half = false; /* GLM-5's indexer rotates interleaved pairs, as its attention */

@@ -134,8 +134,9 @@ static void keep_top_groups(const kvc_model_config *c, const float *gscore, floa
     }
 }
 
-/* MF 4.5 router: sigmoid scores, bias-corrected group selection (the other groups' experts out: -inf), weights from
- * the unbiased scores, renormalised over their sum + 1e-20 (LFM2-MoE's: + 1e-6). */
+/* MF 4.5 router: sigmoid scores, bias-corrected group selection (the other groups' experts out: -inf; A.X-K2's
+ * AXK2TopkRouter sets them to 0), weights from the unbiased scores, renormalised over their sum + 1e-20 (LFM2-MoE's:
+ * + 1e-6). */
 static void deepseek_route(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                            float *sw, float *tmp /* [E] */) {
     const int64_t E = c->n_routed_experts, G = c->n_group, per = E / G, K = c->experts_per_tok;
@@ -152,7 +153,7 @@ static void deepseek_route(const kvc_model_config *c, const kvc_layer_weights *w
         }
         gscore[g] = s[0] + s[1];
     }
-    keep_top_groups(c, gscore, -INFINITY, tmp);
+    keep_top_groups(c, gscore, strcmp(c->model_type, "axk2") == 0 ? 0.0f : -INFINITY, tmp);
     top_k(tmp, E, K, sel);
     float sum = 0.0f;
     const float tiny = c->family == KVC_FAMILY_LFM2 ? 1e-6f : 1e-20f;

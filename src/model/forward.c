@@ -18,13 +18,13 @@ static int64_t max3(int64_t a, int64_t b, int64_t c) { return kvci_max64(a, kvci
 
 void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
     if (!ws) return;
-    float **f[] = {&ws->h,           &ws->xn,        &ws->q,     &ws->k,        &ws->v,     &ws->att,
-                   &ws->proj,        &ws->ff_a,      &ws->ff_b,  &ws->acc,      &ws->xg,    &ws->yg,
-                   &ws->router,      &ws->route_tmp, &ws->selw,  &ws->tokw,     &ws->mla_a, &ws->mla_b,
-                   &ws->q_rope,      &ws->cos,       &ws->sin,   &ws->rope_tmp, &ws->fused, &ws->cos_sliding,
-                   &ws->sin_sliding, &ws->qk_ss,     &ws->gate,  &ws->gdn,      &ws->mamba, &ws->lat,
-                   &ws->shortcut,    &ws->ple,       &ws->ple_a, &ws->kv_keep,  &ws->zamba, &ws->ix_q,
-                   &ws->ix_k,        &ws->ix_w,      &ws->dsa_sc};
+    float **f[] = {&ws->h,           &ws->xn,        &ws->q,    &ws->k,        &ws->v,       &ws->att,
+                   &ws->proj,        &ws->ff_a,      &ws->ff_b, &ws->acc,      &ws->xg,      &ws->yg,
+                   &ws->router,      &ws->route_tmp, &ws->selw, &ws->tokw,     &ws->mla_a,   &ws->mla_b,
+                   &ws->q_rope,      &ws->cos,       &ws->sin,  &ws->rope_tmp, &ws->fused,   &ws->cos_sliding,
+                   &ws->sin_sliding, &ws->qk_ss,     &ws->gate, &ws->gnorm,    &ws->gdn,     &ws->mamba,
+                   &ws->lat,         &ws->shortcut,  &ws->ple,  &ws->ple_a,    &ws->kv_keep, &ws->zamba,
+                   &ws->ix_q,        &ws->ix_k,      &ws->ix_w, &ws->dsa_sc};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->dsa_pos);
@@ -86,18 +86,22 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(proj, Tm * H);
     A(ff_a, Tm * ws->ffw);
     A(ff_b, Tm * ws->ffw);
-    const int64_t conv_w = c->conv_kernel > 0 ? 3 * H : 0; /* LFM2's in_proj rows B | C | x */
-    const int64_t gq = c->attn_output_gate ? 2 : 1;        /* Qwen3-Next's q_proj: a query and a gate per head */
+    const int64_t conv_w = c->conv_kernel > 0 ? 3 * H : 0;      /* LFM2's in_proj rows B | C | x */
+    const int64_t gq = c->attn_output_gate ? 2 : 1;             /* Qwen3-Next's q_proj: a query and a gate per head */
+    const int64_t qg = c->mla_q_gate ? nH * (dn + dr + dv) : 0; /* A.X-K2's q_gate_proj: a query and a gate per head */
     bool mamba = false, mamba1 = false; /* Mamba2 / Mamba-1 mixers: their in_proj rows in fused, their scratch */
     for (int64_t l = 0; l < c->num_layers; l++) mamba |= c->layer_mamba[l], mamba1 |= c->layer_mamba1[l];
     const int64_t mamba_w = mamba ? kvci_mamba2_in_width(c) : mamba1 ? 2 * c->mamba_inner : 0;
-    A(fused, Tm * max3(gq * ws->qw + ws->kw + ws->vw, 2 * wide * c->intermediate_size, kvci_max64(conv_w, mamba_w)));
+    A(fused, Tm * max3(kvci_max64(gq * ws->qw + ws->kw + ws->vw, qg), 2 * wide * c->intermediate_size,
+                       kvci_max64(conv_w, mamba_w)));
     A(ple, Tm * c->num_layers * c->ple_dim);
     A(ple_a, kvci_max64(Tm, c->num_layers) * c->ple_dim);
     A(kv_keep, c->kv_shared_layers > 0 ? 2 * Tm * (ws->kw + ws->vw) : 1);
     A(gate, c->attn_output_gate || c->attn_gate_proj ? Tm * ws->qw
+            : c->mla_q_gate                          ? Tm * nH * dv /* A.X-K2's [T, nH, dv] */
             : c->attn_head_gate                      ? Tm * mx.nH
                                                      : 1); /* LFM3's [T, nH] */
+    A(gnorm, Tm * kvci_max64(c->gated_norm_rank, 1));
     A(gdn, kvci_gated_delta_floats(c, Tm));
     A(mamba, mamba ? kvci_mamba2_scratch(c, Tm) : mamba1 ? kvci_mamba1_scratch(c, Tm) : 1);
     /* Nemotron-H's experts may run wider than H; JetMoE's attention experts gather rows of nKV D */
@@ -112,7 +116,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(route_tmp, 2 * E);
     A(selw, Tm * K);
     A(tokw, Tm * K);
-    A(mla_a, Tm * kvci_max64(c->q_lora_rank, rkv + dr));
+    A(mla_a, Tm * kvci_max64((c->mla_q_gate ? 3 : 1) * c->q_lora_rank, rkv + dr));
     A(mla_b, Tm * nH * kvci_max64(dn + dv, rkv));
     A(q_rope, Tm * nH * dr);
     A(cos, Tm * m->rot_dim);
@@ -428,8 +432,11 @@ static void gated_add(float *h, const float *d, int64_t T, int64_t H, const floa
 /* h[T, H] += d[T, H], d first summed over the tensor-parallel ranks (d holds this rank's partial sum
  * of a row-parallel layer; kvc_model_tp), then normalised by norm (the sandwich norms of Gemma and GLM-4;
  * NULL: none) or times Granite's residual_multiplier (rounded to its own f32 before the add, as
- * transformers); with Ergo's gate [H] (NULL: none) mixed into h by it instead of added. */
-static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, const float *norm, const float *gate) {
+ * transformers); with Ergo's gate [H] (NULL: none) mixed into h by it instead of added; with Beam's
+ * depth_scaled_residual d / sqrt(i) + h sqrt((i - 1) / i), i the add's index in the model (2 (l + 1), + 1 after the
+ * MLP), each product rounded to f32 as transformers. */
+static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, const float *norm, const float *gate,
+                           int64_t i_add) {
     const int64_t H = m->cfg.hidden_size, n = T * H;
     if (m->tp.reduce) KVC_TRY(m->tp.reduce(m->tp.user, d, n));
     if (norm) norm_rows(m, d, T, norm, NULL, d);
@@ -439,6 +446,11 @@ static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, co
     }
     if (gate) {
         gated_add(h, d, T, H, gate);
+        return KVC_OK;
+    }
+    if (m->cfg.depth_scaled_residual) {
+        const float a = (float)(1.0 / sqrt((double)i_add)), b = (float)sqrt((double)(i_add - 1) / (double)i_add);
+        for (int64_t i = 0; i < n; i++) h[i] = d[i] * a + h[i] * b;
         return KVC_OK;
     }
     for (int64_t i = 0; i < n; i++) h[i] += d[i];
@@ -539,12 +551,13 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         if (!c->layer_no_mixer[l]) { /* Nemotron-H: a layer may hold its MLP alone, or its mixer alone */
             t0 = kvci_sp_begin();
             sublayer_input(m, ws, T, attn_in, attn_in ? w->in_norm_b : NULL);
+            if (w->gn_in[0].data && (st = kvci_gated_norm(&s, w->gn_in)) != KVC_OK) return st; /* A.X-K2 */
             kvci_sp_end(KVC_SP_NORM, t0);
             st = fam->attention != NULL ? fam->attention(&s, l) : kvci_attn_gqa(&s, l);
             t0 = kvci_sp_begin();
             if (c->parallel_mlp_norm) /* GPT-NeoX: the MLP's own norm of the block's input, before attention adds */
                 sublayer_input(m, ws, T, w->post_norm, w->post_norm_b);
-            if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out, w->attn_gate);
+            if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out, w->attn_gate, 2 * (l + 1));
             if (c->norm_after_add) norm_rows(m, ws->h, T, w->in_norm, w->in_norm_b, ws->h); /* OPT-350m's */
             kvci_sp_end(KVC_SP_RESIDUAL, t0);
             if (st != KVC_OK) return st;
@@ -553,10 +566,11 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         t0 = kvci_sp_begin();
         if (!c->parallel_block) /* Cohere's MLP reads the attention's xn, GPT-NeoX's its own (above) */
             sublayer_input(m, ws, T, ffn_in, ffn_in == w->post_norm ? w->post_norm_b : NULL);
+        if (w->gn_post[0].data && (st = kvci_gated_norm(&s, w->gn_post)) != KVC_OK) return st; /* A.X-K2 */
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
         t0 = kvci_sp_begin();
-        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, w->post_ff_norm, w->ffn_gate);
+        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, w->post_ff_norm, w->ffn_gate, 2 * (l + 1) + 1);
         if (c->norm_after_add) norm_rows(m, ws->h, T, w->post_norm, w->post_norm_b, ws->h);
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st == KVC_OK && c->family == KVC_FAMILY_GEMMA4) st = kvci_gemma4_layer_tail(&s, l);

@@ -50,7 +50,8 @@ struct kvc_model_workspace {
     float *selw;            /* [Tm, k] their weights */
     int32_t *tok;           /* [Tm] tokens routed to one expert */
     float *tokw;            /* [Tm] their weights */
-    float *mla_a;           /* [Tm, max(rq, rkv + dr)] MLA q_a / kv_a outputs */
+    float *mla_a;           /* [Tm, max(rq, rkv + dr)] MLA q_a / kv_a outputs; with mla_q_gate [Tm, 3 rq]: the
+                             * normalised q latent [T, rq], then q_gate_proj's input [T, 2 rq] */
     float *mla_b;           /* [Tm, nH * max(dn + dv, rkv)] MLA kv_b output or absorbed q */
     float *q_rope;          /* [Tm, nH, dr] MLA absorbed: the rotated rope lanes of the queries */
     float *cos;             /* [Tm, rot] RoPE cos of each token's position (this step) */
@@ -61,6 +62,7 @@ struct kvc_model_workspace {
     float *qk_ss;           /* [2 Tm] OLMo 2 under tensor parallelism: each token's q and k sums of squares */
     float *gate;            /* [Tm, qw] the attention output gates (Qwen3-Next's attn_output_gate, AFMoE's
                              * attn_gate_proj), else unused */
+    float *gnorm;           /* [Tm, gated_norm_rank] A.X-K2's gated norms' fc1 output (gated_norm.c), else unused */
     float *gdn;             /* [Tm, gdn_w] Gated DeltaNet scratch (gated_delta.c), else unused */
     float *ple;             /* [Tm, L P] Gemma 4's per-layer inputs of the step (P = ple_dim), else unused */
     float *ple_a;           /* [max(Tm, L) P] their scratch */
@@ -163,6 +165,9 @@ kvc_status kvci_conv_short(const kvc_fwd_step *s, int64_t l);
 /* Qwen3-Next's Gated DeltaNet in place of attention (gated_delta.c): reads ws->xn, writes ws->proj, uses
  * ws->gdn; reads and rewrites each row's conv and recurrent states when the step has caches. */
 kvc_status kvci_gated_delta(const kvc_fwd_step *s, int64_t l);
+/* A.X-K2's gate behind a sub-layer's input norm (gated_norm.c): ws->xn [T, H] (already RMSNormed) times
+ * sigmoid(fc[1](silu(fc[0](xn)))); uses ws->gnorm and ws->proj. */
+kvc_status kvci_gated_norm(const kvc_fwd_step *s, const kvc_wmat fc[2]);
 /* Floats of ws->gdn for steps of Tm tokens (1 without Gated DeltaNet layers). */
 int64_t kvci_gated_delta_floats(const kvc_model_config *c, int64_t Tm);
 /* Kimi-Linear's Kimi Delta Attention in place of attention (kda.c; layer_gdn with gdn_kda): reads ws->xn, writes

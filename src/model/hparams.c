@@ -31,6 +31,7 @@ static const type_defaults DEFAULTS[] = {
     {"qwen3", 128, 10000.0, 0, true, 32, false, false},
     {"qwen3_moe", 0, 10000.0, 0, true, 4, false, false},      /* Qwen3MoeConfig has no head_dim of its own */
     {"lara_mini", 128, 10000.0, 512, false, 4, false, false}, /* LaraMiniConfig's */
+    {"beam", 128, 10000.0, 512, false, 8, false, false},      /* BeamConfig's */
     {"gpt_oss", 64, 150000.0, 128, false, 8, false, false},
     {"mistral", 0, 10000.0, 4096, false, 8, false, false},
     {"mixtral", 0, 1000000.0, 0, false, 8, false, false},
@@ -84,6 +85,7 @@ static const type_defaults DEFAULTS[] = {
     {"param2moe", 64, 500000.0, 0, false, 8, false, false},      /* Param2MoeConfig's */
     {"minicpm5_moe", 128, 5000000.0, 0, false, 2, false, false}, /* MiniCPM5MoeConfig's */
     {"kolibri1", 128, 10000.0, 513, false, 4, false, false},     /* Kolibri1Config's */
+    {"kolibri1_1", 128, 10000.0, 513, false, 4, false, false},   /* Kolibri1_1Config's */
     {"gpt2", 0, 10000.0, 0, false, 0, true, true},
     {"opt", 0, 10000.0, 0, false, 0, true, true},
     {"gpt_neox", 0, 10000.0, 0, false, 0, true, true},
@@ -883,6 +885,7 @@ static const mla_defaults MLA_DEFAULTS[] = {
     {"axk1", 512, 64, 128, 128, 1536},          /* AXK1Config */
     {"glm_moe_dsa", 512, 64, 192, 256, 2048},   /* GlmMoeDsaConfig */
     {"deepseek_v32", 512, 64, 128, 128, 1536},  /* DeepseekV32Config */
+    {"axk2", 128, 32, 64, 64, 384},             /* AXK2Config */
     {"longcat_flash", 512, 64, 128, 128, 1536}, /* LongcatFlashConfig */
     {"bailing_hybrid", 512, 64, 128, 128, 0},   /* BailingHybridConfig: q_lora_rank None */
     {"kimi_linear", 512, 64, 128, 128, 0},      /* KimiLinearConfig: q_lora_rank None */

@@ -70,6 +70,9 @@ typedef struct kvc_layer_weights {
     float *post_norm_b;  /* [H] its bias (StarCoder2's LayerNorm, the MLP's input; else NULL) */
     float *pre_ff_norm;  /* [H] Gemma 3 pre_feedforward_layernorm (the MLP's input) */
     float *post_ff_norm; /* [H] Gemma 3, OLMo 2 post_feedforward_layernorm (the MLP's output) */
+    /* A.X-K2's gated norms (gated_norm_rank r): fc1 [r, H] and fc2 [H, r] of input_layernorm's gate and of
+     * post_attention_layernorm's on MoE layers (data NULL: an ungated norm) */
+    kvc_wmat gn_in[2], gn_post[2];
     /* GQA attention (dense, GptOss) */
     kvc_wmat wq;            /* [nH*D, H] */
     float *bq;              /* [nH*D] */
@@ -80,6 +83,7 @@ typedef struct kvc_layer_weights {
     kvc_wmat wo;            /* [H, nH*Dv] */
     kvc_wmat wqkv;          /* [nH*D + 2*nKV*D, H]: one view over wq, wk, wv (fuse.c); data NULL: not fused */
     float *bo;              /* [H] */
+    float *gate_b;          /* [nH] Beam's self_attn.gate_bias (attn_gate_bias), else NULL */
     kvc_wmat wg;            /* self_attn.gate_proj, no bias: [nH*D, H] AFMoE's (attn_gate_proj), [nH, H] LFM3's g_proj
                                (attn_head_gate) */
     float *q_norm, *k_norm; /* [D] Qwen3; [nH*D], [nKV*D] OLMo 2 */
@@ -90,6 +94,7 @@ typedef struct kvc_layer_weights {
     float *bqa;      /* [rq] */
     float *qa_norm;  /* [rq] */
     kvc_wmat wqb;    /* [nH*dq, rq] */
+    kvc_wmat wqg;    /* A.X-K2's q_gate_proj [nH*(dq+dv), 2*rq] (mla_q_gate; wqb unused) */
     kvc_wmat wkva;   /* [rkv+dr, H] */
     float *bkva;     /* [rkv+dr] */
     float *kva_norm; /* [rkv] */

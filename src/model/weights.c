@@ -202,6 +202,7 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, int64_t 
     const bool last_bias = strcmp(c->model_type, "gpt_neox_japanese") == 0 && l == c->num_layers - 1;
     if (c->o_bias || last_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
     if (c->attn_gate_proj) TRY(m2(v, "self_attn.gate_proj.weight", nH * D, H, &w->wg, even(v, 0, nH * D)));
+    if (c->attn_gate_bias) TRY(v1(v, "self_attn.gate_bias", nH, &w->gate_b, KVC_WINIT_BIAS, even(v, 0, nH)));
     /* LFM3's g_proj, which its checkpoints (and transformers' save) name gate_proj */
     if (c->attn_head_gate) TRY(m2(v, "self_attn.gate_proj.weight", nH, H, &w->wg, even(v, 0, nH)));
     if (lfm2) {
@@ -303,7 +304,10 @@ static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, int64_t 
         TRY(m2(v, "self_attn.q_a_proj.weight", rq, H, &w->wqa, WHOLE));
         if (c->qkv_bias) TRY(v1(v, "self_attn.q_a_proj.bias", rq, &w->bqa, KVC_WINIT_BIAS, WHOLE));
         TRY(v1(v, "self_attn.q_a_layernorm.weight", rq, &w->qa_norm, KVC_WINIT_NORM, WHOLE));
-        TRY(m2(v, "self_attn.q_b_proj.weight", nH * dq, rq, &w->wqb, even(v, 0, nH * dq)));
+        if (c->mla_q_gate) /* A.X-K2: per head [query dq | gate dv] */
+            TRY(m2(v, "self_attn.q_gate_proj.weight", nH * (dq + dv), 2 * rq, &w->wqg, even(v, 0, nH * (dq + dv))));
+        else
+            TRY(m2(v, "self_attn.q_b_proj.weight", nH * dq, rq, &w->wqb, even(v, 0, nH * dq)));
     }
     TRY(m2(v, "self_attn.kv_a_proj_with_mqa.weight", rkv + dr, H, &w->wkva, WHOLE));
     if (c->qkv_bias) TRY(v1(v, "self_attn.kv_a_proj_with_mqa.bias", rkv + dr, &w->bkva, KVC_WINIT_BIAS, WHOLE));
@@ -547,6 +551,16 @@ static kvc_status visit_jetmoe_mlp(visitor *v, const kvc_model_config *c, kvc_la
     return v1(v, "mlp.bias", H, &w->moe_b, KVC_WINIT_BIAS, WHOLE);
 }
 
+/* A.X-K2's gate of the norm `norm`: its mlp.fc1 [r, H] and mlp.fc2 [H, r], on every rank whole. */
+static kvc_status visit_norm_gate(visitor *v, const kvc_model_config *c, const char *norm, kvc_wmat fc[2]) {
+    const int64_t H = c->hidden_size, r = c->gated_norm_rank;
+    char n[64];
+    snprintf(n, sizeof n, "%s.mlp.fc1.weight", norm);
+    TRY(m2(v, n, r, H, &fc[0], WHOLE));
+    snprintf(n, sizeof n, "%s.mlp.fc2.weight", norm);
+    return m2(v, n, H, r, &fc[1], WHOLE);
+}
+
 /* A layer's norms (none for OLMo's weightless LayerNorms). GLM-4 names the sandwich norms after their places:
  * post_self_attn (attention output), post_attention (MLP input), post_mlp (MLP output); Cohere's parallel block
  * has its input norm only. */
@@ -566,10 +580,18 @@ static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, int64
     /* Falcon's new_decoder_architecture names its two parallel norms ln_attn and ln_mlp */
     const bool falcon2 = c->parallel_mlp_norm && strcmp(c->model_type, "falcon") == 0;
     const bool lfm2 = c->family == KVC_FAMILY_LFM2; /* operator_norm, ffn_norm */
-    const char *in = falcon2 ? "ln_attn" : lfm2 ? "operator_norm" : "input_layernorm";
-    const char *post = falcon2 ? "ln_mlp" : lfm2 ? "ffn_norm" : "post_attention_layernorm";
+    /* A.X-K2's gated norms keep their RMSNorm as .norm: input_layernorm's always, post_attention_layernorm's on MoE
+     * layers */
+    const bool gated = c->gated_norm_rank > 0, gated_post = gated && c->layer_moe[l];
+    const char *in = falcon2 ? "ln_attn" : lfm2 ? "operator_norm" : gated ? "input_layernorm.norm" : "input_layernorm";
+    const char *post = falcon2      ? "ln_mlp"
+                       : lfm2       ? "ffn_norm"
+                       : gated_post ? "post_attention_layernorm.norm"
+                                    : "post_attention_layernorm";
     char n[64];
     if (c->norm_weightless) return KVC_OK;
+    if (gated) TRY(visit_norm_gate(v, c, "input_layernorm", w->gn_in));
+    if (gated_post) TRY(visit_norm_gate(v, c, "post_attention_layernorm", w->gn_post));
     snprintf(n, sizeof n, "%s.weight", in);
     const bool post_norms = kvci_layer_post_norms(c, l);
     if (!post_norms && !c->layer_no_mixer[l]) TRY(v1(v, n, H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
@@ -992,6 +1014,11 @@ static kvc_status check_extras(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL, "model: attn_gate_softplus needs attn_head_gate or attn_gate_proj");
     if (c->sinks_sliding_only && !c->attn_sinks)
         return kvci_fail(KVC_EINVAL, "model: sinks_sliding_only needs attn_sinks");
+    if (c->mla_q_gate && (c->family != KVC_FAMILY_DEEPSEEK_V3 || c->q_lora_rank < 1))
+        return kvci_fail(KVC_EINVAL, "model: mla_q_gate needs the deepseek_v3 family's MLA with a q LoRA");
+    if (c->gated_norm_rank < 0 || c->gated_norm_rank > KVC_HP_MAX_WIDTH)
+        return kvci_fail(KVC_EINVAL, "model: gated_norm_rank %lld outside [0, %lld]", (long long)c->gated_norm_rank,
+                         (long long)KVC_HP_MAX_WIDTH);
     if ((c->v_norm || c->attn_k_eq_v || c->layer_scalar || c->mlp_double_shared || c->kv_shared_layers != 0 ||
          c->ple_dim != 0) &&
         c->family != KVC_FAMILY_GEMMA4)

@@ -55,7 +55,8 @@ static void list_append(char *list, size_t cap, const char *name) {
  * config classes give 128 and 2048. */
 static kvc_status read_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f) {
     const bool glm5 = hp->model_type != NULL && strcmp(hp->model_type, "glm_moe_dsa") == 0;
-    const bool v32 = hp->model_type != NULL && strcmp(hp->model_type, "deepseek_v32") == 0;
+    const bool v32 =
+        hp->model_type != NULL && (strcmp(hp->model_type, "deepseek_v32") == 0 || strcmp(hp->model_type, "axk2") == 0);
     const bool class_default = glm5 || v32 || f->fam == &kvc_family_hy_v4;
     bool have = false;
     f->index_head_dim = class_default ? 128 : 0;
@@ -270,6 +271,7 @@ kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kv
     const char *mt = hp->model_type != NULL ? hp->model_type : "";
     if (strcmp(mt, "dory") == 0) KVC_TRY(kvci_plan_dory_loops(hp, plan, f));
     if (strcmp(mt, "qwen4_exp_text") == 0 || strcmp(mt, "qwen4_exp") == 0) KVC_TRY(kvci_plan_qsa_indexer(hp, plan, f));
+    if (strcmp(mt, "kolibri1_1") == 0) KVC_TRY(kvci_plan_kv_sources(hp, plan, f));
     const bool glm5 = strcmp(mt, "glm_moe_dsa") == 0;
     if (f->fam == &kvc_family_hy_v4 || glm5) { /* indexer keys on the layers that run their own indexer */
         f->index_layers = kvci_calloc((size_t)f->n_layers, sizeof *f->index_layers);

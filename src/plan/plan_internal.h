@@ -36,7 +36,8 @@ typedef struct kvc_model_facts {
     int64_t index_head_dim;   /* DeepSeek sparse attention's indexer key (0 = none) */
     kvc_rope_config rope;     /* as the config reader resolved it */
     kvc_layer_kind *kinds;    /* [n_layers] */
-    int64_t kv_shared_layers; /* the last ones, KVC_LK_NONE: they read an earlier layer's caches */
+    int64_t kv_shared_layers; /* KVC_LK_NONE: they read an earlier layer's caches (Gemma 3n's last ones, Kolibri 1.1's
+                               * kv_source_layers readers) */
     kvc_v4_layer *v4;         /* [n_layers] DeepSeek-V4's compressed parts (NULL: another family) */
     int64_t v4_index_dim;     /* DeepSeek-V4's indexer head dim (index_head_dim) */
     bool *index_layers;       /* [n_layers] the layers keeping indexer keys (HY V4's, GLM-5's "full" ones); NULL: all */
@@ -66,6 +67,9 @@ kvc_status kvci_plan_dory_loops(const kvc_hparams *hp, kvc_model_plan *plan, kvc
 /* facts.c: Qwen4-Exp's QSA indexer (indexer_n_heads, indexer_kv_heads, indexer_head_dim, indexer_budget,
  * indexer_compress_ratio: none or all) into f->index_head_dim and index_form; its PLE layers refused by name. */
 kvc_status kvci_plan_qsa_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
+/* kv_sources.c: Kolibri 1.1's kv_source_layers (or its class's default): the layers reading another layer's keys and
+ * values keep no cache (f->kinds none); refused by name where the class refuses. */
+kvc_status kvci_plan_kv_sources(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
 
 /* select.c: the KV dtype from torch_dtype (or dtype) unless the options set it. */
 kvc_status kvci_plan_resolve_dtype(const kvc_hparams *hp, kvc_model_plan *plan);

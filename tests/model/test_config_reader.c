@@ -467,6 +467,8 @@ static void test_published_configs_agree(void **state) {
         "oracle/megatron_bert/config.json",
         "oracle/roberta_prelayernorm/config.json",
         "oracle/deepseek_v32/config.json",
+        "oracle/axk2/config.json",
+        "oracle/beam/config.json",
         "oracle/jetmoe/config.json",
         "oracle/zamba2/config.json",
     };

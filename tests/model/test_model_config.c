@@ -3277,6 +3277,9 @@ static void test_class_fallbacks(void **state) {
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":100,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":3,\"num_key_value_heads\":1}",
                    "hidden_size 100 is not a multiple of num_attention_heads");
+    expect_refusal(
+        "{\"model_type\":\"kolibri1_1\",\"vocab_size\":8,\"hidden_size\":64,\"num_hidden_layers\":5}",
+        "model_type \"kolibri1_1\" is planned only, not run: its indexed_attention layers"); /* planned only */
     expect_refusal("{\"model_type\":\"lara_mini\",\"vocab_size\":8,\"hidden_size\":64,\"num_hidden_layers\":5}",
                    "model_type \"lara_mini\" is not supported"); /* planned only */
     expect_refusal(
@@ -3999,6 +4002,66 @@ static void test_axk1_fields(void **state) {
     expect_refusal(AXK1_BASE ",\"moe_layer_freq\":0}", "moe_layer_freq");
 }
 
+/* A.X-K2 (axk2) with AXK2Config's defaults: MLA sizes (q LoRA 384, latent 128, rope 32, nope 64, v 64), V3.2's
+ * indexer on every layer (16 heads of 128, top 2048, half-split RoPE), max_position_embeddings 131072, layer 0 dense
+ * (AXK1Config's legacy keys), 128 experts of 512, 8 per token over all of them (n_group null), gated norms of rank
+ * 16 and the q gate; refused by name: n_group or topk_group alone, q_lora_rank null, gated_norm_rank 0. */
+#define AXK2_BASE                                                                                                      \
+    "{\"model_type\":\"axk2\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":4,\"num_attention_heads\":4"
+static void test_axk2_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(AXK2_BASE ",\"n_group\":null,\"topk_group\":null}", "axk2", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DEEPSEEK_V3 && c.q_lora_rank == 384 && c.kv_lora_rank == 128);
+    assert_true(c.qk_rope_head_dim == 32 && c.qk_nope_head_dim == 64 && c.v_head_dim == 64);
+    assert_true(c.index_topk == 2048 && c.index_n_heads == 16 && c.index_head_dim == 128 && c.index_rope_half);
+    assert_true(c.max_position_embeddings == 131072 && c.rope_form == KVC_ROPE_INTERLEAVED);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[3] && c.intermediate_size == 5120);
+    assert_true(c.n_routed_experts == 128 && c.moe_intermediate_size == 512 && c.experts_per_tok == 8);
+    assert_true(c.n_group == 1 && c.topk_group == 1 && c.norm_topk_prob && c.routed_scaling_factor == 2.5);
+    assert_true(c.gated_norm_rank == 16 && c.mla_q_gate && c.rms_norm_eps == 1e-6 && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(AXK2_BASE ",\"n_group\":4,\"topk_group\":2,\"num_local_experts\":16,"
+                                                      "\"gated_norm_rank\":4,\"moe_layer_freq\":2}",
+                                            "axk2-groups", &c),
+                     KVC_OK);
+    assert_true(c.n_group == 4 && c.topk_group == 2 && c.n_routed_experts == 16 && c.gated_norm_rank == 4);
+    assert_true(!c.layer_moe[0] && !c.layer_moe[1] && c.layer_moe[2] && !c.layer_moe[3]);
+    expect_refusal(AXK2_BASE ",\"n_group\":4}", "axk2 n_group is set without topk_group");
+    expect_refusal(AXK2_BASE ",\"topk_group\":2}", "axk2 topk_group is set without n_group");
+    expect_refusal(AXK2_BASE ",\"q_lora_rank\":null}", "axk2 q_lora_rank null");
+    expect_refusal(AXK2_BASE ",\"gated_norm_rank\":0}", "gated_norm_rank");
+}
+
+/* Beam (beam) with BeamConfig's defaults: head_dim 128, 8 KV heads, window 512, every sixth layer and the last full
+ * (NoPE, queries scaled), the first three dense (MLP 20480), 256 experts of 2560, top 8 in 4 of 8 groups, scale 2.5,
+ * renormalised, soft cap 30; refused by name: a rope dict on the full layers, n_group null, sliding_window null. */
+#define BEAM_BASE                                                                                                      \
+    "{\"model_type\":\"beam\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":7,\"num_attention_heads\":16"
+static void test_beam_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(BEAM_BASE "}", "beam", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 128 && c.num_kv_heads == 8 && c.sliding_window == 512);
+    assert_true(c.layer_sliding[0] && !c.layer_sliding[5] && !c.layer_sliding[6] && c.layer_sliding[4]);
+    assert_true(!c.layer_nope[0] && c.layer_nope[5] && c.layer_nope[6] && c.query_scale_ssmax);
+    assert_true(!c.layer_moe[2] && c.layer_moe[3] && c.intermediate_size == 20480 && c.moe_intermediate_size == 2560);
+    assert_true(c.n_routed_experts == 256 && c.experts_per_tok == 8 && c.n_group == 8 && c.topk_group == 4);
+    assert_true(c.norm_topk_prob && c.routed_scaling_factor == 2.5 && c.shared_expert_intermediate_size == 0);
+    assert_true(c.final_logit_softcapping == 30.0 && c.qk_norm && c.sandwich_norms && c.attn_gate_proj);
+    assert_true(c.attn_gate_bias && c.depth_scaled_residual && c.rms_norm_eps == 1e-6 && !c.tie_word_embeddings);
+    assert_int_equal(kvc_model_config_parse(BEAM_BASE ",\"final_logit_softcapping\":null,\"rope_parameters\":"
+                                                      "{\"sliding_attention\":{\"rope_type\":\"default\","
+                                                      "\"rope_theta\":500.0},\"full_attention\":null}}",
+                                            "beam-ropes", &c),
+                     KVC_OK);
+    assert_true(c.final_logit_softcapping == 0.0 && c.rope.theta == 500.0);
+    expect_refusal(BEAM_BASE ",\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":500.0}}",
+                   "beam rope_parameters.full_attention must be null");
+    expect_refusal(BEAM_BASE ",\"n_group\":null}", "beam n_group null");
+    expect_refusal(BEAM_BASE ",\"sliding_window\":null}", "beam with sliding_window null");
+    expect_refusal(BEAM_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\"");
+}
+
 /* LongCat-Flash (longcat_flash) with LongcatFlashConfig's defaults: 28 decoder layers of two sub-layers (56), MLA
  * sizes (q LoRA 1536, latent 512, rope 64, nope 128, v 128), MLP 12288, 512 experts of 2048 plus 256 zero experts,
  * top-12, times 6, rms_norm_eps 1e-5, theta 1e7, the MoE on the even sub-layers, q and latent scales
@@ -4445,6 +4508,8 @@ int main(void) {
         cmocka_unit_test(test_glm4_moe_lite_fields),
         cmocka_unit_test(test_sarvam_mla_fields),
         cmocka_unit_test(test_axk1_fields),
+        cmocka_unit_test(test_axk2_fields),
+        cmocka_unit_test(test_beam_fields),
         cmocka_unit_test(test_longcat_flash_fields),
         cmocka_unit_test(test_glm_moe_dsa_fields),
         cmocka_unit_test(test_deepseek_v32_fields),

@@ -226,6 +226,12 @@ static void test_deepseek_v32(void **state) {
     (void)state;
     run_dir("deepseek_v32");
 }
+/* A.X-K2-like (axk2): V3.2's layers with q_gate_proj's queries and output gates, gated norms (rank 4) before
+ * attention and before the MoE layers' experts, a router over all experts (n_group null), modes 0-3 (run_dir) */
+static void test_axk2(void **state) {
+    (void)state;
+    run_dir("axk2");
+}
 /* LongCat-Flash-like: 2 decoder layers of two MLA sub-layers (q and latent scaled), each sub-layer's MLP, the shortcut
  * MoE (softmax router with correction bias over 6 experts and 2 zero experts) added after the odd sub-layer; also mode
  * 3 over both cache forms (run_dir) */
@@ -780,6 +786,13 @@ static void test_cohere2_moe(void **state) {
  * its logits times global_attention_scale; sandwich norms with per-dimension residual gates; layer 0 a dense relu2
  * MLP, then 8 relu2 experts (stored [E, in, out]) each RMS-normed, DeepSeek-V3's one-group router, a normed shared
  * MLP (stored [in, out]) */
+/* Beam-like: Qwen3-MoE's attention with a gate per channel plus a bias per head, sliding layers with RoPE and full
+ * ones without (their queries scaled by position), sandwich norms, depth-scaled residual adds, DeepSeek-V3's grouped
+ * router without shared experts, soft-capped logits */
+static void test_beam(void **state) {
+    (void)state;
+    run_dir("beam");
+}
 static void test_ergo(void **state) {
     (void)state;
     run_dir("ergo");
@@ -1291,6 +1304,7 @@ int main(void) {
         cmocka_unit_test(test_axk1),
         cmocka_unit_test(test_glm_moe_dsa),
         cmocka_unit_test(test_deepseek_v32),
+        cmocka_unit_test(test_axk2),
         cmocka_unit_test(test_longcat_flash),
         cmocka_unit_test(test_exaone_moe),
         cmocka_unit_test(test_dtypes_qwen3),
@@ -1419,6 +1433,7 @@ int main(void) {
         cmocka_unit_test(test_minicpm3),
         cmocka_unit_test(test_afmoe),
         cmocka_unit_test(test_ergo),
+        cmocka_unit_test(test_beam),
         cmocka_unit_test(test_mimo_v2_flash),
         cmocka_unit_test(test_laguna),
         cmocka_unit_test(test_mellum),

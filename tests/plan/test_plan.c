@@ -956,6 +956,31 @@ static void test_recent_shapes(void **state) {
     assert_int_equal(p->blocks.per_token_bytes, 2 * ((512 + 64) * 2 + 128 * 4));
     assert_true(has_warning(p, "index_topk 2048") && has_warning(p, "indexer_k_cache f32"));
     kvc_model_plan_destroy(p);
+    /* A.X-K2 (axk2) by AXK2Config's defaults: latent 128 + rope 32 and V3.2's indexer keys (128, f32) on every layer,
+     * as transformers' DynamicCache holds them (k_pass, k_rot, update_indexer) */
+    p = plan_text("{\"model_type\": \"axk2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32,"
+                  " \"hidden_size\": 2048, \"max_position_embeddings\": 4096}",
+                  &o);
+    assert_string_equal(p->family, "axk2");
+    assert_true(p->mla && p->layers[1].n_caches == 3);
+    assert_string_equal(p->layers[1].caches[2].name, "indexer_k_cache");
+    assert_int_equal(p->layers[1].caches[2].bytes_per_token, 128 * 4);
+    assert_int_equal(p->blocks.per_token_bytes, 2 * ((128 + 32) * 2 + 128 * 4));
+    assert_true(has_warning(p, "index_topk 2048") && has_warning(p, "indexer_k_cache f32"));
+    kvc_model_plan_destroy(p);
+    /* Beam (beam) by BeamConfig's defaults: 52 layers, every sixth and the last full (9), the rest sliding over 512
+     * keys, 8 KV heads of 128 (bf16: 4 KiB per token and layer), as transformers' DynamicCache holds them */
+    p = plan_text("{\"model_type\": \"beam\", \"num_hidden_layers\": 52, \"num_attention_heads\": 48,"
+                  " \"hidden_size\": 5120, \"max_position_embeddings\": 8192}",
+                  &o);
+    assert_string_equal(p->family, "beam");
+    int64_t full = 0;
+    for (int64_t i = 0; i < 52; i++) full += p->layers[i].sliding_window == 0;
+    assert_int_equal(full, 9);
+    assert_true(p->layers[51].sliding_window == 0 && p->layers[5].sliding_window == 0);
+    assert_int_equal(p->layers[0].sliding_window, 512);
+    assert_int_equal(p->layers[0].caches[0].bytes_per_token, 8 * 128 * 2);
+    kvc_model_plan_destroy(p);
     /* GLM-5's shared layers keep no indexer keys: indexer_types, else index_topk_freq 2 from offset 2 (F F S F S F) */
     p = plan_text(
         "{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 3, \"num_attention_heads\": 8,"
@@ -1036,6 +1061,30 @@ static void test_recent_shapes(void **state) {
                       " \"max_position_embeddings\": 32768}";
     assert_int_equal(kvc_model_plan_create(few, strlen(few), &o, &q), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "num_kv_shared_layers is absent and gemma3n's default 15"));
+
+    /* Kolibri 1.1 by Kolibri1_1Config's defaults: 50 layers, every fifth indexed (full, NoPE), the others sliding over
+     * 513 keys; of the 10 indexed layers the 2nd, 3rd and 10th read the 1st's K/V, the 7th-9th the 6th's: 44 layers
+     * keep caches (as transformers' DynamicCache: no update on those layers); a reader of a sliding layer refused */
+    p = plan_text("{\"model_type\": \"kolibri1_1\", \"num_hidden_layers\": 50, \"num_attention_heads\": 48,"
+                  " \"hidden_size\": 2560, \"max_position_embeddings\": 262144}",
+                  &o);
+    assert_int_equal(p->n_layers, 44);
+    int64_t n_full = 0;
+    for (int i = 0; i < 44; i++) n_full += p->layers[i].attn_type == KVC_ATTN_FULL;
+    assert_int_equal(n_full, 4);
+    assert_true(p->layers[4].layer == 4 && p->layers[4].attn_type == KVC_ATTN_FULL);
+    assert_true(p->layers[0].sliding_window == 513 && p->layers[0].caches[0].num_head == 4);
+    assert_true(has_warning(p, "kv_source_layers: 6 layers read") && !has_warning(p, "MLP or experts only"));
+    kvc_model_plan_destroy(p);
+    const char *kol_bad =
+        "{\"model_type\": \"kolibri1_1\", \"num_hidden_layers\": 5, \"num_attention_heads\": 48,"
+        " \"hidden_size\": 2560, \"max_position_embeddings\": 4096, \"kv_source_layers\": [0, 0, 2, 3, 4]}";
+    assert_int_equal(kvc_model_plan_create(kol_bad, strlen(kol_bad), &o, &q), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "kv_source_layers[1] is 0"));
+    const char *kol_many = "{\"model_type\": \"kolibri1_1\", \"num_hidden_layers\": 55, \"num_attention_heads\": 48,"
+                           " \"hidden_size\": 2560, \"max_position_embeddings\": 4096}";
+    assert_int_equal(kvc_model_plan_create(kol_many, strlen(kol_many), &o, &q), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "covers 10 indexed_attention layers"));
 
     /* Kimi-Linear: kda_layers (counted from 1) are linear-attention state layers, the others MLA; the conv state
      * keeps short_conv_kernel_size - 1 inputs (the runtime's). */

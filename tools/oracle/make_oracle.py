@@ -10,8 +10,8 @@ gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, e
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm, qwen3_next, kimi_linear, qwen3_5_text, qwen3_5_moe, olmo_hybrid, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
-cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa, deepseek_v32, lfm3, ergo, bert, roberta,
-ernie, megatron_bert, roberta_prelayernorm, openai_gpt, ctrl, gpt_neox_japanese) this script
+cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, axk2, glm_moe_dsa, deepseek_v32, lfm3, ergo, bert, roberta,
+ernie, megatron_bert, roberta_prelayernorm, openai_gpt, ctrl, gpt_neox_japanese, beam) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -166,6 +166,10 @@ from transformers import (
     LongcatFlashConfig,
     LongcatFlashForCausalLM,
     AXK1ForCausalLM,
+    AXK2Config,
+    AXK2ForCausalLM,
+    BeamConfig,
+    BeamForCausalLM,
     DeepseekV32Config,
     DeepseekV32ForCausalLM,
     GlmMoeDsaConfig,
@@ -917,6 +921,19 @@ def ergo_config():
                       rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
 
+def beam_config():
+    # Beam at toy size: Qwen3-MoE's attention (per-head q/k norms), GQA 4/2 of 16, each head's output times
+    # sigmoid(gate_proj x + its gate_bias); 4 layers [sliding, full, sliding, full], the sliding ones over 8 keys with
+    # RoPE (BeamConfig's default rope dict: theta 1e4 there, none on the full layers, whose queries are scaled by
+    # position); sandwich norms, depth-scaled residual adds; layers 0 and 3 a SwiGLU MLP of 96, layers 1-2 DeepSeek-V3's
+    # grouped sigmoid router over 8 experts of 16 in 2 groups (the best 1 kept), top-2, renormalised, times 2.5, random
+    # correction bias, no shared expert; logits soft-capped at 30 (the default), rms_norm_eps 1e-6, untied.
+    return BeamConfig(**DENSE_TOY_SHAPE, head_dim=16, num_hidden_layers=4, sliding_window=8, moe_intermediate_size=16,
+                      num_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1,
+                      layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+                      mlp_layer_types=["dense", "sparse", "sparse", "dense"])
+
+
 def afmoe_config():
     # AFMoE (Trinity) at toy size: per-head q/k norms, the attention output gated by sigmoid(gate_proj x), sandwich
     # norms, GQA 4/2, head_dim 16, 3 layers [sliding, full, sliding] (global_attn_every_n_layers 2) over a window of 8
@@ -1421,6 +1438,17 @@ def deepseek_v32_config():
     # RoPE turns half-split lanes (unlike the attention's pairs); untied.
     shape = {k: v for k, v in MLA_MOE_TOY_SHAPE.items()}
     return DeepseekV32Config(**shape, index_topk=6, index_head_dim=16, index_n_heads=8)
+
+
+def axk2_config():
+    # A.X-K2 at toy size: DeepSeek-V3.2's MLA layers (q LoRA 32, latent 24, 4 heads of nope 16 + rope 8 keys and 12
+    # values, RoPE on interleaved pairs, its indexer on every layer: index_topk 6, 8 heads of 16, half-split RoPE)
+    # whose q_gate_proj maps [normalised | raw] q latent to each head's query and the sigmoid gate of its output;
+    # gated norms of rank 4 (the default is 16) on every input norm and on the MoE layers' MLP-input norm; layers
+    # (sparse, dense, sparse); the sigmoid router over all 8 experts of 16 (n_group None: AXK2Config's default), top-2,
+    # renormalised, times 2.5, one shared expert, random e_score_correction_bias; untied.
+    shape = dict(MLA_MOE_TOY_SHAPE, n_group=None, topk_group=None)
+    return AXK2Config(**shape, index_topk=6, index_head_dim=16, index_n_heads=8, gated_norm_rank=4)
 
 
 def solar_open_config():
@@ -2211,6 +2239,8 @@ FAMILIES = {
     "longcat_flash": (longcat_flash_config, LongcatFlashForCausalLM),
     "glm_moe_dsa": (glm_moe_dsa_config, GlmMoeDsaForCausalLM),
     "deepseek_v32": (deepseek_v32_config, DeepseekV32ForCausalLM),
+    "axk2": (axk2_config, AXK2ForCausalLM),
+    "beam": (beam_config, BeamForCausalLM),
     "exaone_moe": (exaone_moe_config, ExaoneMoeForCausalLM),
     "dots1": (dots1_config, Dots1ForCausalLM),
     "solar_open": (solar_open_config, SolarOpenForCausalLM),
@@ -2340,6 +2370,8 @@ def param_std(name, shape, config):
         return 1.0
     if name.endswith(("act_fn.alpha_p", "act_fn.alpha_n")):  # Apertus's xIELU: softplus'd scalars, one per layer
         return None
+    if name.endswith("self_attn.gate_bias") and config.model_type == "beam":  # a gate bias per head: spread it
+        return 1.0
     if name.endswith("mlp.expert_bias") and config.model_type == "afmoe":  # added to sigmoid scores: moves choices
         return 0.3
     if name.endswith("moe_statics.e_score_correction_bias"):  # ERNIE 4.5 MoE: added to probabilities ~1/E
@@ -2360,7 +2392,7 @@ def param_std(name, shape, config):
             "granitemoehybrid",
             "glm4_moe", "ernie4_5_moe", "sarvam_moe", "param2moe", "minicpm5_moe", "kolibri1",
             "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2", "solar_open",
-            "phimoe", "qwen3_next", "lfm2_moe", "longcat_flash", "kimi_linear"):
+            "phimoe", "qwen3_next", "lfm2_moe", "longcat_flash", "kimi_linear", "beam"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith(("mixer.experts.up_proj", "mixer.experts.down_proj")):  # Nemotron-H [E, I, L], [E, L, I]
@@ -2726,6 +2758,15 @@ def make_family(family, out_root, seed):
     if family == "longcat_flash":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_routed_scaling_factor_1"] = sensitivity(model, ps[-1], routed_scaling_factor=1.0)
+    if family == "beam":
+        summary["layer_types"] = model.config.layer_types
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_no_softcapping"] = sensitivity(model, ps[-1], final_logit_softcapping=None)
+        summary["sensitivity_routed_scaling_factor_1"] = sensitivity(model, ps[-1], routed_scaling_factor=1.0)
+    if family == "axk2":
+        summary["sensitivity_index_topk_8"] = sensitivity(model, ps[-1], index_topk=8)
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_no_norm_gates"] = sensitivity_no_norm_gates(model, ps[-1])
     if family == "axk1":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_no_post_mlp_layernorm"] = sensitivity_no_post_mlp_norm(model, ps[-1])
@@ -3140,6 +3181,19 @@ def sensitivity_no_correction_bias(model, ids):
 
 
 @torch.no_grad()
+def sensitivity_no_norm_gates(model, ids):
+    """sensitivity with A.X-K2's gated norms reduced to their RMSNorms (no sigmoid gate) on every layer."""
+    want = forward_logits(model, ids)
+    gated = [n for n in model.modules() if type(n).__name__ == "AXK2GatedRMSNorm"]
+    for n in gated:
+        object.__setattr__(n, "forward", lambda x, norm=n.norm: norm(x))
+    got = forward_logits(model, ids)
+    for n in gated:
+        object.__delattr__(n, "forward")
+    return float((got - want).abs().max())
+
+
+@torch.no_grad()
 def sensitivity_no_post_mlp_norm(model, ids):
     """sensitivity with A.X-K1's post_mlp_layernorm replaced by the identity on every MoE layer."""
     want = forward_logits(model, ids)
@@ -3177,7 +3231,7 @@ def sensitivity(model, ids, **overrides):
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "jetmoe": 1e-5, "granitemoeshared": 1e-5, "granitemoe_swa": 1e-5, "flint": 1e-5, "hy_v3": 1e-5, "cohere2_moe": 1e-5, "cohere2_moe_sigmoid": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
-                    "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5, "sarvam_mla": 1e-5, "axk1": 1e-5, "glm_moe_dsa": 1e-5, "deepseek_v32": 1e-5, "longcat_flash": 1e-5,
+                    "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5, "sarvam_mla": 1e-5, "axk1": 1e-5, "axk2": 1e-5, "beam": 1e-5, "glm_moe_dsa": 1e-5, "deepseek_v32": 1e-5, "longcat_flash": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "sarvam_moe": 1e-5, "param2moe": 1e-5, "minicpm5_moe": 1e-5, "kolibri1": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5,
@@ -3231,7 +3285,7 @@ def main():
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "openai_gpt", "ctrl", "gpt_neox_japanese", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
-                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "deepseek_v32", "sarvam_moe", "param2moe",
+                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "axk2", "beam", "glm_moe_dsa", "deepseek_v32", "sarvam_moe", "param2moe",
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
                                "bert", "roberta", "ernie", "megatron_bert", "roberta_prelayernorm"]:
         summaries.append(make_family(fam, args.out, args.seed))
