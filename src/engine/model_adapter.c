@@ -80,8 +80,8 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
             mlp = 0.0; /* Falcon-H1, Zamba2's hybrid layers: attention beside the mixer (its MLP counted above) */
         }
         if (c->layer_lightning[l]) { /* MiniMax's lightning attention: qkv, gate and out_proj, the state's 2 nH D^2 */
-            const double V = nH * (double)c->head_dim;
-            token += 5.0 * H * V + 2.0 * V * (double)c->head_dim + mlp;
+            const double W = nH * (double)c->head_dim; /* the heads' width */
+            token += 5.0 * H * W + 2.0 * W * (double)c->head_dim + mlp;
             continue;
         }
         if (c->layer_mamba1[l]) { /* Mamba-1: in_proj, x_proj, dt_proj, out_proj, the conv taps, the scan's I N */
