@@ -55,7 +55,8 @@ typedef enum kvc_model_family {
     KVC_FAMILY_GENERIC,       /* plans any other architecture from the generic fields */
     KVC_FAMILY_LFM2,          /* plans lfm2, lfm2_moe: short-convolution layers + full attention */
     KVC_FAMILY_KIMI_LINEAR,   /* plans kimi_linear, bailing_hybrid: Kimi Delta Attention (linear) layers + MLA */
-    KVC_FAMILY_MINIMAX,       /* plans minimax_text_01, minimax_m1, minimax: lightning (linear) + softmax layers */
+    KVC_FAMILY_MINIMAX,       /* runs minimax (plans minimax_text_01, minimax_m1): lightning (linear) + softmax
+                               * layers, routed experts */
     KVC_FAMILY_LLAMA4,        /* runs llama4_text and llama4's text model: chunked local attention, every 4th layer
                                * full (NoPE), a sigmoid-routed MoE with a shared expert */
     KVC_FAMILY_DEEPSEEK_V4,   /* plans deepseek_v4: a shared-KV sliding window on every layer, compressed KV entries
@@ -435,6 +436,14 @@ typedef struct kvc_model_config {
      * attn_gate_bias adds self_attn.gate_bias [nH] per head to the attn_gate_proj gates before their sigmoid. Last, as
      * above. */
     bool depth_scaled_residual, query_scale_ssmax, attn_gate_bias;
+    /* MiniMax (model_type minimax): its layer_lightning layers are lightning attention (lightning.c) instead of
+     * softmax attention: num_heads heads of head_dim, one [head_dim, head_dim] state per head, decaying by a fixed
+     * rate per head and layer. Every sub-layer's residual is its normed input (residual_normed): h = alpha norm(h) +
+     * beta f(norm(h)), residual_alpha / residual_beta [0] after full attention, [1] after lightning attention, [2]
+     * after the MLP. Last, as above. */
+    bool layer_lightning[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    bool residual_normed;
+    double residual_alpha[3], residual_beta[3];
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

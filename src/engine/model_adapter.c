@@ -79,6 +79,11 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
             if (!c->mamba_parallel_attn && !c->layer_shared_block[l]) continue;
             mlp = 0.0; /* Falcon-H1, Zamba2's hybrid layers: attention beside the mixer (its MLP counted above) */
         }
+        if (c->layer_lightning[l]) { /* MiniMax's lightning attention: qkv, gate and out_proj, the state's 2 nH D^2 */
+            const double W = nH * (double)c->head_dim; /* the heads' width */
+            token += 5.0 * H * W + 2.0 * W * (double)c->head_dim + mlp;
+            continue;
+        }
         if (c->layer_mamba1[l]) { /* Mamba-1: in_proj, x_proj, dt_proj, out_proj, the conv taps, the scan's I N */
             const double I = (double)c->mamba_inner, X = (double)(c->mamba_dt_rank + 2 * c->mamba_d_state);
             token += 3.0 * H * I + I * X + I * (double)c->mamba_dt_rank + I * (double)c->conv_kernel +

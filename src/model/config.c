@@ -161,8 +161,8 @@ static kvc_status rope_entries(const kvc_hparams *hp, const kvc_layer_kind *kind
 }
 
 /* The kind of every layer (family.c); the runtime runs attention layers, chunked ones for Llama 4 only, and of
- * the state layers LFM2's short convolutions, the Mamba2 hybrids' mixers, Qwen3-Next's Gated DeltaNet and Kimi-Linear's
- * Kimi Delta Attention only. */
+ * the state layers LFM2's short convolutions, the Mamba2 hybrids' mixers, Qwen3-Next's Gated DeltaNet, Kimi-Linear's
+ * Kimi Delta Attention and MiniMax's lightning attention only. */
 static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc *fam, kvc_model_config *cfg) {
     kvc_layer_kind kinds[KVC_MODEL_MAX_LAYERS];
     kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
@@ -183,7 +183,8 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
         const bool both = kinds[i] == KVC_LK_PARALLEL && (cfg->mamba_parallel_attn || zamba2); /* Falcon-H1, Zamba2 */
         const bool mamba = (kinds[i] == KVC_LK_STATE || both) && cfg->family == KVC_FAMILY_MAMBA2_HYBRID;
         const bool mamba1 = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_JAMBA;
-        if ((kinds[i] == KVC_LK_STATE && !conv && !gdn && !mamba && !mamba1) ||
+        const bool lightning = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_MINIMAX;
+        if ((kinds[i] == KVC_LK_STATE && !conv && !gdn && !mamba && !mamba1 && !lightning) ||
             (kinds[i] == KVC_LK_NONE && !one_block) || (kinds[i] == KVC_LK_PARALLEL && !mamba))
             return kvci_fail(KVC_EINVAL, "%s: layer %lld is a %s layer, which the runtime does not run", hp->cfg.doc,
                              (long long)i,
@@ -197,6 +198,7 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
         cfg->layer_gdn[i] = gdn;
         cfg->layer_mamba[i] = mamba;
         cfg->layer_mamba1[i] = mamba1;
+        cfg->layer_lightning[i] = lightning;
         cfg->layer_shared_block[i] = both && zamba2;
         cfg->layer_sliding[i] = kinds[i] == KVC_LK_SLIDING;
         cfg->layer_chunked[i] = kinds[i] == KVC_LK_CHUNKED;

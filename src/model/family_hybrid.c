@@ -1,7 +1,6 @@
 /* Hybrids of attention and state layers (planned only, LFM2 / LFM3 run too: family_lfm2.c; Qwen3-Next's Gated DeltaNet
  * hybrid: family_qwen3_next.c): LFM2 (short
- * convolutions, layer_types "conv"; Kimi-Linear: family_kimi_linear.c), MiniMax-Text-01 / M1 (lightning attention,
- * attn_type_list 0, beside softmax layers, 1) and the
+ * convolutions, layer_types "conv"; Kimi-Linear: family_kimi_linear.c; MiniMax: family_minimax.c) and the
  * Mamba2 hybrids (Jamba's Mamba-1 layers: family_mamba1.c), whose layers come from layer_types (Granite 4),
  * attn_layer_indices (Bamba) or hybrid_override_pattern (Nemotron-H), or hold
  * both side by side (Falcon-H1); the
@@ -81,24 +80,6 @@ static kvc_status lfm2_states(const kvc_hparams *hp, int64_t hidden_size, int64_
 
 /* Lfm2Attention has no window: a "sliding_attention" entry of layer_types is a full layer there; LFM3's has. */
 static bool lfm2_reads_window(const kvc_hparams *hp) { return is_lfm3(hp); }
-
-/* MiniMax-Text-01 / M1: attn_type_list has one entry per layer, 0 a lightning (linear) attention layer, 1 a
- * softmax attention layer. */
-static kvc_status minimax_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
-    const cJSON *list = NULL;
-    KVC_TRY(kvci_json_array(&ctx->hp->cfg, "attn_type_list", KVC_HP_MAX_LAYERS, &list, NULL));
-    return kvci_family_flag_kinds(ctx, "attn_type_list", list, KVC_LK_STATE, KVC_LK_FULL, kinds);
-}
-
-/* A lightning attention layer keeps one head_dim x head_dim key-value state per head. */
-static kvc_status minimax_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
-    (void)hidden_size;
-    int64_t hdim = 0, heads_r = 0;
-    KVC_TRY(kvci_hparams_head_dim(hp, &hdim));
-    KVC_TRY(kvci_family_split_tp(hp, "num_attention_heads", hp->n_heads, tp, &heads_r));
-    *s = (kvc_state_shapes){.n = 1, .names = {"kv_state"}, .n_shape = {3}, .shape = {{heads_r, hdim, hdim}}};
-    return KVC_OK;
-}
 
 /* Nemotron-H: hybrid_override_pattern has one character per layer, M a Mamba2 layer, * attention, - an MLP
  * and E a mixture of experts (no cache). */
@@ -240,9 +221,6 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
 static const kvc_family_alias LFM2[] = {{"lfm2", "Lfm2ForCausalLM", "lfm2", true},
                                         {"lfm2_moe", "Lfm2MoeForCausalLM", "lfm2_moe", true},
                                         {"lfm3", "Lfm3ForCausalLM", "lfm3", true}};
-static const kvc_family_alias MINIMAX[] = {{"minimax_text_01", "MiniMaxText01ForCausalLM", "minimax_text_01", false},
-                                           {"minimax_m1", "MiniMaxM1ForCausalLM", "minimax_m1", false},
-                                           {"minimax", "MiniMaxForCausalLM", "minimax", false}};
 static const kvc_family_alias MAMBA2[] = {{"granitemoehybrid", "GraniteMoeHybridForCausalLM", "granitemoehybrid", true},
                                           {"bamba", "BambaForCausalLM", "bamba", true},
                                           {"nemotron_h", "NemotronHForCausalLM", "nemotron_h", true},
@@ -262,15 +240,6 @@ const kvc_family_desc kvc_family_lfm2 = {
     .ffn = kvci_lfm2_ffn,
     .state_shapes = lfm2_states,
     .reads_window = lfm2_reads_window,
-};
-
-const kvc_family_desc kvc_family_minimax = {
-    .id = KVC_FAMILY_MINIMAX,
-    .name = "minimax",
-    .aliases = MINIMAX,
-    .n_aliases = 3,
-    .default_kinds = minimax_kinds,
-    .state_shapes = minimax_states,
 };
 
 const kvc_family_desc kvc_family_mamba2_hybrid = {

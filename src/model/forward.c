@@ -100,9 +100,9 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(gate, c->attn_output_gate || c->attn_gate_proj ? Tm * ws->qw
             : c->mla_q_gate                          ? Tm * nH * dv /* A.X-K2's [T, nH, dv] */
             : c->attn_head_gate                      ? Tm * mx.nH
-                                                     : 1); /* LFM3's [T, nH] */
+                                                     : 1);                                                 /* LFM3's [T, nH] */
     A(gnorm, Tm * kvci_max64(c->gated_norm_rank, 1));
-    A(gdn, kvci_gated_delta_floats(c, Tm));
+    A(gdn, kvci_max64(kvci_gated_delta_floats(c, Tm), kvci_lightning_floats(c, Tm))); /* or lightning's */
     A(mamba, mamba ? kvci_mamba2_scratch(c, Tm) : mamba1 ? kvci_mamba1_scratch(c, Tm) : 1);
     /* Nemotron-H's experts may run wider than H; JetMoE's attention experts gather rows of nKV D */
     const int64_t mw = max3(H, c->moe_latent_size, c->attention_experts ? nkv * dq : 0);
@@ -434,11 +434,18 @@ static void gated_add(float *h, const float *d, int64_t T, int64_t H, const floa
  * NULL: none) or times Granite's residual_multiplier (rounded to its own f32 before the add, as
  * transformers); with Ergo's gate [H] (NULL: none) mixed into h by it instead of added; with Beam's
  * depth_scaled_residual d / sqrt(i) + h sqrt((i - 1) / i), i the add's index in the model (2 (l + 1), + 1 after the
- * MLP), each product rounded to f32 as transformers. */
+ * MLP), each product rounded to f32 as transformers; MiniMax's (residual_normed)
+ * h = alpha h + beta d, by the factors of index `factor` (residual_alpha / residual_beta). */
 static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, const float *norm, const float *gate,
-                           int64_t i_add) {
+                           int64_t i_add,
+                           int factor) {
     const int64_t H = m->cfg.hidden_size, n = T * H;
     if (m->tp.reduce) KVC_TRY(m->tp.reduce(m->tp.user, d, n));
+    if (m->cfg.residual_normed) {
+        const float a = (float)m->cfg.residual_alpha[factor], b = (float)m->cfg.residual_beta[factor];
+        for (int64_t i = 0; i < n; i++) h[i] = h[i] * a + d[i] * b;
+        return KVC_OK;
+    }
     if (norm) norm_rows(m, d, T, norm, NULL, d);
     if (m->cfg.residual_multiplier > 0.0) {
         const float r = (float)m->cfg.residual_multiplier;
@@ -458,7 +465,8 @@ static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, co
 }
 
 /* xn[T, H] = h normalised by norm (and its bias, NULL: none), or h itself when norm is NULL (OLMo 2's and
- * OPT-350m's sub-layers read the residual stream unnormalised) unless the norms have no weights (OLMo's). */
+ * OPT-350m's sub-layers read the residual stream unnormalised) unless the norms have no weights (OLMo's); MiniMax's
+ * residual (residual_normed) is that normed input: h = xn too. */
 static void sublayer_input(const kvc_model *m, kvc_model_workspace *ws, int64_t T, const float *norm,
                            const float *bias) {
     const int64_t H = m->cfg.hidden_size;
@@ -466,6 +474,7 @@ static void sublayer_input(const kvc_model *m, kvc_model_workspace *ws, int64_t 
         norm_rows(m, ws->h, T, norm, bias, ws->xn);
     else
         memcpy(ws->xn, ws->h, (size_t)(T * H) * sizeof(float));
+    if (m->cfg.residual_normed) memcpy(ws->h, ws->xn, (size_t)(T * H) * sizeof(float));
 }
 
 kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l) {
@@ -557,7 +566,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
             t0 = kvci_sp_begin();
             if (c->parallel_mlp_norm) /* GPT-NeoX: the MLP's own norm of the block's input, before attention adds */
                 sublayer_input(m, ws, T, w->post_norm, w->post_norm_b);
-            if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out, w->attn_gate, 2 * (l + 1));
+            if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out, w->attn_gate, 2 * (l + 1), c->layer_lightning[l]);
             if (c->norm_after_add) norm_rows(m, ws->h, T, w->in_norm, w->in_norm_b, ws->h); /* OPT-350m's */
             kvci_sp_end(KVC_SP_RESIDUAL, t0);
             if (st != KVC_OK) return st;
@@ -570,7 +579,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
         t0 = kvci_sp_begin();
-        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, w->post_ff_norm, w->ffn_gate, 2 * (l + 1) + 1);
+        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, w->post_ff_norm, w->ffn_gate, 2 * (l + 1) + 1, 2);
         if (c->norm_after_add) norm_rows(m, ws->h, T, w->post_norm, w->post_norm_b, ws->h);
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st == KVC_OK && c->family == KVC_FAMILY_GEMMA4) st = kvci_gemma4_layer_tail(&s, l);

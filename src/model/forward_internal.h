@@ -178,6 +178,12 @@ int64_t kvci_kda_floats(const kvc_model_config *c, int64_t Tm);
  * S^T k), S += k delta^T, o [dv] = S^T q; kvm: [dv] scratch. Gated DeltaNet's step too, one decay for every channel. */
 void kvci_kda_token(float *S, const float *q, const float *k, const float *v, const float *decay, float beta,
                     int64_t dk, int64_t dv, float *kvm, float *o);
+/* MiniMax's lightning attention in place of attention (lightning.c; layer_lightning): reads ws->xn, writes ws->proj,
+ * uses ws->gdn (kvci_lightning_floats of it, 1 without lightning layers); reads and rewrites each row's state. */
+kvc_status kvci_lightning(const kvc_fwd_step *s, int64_t l);
+int64_t kvci_lightning_floats(const kvc_model_config *c, int64_t Tm);
+/* One token of lightning attention over S [d, d]: S = decay S + k v^T, o [d] = S^T q. */
+void kvci_lightning_token(float *S, const float *q, const float *k, const float *v, float decay, int64_t d, float *o);
 /* The FFN sub-layers: read ws->xn, write ws->proj. */
 /* SwiGLU MLP (MF 1.6) of x [n, H] into out [n, H] (act: its gate's activation, silu; gelu_tanh for
  * Gemma 3's GeGLU); ga, gb: [n, n_inter] scratch. */

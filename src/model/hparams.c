@@ -50,6 +50,7 @@ static const type_defaults DEFAULTS[] = {
     {"hunyuan_v1_dense", 0, 10000.0, 0, false, 0, false, false},
     {"hunyuan_v1_moe", 0, 10000.0, 0, false, 0, false, false},
     {"minimax_m2", 128, 5000000.0, 0, false, 8, false, false},   /* MiniMaxM2Config's */
+    {"minimax", 0, 1000000.0, 0, false, 8, false, false},        /* MiniMaxConfig's */
     {"exaone", 0, 500000.0, 0, false, 8, false, false},          /* ExaoneConfig's */
     {"internlm3", 128, 10000.0, 0, false, 2, false, false},      /* InternLM3Config's */
     {"apertus", 0, 12000000.0, 0, false, 0, false, false},       /* ApertusConfig's */

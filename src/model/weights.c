@@ -456,13 +456,14 @@ static kvc_status visit_lfm2_moe(visitor *v, const kvc_model_config *c, kvc_laye
  * expert names: the loader reads per-expert modules (or the fused form, weights_internal.h). DeepseekV3's router
  * (DeepSeek-V3, GLM-4.5: n_group set; not DeepSeek-V2's) adds its correction bias and shared experts, ERNIE 4.5 MoE
  * its correction bias [1, E] (moe_statics) and shared experts, Qwen2-MoE a
- * shared expert and its sigmoid gate [1, H]; Mixtral's, Phi-3.5-MoE's, MiniMax-M2's and Kimi-Linear's hub names are
- * block_sparse_moe.{gate, experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
+ * shared expert and its sigmoid gate [1, H]; Mixtral's, Phi-3.5-MoE's, MiniMax's, MiniMax-M2's and Kimi-Linear's hub
+ * names are block_sparse_moe.{gate, experts.E.w1 (gate) / w3 (up) / w2 (down)}. */
 static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
     const bool ds = c->n_group > 0; /* DeepSeek-V3's router */
     const bool mixtral = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "phimoe") == 0 ||
-                         strcmp(c->model_type, "minimax_m2") == 0 || c->family == KVC_FAMILY_KIMI_LINEAR;
+                         strcmp(c->model_type, "minimax_m2") == 0 || c->family == KVC_FAMILY_KIMI_LINEAR ||
+                         c->family == KVC_FAMILY_MINIMAX;
     const bool ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
     const bool cohere = strcmp(c->model_type, "cohere2_moe") == 0; /* shared_experts., no gate */
     const bool kolibri = strcmp(c->model_type, "kolibri1") == 0;   /* V3's correction bias and shared experts' names */
@@ -684,6 +685,16 @@ static kvc_status visit_kda(visitor *v, const kvc_model_config *c, kvc_layer_wei
     return m2(v, "self_attn.o_proj.weight", H, V, &w->wo, WHOLE);
 }
 
+/* MiniMax's lightning attention (lightning.c) under self_attn.: qkv_proj [3 V, H] (per head its q, k, v rows; V =
+ * nH D), output_gate [V, H], norm [V], out_proj [H, V] (no biases; tensor parallelism is refused, shard_state.c). */
+static kvc_status visit_lightning(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, V = c->num_heads * c->head_dim;
+    TRY(m2(v, "self_attn.qkv_proj.weight", 3 * V, H, &w->wq, WHOLE));
+    TRY(m2(v, "self_attn.output_gate.weight", V, H, &w->wg, WHOLE));
+    TRY(v1(v, "self_attn.norm.weight", V, &w->gdn_norm, KVC_WINIT_NORM, WHOLE));
+    return m2(v, "self_attn.out_proj.weight", H, V, &w->wo, WHOLE);
+}
+
 /* A Mamba2 mixer (mamba2.c): mamba.in_proj [I + C + nh, H], the depthwise mamba.conv1d [C, 1, L], dt_bias,
  * A_log and D [nh], the gated norm mamba.norm [I], mamba.out_proj [H, I]; in_proj / out_proj biases under
  * mamba_proj_bias, the conv's under mamba_conv_bias. A rank: its heads and groups (shard_state.c's runs), out_proj
@@ -787,6 +798,7 @@ static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, 
     if (c->layer_conv[l]) return visit_short_conv(v, c, w);
     if (c->layer_gdn[l]) return c->gdn_kda ? visit_kda(v, c, w) : visit_gated_delta(v, c, w);
     if (c->layer_mamba1[l]) return visit_mamba1(v, c, w);
+    if (c->layer_lightning[l]) return visit_lightning(v, c, w);
     if (c->attention_experts) return visit_jetmoe_attn(v, c, w);
     if (c->layer_mamba[l]) {
         TRY(visit_mamba2(v, c, w));

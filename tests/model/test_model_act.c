@@ -371,6 +371,45 @@ static void test_kda_token(void **state) {
     assert_true(mean_err > 1e-3);
 }
 
+/* kvci_lightning_token over 40 tokens of one head (d 6), decay 0.9: each output against transformers' prefill form in
+ * float64, o_t = sum over j <= t of decay^(t - j) (q_t . k_j) v_j (no state), and the state against sum_j decay^(t - j)
+ * k_j v_j^T; the decay applied after the token's k v^T (S = decay (S + k v^T)) misses it. */
+static void test_lightning_token(void **state) {
+    (void)state;
+    enum { D = 6, STEPS = 40 };
+    uint32_t seed = 11u;
+    const float decay = 0.9f;
+    float S[D * D] = {0}, q[STEPS][D], k[STEPS][D], v[STEPS][D], o[D];
+    double err = 0.0, late = 0.0;
+    for (int t = 0; t < STEPS; t++) {
+        for (int a = 0; a < D; a++) {
+            q[t][a] = (float)((int32_t)(lcg(&seed) >> 8) - (1 << 23)) / (float)(1 << 23);
+            k[t][a] = (float)((int32_t)(lcg(&seed) >> 8) - (1 << 23)) / (float)(1 << 23);
+            v[t][a] = (float)((int32_t)(lcg(&seed) >> 8) - (1 << 23)) / (float)(1 << 23);
+        }
+        kvci_lightning_token(S, q[t], k[t], v[t], decay, D, o);
+        for (int e = 0; e < D; e++) {
+            double ref = 0.0, ref_late = 0.0;
+            for (int j = 0; j <= t; j++) {
+                double qk = 0.0;
+                for (int a = 0; a < D; a++) qk += (double)q[t][a] * k[j][a];
+                ref += pow((double)decay, t - j) * qk * v[j][e];
+                ref_late += pow((double)decay, t - j + 1) * qk * v[j][e];
+            }
+            err = fmax(err, fabs((double)o[e] - ref));
+            late = fmax(late, fabs((double)o[e] - ref_late));
+        }
+    }
+    for (int a = 0; a < D; a++)
+        for (int e = 0; e < D; e++) {
+            double ref = 0.0;
+            for (int j = 0; j < STEPS; j++) ref += pow((double)decay, STEPS - 1 - j) * k[j][a] * v[j][e];
+            err = fmax(err, fabs((double)S[a * D + e] - ref));
+        }
+    assert_true(err < 1e-5);
+    assert_true(late > 1e-2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kernels_same_bits),
                                        cmocka_unit_test(test_special_values),
@@ -381,6 +420,7 @@ int main(void) {
                                        cmocka_unit_test(test_relu),
                                        cmocka_unit_test(test_dsa_score),
                                        cmocka_unit_test(test_dsa_pick),
-                                       cmocka_unit_test(test_kda_token)};
+                                       cmocka_unit_test(test_kda_token),
+                                       cmocka_unit_test(test_lightning_token)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,8 +65,8 @@ static void test_weight_limit(void **state) {
 static void test_family_must_run(void **state) {
     (void)state;
     kvc_model_config cfg = small_config();
-    cfg.family = KVC_FAMILY_MINIMAX;
-    expect_refused(&cfg, "family 11 (minimax) is not one the runtime runs");
+    cfg.family = KVC_FAMILY_DEEPSEEK_V4;
+    expect_refused(&cfg, "family 13 (deepseek_v4) is not one the runtime runs");
     cfg.family = (kvc_model_family)999;
     expect_refused(&cfg, "family 999 (?) is not one the runtime runs");
 }

@@ -2048,6 +2048,43 @@ static void test_minimax_m2_fields(void **state) {
                    "rotary_dim 32 above head_dim 16");
 }
 
+/* MiniMax under MiniMaxConfig's defaults (8 KV heads, head_dim hidden / heads, theta 1e6, eps 1e-5, 8 experts of
+ * intermediate_size, top 2, renormalised; layers alternating softmax / lightning; every residual factor 1) and with
+ * its keys set; refused by name: a sliding window, another activation, a factor not a number, top-k above the
+ * experts, a layer type it has not. */
+static void test_minimax_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define MINIMAX_BASE "{\"model_type\":\"minimax\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"
+    assert_int_equal(
+        kvc_model_config_parse(MINIMAX_BASE "\"num_attention_heads\":8,\"num_hidden_layers\":4}", "mm", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_MINIMAX && c.head_dim == 8 && c.num_kv_heads == 8 && c.rope.theta == 1e6);
+    assert_true(c.rms_norm_eps == 1e-5 && !c.tie_word_embeddings && c.residual_normed);
+    assert_true(c.n_routed_experts == 8 && c.experts_per_tok == 2 && c.moe_intermediate_size == 8 && c.norm_topk_prob);
+    for (int64_t l = 0; l < 4; l++) assert_true(c.layer_moe[l] && c.layer_lightning[l] == (l % 2 == 1));
+    for (int i = 0; i < 3; i++) assert_true(c.residual_alpha[i] == 1.0 && c.residual_beta[i] == 1.0);
+    assert_int_equal(kvc_model_config_parse(MINIMAX_BASE
+                                            "\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+                                            "\"num_hidden_layers\":2,\"head_dim\":16,\"num_local_experts\":4,"
+                                            "\"num_experts_per_tok\":1,\"linear_attn_alpha_factor\":3.5,"
+                                            "\"mlp_beta_factor\":-2,\"full_attn_beta_factor\":0.5,\"layer_types\":"
+                                            "[\"linear_attention\",\"full_attention\"]}",
+                                            "mm-set", &c),
+                     KVC_OK);
+    assert_true(c.head_dim == 16 && c.num_kv_heads == 2 && c.n_routed_experts == 4 && c.experts_per_tok == 1);
+    assert_true(c.layer_lightning[0] && !c.layer_lightning[1] && c.residual_alpha[1] == 3.5);
+    assert_true(c.residual_beta[2] == -2.0 && c.residual_beta[0] == 0.5 && c.residual_alpha[0] == 1.0);
+#define MINIMAX_2 MINIMAX_BASE "\"num_attention_heads\":8,\"num_hidden_layers\":2,"
+    expect_refusal(MINIMAX_2 "\"sliding_window\":16}", "minimax with sliding_window 16 is not supported");
+    expect_refusal(MINIMAX_2 "\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\" is not supported");
+    expect_refusal(MINIMAX_2 "\"mlp_alpha_factor\":\"x\"}", "mlp_alpha_factor");
+    expect_refusal(MINIMAX_2 "\"num_experts_per_tok\":9}", "num_experts_per_tok 9");
+    expect_refusal(MINIMAX_2 "\"block_size\":0}", "block_size");
+    expect_refusal(MINIMAX_2 "\"layer_types\":[\"linear_attention\",\"conv\"]}", "layer_types[1]");
+#undef MINIMAX_2
+#undef MINIMAX_BASE
+}
+
 /* Mellum under MellumConfig's defaults (head_dim 128, 4 KV heads, every layer full, window 1024 for sliding ones,
  * ropes theta 5e5 full and 1e4 sliding over whole heads, q/k norms, every layer sparse: 64 experts of 896, top 8,
  * renormalised, intermediate 7168, eps 1e-6): the plan's caches, mlp_layer_types, refusals by name. */
@@ -4436,6 +4473,7 @@ int main(void) {
         cmocka_unit_test(test_dots1_fields),
         cmocka_unit_test(test_solar_open_fields),
         cmocka_unit_test(test_minimax_m2_fields),
+        cmocka_unit_test(test_minimax_fields),
         cmocka_unit_test(test_exaone_fields),
         cmocka_unit_test(test_internlm3_fields),
         cmocka_unit_test(test_apertus_fields),

@@ -1203,6 +1203,14 @@ static void test_kimi_linear(void **state) {
     kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
 }
 
+/* MiniMax: lightning attention on layers 0, 2 and 3 (the decay of the first, a middle and the last layer), softmax
+ * attention on layer 1, Mixtral's experts on every layer, six different residual factors over the normed inputs;
+ * block_size 8, so transformers' chunked prefill crosses blocks where the runtime runs the recurrence. */
+static void test_minimax(void **state) {
+    (void)state;
+    run_dir("minimax");
+}
+
 /* Qwen3.5's text model: qwen3_next's layers with the Gated DeltaNet's projections apart (in_proj_qkv, _z, _b, _a),
  * three value heads per key head, conv kernel 3, gated attention on layer 1, a dense MLP, tied. As sensitive as
  * qwen3_next's in float32 (transformers' logits up to 4.2e-5 from its float64 ones, its two forms 2.8e-5 apart):
@@ -1410,6 +1418,7 @@ int main(void) {
         cmocka_unit_test(test_lfm3),
         cmocka_unit_test(test_qwen3_next),
         cmocka_unit_test(test_kimi_linear),
+        cmocka_unit_test(test_minimax),
         cmocka_unit_test(test_qwen3_5_text),
         cmocka_unit_test(test_olmo_hybrid),
         cmocka_unit_test(test_qwen3_5_moe),

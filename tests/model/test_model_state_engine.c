@@ -277,8 +277,8 @@ static void test_qwen3_next_engine(void **state) {
 /* Layers of two states each (Bamba's, Nemotron-H's and Mamba2's conv + ssm, Qwen3-Next's Gated DeltaNet conv +
  * recurrent, Kimi-Linear's KDA conv + recurrent): a resumed request takes both from the snapshot (state_cache.c copies
  * every entry of the state key), so requests over the shared prefix in chunks of at most 5 tokens hit and give each
- * request's tokens alone without caching. */
-static void two_state_prefix_cache(const char *name, bool hits_expected) {
+ * request's tokens alone without caching; own_pools: each key its own pool (else the engine's default). */
+static void prefix_cache_pools(const char *name, bool hits_expected, bool own_pools) {
     kvc_model *m = load_oracle(name);
     int32_t want[N_PC * NEW], got[N_PC * NEW];
     int64_t hits[N_PC];
@@ -288,10 +288,15 @@ static void two_state_prefix_cache(const char *name, bool hits_expected) {
         pc_serve(m, &ep, 1u << i, NEW, want, hits, &st);
     }
     kvc_engine_params ep = pc_params(5, true);
+    ep.shared_pools = !own_pools;
     pc_serve(m, &ep, 0x3f, NEW, got, hits, &st);
     if (memcmp(want, got, sizeof want) != 0) fail_msg("%s: tokens with prefix hits differ from each alone", name);
     assert_true(!hits_expected || (hits[1] > 0 && hits[5] > 0));
     kvc_model_destroy(m);
+}
+
+static void two_state_prefix_cache(const char *name, bool hits_expected) {
+    prefix_cache_pools(name, hits_expected, !kvc_engine_default_params().shared_pools);
 }
 
 static void test_two_state_prefix_cache(void **state) {
@@ -299,6 +304,9 @@ static void test_two_state_prefix_cache(void **state) {
     two_state_prefix_cache("bamba", true);
     two_state_prefix_cache("qwen3_next", true);
     two_state_prefix_cache("kimi_linear", true); /* KDA's conv and recurrent states beside MLA caches */
+    /* one state a lightning layer (kv_state) beside GQA caches; pools of their own, since in one pool the pages grow
+     * to the 4 KiB state (32 tokens of keys), longer than the shared prefix: no hit to test */
+    prefix_cache_pools("minimax", true, true);
     two_state_prefix_cache("nemotron_h", true);
     two_state_prefix_cache("nemotron_h_moe", true);
     two_state_prefix_cache("falcon_h1", true); /* K/V and states in every layer */

@@ -1136,6 +1136,17 @@ static void test_recent_shapes(void **state) {
     assert_int_equal(p->layers[0].caches[0].bytes_per_block, 64 * 128 * 128 * 2);
     assert_false(has_warning(p, "attn_type_list"));
     kvc_model_plan_destroy(p);
+    /* MiniMax (transformers' minimax) without layer_types: MiniMaxConfig's alternation, even layers softmax (8 KV
+     * heads of hidden / heads when absent), odd ones lightning; attn_type_list is not its key. */
+    p = plan_text("{\"model_type\": \"minimax\", \"num_hidden_layers\": 4, \"num_attention_heads\": 32,"
+                  " \"hidden_size\": 4096, \"max_position_embeddings\": 4096}",
+                  &o);
+    assert_string_equal(p->family, "minimax");
+    for (int i = 0; i < 4; i++) assert_int_equal(p->layers[i].attn_type, i % 2 ? KVC_ATTN_MAMBA : KVC_ATTN_FULL);
+    assert_int_equal(p->layers[0].caches[0].num_head, 8);
+    assert_int_equal(p->layers[0].caches[0].dim, 128);
+    assert_int_equal(p->layers[1].caches[0].bytes_per_block, 32 * 128 * 128 * 2);
+    kvc_model_plan_destroy(p);
 
     /* LFM2: conv layers keep hidden_size x (conv_L_cache - 1) of state; layer_types or full_attn_idxs. */
     static const char *const lfm2[] = {

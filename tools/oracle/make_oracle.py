@@ -11,7 +11,7 @@ gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyua
 internlm3, apertus, persimmon, xglm, qwen3_next, kimi_linear, qwen3_5_text, qwen3_5_moe, olmo_hybrid, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
 cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, axk2, glm_moe_dsa, deepseek_v32, lfm3, ergo, bert, roberta,
-ernie, megatron_bert, roberta_prelayernorm, openai_gpt, ctrl, gpt_neox_japanese, beam) this script
+ernie, megatron_bert, roberta_prelayernorm, openai_gpt, ctrl, gpt_neox_japanese, beam, minimax) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -56,6 +56,8 @@ from transformers import (
     DeepseekV3Config,
     DeepseekV3ForCausalLM,
     KimiLinearConfig,
+    MiniMaxConfig,
+    MiniMaxForCausalLM,
     KimiLinearForCausalLM,
     CohereConfig,
     CohereForCausalLM,
@@ -1794,6 +1796,20 @@ def kimi_linear_config():
                             topk_group=1, bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def minimax_config():
+    # MiniMax (MiniMaxForCausalLM) at toy size: 4 layers, lightning attention on layers 0, 2, 3 (4 heads of 16: the
+    # decay factor of layer 0, of a middle layer and of the last, almost none) and softmax attention on layer 1 (2 KV
+    # heads); block_size 8, so the prompts of 23 and 40 tokens cross blocks of transformers' chunked prefill; Mixtral's
+    # experts (4 of 32, top 2) on every layer; six different residual factors (the residual is the normed input).
+    return MiniMaxConfig(vocab_size=VOCAB, hidden_size=48, intermediate_size=32, num_hidden_layers=4,
+                         num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+                         layer_types=["linear_attention", "full_attention", "linear_attention", "linear_attention"],
+                         block_size=8, num_local_experts=4, num_experts_per_tok=2,
+                         full_attn_alpha_factor=1.5, full_attn_beta_factor=0.8, linear_attn_alpha_factor=1.25,
+                         linear_attn_beta_factor=1.1, mlp_alpha_factor=0.9, mlp_beta_factor=1.3,
+                         bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def qwen3_5_text_config():
     # Qwen3.5's text model at toy size: qwen3_next's layers with the Gated DeltaNet's projections apart (in_proj_qkv,
     # in_proj_z, in_proj_b, in_proj_a) and a dense MLP: 4 layers, Gated DeltaNet on layers 0, 2, 3 (layer_types), 2
@@ -2203,6 +2219,7 @@ FAMILIES = {
     "qwen3_5_text": (qwen3_5_text_config, Qwen3_5ForCausalLM),
     "olmo_hybrid": (olmo_hybrid_config, OlmoHybridForCausalLM),
     "kimi_linear": (kimi_linear_config, KimiLinearForCausalLM),
+    "minimax": (minimax_config, MiniMaxForCausalLM),
     "qwen3_5_moe": (qwen3_5_moe_config, Qwen3_5MoeForConditionalGeneration),
     "lfm2_moe": (lfm2_moe_config, Lfm2MoeForCausalLM),
     "bamba": (bamba_config, BambaForCausalLM),
@@ -2392,7 +2409,7 @@ def param_std(name, shape, config):
             "granitemoehybrid",
             "glm4_moe", "ernie4_5_moe", "sarvam_moe", "param2moe", "minicpm5_moe", "kolibri1",
             "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2", "solar_open",
-            "phimoe", "qwen3_next", "lfm2_moe", "longcat_flash", "kimi_linear", "beam"):
+            "phimoe", "qwen3_next", "lfm2_moe", "longcat_flash", "kimi_linear", "beam", "minimax"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith(("mixer.experts.up_proj", "mixer.experts.down_proj")):  # Nemotron-H [E, I, L], [E, L, I]
@@ -3287,7 +3304,7 @@ def main():
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "axk2", "beam", "glm_moe_dsa", "deepseek_v32", "sarvam_moe", "param2moe",
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
-                               "bert", "roberta", "ernie", "megatron_bert", "roberta_prelayernorm"]:
+                               "bert", "roberta", "ernie", "megatron_bert", "roberta_prelayernorm", "minimax"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
