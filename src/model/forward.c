@@ -100,7 +100,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(gate, c->attn_output_gate || c->attn_gate_proj ? Tm * ws->qw
             : c->mla_q_gate                          ? Tm * nH * dv /* A.X-K2's [T, nH, dv] */
             : c->attn_head_gate                      ? Tm * mx.nH
-                                                     : 1);                                                 /* LFM3's [T, nH] */
+                                                     : 1); /* LFM3's [T, nH] */
     A(gnorm, Tm * kvci_max64(c->gated_norm_rank, 1));
     A(gdn, kvci_max64(kvci_gated_delta_floats(c, Tm), kvci_lightning_floats(c, Tm))); /* or lightning's */
     A(mamba, mamba ? kvci_mamba2_scratch(c, Tm) : mamba1 ? kvci_mamba1_scratch(c, Tm) : 1);
@@ -437,8 +437,7 @@ static void gated_add(float *h, const float *d, int64_t T, int64_t H, const floa
  * MLP), each product rounded to f32 as transformers; MiniMax's (residual_normed)
  * h = alpha h + beta d, by the factors of index `factor` (residual_alpha / residual_beta). */
 static kvc_status add_rows(const kvc_model *m, float *h, float *d, int64_t T, const float *norm, const float *gate,
-                           int64_t i_add,
-                           int factor) {
+                           int64_t i_add, int factor) {
     const int64_t H = m->cfg.hidden_size, n = T * H;
     if (m->tp.reduce) KVC_TRY(m->tp.reduce(m->tp.user, d, n));
     if (m->cfg.residual_normed) {
@@ -566,7 +565,8 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
             t0 = kvci_sp_begin();
             if (c->parallel_mlp_norm) /* GPT-NeoX: the MLP's own norm of the block's input, before attention adds */
                 sublayer_input(m, ws, T, w->post_norm, w->post_norm_b);
-            if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, attn_out, w->attn_gate, 2 * (l + 1), c->layer_lightning[l]);
+            if (st == KVC_OK)
+                st = add_rows(m, ws->h, ws->proj, T, attn_out, w->attn_gate, 2 * (l + 1), c->layer_lightning[l]);
             if (c->norm_after_add) norm_rows(m, ws->h, T, w->in_norm, w->in_norm_b, ws->h); /* OPT-350m's */
             kvci_sp_end(KVC_SP_RESIDUAL, t0);
             if (st != KVC_OK) return st;
