@@ -48,7 +48,7 @@ static void run_usage(FILE *f) {
             "\n"
             "Loads MODEL_DIR (config.json + *.safetensors; llama, qwen2, qwen3, qwen3_moe, qwen2_moe,\n"
             "mixtral, gpt_oss, deepseek_v3, gemma2, vaultgemma, gemma3_text, gemma3 (its text model),\n"
-            "gemma4_text, gemma4 (its text model),\n"
+            "gemma4_text, gemma4 (its text model), gemma3n_text, gemma3n (its text model),\n"
             "phi3, olmo2, olmo3, granite, hyperclovax, smollm3, gemma, glm, glm4, cohere, cohere2, seed_oss, exaone4,\n"
             "exaone_moe, glm4_moe_lite,\n"
             "starcoder2, ministral, ministral3, mistral3 (its text model), helium, arcee, hunyuan_v1_dense,\n"

@@ -324,14 +324,14 @@ static void test_gemma4(void **state) {
     run_dir("gemma4");
 }
 
-/* `kvcache plan` and the runtime's cache description of the gemma4 oracle agree: the same layers keep caches (the
- * KV-shared ones none, not listed by the plan), each with the same kind, window, heads and dims. */
-static void test_gemma4_plan_agrees(void **state) {
-    (void)state;
+/* `kvcache plan` and the runtime's cache description of oracle sub (layers sliding, full, then two KV-shared) agree:
+ * the same layers keep caches (the KV-shared ones none, not listed by the plan), each with the same kind, window,
+ * heads and dims (the sliding layer's head dim 8, the full layer's full_dim). */
+static void check_plan_agrees(const char *sub, int64_t full_dim) {
     kvc_test_oracle o;
-    kvc_test_oracle_open("gemma4", &o);
+    kvc_test_oracle_open(sub, &o);
     char dir[1024], path[1100];
-    kvc_test_oracle_dir("gemma4", dir, sizeof dir);
+    kvc_test_oracle_dir(sub, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/config.json", dir);
     char *text = kvc_test_read_text(path);
     kvc_plan_options po = kvc_plan_default_options();
@@ -357,7 +357,7 @@ static void test_gemma4_plan_agrees(void **state) {
         for (int32_t k = 0; k < li->n_caches; k++)
             assert_true(pl->caches[k].num_head == li->caches[k].num_head && pl->caches[k].dim == li->caches[k].dim[0] &&
                         pl->caches[k].bytes_per_token == li->caches[k].num_head * li->caches[k].dim[0] * 4);
-        assert_int_equal(li->caches[0].dim[0], li->layer_idx == 1 ? 16 : 8); /* the full layer's own head dim */
+        assert_int_equal(li->caches[0].dim[0], li->layer_idx == 1 ? full_dim : 8); /* the full layer's own */
     }
     assert_int_equal(listed, p->n_layers);
     assert_int_equal(listed, 2);
@@ -365,6 +365,26 @@ static void test_gemma4_plan_agrees(void **state) {
     kvc_model_plan_destroy(p);
     free(text);
     kvc_test_oracle_close(&o);
+}
+
+static void test_gemma4_plan_agrees(void **state) {
+    (void)state;
+    check_plan_agrees("gemma4", 16);
+}
+
+/* Gemma 3n, E2B-like: Gemma 4's attention (sliding / full, each with its rope, the last two layers KV-shared) and
+ * per-layer inputs inside four AltUp copies of the hidden state, LAuReL beside the attention, the gate activations
+ * of a sliding and a shared full layer sparse, final logits soft-capped, tied embeddings */
+static void test_gemma3n(void **state) {
+    (void)state;
+    run_dir("gemma3n");
+    check_plan_agrees("gemma3n", 8);
+}
+
+/* Gemma3nForConditionalGeneration's checkpoint layout holding the gemma3n weights */
+static void test_gemma3n_multimodal(void **state) {
+    (void)state;
+    check_multimodal("gemma3n", "gemma3n_text");
 }
 
 /* Gemma4ForConditionalGeneration's checkpoint holding the gemma4 weights */
@@ -1251,6 +1271,8 @@ int main(void) {
         cmocka_unit_test(test_gemma4_plan_agrees),
         cmocka_unit_test(test_gemma4_dense),
         cmocka_unit_test(test_gemma4_moe),
+        cmocka_unit_test(test_gemma3n),
+        cmocka_unit_test(test_gemma3n_multimodal),
         cmocka_unit_test(test_phi3),
         cmocka_unit_test(test_phi3_longrope),
         cmocka_unit_test(test_olmo2),
