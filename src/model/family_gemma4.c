@@ -6,8 +6,9 @@
  * head), and the last num_kv_shared_layers layers reading earlier layers' caches (plan/facts.c). Bidirectional
  * attention over every token ("all") is refused by name; "vision" leaves text tokens causal. The runtime runs it
  * (parse_gemma4, attn_gemma4.c, forward.c's per-layer inputs), the full layers in their own shape (per-layer
- * attention shapes, layer_shape.c). Gemma 3n (family_gemma3n.c) reuses its attention, per-layer inputs and KV
- * sharing. */
+ * attention shapes, layer_shape.c). Gemma 4 Unified (gemma4_unified_text, gemma4_unified's text_config) is these
+ * layers without per-layer inputs or experts; Gemma 3n (family_gemma3n.c) reuses the attention, per-layer inputs
+ * and KV sharing. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,13 +107,16 @@ static kvc_status gemma4_layer_dims(const kvc_family_ctx *ctx, kvc_layer_kind *k
                                     int64_t *kv_heads, int64_t *v_head_dim) {
     (void)v_head_dim; /* values as wide as the keys */
     const kvc_hparams *hp = ctx->hp;
-    const bool wrapper = hp->model_type != NULL ? strcmp(hp->model_type, "gemma4") == 0
-                                                : strcmp(hp->architecture, "Gemma4ForConditionalGeneration") == 0;
+    static const char *const WRAPPERS[] = {"gemma4", "gemma4_unified"};
+    static const char *const WRAPPER_ARCHS[] = {"Gemma4ForConditionalGeneration",
+                                                "Gemma4UnifiedForConditionalGeneration"};
+    const bool wrapper = hp->model_type != NULL ? kvci_name_listed(hp->model_type, WRAPPERS, 2)
+                                                : kvci_name_listed(hp->architecture, WRAPPER_ARCHS, 2);
     if (wrapper && hp->cfg.obj == hp->doc)
         return kvci_fail(KVC_EINVAL,
-                         "%s: gemma4 without text_config is not supported (transformers then builds its default text "
+                         "%s: %s without text_config is not supported (transformers then builds its default text "
                          "model)",
-                         hp->cfg.doc);
+                         hp->cfg.doc, hp->model_type != NULL ? hp->model_type : hp->architecture);
     KVC_TRY(gemma4_bidirectional(ctx));
     for (int64_t i = 0; i < ctx->n_layers; i++)
         if (kinds[i] != KVC_LK_FULL && kinds[i] != KVC_LK_SLIDING)
@@ -222,7 +226,10 @@ static kvc_status parse_gemma4(const kvc_hparams *hp, kvc_model_config *cfg) {
         return kvci_fail(KVC_EINVAL, "%s: hidden_activation \"%s\" is not supported (gemma4: gelu_pytorch_tanh)",
                          c->doc, act);
     cfg->mlp_act = KVC_MLP_GELU_TANH;
-    KVC_TRY(moe_block(c, cfg));
+    /* Gemma 4 Unified (gemma4_unified_text, gemma4_unified's text model): Gemma 4's layers without per-layer inputs
+     * or experts (its config class has neither key) */
+    const bool unified = hp->model_type != NULL && strncmp(hp->model_type, "gemma4_unified", 14) == 0;
+    if (!unified) KVC_TRY(moe_block(c, cfg));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     bool bias = false;
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
@@ -232,7 +239,7 @@ static kvc_status parse_gemma4(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_bool(c, "use_double_wide_mlp", false, &cfg->mlp_double_shared));
     KVC_TRY(kvci_family_softcap(c, "final_logit_softcapping", 0.0, &cfg->final_logit_softcapping));
     KVC_TRY(kv_shared(c, cfg));
-    KVC_TRY(kvci_gemma4_per_layer_keys(c, cfg));
+    if (!unified) KVC_TRY(kvci_gemma4_per_layer_keys(c, cfg));
     cfg->embed_scale = (float)sqrt((double)cfg->hidden_size);
     cfg->sandwich_norms = cfg->qk_norm = cfg->v_norm = cfg->layer_scalar = true;
     cfg->attention_multiplier = 1.0; /* Gemma4TextAttention's scaling */
@@ -269,13 +276,15 @@ kvc_status kvci_gemma4_check(const kvc_model_config *cfg, const char *doc) {
 static const kvc_family_alias GEMMA4[] = {
     {"gemma4", "Gemma4ForConditionalGeneration", "gemma4", true},
     {"gemma4_text", "Gemma4ForCausalLM", "gemma4", true},
+    {"gemma4_unified", "Gemma4UnifiedForConditionalGeneration", "gemma4", true},
+    {"gemma4_unified_text", "Gemma4UnifiedForCausalLM", "gemma4", true},
 };
 
 const kvc_family_desc kvc_family_gemma4 = {
     .id = KVC_FAMILY_GEMMA4,
     .name = "gemma4",
     .aliases = GEMMA4,
-    .n_aliases = 2,
+    .n_aliases = 4,
     .parse = parse_gemma4,
     .check = kvci_gemma4_check,
     .default_kinds = gemma4_kinds,

@@ -490,6 +490,34 @@ static void test_gemma4_fields(void **state) {
     expect_create_refusal(&bad, "need family gemma4");
 }
 
+/* Gemma 4 Unified (Gemma4UnifiedTextConfig's defaults where absent): Gemma 4's layers with a window of 1024, no
+ * per-layer inputs or experts whatever those keys say (its class has none), the wrapper's text_config. */
+static void test_gemma4_unified_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"gemma4_unified_text\"," MOE_BASE
+                                            "\"head_dim\":4,\"global_head_dim\":8,\"num_hidden_layers\":7,"
+                                            "\"hidden_size_per_layer_input\":4,\"enable_moe_block\":true}",
+                                            "gemma4u", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_GEMMA4 && c.sliding_window == 1024 && c.ple_dim == 0 && !c.layer_moe[0]);
+    for (int l = 0; l < 7; l++)
+        assert_true(c.layer_sliding[l] == (l != 5 && l != 6) && c.layer_head_dim[l] == (l >= 5 ? 8 : 0));
+    assert_true(c.layer_scalar && c.v_norm && c.kv_shared_layers == 0 && c.final_logit_softcapping == 0.0);
+    assert_true(c.rope.type == KVC_ROPE_PROPORTIONAL && c.rope_sliding.theta == 1e4 && kvc_model_attn_scale(&c) == 1.0);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"gemma4_unified\",\"text_config\":{\"model_type\":"
+                                            "\"gemma4_unified_text\"," MOE_BASE "\"head_dim\":4,\"global_head_dim\":4,"
+                                            "\"num_hidden_layers\":2,\"use_bidirectional_attention\":\"vision\"}}",
+                                            "gemma4u-mm", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_GEMMA4 && c.ple_dim == 0 && c.layer_sliding[0] && !c.layer_sliding[1]);
+    expect_refusal("{\"model_type\":\"gemma4_unified_text\"," MOE_BASE
+                   "\"head_dim\":4,\"num_hidden_layers\":2,\"use_bidirectional_attention\":\"all\"}",
+                   "use_bidirectional_attention \"all\" is not supported");
+    expect_refusal("{\"model_type\":\"gemma4_unified\"," MOE_BASE "\"head_dim\":4,\"num_hidden_layers\":2}",
+                   "gemma4_unified without text_config is not supported");
+}
+
 #define GEMMA3N_BASE "{\"model_type\":\"gemma3n_text\"," MOE_BASE "\"head_dim\":4,"
 #define GEMMA3N_MM                                                                                                     \
     "{\"model_type\":\"gemma3n\",\"text_config\":{\"model_type\":\"gemma3n_text\",\"vocab_size\":8,\"hidden_size\":8," \
@@ -4218,6 +4246,7 @@ int main(void) {
         cmocka_unit_test(test_gemma3_fields),
         cmocka_unit_test(test_gemma4_fields),
         cmocka_unit_test(test_gemma3n_fields),
+        cmocka_unit_test(test_gemma4_unified_fields),
         cmocka_unit_test(test_gemma2_fields),
         cmocka_unit_test(test_vaultgemma_fields),
         cmocka_unit_test(test_flex_olmo_fields),

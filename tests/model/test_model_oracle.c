@@ -381,6 +381,20 @@ static void test_gemma3n(void **state) {
     check_plan_agrees("gemma3n", 8);
 }
 
+/* Gemma 4 Unified, 12B-like: Gemma 4's layers without per-layer inputs or experts (sliding / full of their own head
+ * dims, the last two KV-shared, layer scalars), final logits soft-capped, untied head */
+static void test_gemma4_unified(void **state) {
+    (void)state;
+    run_dir("gemma4_unified");
+    check_plan_agrees("gemma4_unified", 16);
+}
+
+/* Gemma4UnifiedForConditionalGeneration's checkpoint holding the gemma4_unified weights */
+static void test_gemma4_unified_multimodal(void **state) {
+    (void)state;
+    check_multimodal("gemma4_unified", "gemma4_unified_text");
+}
+
 /* Gemma3nForConditionalGeneration's checkpoint layout holding the gemma3n weights */
 static void test_gemma3n_multimodal(void **state) {
     (void)state;
@@ -1273,6 +1287,8 @@ int main(void) {
         cmocka_unit_test(test_gemma4_moe),
         cmocka_unit_test(test_gemma3n),
         cmocka_unit_test(test_gemma3n_multimodal),
+        cmocka_unit_test(test_gemma4_unified),
+        cmocka_unit_test(test_gemma4_unified_multimodal),
         cmocka_unit_test(test_phi3),
         cmocka_unit_test(test_phi3_longrope),
         cmocka_unit_test(test_olmo2),

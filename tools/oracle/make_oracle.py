@@ -10,7 +10,7 @@ gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, e
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm, qwen3_next, kimi_linear, qwen3_5_text, qwen3_5_moe, olmo_hybrid, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
-cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa, deepseek_v32, lfm3, ergo, gemma3n) this script
+cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, glm_moe_dsa, deepseek_v32, lfm3, ergo, gemma3n, gemma4_unified) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -234,6 +234,10 @@ from transformers import (
     Gemma3nTextConfig,
     Gemma4Config,
     Gemma4ForCausalLM,
+    Gemma4UnifiedConfig,
+    Gemma4UnifiedForCausalLM,
+    Gemma4UnifiedForConditionalGeneration,
+    Gemma4UnifiedTextConfig,
     Gemma4ForConditionalGeneration,
     Gemma4TextConfig,
     Gemma4VisionConfig,
@@ -584,6 +588,31 @@ def gemma3n_config():
             "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
         },
         rms_norm_eps=1e-6, max_position_embeddings=512, pad_token_id=0, bos_token_id=None, eos_token_id=None,
+    )
+
+
+def gemma4_unified_config():
+    # Gemma 4 Unified text at toy size (12B-like): Gemma 4's layers without per-layer inputs or experts; layers
+    # sliding, full, sliding, full with the last two KV-shared (layer 2 over layer 0's keys and values, layer 3 over
+    # layer 1's), the full layers' head dim twice the sliding layers' (global_head_dim 16 against 8) with their
+    # proportional rope, a window of 8, layer scalars, final logits soft-capped at 10, untied head.
+    # use_bidirectional_attention is the class's "vision" (text tokens causal).
+    return Gemma4UnifiedTextConfig(
+        vocab_size=VOCAB,
+        hidden_size=48,
+        intermediate_size=64,
+        num_hidden_layers=4,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        global_head_dim=16,
+        sliding_window=8,
+        num_kv_shared_layers=2,
+        final_logit_softcapping=10.0,
+        tie_word_embeddings=False,
+        pad_token_id=0,  # the wrapper's text-only path reads it
+        **GEMMA4_COMMON,
     )
 
 
@@ -2048,6 +2077,7 @@ FAMILIES = {
     "gemma3": (gemma3_config, Gemma3ForCausalLM),
     "gemma3n": (gemma3n_config, Gemma3nForCausalLM),
     "gemma4": (gemma4_config, Gemma4ForCausalLM),
+    "gemma4_unified": (gemma4_unified_config, Gemma4UnifiedForCausalLM),
     "gemma4_dense": (gemma4_dense_config, Gemma4ForCausalLM),
     "gemma4_moe": (gemma4_moe_config, Gemma4ForCausalLM),
     "phi3": (phi3_config, Phi3ForCausalLM),
@@ -2201,7 +2231,7 @@ def param_std(name, shape, config):
             return None
         if name.endswith("altup.modality_router.weight"):  # reads rms(x) / H: its tanh's input ~ N(0, 1/16)
             return 0.25 * math.sqrt(shape[1])  # (sqrt(H) saturates it: transformers' f32 then 2.2e-4 off its f64)
-    if config.model_type == "gemma4_text":
+    if config.model_type in ("gemma4_text", "gemma4_unified_text"):
         if name.endswith(("router.scale", "router.per_expert_scale")):  # Gemma 4's router scales (HF: ones)
             return None
         if name.endswith(("experts.gate_up_proj", "experts.down_proj")):  # [E, out, in], used as x @ W[e].T
@@ -2827,6 +2857,8 @@ def make_family(family, out_root, seed):
         summary["multimodal"] = make_gemma3_multimodal(model, out_root, ps)
     if family == "gemma4":
         summary["multimodal"] = make_gemma4_multimodal(model, out_root, ps)
+    if family == "gemma4_unified":
+        summary["multimodal"] = make_gemma4_unified_multimodal(model, out_root, ps)
     if family == "gemma3n":
         summary["multimodal"] = make_gemma3n_multimodal(model, out_root)
     if family == "llama4":
@@ -2894,6 +2926,17 @@ def make_gemma4_multimodal(text_model, out_root, ps):
                        tie_word_embeddings=True)
     return make_multimodal(text_model, os.path.join(out_root, "gemma4", "multimodal"), ps, cfg,
                            Gemma4ForConditionalGeneration)
+
+
+@torch.no_grad()
+def make_gemma4_unified_multimodal(text_model, out_root, ps):
+    """gemma4_unified/multimodal/: a Gemma4UnifiedForConditionalGeneration (no vision or audio tower) whose
+    language model holds the gemma4_unified oracle's weights, the head untied beside it; checked here to give the
+    text model's logits bit for bit on every prompt."""
+    cfg = Gemma4UnifiedConfig(text_config=text_model.config.to_dict(), vision_config=None, audio_config=None,
+                              tie_word_embeddings=False)
+    return make_multimodal(text_model, os.path.join(out_root, "gemma4_unified", "multimodal"), ps, cfg,
+                           Gemma4UnifiedForConditionalGeneration)
 
 
 @torch.no_grad()
@@ -3177,7 +3220,7 @@ def main():
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "deepseek_v32", "sarvam_moe", "param2moe",
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
-                               "gemma3n"]:
+                               "gemma3n", "gemma4_unified"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
