@@ -182,7 +182,9 @@ static kvc_status kv_shared(const kvc_json_obj *c, kvc_model_config *cfg) {
 }
 
 /* Per-layer inputs: hidden_size_per_layer_input (256 when absent; 0 or null: none) and vocab_size_per_layer_input
- * (262,144 when absent), whose table must hold every token id (transformers' lookup fails beyond it). */
+ * (262,144 when absent), whose table must hold every token id for Gemma 4 (transformers' lookup fails beyond it);
+ * Gemma 3n's ids beyond it read row 0 (Gemma3nTextModel.get_per_layer_inputs: its E2B / E4B models' 262,144 rows
+ * below vocab_size 262,400). */
 kvc_status kvci_gemma4_per_layer_keys(const kvc_json_obj *c, kvc_model_config *cfg) {
     cfg->ple_dim = 256, cfg->ple_vocab = 262144;
     const cJSON *p = kvci_json_find(c, "hidden_size_per_layer_input");
@@ -192,7 +194,7 @@ kvc_status kvci_gemma4_per_layer_keys(const kvc_json_obj *c, kvc_model_config *c
         KVC_TRY(kvci_family_opt_int(c, "hidden_size_per_layer_input", 256, 0, KVC_HP_MAX_WIDTH, &cfg->ple_dim));
     if (cfg->ple_dim == 0) return KVC_OK;
     KVC_TRY(kvci_family_opt_int(c, "vocab_size_per_layer_input", 262144, 1, KVC_HP_MAX_VOCAB, &cfg->ple_vocab));
-    if (cfg->ple_vocab < cfg->vocab_size)
+    if (cfg->ple_vocab < cfg->vocab_size && cfg->family != KVC_FAMILY_GEMMA3N)
         return kvci_fail(KVC_EINVAL,
                          "%s: vocab_size_per_layer_input %lld is below vocab_size %lld (a token beyond it has no "
                          "per-layer input)",
@@ -248,8 +250,9 @@ static kvc_status parse_gemma4(const kvc_hparams *hp, kvc_model_config *cfg) {
 
 /* The rules of a Gemma 4 config (a caller's own struct too): kv_shared_layers in [0, num_layers), each shared
  * layer with an earlier one of its kind (layer_sliding) to read; per-layer inputs of at most KVC_HP_MAX_WIDTH
- * channels over a table of at least vocab_size rows. */
+ * channels over a table of at least vocab_size rows (Gemma 3n's: at least one). */
 kvc_status kvci_gemma4_check(const kvc_model_config *cfg, const char *doc) {
+    const int64_t min_rows = cfg->family == KVC_FAMILY_GEMMA3N ? 1 : cfg->vocab_size;
     const int64_t L = cfg->num_layers, first = L - cfg->kv_shared_layers;
     if (cfg->kv_shared_layers < 0 || cfg->kv_shared_layers >= L)
         return kvci_fail(KVC_EINVAL, "%s: num_kv_shared_layers %lld outside [0, %lld)", doc,
@@ -264,12 +267,12 @@ kvc_status kvci_gemma4_check(const kvc_model_config *cfg, const char *doc) {
                              doc, (long long)cfg->kv_shared_layers, (long long)i);
     }
     if (cfg->ple_dim < 0 || cfg->ple_dim > KVC_HP_MAX_WIDTH ||
-        (cfg->ple_dim > 0 && (cfg->ple_vocab < cfg->vocab_size || cfg->ple_vocab > KVC_HP_MAX_VOCAB)))
+        (cfg->ple_dim > 0 && (cfg->ple_vocab < min_rows || cfg->ple_vocab > KVC_HP_MAX_VOCAB)))
         return kvci_fail(KVC_EINVAL,
                          "%s: hidden_size_per_layer_input %lld outside [0, %lld] or vocab_size_per_layer_input %lld "
-                         "outside [vocab_size %lld, %lld]",
+                         "outside [%lld, %lld]",
                          doc, (long long)cfg->ple_dim, (long long)KVC_HP_MAX_WIDTH, (long long)cfg->ple_vocab,
-                         (long long)cfg->vocab_size, (long long)KVC_HP_MAX_VOCAB);
+                         (long long)min_rows, (long long)KVC_HP_MAX_VOCAB);
     return KVC_OK;
 }
 

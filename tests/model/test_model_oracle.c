@@ -373,11 +373,16 @@ static void test_gemma4_plan_agrees(void **state) {
 }
 
 /* Gemma 3n, E2B-like: Gemma 4's attention (sliding / full, each with its rope, the last two layers KV-shared) and
- * per-layer inputs inside four AltUp copies of the hidden state, LAuReL beside the attention, the gate activations
- * of a sliding and a shared full layer sparse, final logits soft-capped, tied embeddings */
+ * per-layer inputs (a table of 448 rows below the vocabulary's 512, as E2B / E4B) inside four AltUp copies of the
+ * hidden state, LAuReL beside the attention, the gate activations of a sliding and a shared full layer sparse, final
+ * logits soft-capped, tied embeddings. The sparse cut keeps activations a few percent above their cutoff (their
+ * difference loses digits): transformers' own logits are up to 1.5e-5 from its float64 ones, the runtime's up to
+ * 1.9e-5 (on the other side), so the absolute floor is 5e-5 here (the relative 1e-4 stays). */
 static void test_gemma3n(void **state) {
     (void)state;
+    kvc_test_oracle_abs_floor = 5e-5;
     run_dir("gemma3n");
+    kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
     check_plan_agrees("gemma3n", 8);
 }
 
@@ -395,7 +400,7 @@ static void test_gemma4_unified_multimodal(void **state) {
     check_multimodal("gemma4_unified", "gemma4_unified_text");
 }
 
-/* Gemma3nForConditionalGeneration's checkpoint layout holding the gemma3n weights */
+/* Gemma3nForConditionalGeneration's checkpoint layout holding the gemma3n weights (logits equal bit for bit) */
 static void test_gemma3n_multimodal(void **state) {
     (void)state;
     check_multimodal("gemma3n", "gemma3n_text");

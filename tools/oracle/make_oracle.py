@@ -567,7 +567,7 @@ def gemma3n_config():
     # shared) sparse (0.95 and 0.6), final logits soft-capped at 10 (small enough to bend them), tied embeddings.
     return Gemma3nTextConfig(
         vocab_size=VOCAB,
-        vocab_size_per_layer_input=VOCAB,
+        vocab_size_per_layer_input=VOCAB - 64,  # as E2B / E4B, below vocab_size: ids beyond it read row 0
         hidden_size=32,
         hidden_size_per_layer_input=8,
         intermediate_size=64,
