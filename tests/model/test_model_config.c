@@ -543,18 +543,20 @@ static void test_gemma3n_fields(void **state) {
     assert_true(!c.layer_scalar && !c.gemma_norms && c.tie_word_embeddings && c.mlp_act == KVC_MLP_GELU_TANH);
     assert_true(c.final_logit_softcapping == 30.0 && kvc_model_attn_scale(&c) == 1.0 && c.intermediate_size == 8);
     assert_true(c.rope.theta == 1e6 && c.rope_sliding.theta == 1e4 && c.embed_scale == (float)sqrt(8.0));
-    assert_int_equal(kvc_model_config_parse(GEMMA3N_MM
-                                            "\"intermediate_size\":[6,6,6],\"num_kv_shared_layers\":0,"
-                                            "\"activation_sparsity_pattern\":[0.5,0,0],\"altup_num_inputs\":2,"
-                                            "\"altup_active_idx\":1,\"altup_correct_scale\":false,"
-                                            "\"laurel_rank\":3,\"final_logit_softcapping\":null,"
-                                            "\"rope_theta\":5e5,\"rope_local_base_freq\":2e4}}",
-                                            "gemma3n-mm", &c),
-                     KVC_OK);
+    assert_int_equal(
+        kvc_model_config_parse(GEMMA3N_MM
+                               "\"intermediate_size\":[6,6,6],\"num_kv_shared_layers\":0,"
+                               "\"activation_sparsity_pattern\":[0.5,0,0],\"altup_num_inputs\":2,"
+                               "\"altup_active_idx\":1,\"altup_correct_scale\":false,"
+                               "\"laurel_rank\":3,\"final_logit_softcapping\":null,\"vocab_size_per_layer_input\":4,"
+                               "\"rope_theta\":5e5,\"rope_local_base_freq\":2e4}}",
+                               "gemma3n-mm", &c),
+        KVC_OK);
     assert_true(c.intermediate_size == 6 && c.layer_act_sparsity[0] == 0.5f && c.layer_act_sparsity[1] == 0.0f);
     assert_true(c.altup_inputs == 2 && c.altup_active == 1 && !c.altup_correct_scale && c.laurel_rank == 3);
     assert_true(c.final_logit_softcapping == 0.0 && c.rope.theta == 5e5 && c.rope_sliding.theta == 2e4);
     assert_true(c.kv_shared_layers == 0 && c.layer_sliding[0] && c.layer_sliding[2]);
+    assert_true(c.ple_vocab == 4 && c.vocab_size == 8); /* below the vocabulary: ids beyond it read row 0 */
     expect_refusal(GEMMA3N_MM "\"num_kv_shared_layers\":0,\"intermediate_size\":[6,7,6]}}",
                    "intermediate_size[1] 7 differs from layer 0's 6");
     expect_refusal(GEMMA3N_MM "\"num_kv_shared_layers\":0,\"intermediate_size\":[6,6]}}",
@@ -579,6 +581,9 @@ static void test_gemma3n_fields(void **state) {
     kvc_model_config bad = c;
     bad.altup_active = 4;
     expect_create_refusal(&bad, "gemma3n needs altup_inputs in [1, 16], altup_active in [0, altup_inputs)");
+    bad = c;
+    bad.ple_vocab = 0;
+    expect_create_refusal(&bad, "vocab_size_per_layer_input 0 outside [1, ");
     bad = c;
     bad.layer_act_sparsity[1] = 1.0f;
     expect_create_refusal(&bad, "layer_act_sparsity[1] 1 outside [0, 1)");
