@@ -64,8 +64,8 @@ typedef enum kvc_model_family {
     KVC_FAMILY_HY_V4,         /* plans hy_v4: MLA latent caches, sinks, indexer keys on its "full" indexer layers */
     KVC_FAMILY_GEMMA4,        /* runs gemma4_text and gemma4's text model: sliding / full layers, each kind its
                                * own head dim and KV heads, KV shared by the last layers, per-layer inputs */
-    KVC_FAMILY_GEMMA3N,       /* plans gemma3n_text and gemma3n's text model: every 5th layer full, KV shared by the
-                               * last num_kv_shared_layers (15 when absent) */
+    KVC_FAMILY_GEMMA3N,       /* gemma3n_text and gemma3n's text model: every 5th layer full, KV shared by the
+                               * last num_kv_shared_layers (15 when absent), AltUp, LAuReL */
     KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
 } kvc_model_family;
 
@@ -444,6 +444,15 @@ typedef struct kvc_model_config {
     bool layer_lightning[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     bool residual_normed;
     double residual_alpha[3], residual_beta[3];
+    /* Gemma 3n (gemma3n_text, gemma3n's text model; family_gemma3n.c, gemma3n.c): Gemma 4's attention, per-layer
+     * inputs and KV-shared layers (v_norm, kv_shared_layers, ple_dim) in altup_inputs parallel copies of the hidden
+     * state (AltUp), the layer run on copy altup_active, predicted before it and corrected after it (the corrected
+     * active copy times correct_output_scale under altup_correct_scale); LAuReL beside the attention (rank
+     * laurel_rank); the gate activations of layer l kept above mean + std * Phi^-1(layer_act_sparsity[l]) (0:
+     * dense). Last, as above. */
+    int64_t altup_inputs, altup_active, laurel_rank;
+    bool altup_correct_scale;
+    float layer_act_sparsity[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -109,8 +109,8 @@ kvc_status kvci_gemma4_per_layer_inputs(const kvc_model *m, kvc_model_workspace 
     for (int64_t i = 0; i < T * LP; i++) ws->ple[i] *= proj_scale;
     kvci_rmsnorm_rows(ws->ple, T * c->num_layers, P, P, m->ple_proj_norm, eps);
     for (int64_t t = 0; t < T; t++) {
-        float *row = ws->ple + t * LP, *tok = ws->ple_a; /* tok [L P] */
-        kvci_wmat_row(&m->ple_embed, ids[t], tok);
+        float *row = ws->ple + t * LP, *tok = ws->ple_a;                       /* tok [L P] */
+        kvci_wmat_row(&m->ple_embed, ids[t] < c->ple_vocab ? ids[t] : 0, tok); /* Gemma 3n: beyond the table, 0 */
         for (int64_t i = 0; i < LP; i++) row[i] = (row[i] + tok[i] * tok_scale) * mix;
     }
     return KVC_OK;

@@ -16,8 +16,9 @@ static const kvc_json_range EPS_RANGE = {0.0, 1.0, false};
  * workspace, docs/model.md), longrope only as the one rope of every layer. */
 static kvc_status supported_rope(const kvc_hparams *hp, const kvc_rope_config *r, const char *which) {
     const kvc_rope_type t = r->type;
-    static const char *const PROPORTIONAL[] = {"lfm3", "gemma4_text", "gemma4"}; /* the types whose code reads it */
-    const bool proportional = kvci_name_listed(hp->model_type, PROPORTIONAL, 3);
+    static const char *const PROPORTIONAL[] = {"lfm3", "gemma4_text", "gemma4", "gemma4_unified_text",
+                                               "gemma4_unified"}; /* the types whose code reads it */
+    const bool proportional = kvci_name_listed(hp->model_type, PROPORTIONAL, 5);
     if (t != KVC_ROPE_DEFAULT && t != KVC_ROPE_LINEAR && t != KVC_ROPE_LLAMA3 && t != KVC_ROPE_YARN &&
         (t != KVC_ROPE_LONGROPE || hp->rope_sliding_given) && (t != KVC_ROPE_PROPORTIONAL || !proportional))
         return kvci_fail(KVC_EINVAL,
@@ -140,12 +141,15 @@ static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, con
     return KVC_OK;
 }
 
-/* Gemma 4, MiMo-V2-Flash, Laguna and Mellum read each layer's rope as rope_parameters[layer_type] (their classes keep
- * the dict as given): a flat dict ({} too), or one per layer type without an entry for a kind the model has, is
- * refused by name (transformers fails on it; read here, those layers would take another rope). */
+/* Gemma 4 (Unified too), Gemma 3n, MiMo-V2-Flash, Laguna and Mellum read each layer's rope as
+ * rope_parameters[layer_type] (their classes keep the dict as given): a flat dict ({} too), or one per layer type
+ * without an entry for a kind the model has, is refused by name (transformers fails on it; read here, those layers
+ * would take another rope). */
 static kvc_status rope_entries(const kvc_hparams *hp, const kvc_layer_kind *kinds, int64_t n) {
-    static const char *const TYPES[] = {"gemma4_text", "gemma4", "mimo_v2_flash", "laguna", "mellum"};
-    if (hp->rope_source == NULL || !kvci_name_listed(hp->model_type, TYPES, 5)) return KVC_OK;
+    static const char *const TYPES[] = {"gemma4_text",    "gemma4",       "gemma4_unified_text",
+                                        "gemma4_unified", "gemma3n_text", "gemma3n",
+                                        "mimo_v2_flash",  "laguna",       "mellum"};
+    if (hp->rope_source == NULL || !kvci_name_listed(hp->model_type, TYPES, 9)) return KVC_OK;
     if (!hp->rope_per_layer_type)
         return kvci_fail(KVC_EINVAL,
                          "%s: %s must hold one dict per layer type (full_attention, sliding_attention) for %s",
@@ -168,6 +172,7 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
     kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
     KVC_TRY(kvci_family_layer_kinds(fam, &ctx, kinds));
     if (cfg->family == KVC_FAMILY_GEMMA4) KVC_TRY(kvci_gemma4_layers(&ctx, kinds, cfg));
+    if (cfg->family == KVC_FAMILY_GEMMA3N) KVC_TRY(kvci_gemma3n_layers(&ctx, kinds, cfg));
     KVC_TRY(rope_entries(hp, kinds, cfg->num_layers));
     bool any_sliding = false, any_chunked = false;
     /* a mixer, attention or MLP per layer (Nemotron-H), a mixer alone (Mamba2, Mamba, FalconMamba) */
@@ -243,6 +248,8 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
                               : neo  ? "intermediate_size"
                                      : "n_inner",
                               1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, &have));
+    } else if (cfg->family == KVC_FAMILY_GEMMA3N) { /* one width, or one per layer (all equal) */
+        KVC_TRY(kvci_gemma3n_intermediate(c, cfg->num_layers, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "bloom") == 0 || strcmp(cfg->model_type, "mpt") == 0 ||
                strcmp(cfg->model_type, "openai-gpt") == 0) {
         cfg->intermediate_size = 4 * cfg->hidden_size; /* BloomMLP's, MptMLP's and GPT-1's MLP's fixed width */

@@ -225,6 +225,18 @@ kvc_status kvci_afmoe_check(const kvc_model_config *cfg, const char *doc);
  * layer full) into cfg's per-layer attention shapes; refused by key where a KV-shared layer has no earlier layer of
  * its kind and shape. */
 kvc_status kvci_gemma4_layers(kvc_family_ctx *ctx, kvc_layer_kind *kinds, kvc_model_config *cfg);
+/* Gemma 4's pieces Gemma 3n reuses: each of the last `shared` layers with an earlier layer of its kind and shape
+ * (head_dim, kv_heads [n_layers]); hidden_size_per_layer_input / vocab_size_per_layer_input into ple_dim /
+ * ple_vocab; the config rules (kv_shared_layers' sources, the per-layer inputs' sizes); the softmax scale 1. */
+kvc_status kvci_gemma4_shared_sources(const kvc_family_ctx *ctx, const kvc_layer_kind *kinds, int64_t shared,
+                                      const int64_t *head_dim, const int64_t *kv_heads);
+kvc_status kvci_gemma4_per_layer_keys(const kvc_json_obj *c, kvc_model_config *cfg);
+kvc_status kvci_gemma4_check(const kvc_model_config *cfg, const char *doc);
+kvc_status kvci_gemma4_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale);
+/* Gemma 3n (family_gemma3n.c): intermediate_size, one width or one per layer, all equal (16384 when absent); the
+ * KV-shared layers' sources, after the kinds. */
+kvc_status kvci_gemma3n_intermediate(const kvc_json_obj *c, int64_t n_layers, int64_t *out);
+kvc_status kvci_gemma3n_layers(const kvc_family_ctx *ctx, const kvc_layer_kind *kinds, const kvc_model_config *cfg);
 
 /* Gemma (1) (GemmaForCausalLM, family_gemma.c; run by the dense family): GeGLU (hidden_act gelu_pytorch_tanh
  * or its legacy name gelu), norms as 1 + w, embeddings times sqrt(hidden_size), tied by default, head_dim 256

@@ -6,8 +6,9 @@
  * head), and the last num_kv_shared_layers layers reading earlier layers' caches (plan/facts.c). Bidirectional
  * attention over every token ("all") is refused by name; "vision" leaves text tokens causal. The runtime runs it
  * (parse_gemma4, attn_gemma4.c, forward.c's per-layer inputs), the full layers in their own shape (per-layer
- * attention shapes, layer_shape.c). Gemma 3n (gemma3n_text, gemma3n's text_config), planned only, shares its caches the
- * same way (num_kv_shared_layers 15 when absent) with one head dim, every 5th layer full and the same scale. */
+ * attention shapes, layer_shape.c). Gemma 4 Unified (gemma4_unified_text, gemma4_unified's text_config) is these
+ * layers without per-layer inputs or experts; Gemma 3n (family_gemma3n.c) reuses the attention, per-layer inputs
+ * and KV sharing. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,12 +24,7 @@ static kvc_status gemma4_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
     return kvci_family_every_nth_full(ctx, 6, kinds);
 }
 
-/* Gemma3nTextConfig's: four sliding layers, then one full. */
-static kvc_status gemma3n_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
-    return kvci_family_every_nth_full(ctx, 5, kinds);
-}
-
-static kvc_status gemma4_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
+kvc_status kvci_gemma4_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale) {
     (void)ctx, (void)head_dim;
     *scale = 1.0; /* Gemma4TextAttention's and Gemma3nTextAttention's scaling */
     return KVC_OK;
@@ -111,13 +107,16 @@ static kvc_status gemma4_layer_dims(const kvc_family_ctx *ctx, kvc_layer_kind *k
                                     int64_t *kv_heads, int64_t *v_head_dim) {
     (void)v_head_dim; /* values as wide as the keys */
     const kvc_hparams *hp = ctx->hp;
-    const bool wrapper = hp->model_type != NULL ? strcmp(hp->model_type, "gemma4") == 0
-                                                : strcmp(hp->architecture, "Gemma4ForConditionalGeneration") == 0;
+    static const char *const WRAPPERS[] = {"gemma4", "gemma4_unified"};
+    static const char *const WRAPPER_ARCHS[] = {"Gemma4ForConditionalGeneration",
+                                                "Gemma4UnifiedForConditionalGeneration"};
+    const bool wrapper = hp->model_type != NULL ? kvci_name_listed(hp->model_type, WRAPPERS, 2)
+                                                : kvci_name_listed(hp->architecture, WRAPPER_ARCHS, 2);
     if (wrapper && hp->cfg.obj == hp->doc)
         return kvci_fail(KVC_EINVAL,
-                         "%s: gemma4 without text_config is not supported (transformers then builds its default text "
+                         "%s: %s without text_config is not supported (transformers then builds its default text "
                          "model)",
-                         hp->cfg.doc);
+                         hp->cfg.doc, hp->model_type != NULL ? hp->model_type : hp->architecture);
     KVC_TRY(gemma4_bidirectional(ctx));
     for (int64_t i = 0; i < ctx->n_layers; i++)
         if (kinds[i] != KVC_LK_FULL && kinds[i] != KVC_LK_SLIDING)
@@ -142,7 +141,6 @@ static kvc_status gemma4_layer_dims(const kvc_family_ctx *ctx, kvc_layer_kind *k
  * each KV-shared layer with an earlier layer of its kind, of its shape, to read (Gemma4TextConfig.kv_sharing_modes
  * refuses the config otherwise). */
 kvc_status kvci_gemma4_layers(kvc_family_ctx *ctx, kvc_layer_kind *kinds, kvc_model_config *cfg) {
-    const char *doc = ctx->hp->cfg.doc;
     const int64_t L = cfg->num_layers;
     int64_t head_dim[KVC_MODEL_MAX_LAYERS], kv_heads[KVC_MODEL_MAX_LAYERS], v_dim[KVC_MODEL_MAX_LAYERS] = {0};
     for (int64_t i = 0; i < L; i++) head_dim[i] = cfg->head_dim, kv_heads[i] = cfg->num_kv_heads;
@@ -151,21 +149,27 @@ kvc_status kvci_gemma4_layers(kvc_family_ctx *ctx, kvc_layer_kind *kinds, kvc_mo
         cfg->layer_head_dim[i] = head_dim[i] != cfg->head_dim ? head_dim[i] : 0;
         cfg->layer_kv_heads[i] = kv_heads[i] != cfg->num_kv_heads ? kv_heads[i] : 0;
     }
-    const int64_t first = L - cfg->kv_shared_layers;
-    for (int64_t i = first; i < L; i++) {
+    return kvci_gemma4_shared_sources(ctx, kinds, cfg->kv_shared_layers, head_dim, kv_heads);
+}
+
+kvc_status kvci_gemma4_shared_sources(const kvc_family_ctx *ctx, const kvc_layer_kind *kinds, int64_t shared,
+                                      const int64_t *head_dim, const int64_t *kv_heads) {
+    const char *doc = ctx->hp->cfg.doc;
+    const int64_t first = ctx->n_layers - shared;
+    for (int64_t i = first; i < ctx->n_layers; i++) {
         int64_t j = first - 1;
         while (j >= 0 && kinds[j] != kinds[i]) j--;
         if (j < 0)
             return kvci_fail(KVC_EINVAL,
                              "%s: num_kv_shared_layers %lld: layer %lld has no earlier layer of its kind to share the "
                              "cache of",
-                             doc, (long long)cfg->kv_shared_layers, (long long)i);
+                             doc, (long long)shared, (long long)i);
         if (head_dim[j] != head_dim[i] || kv_heads[j] != kv_heads[i])
             return kvci_fail(KVC_EINVAL,
                              "%s: num_kv_shared_layers %lld: layer %lld (%lld KV heads of %lld) reads the cache of "
                              "layer %lld (%lld of %lld), whose heads differ",
-                             doc, (long long)cfg->kv_shared_layers, (long long)i, (long long)kv_heads[i],
-                             (long long)head_dim[i], (long long)j, (long long)kv_heads[j], (long long)head_dim[j]);
+                             doc, (long long)shared, (long long)i, (long long)kv_heads[i], (long long)head_dim[i],
+                             (long long)j, (long long)kv_heads[j], (long long)head_dim[j]);
     }
     return KVC_OK;
 }
@@ -178,8 +182,10 @@ static kvc_status kv_shared(const kvc_json_obj *c, kvc_model_config *cfg) {
 }
 
 /* Per-layer inputs: hidden_size_per_layer_input (256 when absent; 0 or null: none) and vocab_size_per_layer_input
- * (262,144 when absent), whose table must hold every token id (transformers' lookup fails beyond it). */
-static kvc_status per_layer_inputs(const kvc_json_obj *c, kvc_model_config *cfg) {
+ * (262,144 when absent), whose table must hold every token id for Gemma 4 (transformers' lookup fails beyond it);
+ * Gemma 3n's ids beyond it read row 0 (Gemma3nTextModel.get_per_layer_inputs: its E2B / E4B models' 262,144 rows
+ * below vocab_size 262,400). */
+kvc_status kvci_gemma4_per_layer_keys(const kvc_json_obj *c, kvc_model_config *cfg) {
     cfg->ple_dim = 256, cfg->ple_vocab = 262144;
     const cJSON *p = kvci_json_find(c, "hidden_size_per_layer_input");
     if (!kvci_json_missing(c, "hidden_size_per_layer_input") && (p == NULL || cJSON_IsNull(p)))
@@ -188,7 +194,7 @@ static kvc_status per_layer_inputs(const kvc_json_obj *c, kvc_model_config *cfg)
         KVC_TRY(kvci_family_opt_int(c, "hidden_size_per_layer_input", 256, 0, KVC_HP_MAX_WIDTH, &cfg->ple_dim));
     if (cfg->ple_dim == 0) return KVC_OK;
     KVC_TRY(kvci_family_opt_int(c, "vocab_size_per_layer_input", 262144, 1, KVC_HP_MAX_VOCAB, &cfg->ple_vocab));
-    if (cfg->ple_vocab < cfg->vocab_size)
+    if (cfg->ple_vocab < cfg->vocab_size && cfg->family != KVC_FAMILY_GEMMA3N)
         return kvci_fail(KVC_EINVAL,
                          "%s: vocab_size_per_layer_input %lld is below vocab_size %lld (a token beyond it has no "
                          "per-layer input)",
@@ -222,7 +228,10 @@ static kvc_status parse_gemma4(const kvc_hparams *hp, kvc_model_config *cfg) {
         return kvci_fail(KVC_EINVAL, "%s: hidden_activation \"%s\" is not supported (gemma4: gelu_pytorch_tanh)",
                          c->doc, act);
     cfg->mlp_act = KVC_MLP_GELU_TANH;
-    KVC_TRY(moe_block(c, cfg));
+    /* Gemma 4 Unified (gemma4_unified_text, gemma4_unified's text model): Gemma 4's layers without per-layer inputs
+     * or experts (its config class has neither key) */
+    const bool unified = hp->model_type != NULL && strncmp(hp->model_type, "gemma4_unified", 14) == 0;
+    if (!unified) KVC_TRY(moe_block(c, cfg));
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     bool bias = false;
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
@@ -232,7 +241,7 @@ static kvc_status parse_gemma4(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_family_opt_bool(c, "use_double_wide_mlp", false, &cfg->mlp_double_shared));
     KVC_TRY(kvci_family_softcap(c, "final_logit_softcapping", 0.0, &cfg->final_logit_softcapping));
     KVC_TRY(kv_shared(c, cfg));
-    KVC_TRY(per_layer_inputs(c, cfg));
+    if (!unified) KVC_TRY(kvci_gemma4_per_layer_keys(c, cfg));
     cfg->embed_scale = (float)sqrt((double)cfg->hidden_size);
     cfg->sandwich_norms = cfg->qk_norm = cfg->v_norm = cfg->layer_scalar = true;
     cfg->attention_multiplier = 1.0; /* Gemma4TextAttention's scaling */
@@ -241,8 +250,9 @@ static kvc_status parse_gemma4(const kvc_hparams *hp, kvc_model_config *cfg) {
 
 /* The rules of a Gemma 4 config (a caller's own struct too): kv_shared_layers in [0, num_layers), each shared
  * layer with an earlier one of its kind (layer_sliding) to read; per-layer inputs of at most KVC_HP_MAX_WIDTH
- * channels over a table of at least vocab_size rows. */
-static kvc_status check_gemma4(const kvc_model_config *cfg, const char *doc) {
+ * channels over a table of at least vocab_size rows (Gemma 3n's: at least one). */
+kvc_status kvci_gemma4_check(const kvc_model_config *cfg, const char *doc) {
+    const int64_t min_rows = cfg->family == KVC_FAMILY_GEMMA3N ? 1 : cfg->vocab_size;
     const int64_t L = cfg->num_layers, first = L - cfg->kv_shared_layers;
     if (cfg->kv_shared_layers < 0 || cfg->kv_shared_layers >= L)
         return kvci_fail(KVC_EINVAL, "%s: num_kv_shared_layers %lld outside [0, %lld)", doc,
@@ -257,45 +267,32 @@ static kvc_status check_gemma4(const kvc_model_config *cfg, const char *doc) {
                              doc, (long long)cfg->kv_shared_layers, (long long)i);
     }
     if (cfg->ple_dim < 0 || cfg->ple_dim > KVC_HP_MAX_WIDTH ||
-        (cfg->ple_dim > 0 && (cfg->ple_vocab < cfg->vocab_size || cfg->ple_vocab > KVC_HP_MAX_VOCAB)))
+        (cfg->ple_dim > 0 && (cfg->ple_vocab < min_rows || cfg->ple_vocab > KVC_HP_MAX_VOCAB)))
         return kvci_fail(KVC_EINVAL,
                          "%s: hidden_size_per_layer_input %lld outside [0, %lld] or vocab_size_per_layer_input %lld "
-                         "outside [vocab_size %lld, %lld]",
+                         "outside [%lld, %lld]",
                          doc, (long long)cfg->ple_dim, (long long)KVC_HP_MAX_WIDTH, (long long)cfg->ple_vocab,
-                         (long long)cfg->vocab_size, (long long)KVC_HP_MAX_VOCAB);
+                         (long long)min_rows, (long long)KVC_HP_MAX_VOCAB);
     return KVC_OK;
 }
 
 static const kvc_family_alias GEMMA4[] = {
     {"gemma4", "Gemma4ForConditionalGeneration", "gemma4", true},
     {"gemma4_text", "Gemma4ForCausalLM", "gemma4", true},
+    {"gemma4_unified", "Gemma4UnifiedForConditionalGeneration", "gemma4", true},
+    {"gemma4_unified_text", "Gemma4UnifiedForCausalLM", "gemma4", true},
 };
 
 const kvc_family_desc kvc_family_gemma4 = {
     .id = KVC_FAMILY_GEMMA4,
     .name = "gemma4",
     .aliases = GEMMA4,
-    .n_aliases = 2,
+    .n_aliases = 4,
     .parse = parse_gemma4,
-    .check = check_gemma4,
+    .check = kvci_gemma4_check,
     .default_kinds = gemma4_kinds,
     .attention = kvci_attn_gemma4,
     .ffn = kvci_gemma4_ffn,
-    .softmax_scale = gemma4_scale,
+    .softmax_scale = kvci_gemma4_scale,
     .layer_dims = gemma4_layer_dims,
-};
-
-static const kvc_family_alias GEMMA3N[] = {
-    {"gemma3n", "Gemma3nForConditionalGeneration", "gemma3n", false},
-    {"gemma3n_text", "Gemma3nForCausalLM", "gemma3n", false},
-};
-
-const kvc_family_desc kvc_family_gemma3n = {
-    .id = KVC_FAMILY_GEMMA3N,
-    .name = "gemma3n",
-    .aliases = GEMMA3N,
-    .n_aliases = 2,
-    .default_kinds = gemma3n_kinds,
-    .softmax_scale = gemma4_scale,
-    .kv_shared_layers = 15,
 };

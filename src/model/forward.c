@@ -24,7 +24,8 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
                    &ws->q_rope,      &ws->cos,       &ws->sin,  &ws->rope_tmp, &ws->fused,   &ws->cos_sliding,
                    &ws->sin_sliding, &ws->qk_ss,     &ws->gate, &ws->gnorm,    &ws->gdn,     &ws->mamba,
                    &ws->lat,         &ws->shortcut,  &ws->ple,  &ws->ple_a,    &ws->kv_keep, &ws->zamba,
-                   &ws->ix_q,        &ws->ix_k,      &ws->ix_w, &ws->dsa_sc};
+                   &ws->ix_q,        &ws->ix_k,      &ws->ix_w, &ws->dsa_sc,   &ws->altup,   &ws->altup_c,
+                   &ws->laurel,      &ws->laurel_r};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->dsa_pos);
@@ -97,6 +98,12 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(ple, Tm * c->num_layers * c->ple_dim);
     A(ple_a, kvci_max64(Tm, c->num_layers) * c->ple_dim);
     A(kv_keep, c->kv_shared_layers > 0 ? 2 * Tm * (ws->kw + ws->vw) : 1);
+    const bool g3n = c->family == KVC_FAMILY_GEMMA3N; /* AltUp's copies, LAuReL's rows */
+    const int64_t au = c->altup_inputs;
+    A(altup, g3n ? 2 * au * Tm * H : 1);
+    A(altup_c, g3n ? Tm * (au * au + au) : 1);
+    A(laurel, g3n ? Tm * H : 1);
+    A(laurel_r, g3n ? Tm * c->laurel_rank : 1);
     A(gate, c->attn_output_gate || c->attn_gate_proj ? Tm * ws->qw
             : c->mla_q_gate                          ? Tm * nH * dv /* A.X-K2's [T, nH, dv] */
             : c->attn_head_gate                      ? Tm * mx.nH
@@ -543,6 +550,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     }
     if (c->embed_norm) norm_rows(m, ws->h, T, m->embed_norm, m->embed_norm_b, ws->h); /* BLOOM, NanoChat */
     if (c->ple_dim > 0 && (st = kvci_gemma4_per_layer_inputs(m, ws, a->token_ids, T)) != KVC_OK) return st;
+    if (c->family == KVC_FAMILY_GEMMA3N && (st = kvci_gemma3n_streams(&s)) != KVC_OK) return st;
     kvci_sp_end(KVC_SP_EMBED, t0);
     const kvc_family_desc *fam = kvci_family_get(c->family);
     for (int64_t l = 0; l < c->num_layers; l++) {
@@ -550,6 +558,10 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         const bool own_rope = c->layer_sliding[l] && m->inv_freq_sliding; /* the sliding layers' rope */
         s.cos = own_rope ? ws->cos_sliding : ws->cos, s.sin = own_rope ? ws->sin_sliding : ws->sin;
         s.rot = own_rope ? rot_s : rot, s.D = kvci_layer_shape(c, l).D;
+        if (c->family == KVC_FAMILY_GEMMA3N) { /* AltUp's copies around the layer */
+            if ((st = kvci_gemma3n_layer(&s, l)) != KVC_OK) return st;
+            continue;
+        }
         /* each sub-layer's input norm and output norm (NULL: none): pre-norm, Gemma's sandwich, OLMo 2's post */
         const bool post = kvci_layer_post_norms(c, l);
         const bool raw_in = post || c->norm_after_add; /* the sub-layers read h as it is */
@@ -585,6 +597,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         if (st == KVC_OK && c->family == KVC_FAMILY_GEMMA4) st = kvci_gemma4_layer_tail(&s, l);
         if (st != KVC_OK) return st;
     }
+    if (c->family == KVC_FAMILY_GEMMA3N && (st = kvci_gemma3n_merge(&s)) != KVC_OK) return st;
     t0 = kvci_sp_begin();
     int64_t n = T;
     if (a->all_logits) {

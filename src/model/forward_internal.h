@@ -68,6 +68,11 @@ struct kvc_model_workspace {
     float *ple_a;           /* [max(Tm, L) P] their scratch */
     float *kv_keep;         /* [2, Tm, kw + vw] Gemma 4 without caches: the full (0) and sliding (1) KV-shared layers'
                              * source rows, else unused */
+    float *altup;           /* [2, K, Tm, H] Gemma 3n: the AltUp copies of the step (K = altup_inputs), then their
+                             * predictions; else unused */
+    float *altup_c;         /* [Tm, K K + K] the router's outputs and the coefficients */
+    float *laurel;          /* [Tm, H] the LAuReL branch */
+    float *laurel_r;        /* [Tm, laurel_rank] its low-rank rows */
     void *kc;               /* [Tm, kw] keys in the cache dtype (f32-sized, so any dtype fits) */
     void *vc;               /* [Tm, vw] values in the cache dtype */
     int64_t *slots;         /* [Tm] writes by slot into contiguous caches: cache row * S_max + position */
@@ -126,6 +131,13 @@ kvc_status kvci_gemma4_layer_tail(const kvc_fwd_step *s, int64_t l);
  * beside it (attn_gemma4.c; kvci_ffn_gemma4_experts, ffn.c: the routing and the experts over x [T, H] into
  * ws->acc from the router logits in ws->router). */
 kvc_status kvci_gemma4_ffn(const kvc_fwd_step *s, int64_t l);
+/* Gemma 3n (gemma3n.c): the AltUp copies from the embedded rows in ws->h (the per-layer inputs computed); layer l
+ * on them; their merge into ws->h before the final norm. Phi^-1(p) as torch's Normal(0, 1).icdf computes it in f32
+ * (the sparse layers' standard-deviation multiplier, p in [0, 1)). */
+kvc_status kvci_gemma3n_streams(const kvc_fwd_step *s);
+kvc_status kvci_gemma3n_layer(const kvc_fwd_step *s, int64_t l);
+kvc_status kvci_gemma3n_merge(const kvc_fwd_step *s);
+float kvci_gemma3n_std_multiplier(float p);
 kvc_status kvci_ffn_gemma4_experts(const kvc_fwd_step *s, int64_t l, const float *x);
 /* JetMoE's mixture of attention heads (attn_moa.c; kvc_model_config.attention_experts). */
 kvc_status kvci_attn_moa(const kvc_fwd_step *s, int64_t l);

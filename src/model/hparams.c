@@ -43,6 +43,8 @@ static const type_defaults DEFAULTS[] = {
     /* Gemma 4: the sliding layers' head_dim (the full layers' is global_head_dim, family_gemma4.c) */
     {"gemma4_text", 256, 1000000.0, 512, false, 4, false, false},
     {"gemma4", 256, 1000000.0, 512, false, 4, false, false},
+    {"gemma4_unified_text", 256, 1000000.0, 1024, false, 4, false, false}, /* Gemma4UnifiedTextConfig's */
+    {"gemma4_unified", 256, 1000000.0, 1024, false, 4, false, false},
     {"gemma3n_text", 256, 1000000.0, 512, false, 2, false, false}, /* Gemma3nTextConfig's */
     {"gemma3n", 256, 1000000.0, 512, false, 2, false, false},
     {"olmo3", 0, 500000.0, 4096, false, 0, false, false},
@@ -774,8 +776,8 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
 /* Gemma 4 without a rope dict: Gemma4TextConfig's own per layer type, proportional at theta 1e6 on a quarter of
  * each full layer's head, the default rope at theta 1e4 on the sliding ones. */
 static bool gemma4_default_rope(kvc_hparams *hp) {
-    static const char *const TYPES[] = {"gemma4_text", "gemma4"};
-    if (hp->rope_source != NULL || !kvci_name_listed(hp->model_type, TYPES, 2)) return false;
+    static const char *const TYPES[] = {"gemma4_text", "gemma4", "gemma4_unified_text", "gemma4_unified"};
+    if (hp->rope_source != NULL || !kvci_name_listed(hp->model_type, TYPES, 4)) return false;
     const kvc_rope_config base = {.factor = 1.0, .beta_fast = 32.0, .beta_slow = 1.0, .truncate = true};
     hp->rope = base, hp->rope_sliding = base;
     hp->rope.type = KVC_ROPE_PROPORTIONAL, hp->rope.theta = 1e6, hp->rope.partial_rotary_factor = 0.25;

@@ -13,6 +13,9 @@
 #include "kvcache/model.h"
 #include "model/json_read.h" /* KVC_TRY */
 
+/* Gemma 3n's most AltUp copies of the hidden state (altup_num_inputs; the E2B / E4B models' 4). */
+#define KVC_GEMMA3N_MAX_ALTUP 16
+
 /* One GEMM operand: `count` matrices [rows = out, cols = in] (count > 1: the
  * experts of a MoE layer, [E, rows, cols]); data NULL when the family/config
  * has none. F32: rows of cols floats; BF16, F16: each matrix packed
@@ -166,6 +169,11 @@ typedef struct kvc_layer_weights {
      * post_per_layer_input_norm [H]; layer_scalar [1] (else NULL) */
     kvc_wmat ple_gate, ple_proj;
     float *ple_norm, *scalar;
+    /* Gemma 3n's AltUp (K = altup_num_inputs): modality_router [K, H], router_norm [H], prediction_coefs [K K, K],
+     * correction_coefs [K, K], correct_output_scale [H]; LAuReL (rank R): linear_left [R, H], linear_right [H, R],
+     * post_laurel_norm [H] */
+    kvc_wmat altup_router, laurel_left, laurel_right;
+    float *altup_router_norm, *altup_pred, *altup_corr, *altup_scale, *laurel_norm;
     /* Gemma 4's experts beside the MLP (enable_moe_block; the router gate_w, experts ex_gate / ex_up / ex_down):
      * router.scale [H], router.per_expert_scale [E], post_feedforward_layernorm_1 (the MLP's output) [H],
      * pre_feedforward_layernorm_2 (the experts' input) [H], post_feedforward_layernorm_2 (their output) [H] */
@@ -214,6 +222,8 @@ struct kvc_model {
     float *type_embed, *task_embed;
     kvc_wmat head_dense;
     float *head_dense_b, *head_norm, *head_norm_b;
+    /* Gemma 3n's altup_projections and altup_unembed_projections [K - 1][H, H] (K = cfg.altup_inputs) */
+    kvc_wmat altup_proj[KVC_GEMMA3N_MAX_ALTUP - 1], altup_unembed[KVC_GEMMA3N_MAX_ALTUP - 1];
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     void *arena;                                    /* every weight above: one kvci_pages_alloc mapping */
     int64_t arena_bytes;

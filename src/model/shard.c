@@ -17,10 +17,10 @@ kvc_status kvci_model_shard_config(const kvc_model_config *full, int64_t tp, kvc
     if (tp > 1 && full->attention_experts) /* the experts' query heads are the token's, not a rank's */
         return kvci_fail(KVC_EINVAL, "model: tensor parallelism %lld is not supported for %s (attention experts)",
                          (long long)tp, full->model_type);
-    if (tp > 1 && full->family == KVC_FAMILY_GEMMA4) /* its MoE half and per-layer inputs norm whole rows */
-        return kvci_fail(KVC_EINVAL,
+    if (tp > 1 && (full->family == KVC_FAMILY_GEMMA4 || full->family == KVC_FAMILY_GEMMA3N))
+        return kvci_fail(KVC_EINVAL, /* Gemma 4's MoE half, per-layer inputs and Gemma 3n's AltUp use whole rows */
                          "model: tensor parallelism %lld is not supported for %s (the experts' and the MLP's outputs "
-                         "are normed before their sum, per-layer inputs gate whole rows)",
+                         "are normed before their sum, per-layer inputs gate whole rows, AltUp routes whole rows)",
                          (long long)tp, full->model_type);
     if (tp > 1 && !kvci_layer_shapes_uniform(full)) /* each layer's heads would split by their own rule */
         return kvci_fail(KVC_EINVAL,

@@ -283,6 +283,19 @@ static kvc_status visit_gemma4_tail(visitor *v, const kvc_model_config *c, kvc_l
     return c->layer_scalar ? v1(v, "layer_scalar", 1, &w->scalar, KVC_WINIT_NORM, WHOLE) : KVC_OK;
 }
 
+/* Gemma 3n's AltUp and LAuReL of one layer (K copies, rank R). */
+static kvc_status visit_gemma3n(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, K = c->altup_inputs, R = c->laurel_rank;
+    TRY(m2(v, "altup.modality_router.weight", K, H, &w->altup_router, WHOLE));
+    TRY(v1(v, "altup.router_norm.weight", H, &w->altup_router_norm, KVC_WINIT_NORM, WHOLE));
+    TRY(v2(v, "altup.prediction_coefs.weight", K * K, K, &w->altup_pred, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(v2(v, "altup.correction_coefs.weight", K, K, &w->altup_corr, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(v1(v, "altup.correct_output_scale", H, &w->altup_scale, KVC_WINIT_NORM, WHOLE));
+    TRY(m2(v, "laurel.linear_left.weight", R, H, &w->laurel_left, WHOLE));
+    TRY(m2(v, "laurel.linear_right.weight", H, R, &w->laurel_right, WHOLE));
+    return v1(v, "laurel.post_laurel_norm.weight", H, &w->laurel_norm, KVC_WINIT_NORM, WHOLE);
+}
+
 /* DeepSeek sparse attention's lightning indexer on a layer that runs one (whole on every rank). */
 static kvc_status visit_indexer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t Hi = c->index_n_heads, Di = c->index_head_dim;
@@ -804,7 +817,7 @@ static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, 
         TRY(visit_mamba2(v, c, w));
         return c->mamba_parallel_attn ? visit_gqa_attn(v, c, l, w) : KVC_OK; /* Falcon-H1: attention beside it */
     }
-    if (c->family == KVC_FAMILY_GEMMA4) return visit_gemma4_attn(v, c, l, w);
+    if (c->family == KVC_FAMILY_GEMMA4 || c->family == KVC_FAMILY_GEMMA3N) return visit_gemma4_attn(v, c, l, w);
     const bool mla = c->family == KVC_FAMILY_DEEPSEEK_V3 || c->family == KVC_FAMILY_KIMI_LINEAR;
     return mla ? visit_mla_attn(v, c, l, w) : visit_gqa_attn(v, c, l, w);
 }
@@ -851,7 +864,8 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
     } else {
         TRY(visit_dense_mlp(v, c, w, "", c->intermediate_size, &w->w_gate, &w->w_up, &w->w_down));
     }
-    return visit_gemma4_tail(v, c, w);
+    TRY(visit_gemma4_tail(v, c, w));
+    return c->family == KVC_FAMILY_GEMMA3N ? visit_gemma3n(v, c, w) : KVC_OK;
 }
 
 kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *user) {
@@ -881,6 +895,13 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
         TRY(m2(&v, "model.embed_tokens_per_layer.weight", c->ple_vocab, LP, &m->ple_embed, WHOLE));
         TRY(m2(&v, "model.per_layer_model_projection.weight", LP, c->hidden_size, &m->ple_model_proj, WHOLE));
         TRY(v1(&v, "model.per_layer_projection_norm.weight", c->ple_dim, &m->ple_proj_norm, KVC_WINIT_NORM, WHOLE));
+    }
+    for (int64_t i = 1; c->family == KVC_FAMILY_GEMMA3N && i < c->altup_inputs; i++) { /* Gemma 3n's copies */
+        char n[64];
+        snprintf(n, sizeof n, "model.altup_projections.%lld.weight", (long long)(i - 1));
+        TRY(m2(&v, n, c->hidden_size, c->hidden_size, &m->altup_proj[i - 1], WHOLE));
+        snprintf(n, sizeof n, "model.altup_unembed_projections.%lld.weight", (long long)(i - 1));
+        TRY(m2(&v, n, c->hidden_size, c->hidden_size, &m->altup_unembed[i - 1], WHOLE));
     }
     v.conv1d = conv1d_layers(c);
     for (int64_t l = 0; l < c->num_layers; l++) TRY(visit_layer(&v, c, l, &m->layers[l]));
@@ -996,6 +1017,32 @@ static kvc_status check_sizes(const kvc_model_config *c) {
 /* The scales, the ALiBi fields and the short-convolution layers as the config readers set them (a caller's own
  * struct was taken unchecked: a NaN scale made every logit NaN, layer_conv outside LFM2 visited conv weights that
  * the family's attention, reading q/k/v, never had, and a conv_kernel below 2 a state of no inputs). */
+/* Gemma 3n's fields: altup_inputs in [1, KVC_GEMMA3N_MAX_ALTUP], altup_active below it, laurel_rank >= 1, each
+ * layer_act_sparsity in [0, 1); none of them (0) on another family. */
+static kvc_status check_gemma3n(const kvc_model_config *c) {
+    bool sparse = false;
+    for (int64_t l = 0; l < c->num_layers; l++) {
+        if (!(c->layer_act_sparsity[l] >= 0.0f && c->layer_act_sparsity[l] < 1.0f))
+            return kvci_fail(KVC_EINVAL, "model: layer_act_sparsity[%lld] %g outside [0, 1)", (long long)l,
+                             (double)c->layer_act_sparsity[l]);
+        sparse |= c->layer_act_sparsity[l] > 0.0f;
+    }
+    if (c->family != KVC_FAMILY_GEMMA3N) {
+        if (c->altup_inputs != 0 || c->altup_active != 0 || c->laurel_rank != 0 || c->altup_correct_scale || sparse)
+            return kvci_fail(KVC_EINVAL, "model: altup_inputs, altup_active, altup_correct_scale, laurel_rank and "
+                                         "layer_act_sparsity need family gemma3n");
+        return KVC_OK;
+    }
+    if (c->altup_inputs < 1 || c->altup_inputs > KVC_GEMMA3N_MAX_ALTUP || c->altup_active < 0 ||
+        c->altup_active >= c->altup_inputs || c->laurel_rank < 1 || c->laurel_rank > KVC_HP_MAX_WIDTH)
+        return kvci_fail(KVC_EINVAL,
+                         "model: gemma3n needs altup_inputs in [1, %d], altup_active in [0, altup_inputs) and "
+                         "laurel_rank in [1, %lld] (got %lld, %lld, %lld)",
+                         KVC_GEMMA3N_MAX_ALTUP, (long long)KVC_HP_MAX_WIDTH, (long long)c->altup_inputs,
+                         (long long)c->altup_active, (long long)c->laurel_rank);
+    return KVC_OK;
+}
+
 static kvc_status check_extras(const kvc_model_config *c) {
     const struct {
         const char *name;
@@ -1031,12 +1078,12 @@ static kvc_status check_extras(const kvc_model_config *c) {
     if (c->gated_norm_rank < 0 || c->gated_norm_rank > KVC_HP_MAX_WIDTH)
         return kvci_fail(KVC_EINVAL, "model: gated_norm_rank %lld outside [0, %lld]", (long long)c->gated_norm_rank,
                          (long long)KVC_HP_MAX_WIDTH);
-    if ((c->v_norm || c->attn_k_eq_v || c->layer_scalar || c->mlp_double_shared || c->kv_shared_layers != 0 ||
-         c->ple_dim != 0) &&
-        c->family != KVC_FAMILY_GEMMA4)
-        return kvci_fail(KVC_EINVAL,
-                         "model: v_norm, attn_k_eq_v, layer_scalar, mlp_double_shared, kv_shared_layers and "
-                         "ple_dim need family gemma4");
+    if ((c->v_norm || c->kv_shared_layers != 0 || c->ple_dim != 0) && c->family != KVC_FAMILY_GEMMA4 &&
+        c->family != KVC_FAMILY_GEMMA3N)
+        return kvci_fail(KVC_EINVAL, "model: v_norm, kv_shared_layers and ple_dim need family gemma4 or gemma3n");
+    if ((c->attn_k_eq_v || c->layer_scalar || c->mlp_double_shared) && c->family != KVC_FAMILY_GEMMA4)
+        return kvci_fail(KVC_EINVAL, "model: attn_k_eq_v, layer_scalar and mlp_double_shared need family gemma4");
+    KVC_TRY(check_gemma3n(c));
     if (c->conv_channels != 0 && c->conv_channels != c->hidden_size) /* a rank's own: set by the shard */
         return kvci_fail(KVC_EINVAL, "model: conv_channels %lld is neither 0 nor hidden_size %lld",
                          (long long)c->conv_channels, (long long)c->hidden_size);

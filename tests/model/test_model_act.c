@@ -410,6 +410,28 @@ static void test_lightning_token(void **state) {
     assert_true(late > 1e-2);
 }
 
+/* Gemma 3n's sparse-gate multiplier Phi^-1(p): torch 2.15's Normal(0, 1).icdf(torch.tensor(p)) in f32, bit for bit
+ * (its values printed by torch), and the float64 quantile's sign and symmetry elsewhere. */
+static void test_gemma3n_quantile(void **state) {
+    (void)state;
+    static const struct {
+        float p;
+        uint32_t bits;
+    } TORCH[] = {{0.95f, 0x3fd28a90u}, {0.5f, 0x00000000u}, {0.9f, 0x3fa409e1u},  {0.99f, 0x4014e2e4u},
+                 {0.05f, 0xbfd28a90u}, {0.6f, 0x3e81b6b8u}, {0.999f, 0x4045c66eu}};
+    for (size_t i = 0; i < sizeof TORCH / sizeof TORCH[0]; i++) {
+        const float q = kvci_gemma3n_std_multiplier(TORCH[i].p);
+        if (q != from_bits(TORCH[i].bits))
+            fail_msg("p %.3f: %.9g, torch %.9g", (double)TORCH[i].p, (double)q, (double)from_bits(TORCH[i].bits));
+    }
+    for (int k = 1; k < 100; k++) {
+        const float p = (float)k / 100.0f, q = kvci_gemma3n_std_multiplier(p);
+        assert_true((p > 0.5f) == (q > 0.0f) && fabsf(q + kvci_gemma3n_std_multiplier(1.0f - p)) < 1e-5f);
+        /* 0.5 (1 + erf(q / sqrt 2)) returns p to f32 accuracy */
+        assert_true(fabs(0.5 * (1.0 + erf((double)q / sqrt(2.0))) - (double)p) < 1e-6);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kernels_same_bits),
                                        cmocka_unit_test(test_special_values),
@@ -421,6 +443,7 @@ int main(void) {
                                        cmocka_unit_test(test_dsa_score),
                                        cmocka_unit_test(test_dsa_pick),
                                        cmocka_unit_test(test_kda_token),
-                                       cmocka_unit_test(test_lightning_token)};
+                                       cmocka_unit_test(test_lightning_token),
+                                       cmocka_unit_test(test_gemma3n_quantile)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -490,6 +490,109 @@ static void test_gemma4_fields(void **state) {
     expect_create_refusal(&bad, "need family gemma4");
 }
 
+/* Gemma 4 Unified (Gemma4UnifiedTextConfig's defaults where absent): Gemma 4's layers with a window of 1024, no
+ * per-layer inputs or experts whatever those keys say (its class has none), the wrapper's text_config. */
+static void test_gemma4_unified_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"gemma4_unified_text\"," MOE_BASE
+                                            "\"head_dim\":4,\"global_head_dim\":8,\"num_hidden_layers\":7,"
+                                            "\"hidden_size_per_layer_input\":4,\"enable_moe_block\":true}",
+                                            "gemma4u", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_GEMMA4 && c.sliding_window == 1024 && c.ple_dim == 0 && !c.layer_moe[0]);
+    for (int l = 0; l < 7; l++)
+        assert_true(c.layer_sliding[l] == (l != 5 && l != 6) && c.layer_head_dim[l] == (l >= 5 ? 8 : 0));
+    assert_true(c.layer_scalar && c.v_norm && c.kv_shared_layers == 0 && c.final_logit_softcapping == 0.0);
+    assert_true(c.rope.type == KVC_ROPE_PROPORTIONAL && c.rope_sliding.theta == 1e4 && kvc_model_attn_scale(&c) == 1.0);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"gemma4_unified\",\"text_config\":{\"model_type\":"
+                                            "\"gemma4_unified_text\"," MOE_BASE "\"head_dim\":4,\"global_head_dim\":4,"
+                                            "\"num_hidden_layers\":2,\"use_bidirectional_attention\":\"vision\"}}",
+                                            "gemma4u-mm", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_GEMMA4 && c.ple_dim == 0 && c.layer_sliding[0] && !c.layer_sliding[1]);
+    expect_refusal("{\"model_type\":\"gemma4_unified_text\"," MOE_BASE
+                   "\"head_dim\":4,\"num_hidden_layers\":2,\"use_bidirectional_attention\":\"all\"}",
+                   "use_bidirectional_attention \"all\" is not supported");
+    expect_refusal("{\"model_type\":\"gemma4_unified\"," MOE_BASE "\"head_dim\":4,\"num_hidden_layers\":2}",
+                   "gemma4_unified without text_config is not supported");
+}
+
+#define GEMMA3N_BASE "{\"model_type\":\"gemma3n_text\"," MOE_BASE "\"head_dim\":4,"
+#define GEMMA3N_MM                                                                                                     \
+    "{\"model_type\":\"gemma3n\",\"text_config\":{\"model_type\":\"gemma3n_text\",\"vocab_size\":8,\"hidden_size\":8," \
+    "\"num_attention_heads\":2,\"num_key_value_heads\":2,\"head_dim\":4,\"num_hidden_layers\":3,"
+
+/* Gemma 3n (Gemma3nTextConfig's defaults where absent, the E4B model's): every 5th layer full, the last 15 layers
+ * reading the last earlier layer of their kind, the first 10 layers sparse at 0.95, four AltUp copies, LAuReL of rank
+ * 64, per-layer inputs, Gemma 4's norms and scale, final logits capped at 30, ropes at 1e6 / 1e4; the wrapper's
+ * text_config with one width per layer; each key outside what the runtime runs refused by name. */
+static void test_gemma3n_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(GEMMA3N_BASE "\"num_hidden_layers\":20}", "gemma3n", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_GEMMA3N && c.kv_shared_layers == 15 && c.sliding_window == 512);
+    for (int l = 0; l < 20; l++) {
+        assert_true(c.layer_sliding[l] == ((l + 1) % 5 != 0));
+        assert_true(c.layer_act_sparsity[l] == (l < 10 ? 0.95f : 0.0f));
+    }
+    assert_true(kvci_model_kv_source(&c, 4) == 4 && kvci_model_kv_source(&c, 19) == 4 &&
+                kvci_model_kv_source(&c, 18) == 3 && kvci_model_kv_source(&c, 5) == 3);
+    assert_true(c.altup_inputs == 4 && c.altup_active == 0 && c.altup_correct_scale && c.laurel_rank == 64);
+    assert_true(c.ple_dim == 256 && c.ple_vocab == 262144 && c.v_norm && c.qk_norm && c.sandwich_norms);
+    assert_true(!c.layer_scalar && !c.gemma_norms && c.tie_word_embeddings && c.mlp_act == KVC_MLP_GELU_TANH);
+    assert_true(c.final_logit_softcapping == 30.0 && kvc_model_attn_scale(&c) == 1.0 && c.intermediate_size == 8);
+    assert_true(c.rope.theta == 1e6 && c.rope_sliding.theta == 1e4 && c.embed_scale == (float)sqrt(8.0));
+    assert_int_equal(
+        kvc_model_config_parse(GEMMA3N_MM
+                               "\"intermediate_size\":[6,6,6],\"num_kv_shared_layers\":0,"
+                               "\"activation_sparsity_pattern\":[0.5,0,0],\"altup_num_inputs\":2,"
+                               "\"altup_active_idx\":1,\"altup_correct_scale\":false,"
+                               "\"laurel_rank\":3,\"final_logit_softcapping\":null,\"vocab_size_per_layer_input\":4,"
+                               "\"rope_theta\":5e5,\"rope_local_base_freq\":2e4}}",
+                               "gemma3n-mm", &c),
+        KVC_OK);
+    assert_true(c.intermediate_size == 6 && c.layer_act_sparsity[0] == 0.5f && c.layer_act_sparsity[1] == 0.0f);
+    assert_true(c.altup_inputs == 2 && c.altup_active == 1 && !c.altup_correct_scale && c.laurel_rank == 3);
+    assert_true(c.final_logit_softcapping == 0.0 && c.rope.theta == 5e5 && c.rope_sliding.theta == 2e4);
+    assert_true(c.kv_shared_layers == 0 && c.layer_sliding[0] && c.layer_sliding[2]);
+    assert_true(c.ple_vocab == 4 && c.vocab_size == 8); /* below the vocabulary: ids beyond it read row 0 */
+    expect_refusal(GEMMA3N_MM "\"num_kv_shared_layers\":0,\"intermediate_size\":[6,7,6]}}",
+                   "intermediate_size[1] 7 differs from layer 0's 6");
+    expect_refusal(GEMMA3N_MM "\"num_kv_shared_layers\":0,\"intermediate_size\":[6,6]}}",
+                   "intermediate_size holds 2 widths");
+    expect_refusal(GEMMA3N_MM "\"num_kv_shared_layers\":0,\"activation_sparsity_pattern\":[1,0,0]}}",
+                   "activation_sparsity_pattern[0] must be a number in [0, 1)");
+    expect_refusal(GEMMA3N_MM "\"num_kv_shared_layers\":0,\"activation_sparsity_pattern\":0.5}}",
+                   "activation_sparsity_pattern must be a list of num_hidden_layers (3) numbers");
+    expect_refusal(GEMMA3N_BASE "\"num_hidden_layers\":20,\"altup_active_idx\":4}", "altup_active_idx");
+    expect_refusal(GEMMA3N_BASE "\"num_hidden_layers\":20,\"altup_num_inputs\":17}", "altup_num_inputs");
+    expect_refusal(GEMMA3N_BASE "\"num_hidden_layers\":20,\"laurel_rank\":0}", "laurel_rank");
+    expect_refusal(GEMMA3N_BASE "\"num_hidden_layers\":15}", "num_kv_shared_layers is absent and gemma3n's default 15");
+    expect_refusal(GEMMA3N_BASE "\"num_hidden_layers\":3,\"num_kv_shared_layers\":3}", "num_kv_shared_layers");
+    expect_refusal(GEMMA3N_BASE "\"num_hidden_layers\":20,\"hidden_activation\":\"silu\"}",
+                   "hidden_activation \"silu\" is not supported (gemma3n");
+    expect_refusal(GEMMA3N_BASE "\"num_hidden_layers\":20,\"rope_parameters\":{}}",
+                   "rope_parameters must hold one dict per layer type");
+    expect_refusal("{\"model_type\":\"gemma3n\"," MOE_BASE "\"num_hidden_layers\":20}",
+                   "gemma3n without text_config is not supported");
+    /* a caller's own struct: the Gemma 3n fields outside the family, or out of range */
+    assert_int_equal(kvc_model_config_parse(GEMMA3N_MM "\"num_kv_shared_layers\":1}}", "gemma3n", &c), KVC_OK);
+    kvc_model_config bad = c;
+    bad.altup_active = 4;
+    expect_create_refusal(&bad, "gemma3n needs altup_inputs in [1, 16], altup_active in [0, altup_inputs)");
+    bad = c;
+    bad.ple_vocab = 0;
+    expect_create_refusal(&bad, "vocab_size_per_layer_input 0 outside [1, ");
+    bad = c;
+    bad.layer_act_sparsity[1] = 1.0f;
+    expect_create_refusal(&bad, "layer_act_sparsity[1] 1 outside [0, 1)");
+    assert_int_equal(kvc_model_config_parse(GEMMA4_BASE "\"num_hidden_layers\":2}", "gemma4", &c), KVC_OK);
+    bad = c;
+    bad.laurel_rank = 2;
+    expect_create_refusal(&bad, "need family gemma3n");
+}
+
 static void test_refusals(void **state) {
     (void)state;
     expect_refusal(GRANITE_BASE "\"logits_scaling\":0}", "logits_scaling");
@@ -4465,6 +4568,8 @@ int main(void) {
         cmocka_unit_test(test_moe_fields),
         cmocka_unit_test(test_gemma3_fields),
         cmocka_unit_test(test_gemma4_fields),
+        cmocka_unit_test(test_gemma3n_fields),
+        cmocka_unit_test(test_gemma4_unified_fields),
         cmocka_unit_test(test_gemma2_fields),
         cmocka_unit_test(test_vaultgemma_fields),
         cmocka_unit_test(test_flex_olmo_fields),

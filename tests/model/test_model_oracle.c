@@ -330,14 +330,14 @@ static void test_gemma4(void **state) {
     run_dir("gemma4");
 }
 
-/* `kvcache plan` and the runtime's cache description of the gemma4 oracle agree: the same layers keep caches (the
- * KV-shared ones none, not listed by the plan), each with the same kind, window, heads and dims. */
-static void test_gemma4_plan_agrees(void **state) {
-    (void)state;
+/* `kvcache plan` and the runtime's cache description of oracle sub (layers sliding, full, then two KV-shared) agree:
+ * the same layers keep caches (the KV-shared ones none, not listed by the plan), each with the same kind, window,
+ * heads and dims (the sliding layer's head dim 8, the full layer's full_dim). */
+static void check_plan_agrees(const char *sub, int64_t full_dim) {
     kvc_test_oracle o;
-    kvc_test_oracle_open("gemma4", &o);
+    kvc_test_oracle_open(sub, &o);
     char dir[1024], path[1100];
-    kvc_test_oracle_dir("gemma4", dir, sizeof dir);
+    kvc_test_oracle_dir(sub, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/config.json", dir);
     char *text = kvc_test_read_text(path);
     kvc_plan_options po = kvc_plan_default_options();
@@ -363,7 +363,7 @@ static void test_gemma4_plan_agrees(void **state) {
         for (int32_t k = 0; k < li->n_caches; k++)
             assert_true(pl->caches[k].num_head == li->caches[k].num_head && pl->caches[k].dim == li->caches[k].dim[0] &&
                         pl->caches[k].bytes_per_token == li->caches[k].num_head * li->caches[k].dim[0] * 4);
-        assert_int_equal(li->caches[0].dim[0], li->layer_idx == 1 ? 16 : 8); /* the full layer's own head dim */
+        assert_int_equal(li->caches[0].dim[0], li->layer_idx == 1 ? full_dim : 8); /* the full layer's own */
     }
     assert_int_equal(listed, p->n_layers);
     assert_int_equal(listed, 2);
@@ -371,6 +371,45 @@ static void test_gemma4_plan_agrees(void **state) {
     kvc_model_plan_destroy(p);
     free(text);
     kvc_test_oracle_close(&o);
+}
+
+static void test_gemma4_plan_agrees(void **state) {
+    (void)state;
+    check_plan_agrees("gemma4", 16);
+}
+
+/* Gemma 3n, E2B-like: Gemma 4's attention (sliding / full, each with its rope, the last two layers KV-shared) and
+ * per-layer inputs (a table of 448 rows below the vocabulary's 512, as E2B / E4B) inside four AltUp copies of the
+ * hidden state, LAuReL beside the attention, the gate activations of a sliding and a shared full layer sparse, final
+ * logits soft-capped, tied embeddings. The sparse cut keeps activations a few percent above their cutoff (their
+ * difference loses digits): transformers' own logits are up to 1.5e-5 from its float64 ones, the runtime's up to
+ * 1.9e-5 (on the other side), so the absolute floor is 5e-5 here (the relative 1e-4 stays). */
+static void test_gemma3n(void **state) {
+    (void)state;
+    kvc_test_oracle_abs_floor = 5e-5;
+    run_dir("gemma3n");
+    kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
+    check_plan_agrees("gemma3n", 8);
+}
+
+/* Gemma 4 Unified, 12B-like: Gemma 4's layers without per-layer inputs or experts (sliding / full of their own head
+ * dims, the last two KV-shared, layer scalars), final logits soft-capped, untied head */
+static void test_gemma4_unified(void **state) {
+    (void)state;
+    run_dir("gemma4_unified");
+    check_plan_agrees("gemma4_unified", 16);
+}
+
+/* Gemma4UnifiedForConditionalGeneration's checkpoint holding the gemma4_unified weights */
+static void test_gemma4_unified_multimodal(void **state) {
+    (void)state;
+    check_multimodal("gemma4_unified", "gemma4_unified_text");
+}
+
+/* Gemma3nForConditionalGeneration's checkpoint layout holding the gemma3n weights (logits equal bit for bit) */
+static void test_gemma3n_multimodal(void **state) {
+    (void)state;
+    check_multimodal("gemma3n", "gemma3n_text");
 }
 
 /* Gemma4ForConditionalGeneration's checkpoint holding the gemma4 weights */
@@ -1329,6 +1368,10 @@ int main(void) {
         cmocka_unit_test(test_gemma4_plan_agrees),
         cmocka_unit_test(test_gemma4_dense),
         cmocka_unit_test(test_gemma4_moe),
+        cmocka_unit_test(test_gemma3n),
+        cmocka_unit_test(test_gemma3n_multimodal),
+        cmocka_unit_test(test_gemma4_unified),
+        cmocka_unit_test(test_gemma4_unified_multimodal),
         cmocka_unit_test(test_phi3),
         cmocka_unit_test(test_phi3_longrope),
         cmocka_unit_test(test_olmo2),

@@ -11,7 +11,7 @@ gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyua
 internlm3, apertus, persimmon, xglm, qwen3_next, kimi_linear, qwen3_5_text, qwen3_5_moe, olmo_hybrid, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
 cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, axk2, glm_moe_dsa, deepseek_v32, lfm3, ergo, bert, roberta,
-ernie, megatron_bert, roberta_prelayernorm, openai_gpt, ctrl, gpt_neox_japanese, beam, minimax) this script
+ernie, megatron_bert, roberta_prelayernorm, openai_gpt, ctrl, gpt_neox_japanese, beam, minimax, gemma3n, gemma4_unified) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
     randomised too: HF initialises norms to 1 and biases to 0, which would hide placement bugs),
@@ -253,8 +253,14 @@ from transformers import (
     Gemma3ForCausalLM,
     Gemma3ForConditionalGeneration,
     Gemma3TextConfig,
+    Gemma3nForCausalLM,
+    Gemma3nTextConfig,
     Gemma4Config,
     Gemma4ForCausalLM,
+    Gemma4UnifiedConfig,
+    Gemma4UnifiedForCausalLM,
+    Gemma4UnifiedForConditionalGeneration,
+    Gemma4UnifiedTextConfig,
     Gemma4ForConditionalGeneration,
     Gemma4TextConfig,
     Gemma4VisionConfig,
@@ -571,6 +577,64 @@ def gemma4_config():
         tie_word_embeddings=True,
         final_logit_softcapping=None,
         pad_token_id=0,  # the wrapper's text-only path reads it (its multimodal mask)
+        **GEMMA4_COMMON,
+    )
+
+
+def gemma3n_config():
+    # Gemma 3n text at toy size, E2B-like: layers sliding, full, sliding, full with the last two KV-shared (layer 2
+    # attends over layer 0's keys and values, layer 3 over layer 1's), a window of 8 (shorter than the prompts), the
+    # sliding layers' rope at theta 1e4 and the full layers' at 1e6, q/k/v norms (v's without weight), scale 1, the
+    # four sandwich norms applied as w; per-layer inputs of 8 channels, four AltUp copies (the active one 0,
+    # correct_output_scale applied), LAuReL of rank 8, the gate activations of layers 0 (sliding) and 3 (full,
+    # shared) sparse (0.95 and 0.6), final logits soft-capped at 10 (small enough to bend them), tied embeddings.
+    return Gemma3nTextConfig(
+        vocab_size=VOCAB,
+        vocab_size_per_layer_input=VOCAB - 64,  # as E2B / E4B, below vocab_size: ids beyond it read row 0
+        hidden_size=32,
+        hidden_size_per_layer_input=8,
+        intermediate_size=64,
+        num_hidden_layers=4,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        sliding_window=8,
+        num_kv_shared_layers=2,
+        laurel_rank=8,
+        altup_num_inputs=4,
+        activation_sparsity_pattern=[0.95, 0.0, 0.0, 0.6],
+        final_logit_softcapping=10.0,
+        tie_word_embeddings=True,
+        rope_parameters={
+            "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        },
+        rms_norm_eps=1e-6, max_position_embeddings=512, pad_token_id=0, bos_token_id=None, eos_token_id=None,
+    )
+
+
+def gemma4_unified_config():
+    # Gemma 4 Unified text at toy size (12B-like): Gemma 4's layers without per-layer inputs or experts; layers
+    # sliding, full, sliding, full with the last two KV-shared (layer 2 over layer 0's keys and values, layer 3 over
+    # layer 1's), the full layers' head dim twice the sliding layers' (global_head_dim 16 against 8) with their
+    # proportional rope, a window of 8, layer scalars, final logits soft-capped at 10, untied head.
+    # use_bidirectional_attention is the class's "vision" (text tokens causal).
+    return Gemma4UnifiedTextConfig(
+        vocab_size=VOCAB,
+        hidden_size=48,
+        intermediate_size=64,
+        num_hidden_layers=4,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        global_head_dim=16,
+        sliding_window=8,
+        num_kv_shared_layers=2,
+        final_logit_softcapping=10.0,
+        tie_word_embeddings=False,
+        pad_token_id=0,  # the wrapper's text-only path reads it
         **GEMMA4_COMMON,
     )
 
@@ -2140,7 +2204,9 @@ FAMILIES = {
     "mixtral": (mixtral_config, MixtralForCausalLM),
     "qwen2_moe": (qwen2_moe_config, Qwen2MoeForCausalLM),
     "gemma3": (gemma3_config, Gemma3ForCausalLM),
+    "gemma3n": (gemma3n_config, Gemma3nForCausalLM),
     "gemma4": (gemma4_config, Gemma4ForCausalLM),
+    "gemma4_unified": (gemma4_unified_config, Gemma4UnifiedForCausalLM),
     "gemma4_dense": (gemma4_dense_config, Gemma4ForCausalLM),
     "gemma4_moe": (gemma4_moe_config, Gemma4ForCausalLM),
     "phi3": (phi3_config, Phi3ForCausalLM),
@@ -2307,7 +2373,12 @@ def param_std(name, shape, config):
                                                                              "vaultgemma", "qwen3_next",
                                                                              "qwen3_5_text", "qwen3_5_moe"):
         return 0.3  # Gemma and Nemotron apply 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
-    if config.model_type == "gemma4_text":
+    if config.model_type == "gemma3n_text":
+        if name.endswith("altup.correct_output_scale"):  # HF: zeros, which would silence the per-layer inputs
+            return None
+        if name.endswith("altup.modality_router.weight"):  # reads rms(x) / H: its tanh's input ~ N(0, 1/16)
+            return 0.25 * math.sqrt(shape[1])  # (sqrt(H) saturates it: transformers' f32 then 2.2e-4 off its f64)
+    if config.model_type in ("gemma4_text", "gemma4_unified_text"):
         if name.endswith(("router.scale", "router.per_expert_scale")):  # Gemma 4's router scales (HF: ones)
             return None
         if name.endswith(("experts.gate_up_proj", "experts.down_proj")):  # [E, out, in], used as x @ W[e].T
@@ -2524,10 +2595,16 @@ def greedy_generate(model, ids, n):
     return new_ids, logits
 
 
+def first_row_block(o):
+    """[T, H] of a layer's output [B, T, H] (Gemma 3n's [K, B, T, H]: copy 0's)."""
+    t = o[0]
+    return (t[0] if t.dim() == 3 else t).detach().clone()
+
+
 @torch.no_grad()
 def layer_outputs(model, ids):
     """Residual stream: embedding output, then the output of every decoder layer (before the
-    final norm), for one prompt."""
+    final norm; Gemma 3n: its AltUp copy 0), for one prompt."""
     captured = []
     base = model.model if hasattr(model, "model") else model.base_model  # GPT-NeoX: model.gpt_neox
     base = getattr(base, "language_model", base)  # Qwen-VL: the text model inside the multimodal one
@@ -2537,7 +2614,7 @@ def layer_outputs(model, ids):
     layers = layers or getattr(getattr(base, "encoder", None), "layer", None)  # BERT's encoder.layer
     for layer in layers or base.decoder.layers:  # OPT
         hooks.append(layer.register_forward_hook(
-            lambda m, i, o: captured.append((o[0] if isinstance(o, tuple) else o)[0].detach().clone())))
+            lambda m, i, o: captured.append(first_row_block(o[0] if isinstance(o, tuple) else o))))
     forward_logits(model, ids)
     for h in hooks:
         h.remove()
@@ -2965,6 +3042,10 @@ def make_family(family, out_root, seed):
         summary["multimodal"] = make_gemma3_multimodal(model, out_root, ps)
     if family == "gemma4":
         summary["multimodal"] = make_gemma4_multimodal(model, out_root, ps)
+    if family == "gemma4_unified":
+        summary["multimodal"] = make_gemma4_unified_multimodal(model, out_root, ps)
+    if family == "gemma3n":
+        summary["multimodal"] = make_gemma3n_multimodal(model, out_root)
     if family == "llama4":
         summary["multimodal"] = make_llama4_multimodal(model, out_root, ps)
     if family == "ministral3":
@@ -3030,6 +3111,39 @@ def make_gemma4_multimodal(text_model, out_root, ps):
                        tie_word_embeddings=True)
     return make_multimodal(text_model, os.path.join(out_root, "gemma4", "multimodal"), ps, cfg,
                            Gemma4ForConditionalGeneration)
+
+
+@torch.no_grad()
+def make_gemma4_unified_multimodal(text_model, out_root, ps):
+    """gemma4_unified/multimodal/: a Gemma4UnifiedForConditionalGeneration (no vision or audio tower) whose
+    language model holds the gemma4_unified oracle's weights, the head untied beside it; checked here to give the
+    text model's logits bit for bit on every prompt."""
+    cfg = Gemma4UnifiedConfig(text_config=text_model.config.to_dict(), vision_config=None, audio_config=None,
+                              tie_word_embeddings=False)
+    return make_multimodal(text_model, os.path.join(out_root, "gemma4_unified", "multimodal"), ps, cfg,
+                           Gemma4UnifiedForConditionalGeneration)
+
+
+@torch.no_grad()
+def make_gemma3n_multimodal(text_model, out_root):
+    """gemma3n/multimodal/: Gemma3nForConditionalGeneration's checkpoint layout holding the gemma3n oracle's weights
+    (its text model under model.language_model., the config a Gemma3nConfig with them as text_config). Its vision
+    tower needs timm, absent here, so the class is not built: the text weights are renamed and no tower is stored.
+    Gemma3nModel embeds text ids below vision_config.vocab_offset (262,144) with the text model's own tables and
+    runs the text model on them, so its logits are the text model's."""
+    out = os.path.join(out_root, "gemma3n", "multimodal")
+    os.makedirs(out)
+    text = text_model.config.to_dict()
+    cfg = {"model_type": "gemma3n", "architectures": ["Gemma3nForConditionalGeneration"], "text_config": text,
+           "vision_config": {"model_type": "gemma3n_vision"}, "audio_config": {"model_type": "gemma3n_audio"},
+           "tie_word_embeddings": True, "transformers_version": transformers.__version__}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+    sd = {"model.language_model." + k[len("model."):]: v.contiguous() for k, v in text_model.state_dict().items()
+          if k.startswith("model.")}
+    save_file(sd, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    names = write_tensor_list(out)
+    return {"dir_bytes": dir_size(out), "num_tensors": len(names)}
 
 
 @torch.no_grad()
@@ -3304,7 +3418,8 @@ def main():
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "axk2", "beam", "glm_moe_dsa", "deepseek_v32", "sarvam_moe", "param2moe",
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
-                               "bert", "roberta", "ernie", "megatron_bert", "roberta_prelayernorm", "minimax"]:
+                               "bert", "roberta", "ernie", "megatron_bert", "roberta_prelayernorm", "minimax",
+                               "gemma3n", "gemma4_unified"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
