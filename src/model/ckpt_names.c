@@ -271,10 +271,14 @@ static const rename_rule RULES[] = {
 
 /* Renames transformers undoes on load (its conversion mapping): a file may hold either name
  * (kvci_checkpoint_unconverted). OLMo Hybrid, as transformers saves it: the sub-layers' first norms
- * attention_layer_norm and feedforward_layer_norm, on every layer. */
+ * attention_layer_norm and feedforward_layer_norm, on every layer; Aria's fused experts fc1 (gate | up, [E, H, 2I])
+ * and fc2 (down, [E, I, H]). */
 static const rename_rule LOAD_RULES[] = {
     {"olmo_hybrid", "input_layernorm.", "attention_layer_norm."},
     {"olmo_hybrid", "post_attention_layernorm.", "feedforward_layer_norm."},
+    /* Aria's text model: the fused experts (load.c) as its hub names, as transformers saves them */
+    {"aria_text", "mlp.experts.gate_up_proj", "mlp.experts.fc1.weight"},
+    {"aria_text", "mlp.experts.down_proj", "mlp.experts.fc2.weight"},
 };
 
 /* The base model's prefix that a type's hub checkpoints may leave out or name otherwise (openai-community/gpt2 holds

@@ -125,13 +125,13 @@ static bool grouped_qkv(const kvc_model_config *c) {
            strcmp(c->model_type, "persimmon") == 0;
 }
 static bool fused_qkv(const kvc_model_config *c) {
-    return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "gpt2") == 0 || grouped_qkv(c) ||
+    return kvci_family_is_phi3(c->model_type) || strcmp(c->model_type, "gpt2") == 0 || grouped_qkv(c) ||
            strcmp(c->model_type, "dbrx") == 0 || strcmp(c->model_type, "mpt") == 0 ||
            strcmp(c->model_type, "codegen") == 0 || strcmp(c->model_type, "sarvam_moe") == 0 ||
            strcmp(c->model_type, "param2moe") == 0 || strcmp(c->model_type, "ergo") == 0;
 }
 static bool fused_gate_up(const kvc_model_config *c) {
-    return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "glm4") == 0 ||
+    return kvci_family_is_phi3(c->model_type) || strcmp(c->model_type, "glm4") == 0 ||
            strcmp(c->model_type, "glm") == 0;
 }
 
@@ -409,16 +409,19 @@ static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_lay
     return KVC_OK;
 }
 
-/* Llama 4's MoE block: feed_forward.router [E, H], the experts stored transposed and fused (weights_internal.h),
- * each split by its intermediate columns, and the shared expert (feed_forward.shared_expert.*). */
-static kvc_status visit_llama4_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+/* A MoE block whose experts are stored transposed and fused (weights_internal.h), each split by its intermediate
+ * columns: the router [E, H], the experts' virtual names ex[3] (gate, up, down) and the shared experts under `shared`.
+ * Llama 4's: feed_forward.router, feed_forward.experts.*, feed_forward.shared_expert.*; Aria's: mlp.router,
+ * mlp.experts.* (gate_up_proj [E, H, 2 Im], gate columns first / down_proj [E, Im, H]; the hub's fc1 / fc2 names
+ * are ckpt_names.c's), mlp.shared_experts.* (its shared experts as one MLP of their summed width). */
+static kvc_status visit_transposed_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w, const char *router,
+                                       const char *const ex[3], const char *shared) {
     const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
-    TRY(m2(v, "feed_forward.router.weight", E, H, &w->gate_w, WHOLE));
-    TRY(m3(v, KVC_LLAMA4_EXPERTS_GATE, E, Im, H, &w->ex_gate, true, KVC_WINIT_WEIGHT, even(v, 2, Im)));
-    TRY(m3(v, KVC_LLAMA4_EXPERTS_UP, E, Im, H, &w->ex_up, true, KVC_WINIT_WEIGHT, even(v, 2, Im)));
-    TRY(m3(v, KVC_LLAMA4_EXPERTS_DOWN, E, H, Im, &w->ex_down, true, KVC_WINIT_WEIGHT, even(v, 1, Im)));
-    return visit_dense_mlp(v, c, w, "shared_expert.", c->shared_expert_intermediate_size, &w->sh_gate, &w->sh_up,
-                           &w->sh_down);
+    TRY(m2(v, router, E, H, &w->gate_w, WHOLE));
+    TRY(m3(v, ex[0], E, Im, H, &w->ex_gate, true, KVC_WINIT_WEIGHT, even(v, 2, Im)));
+    TRY(m3(v, ex[1], E, Im, H, &w->ex_up, true, KVC_WINIT_WEIGHT, even(v, 2, Im)));
+    TRY(m3(v, ex[2], E, H, Im, &w->ex_down, true, KVC_WINIT_WEIGHT, even(v, 1, Im)));
+    return visit_dense_mlp(v, c, w, shared, c->shared_expert_intermediate_size, &w->sh_gate, &w->sh_up, &w->sh_down);
 }
 
 /* DBRX's ffn: router.layer [E, H], the experts' gate (w1) and up (v1) rows [E * Im, H] read as [E, Im, H] and their
@@ -457,7 +460,12 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
     const bool cohere = strcmp(c->model_type, "cohere2_moe") == 0; /* shared_experts., no gate */
     const bool kolibri = strcmp(c->model_type, "kolibri1") == 0;   /* V3's correction bias and shared experts' names */
     w->moe = true;
-    if (c->family == KVC_FAMILY_LLAMA4) return visit_llama4_moe(v, c, w);
+    static const char *const llama4[3] = {KVC_LLAMA4_EXPERTS_GATE, KVC_LLAMA4_EXPERTS_UP, KVC_LLAMA4_EXPERTS_DOWN};
+    static const char *const aria[3] = {KVC_DS_EXPERTS_GATE, KVC_DS_EXPERTS_UP, KVC_DS_EXPERTS_DOWN};
+    if (c->family == KVC_FAMILY_LLAMA4)
+        return visit_transposed_moe(v, c, w, "feed_forward.router.weight", llama4, "shared_expert.");
+    if (kvci_family_is_aria(c->model_type))
+        return visit_transposed_moe(v, c, w, "mlp.router.weight", aria, "shared_experts.");
     if (strcmp(c->model_type, "dbrx") == 0) return visit_dbrx_moe(v, c, w);
     if (c->family == KVC_FAMILY_LFM2) return visit_lfm2_moe(v, c, w);
     const int64_t R = E + c->zero_experts; /* the router's width (LongCat-Flash's zero experts) */
