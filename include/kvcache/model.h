@@ -410,6 +410,10 @@ typedef struct kvc_model_config {
      * gdn_v_heads heads of gdn_k_dim == gdn_v_dim channels, the decay per key channel, q, k and v projected and
      * convolved apart; its MLA layers are NoPE (the model's RoPE frequencies zero). Last, as above. */
     bool gdn_kda;
+    /* Rows of the input embedding when they exceed vocab_size, the head's rows and the logits' width (Apertus 1.5's
+     * pruned head: output_vocab_size logits over the ids of vocab_size; never with a tied head); 0: vocab_size.
+     * Last, as above. */
+    int64_t input_vocab_size;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -296,7 +296,8 @@ static const rename_rule BARE[] = {
  * (its layers nn.Linear where GPT-2's are Conv1D: weights.c), CodeGen (CodeGenForCausalLM) as GPT-J's (its q/k/v fused
  * in attn.qkv_proj: weights.c), HunYuan MoE as HunYuan dense's, Mamba2, Mamba and FalconMamba as Nemotron-H's
  * (backbone., mixer., norm_f),
- * Falcon-H1 as Bamba's (pre_ff_layernorm, feed_forward), Param2-MoE as Sarvam-MoE's. */
+ * Falcon-H1 as Bamba's (pre_ff_layernorm, feed_forward), Param2-MoE as Sarvam-MoE's, Apertus 1.5's text model as
+ * Apertus's. */
 static const char *names_of(const char *model_type) {
     if (strcmp(model_type, "codegen") == 0) return "gptj";
     if (strcmp(model_type, "hunyuan_v1_moe") == 0) return "hunyuan_v1_dense";
@@ -305,6 +306,7 @@ static const char *names_of(const char *model_type) {
         return "nemotron_h";
     if (strcmp(model_type, "falcon_h1") == 0) return "bamba";
     if (strcmp(model_type, "param2moe") == 0) return "sarvam_moe";
+    if (strcmp(model_type, "apertus1p5_text") == 0) return "apertus";
     return strcmp(model_type, "gpt_bigcode") == 0 ? "gpt2" : model_type;
 }
 

@@ -309,6 +309,9 @@ kvc_status kvci_family_parse_emu3(const kvc_hparams *hp, kvc_model_config *cfg);
 /* Phi-3's layer: phi3, and Phi-4-multimodal's text path (phi4_multimodal: Phi-3 with its towers beside, no LoRA in
  * transformers' modules). */
 bool kvci_family_is_phi3(const char *mt);
+/* Apertus 1.5's (apertus1p5, apertus1p5_text): its keys over Apertus's (its pruned head: input_vocab_size). */
+bool kvci_family_is_apertus1p5(const char *mt);
+kvc_status kvci_family_parse_apertus1p5(const kvc_hparams *hp, kvc_model_config *cfg);
 /* Aria's (aria, aria_text): Llama's attention, a MoE of top-k logits softmaxed plus shared experts on every layer. */
 bool kvci_family_is_aria(const char *mt);
 kvc_status kvci_family_parse_aria(const kvc_hparams *hp, kvc_model_config *cfg);

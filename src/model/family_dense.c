@@ -996,6 +996,10 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "helium") == 0) return parse_helium(hp, cfg);
     if (strcmp(mt, "arcee") == 0) return parse_arcee(hp, cfg);
     if (strcmp(mt, "apertus") == 0) return parse_apertus(hp, cfg);
+    if (kvci_family_is_apertus1p5(mt)) {
+        KVC_TRY(parse_apertus(hp, cfg));
+        return kvci_family_parse_apertus1p5(hp, cfg);
+    }
     if (strcmp(mt, "stablelm") == 0) return parse_stablelm(hp, cfg);
     if (strcmp(mt, "olmo") == 0) return parse_olmo1(hp, cfg);
     if (strcmp(mt, "ernie4_5") == 0) return parse_ernie4_5(hp, cfg);
@@ -1231,6 +1235,8 @@ static const kvc_family_alias ALIASES[] = {
     {"llava_next", "LlavaNextForConditionalGeneration", "llama", true},
     {"emu3", "Emu3ForConditionalGeneration", "emu3", true},
     {"emu3_text_model", "Emu3ForCausalLM", "emu3", true},
+    {"apertus1p5", "Apertus1p5ForConditionalGeneration", "apertus", true},
+    {"apertus1p5_text", "Apertus1p5TextForCausalLM", "apertus", true},
     {"aria", "AriaForConditionalGeneration", "aria", true},
     {"aria_text", "AriaTextForCausalLM", "aria", true},
     {"gpt_bigcode", "GPTBigCodeForCausalLM", "gpt_bigcode", true},

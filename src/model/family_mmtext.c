@@ -74,3 +74,24 @@ kvc_status kvci_family_parse_aria(const kvc_hparams *hp, kvc_model_config *cfg) 
 bool kvci_family_is_phi3(const char *mt) {
     return mt != NULL && (strcmp(mt, "phi3") == 0 || strcmp(mt, "phi4_multimodal") == 0);
 }
+
+bool kvci_family_is_apertus1p5(const char *mt) {
+    return mt != NULL && (strcmp(mt, "apertus1p5") == 0 || strcmp(mt, "apertus1p5_text") == 0);
+}
+
+/* Apertus 1.5's text model (Apertus1p5TextConfig; Apertus1p5TextForCausalLM alone), over Apertus's keys: its
+ * extended vocabulary (vocab_size ids embedded) and a head pruned to the first output_vocab_size of them (null or
+ * vocab_size: unpruned), the logits' width: vocab_size becomes that and input_vocab_size the embedding's rows. A tied
+ * head is the whole embedding (transformers ties it whatever output_vocab_size says), the wrapper's
+ * tie_word_embeddings (false) alone when nested. Refused by name: output_vocab_size outside [1, vocab_size] (its
+ * config class refuses it), the wrapper without text_config. */
+kvc_status kvci_family_parse_apertus1p5(const kvc_hparams *hp, kvc_model_config *cfg) {
+    int64_t out = cfg->vocab_size;
+    if (outer_is(hp, "apertus1p5")) KVC_TRY(kvci_family_need_text_config(hp, "apertus1p5"));
+    KVC_TRY(tie_by_outer(hp, false, cfg));
+    KVC_TRY(kvci_family_opt_int(&hp->cfg, "output_vocab_size", cfg->vocab_size, 1, cfg->vocab_size, &out));
+    if (out == cfg->vocab_size || cfg->tie_word_embeddings) return KVC_OK;
+    cfg->input_vocab_size = cfg->vocab_size;
+    cfg->vocab_size = out;
+    return KVC_OK;
+}

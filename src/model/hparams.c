@@ -110,6 +110,8 @@ static const type_defaults DEFAULTS[] = {
     {"phi4_multimodal", 0, 10000.0, 0, false, 8, false, false},   /* Phi4MultimodalConfig's (Phi3Config's but 8 KV) */
     {"emu3_text_model", 0, 1000000.0, 0, false, 8, false, false}, /* Emu3TextConfig's default_theta */
     {"emu3", 0, 1000000.0, 0, false, 8, false, false},
+    {"apertus1p5_text", 0, 12000000.0, 0, false, 0, false, false}, /* Apertus1p5TextConfig's (ApertusConfig's) */
+    {"apertus1p5", 0, 12000000.0, 0, false, 0, false, false},
     {"aria_text", 0, 10000.0, 0, false, 0, false, false}, /* AriaTextConfig's (LlamaConfig's) */
     {"aria", 0, 10000.0, 0, false, 0, false, false},
     {"ernie4_5_moe", 0, 500000.0, 0, false, 4, false, false}, /* Ernie4_5_MoeConfig has no head_dim of its own */

@@ -826,7 +826,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     const kvc_model_config *c = &m->cfg;
     visitor v = {.fn = fn, .user = user, .m = m, .prefix = ""};
     const int64_t E = kvci_model_embed_width(c);
-    TRY(m2(&v, "model.embed_tokens.weight", c->vocab_size, E, &m->embed, WHOLE));
+    TRY(m2(&v, "model.embed_tokens.weight", kvci_model_input_vocab(c), E, &m->embed, WHOLE));
     if (c->embed_dim > 0) { /* OPT-350m's projections between the embedding's width and hidden_size */
         TRY(m2(&v, "model.project_in.weight", c->hidden_size, E, &m->project_in, WHOLE));
         TRY(m2(&v, "model.project_out.weight", E, c->hidden_size, &m->project_out, WHOLE));
@@ -923,6 +923,7 @@ static kvc_status check_sizes(const kvc_model_config *c) {
         int64_t value, min;
     } sizes[] = {
         {"vocab_size", c->vocab_size, 1},
+        {"input_vocab_size", c->input_vocab_size, 0},
         {"hidden_size", c->hidden_size, 1},
         {"intermediate_size", c->intermediate_size, 1},
         {"num_attention_heads", c->num_heads, 1},
@@ -968,6 +969,10 @@ static kvc_status check_extras(const kvc_model_config *c) {
                              KVC_HP_MAX_FACTOR);
     if (!c->alibi && (c->alibi_in_scale || c->alibi_bias_max > 0.0))
         return kvci_fail(KVC_EINVAL, "model: alibi_in_scale and alibi_bias_max need alibi");
+    if (c->input_vocab_size != 0 && (c->input_vocab_size <= c->vocab_size || c->tie_word_embeddings))
+        return kvci_fail(KVC_EINVAL,
+                         "model: input_vocab_size %lld must exceed vocab_size %lld (0: none), and the head untied",
+                         (long long)c->input_vocab_size, (long long)c->vocab_size);
     int64_t conv = 0;
     for (int64_t l = 0; l < c->num_layers; l++) conv += c->layer_conv[l];
     if (conv > 0 && c->family != KVC_FAMILY_LFM2)

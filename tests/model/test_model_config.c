@@ -4175,6 +4175,46 @@ static void test_phi4_multimodal_fields(void **state) {
                    "phi4_multimodal with rope type \"yarn\"");
 }
 
+#define APERTUS1P5_ROPE ",\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":1e4}"
+
+/* Apertus 1.5's text model (apertus1p5, apertus1p5_text): Apertus's keys; output_vocab_size prunes the head (the
+ * logits' width, vocab_size) below the embedded ids (input_vocab_size); null, equal to vocab_size or a tied head: none;
+ * the wrapper ties by its own key; refused by name: output_vocab_size outside [1, vocab_size], the wrapper without
+ * text_config, and a caller's struct with input_vocab_size not above vocab_size or with a tied head. */
+static void test_apertus1p5_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(
+        kvc_model_config_parse(MM_TEXT("apertus1p5_text") APERTUS1P5_ROPE ",\"output_vocab_size\":6}", "ap", &c),
+        KVC_OK);
+    assert_true(c.vocab_size == 6 && c.input_vocab_size == 8 && c.qk_norm && c.mlp_act == KVC_MLP_XIELU);
+    assert_true(kvci_model_input_vocab(&c) == 8 && strcmp(c.model_type, "apertus1p5_text") == 0);
+    const char *unpruned[] = {",\"output_vocab_size\":null}", ",\"output_vocab_size\":8}",
+                              ",\"output_vocab_size\":6,\"tie_word_embeddings\":true}"};
+    for (int i = 0; i < 3; i++) {
+        char json[512];
+        snprintf(json, sizeof json, "%s%s%s", MM_TEXT("apertus1p5_text"), APERTUS1P5_ROPE, unpruned[i]);
+        assert_int_equal(kvc_model_config_parse(json, "ap-full", &c), KVC_OK);
+        assert_true(c.vocab_size == 8 && c.input_vocab_size == 0 && kvci_model_input_vocab(&c) == 8);
+    }
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"apertus1p5\",\"tie_word_embeddings\":true,"
+                                            "\"text_config\":" MM_TEXT("apertus1p5_text") APERTUS1P5_ROPE
+                                            ",\"output_vocab_size\":6,\"tie_word_embeddings\":false}}",
+                                            "ap-outer", &c),
+                     KVC_OK);
+    assert_true(c.tie_word_embeddings && c.vocab_size == 8 && c.input_vocab_size == 0);
+    expect_refusal(MM_TEXT("apertus1p5_text") APERTUS1P5_ROPE ",\"output_vocab_size\":9}",
+                   "output_vocab_size 9 must be an integer in [1, 8]");
+    expect_refusal(MM_TEXT("apertus1p5") APERTUS1P5_ROPE "}", "apertus1p5 without text_config is not supported");
+    assert_int_equal(
+        kvc_model_config_parse(MM_TEXT("apertus1p5_text") APERTUS1P5_ROPE ",\"output_vocab_size\":6}", "ap", &c),
+        KVC_OK);
+    c.input_vocab_size = 6;
+    expect_create_refusal(&c, "input_vocab_size 6 must exceed vocab_size 6");
+    c.input_vocab_size = 8, c.tie_word_embeddings = true;
+    expect_create_refusal(&c, "and the head untied");
+}
+
 #define LLAVA_TEXT(mt)                                                                                                 \
     "{" mt "\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,\"num_hidden_layers\":2,"                      \
     "\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -4320,6 +4360,7 @@ int main(void) {
         cmocka_unit_test(test_emu3_fields),
         cmocka_unit_test(test_aria_fields),
         cmocka_unit_test(test_phi4_multimodal_fields),
+        cmocka_unit_test(test_apertus1p5_fields),
         cmocka_unit_test(test_nanochat_fields),
         cmocka_unit_test(test_youtu_fields),
         cmocka_unit_test(test_minicpm3_fields),

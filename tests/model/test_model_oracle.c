@@ -1245,6 +1245,13 @@ static void test_phi4_multimodal(void **state) {
     run_dir("phi4_multimodal");
 }
 
+/* Apertus 1.5's text model (Apertus1p5TextForCausalLM): Apertus's layer with its head pruned to the first 448 of 512
+ * ids (output_vocab_size); the prompts' ids above it are embedded, never produced; untied */
+static void test_apertus1p5_text(void **state) {
+    (void)state;
+    run_dir("apertus1p5_text");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),
@@ -1330,6 +1337,7 @@ int main(void) {
         cmocka_unit_test(test_emu3),
         cmocka_unit_test(test_aria),
         cmocka_unit_test(test_phi4_multimodal),
+        cmocka_unit_test(test_apertus1p5_text),
         cmocka_unit_test(test_llava),
         cmocka_unit_test(test_llava_next),
         cmocka_unit_test(test_gpt_bigcode),

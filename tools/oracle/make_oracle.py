@@ -200,6 +200,8 @@ from transformers import (
     AriaForConditionalGeneration,
     Phi4MultimodalConfig,
     Phi4MultimodalForCausalLM,
+    Apertus1p5TextConfig,
+    Apertus1p5TextForCausalLM,
     GemmaForCausalLM,
     Gemma2Config,
     Dots1Config,
@@ -982,6 +984,16 @@ def apertus_config():
                          rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0,
                                           "original_max_position_embeddings": 64, "low_freq_factor": 1.0,
                                           "high_freq_factor": 4.0}, tie_word_embeddings=False)
+
+
+def apertus1p5_config():
+    # Apertus 1.5's text model at toy size (Apertus1p5TextForCausalLM): Apertus's layer (per-head q/k norms, xIELU MLP
+    # with scalars per layer, llama3 rope as apertus's), GQA 4/2, 2 layers, its head pruned to the first 448 of the
+    # 512 ids (output_vocab_size): the prompts' ids above 448 are embedded, never produced; untied.
+    return Apertus1p5TextConfig(**DENSE_TOY_SHAPE, num_hidden_layers=2, output_vocab_size=448,
+                                rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0,
+                                                 "original_max_position_embeddings": 64, "low_freq_factor": 1.0,
+                                                 "high_freq_factor": 4.0}, tie_word_embeddings=False)
 
 
 def cwm_config():
@@ -2184,6 +2196,7 @@ FAMILIES = {
     "emu3": (emu3_config, Emu3ForConditionalGeneration),
     "aria": (aria_config, AriaForConditionalGeneration),
     "phi4_multimodal": (phi4_multimodal_config, Phi4MultimodalForCausalLM),
+    "apertus1p5_text": (apertus1p5_config, Apertus1p5TextForCausalLM),
     "ernie4_5_moe": (ernie4_5_moe_config, Ernie4_5_MoeForCausalLM),
     "phimoe": (phimoe_config, PhimoeForCausalLM),
     "dbrx": (dbrx_config, DbrxForCausalLM),
@@ -2620,7 +2633,9 @@ def make_family(family, out_root, seed):
         entries.append(entry)
 
     header = {"family": family, **versions(), "seed": seed,
-              "num_new_tokens": NEW_TOKENS, "vocab_size": model.config.get_text_config().vocab_size}
+              "num_new_tokens": NEW_TOKENS,  # the logits' width: Apertus 1.5's pruned head's
+              "vocab_size": getattr(model.config.get_text_config(), "output_vocab_size", None)
+              or model.config.get_text_config().vocab_size}
     write_expected(os.path.join(out, "expected.json"), header, entries)
 
     if family == "gpt_oss":
@@ -3171,7 +3186,7 @@ def main():
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
                                "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "glm_moe_dsa", "deepseek_v32", "sarvam_moe", "param2moe",
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
-                               "emu3", "aria", "phi4_multimodal"]:
+                               "emu3", "aria", "phi4_multimodal", "apertus1p5_text"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
