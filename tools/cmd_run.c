@@ -68,8 +68,9 @@ static void run_usage(FILE *f) {
             "laguna, mellum, beam,\n"
             "bert, roberta, xlm-roberta, camembert, data2vec-text, ernie, bert-generation, megatron-bert,\n"
             "xlm-roberta-xl, roberta-prelayernorm (with is_decoder true),\n"
-            "qwen2_vl, qwen2_5_vl, qwen3_vl, llava, llava_next (their text models: text-only prompts,\n"
-            "images are not run))\n"
+            "qwen2_vl, qwen2_5_vl, qwen3_vl, llava, llava_next, emu3, aria, phi4_multimodal, apertus1p5\n"
+            "(their text models: text-only prompts, images and audio are not run), emu3_text_model, aria_text,\n"
+            "apertus1p5_text)\n"
             "and runs the prompts as one static batch through the standalone runner, greedy, to completion\n"
             "(or, with --stream or a sampling flag, through the engine a token at a time).\n"
             "\n"
@@ -647,7 +648,7 @@ static int run(int argc, char **argv) {
                 "kvcache run: warning: config.json has no length key (max_position_embeddings, n_positions, "
                 "seq_length, max_seq_len): assuming %lld positions, as vLLM does\n",
                 (long long)mc->max_position_embeddings);
-    if (kvc_run_check_ids(ids, lens, n, given.eos ? eng.eos_id : -1, mc->vocab_size) != 0) {
+    if (kvc_run_check_ids(ids, lens, n, given.eos ? eng.eos_id : -1, kvci_model_input_vocab(mc), mc->vocab_size) != 0) {
         kvc_model_destroy(m);
         return 2;
     }

@@ -105,14 +105,14 @@ static int oracle_read(const char *dir, const char *flag, int64_t vocab, oracle_
  * with p->max_new_tokens its num_new_tokens; then the runner's checks (positions, mode, block
  * size) on m before any table starts. 0, or the exit code after a message naming `flag`. */
 /* run_compare.h */
-int kvc_run_check_ids(const int32_t *ids, const int64_t *lens, int64_t n, int32_t eos, int64_t V) {
+int kvc_run_check_ids(const int32_t *ids, const int64_t *lens, int64_t n, int32_t eos, int64_t V_in, int64_t V) {
     for (int64_t b = 0, t = 0; b < n; b++)
         for (int64_t i = 0; i < lens[b]; i++, t++)
-            if (ids[t] >= V) {
+            if (ids[t] >= V_in) {
                 fprintf(stderr,
                         "kvcache run: --prompt-ids: id %d (prompt %lld, item %lld) is outside the model's "
                         "vocabulary [0, %lld)\n",
-                        ids[t], (long long)b, (long long)i, (long long)V);
+                        ids[t], (long long)b, (long long)i, (long long)V_in);
                 return 2;
             }
     if (eos >= V) {
@@ -125,7 +125,8 @@ int kvc_run_check_ids(const int32_t *ids, const int64_t *lens, int64_t n, int32_
 static int compare_prompts(const kvc_model *m, const char *dir, const char *flag, kvc_runner_params *p,
                            const int32_t **ids, const int64_t **lens, int64_t *n, oracle_prompts *o) {
     memset(o, 0, sizeof *o);
-    if (*n > 0 && kvc_run_check_ids(*ids, *lens, *n, -1, kvc_model_config_of(m)->vocab_size) != 0) return 2;
+    const kvc_model_config *mc = kvc_model_config_of(m);
+    if (*n > 0 && kvc_run_check_ids(*ids, *lens, *n, -1, kvci_model_input_vocab(mc), mc->vocab_size) != 0) return 2;
     if (*n == 0) {
         const int rc = oracle_read(dir, flag, kvc_model_config_of(m)->vocab_size, o);
         if (rc) return rc;

@@ -25,9 +25,10 @@ int kvc_run_compare_dtypes(const kvc_model *m, const char *dir, kvc_runner_param
 int kvc_run_compare_weights(const char *dir, kvc_runner_params p, const int32_t *ids, const int64_t *lens, int64_t n,
                             bool json);
 
-/* The token ids of --prompt-ids (ids/lens[n]) and --eos (-1: none) against a loaded model's vocabulary
- * [0, V): 0, or 2 after a message naming the flag (the parser knew no V; the forward's message named
- * token_ids and the run failed with status 1). */
-int kvc_run_check_ids(const int32_t *ids, const int64_t *lens, int64_t n, int32_t eos, int64_t V);
+/* The token ids of --prompt-ids (ids/lens[n]) against a loaded model's embedded ids [0, V_in) and --eos (-1: none)
+ * against its logits' [0, V) (V_in above V: a pruned head, kvc_model_config.input_vocab_size): 0, or 2 after a
+ * message naming the flag (the parser knew neither; the forward's message named token_ids and the run failed with
+ * status 1). */
+int kvc_run_check_ids(const int32_t *ids, const int64_t *lens, int64_t n, int32_t eos, int64_t V_in, int64_t V);
 
 #endif

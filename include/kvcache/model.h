@@ -453,6 +453,10 @@ typedef struct kvc_model_config {
     int64_t altup_inputs, altup_active, laurel_rank;
     bool altup_correct_scale;
     float layer_act_sparsity[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    /* Rows of the input embedding when they exceed vocab_size, the head's rows and the logits' width (Apertus 1.5's
+     * pruned head: output_vocab_size logits over the ids of vocab_size; never with a tied head); 0: vocab_size.
+     * Last, as above. */
+    int64_t input_vocab_size;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -374,7 +374,8 @@ static const bert_names *bert_base(const char *model_type) {
 
 /* Renames transformers undoes on load (its conversion mapping): a file may hold either name
  * (kvci_checkpoint_unconverted). OLMo Hybrid, as transformers saves it: the sub-layers' first norms
- * attention_layer_norm and feedforward_layer_norm, on every layer. A.X-K2, as its hub checkpoints and transformers'
+ * attention_layer_norm and feedforward_layer_norm, on every layer; Aria's fused experts fc1 (gate | up, [E, H, 2I])
+ * and fc2 (down, [E, I, H]). A.X-K2, as its hub checkpoints and transformers'
  * save_pretrained name them: the gated norms' mlp.fc1 / mlp.fc2 as W_down / W_up, q_gate_proj as q_b_proj (the same
  * [heads (dq + dv), 2 rq] rows). */
 static const rename_rule LOAD_RULES[] = {
@@ -383,6 +384,9 @@ static const rename_rule LOAD_RULES[] = {
     {"axk2", "layernorm.mlp.fc1.", "layernorm.W_down."},
     {"axk2", "layernorm.mlp.fc2.", "layernorm.W_up."},
     {"axk2", "self_attn.q_gate_proj.", "self_attn.q_b_proj."},
+    /* Aria's text model: the fused experts (load.c) as its hub names, as transformers saves them */
+    {"aria_text", "mlp.experts.gate_up_proj", "mlp.experts.fc1.weight"},
+    {"aria_text", "mlp.experts.down_proj", "mlp.experts.fc2.weight"},
 };
 
 /* The base model's prefix that a type's hub checkpoints may leave out or name otherwise (openai-community/gpt2 holds
@@ -401,7 +405,8 @@ static const rename_rule BARE[] = {
  * (its layers nn.Linear where GPT-2's are Conv1D: weights.c), CodeGen (CodeGenForCausalLM) as GPT-J's (its q/k/v fused
  * in attn.qkv_proj: weights.c), HunYuan MoE as HunYuan dense's, Mamba2, Mamba and FalconMamba as Nemotron-H's
  * (backbone., mixer., norm_f),
- * Falcon-H1 as Bamba's (pre_ff_layernorm, feed_forward), Param2-MoE as Sarvam-MoE's. */
+ * Falcon-H1 as Bamba's (pre_ff_layernorm, feed_forward), Param2-MoE as Sarvam-MoE's, Apertus 1.5's text model as
+ * Apertus's. */
 static const char *names_of(const char *model_type) {
     if (strcmp(model_type, "codegen") == 0) return "gptj";
     if (strcmp(model_type, "hunyuan_v1_moe") == 0) return "hunyuan_v1_dense";
@@ -410,6 +415,7 @@ static const char *names_of(const char *model_type) {
         return "nemotron_h";
     if (strcmp(model_type, "falcon_h1") == 0) return "bamba";
     if (strcmp(model_type, "param2moe") == 0) return "sarvam_moe";
+    if (strcmp(model_type, "apertus1p5_text") == 0) return "apertus";
     return strcmp(model_type, "gpt_bigcode") == 0 ? "gpt2" : model_type;
 }
 

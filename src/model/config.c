@@ -77,6 +77,10 @@ int64_t kvci_model_kv_source(const kvc_model_config *c, int64_t l) {
 
 int64_t kvci_model_embed_width(const kvc_model_config *c) { return c->embed_dim > 0 ? c->embed_dim : c->hidden_size; }
 
+int64_t kvci_model_input_vocab(const kvc_model_config *c) {
+    return c->input_vocab_size > 0 ? c->input_vocab_size : c->vocab_size;
+}
+
 int64_t kvci_model_rot_dim(const kvc_model_config *c) { return kvci_model_rot_dim_of(c, c->head_dim); }
 
 int64_t kvci_model_rot_dim_of(const kvc_model_config *c, int64_t head_dim) {

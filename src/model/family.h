@@ -336,6 +336,20 @@ kvc_status kvci_family_parse_qwen3_vl(const kvc_hparams *hp, kvc_model_config *c
 bool kvci_family_is_llava(const char *outer);
 kvc_status kvci_family_parse_llava(const kvc_hparams *hp, const char *outer, kvc_model_config *cfg);
 
+/* The text models of multimodal checkpoints the dense family runs on text alone (family_mmtext.c): whether mt is
+ * Emu3's (emu3, emu3_text_model), and its keys over Llama's. */
+bool kvci_family_is_emu3(const char *mt);
+kvc_status kvci_family_parse_emu3(const kvc_hparams *hp, kvc_model_config *cfg);
+/* Phi-3's layer: phi3, and Phi-4-multimodal's text path (phi4_multimodal: Phi-3 with its towers beside, no LoRA in
+ * transformers' modules). */
+bool kvci_family_is_phi3(const char *mt);
+/* Apertus 1.5's (apertus1p5, apertus1p5_text): its keys over Apertus's (its pruned head: input_vocab_size). */
+bool kvci_family_is_apertus1p5(const char *mt);
+kvc_status kvci_family_parse_apertus1p5(const kvc_hparams *hp, kvc_model_config *cfg);
+/* Aria's (aria, aria_text): Llama's attention, a MoE of top-k logits softmaxed plus shared experts on every layer. */
+bool kvci_family_is_aria(const char *mt);
+kvc_status kvci_family_parse_aria(const kvc_hparams *hp, kvc_model_config *cfg);
+
 /* A soft-capping key of config c (attn_logit_softcapping, final_logit_softcapping) into *out: def when absent,
  * 0 (none) when null, else a number in (0, 10^6]; refused naming the key otherwise. */
 kvc_status kvci_family_softcap(const kvc_json_obj *c, const char *key, double def, double *out);

@@ -108,18 +108,18 @@ static kvc_status head_dim_whole(const kvc_hparams *hp, kvc_model_config *cfg, c
                      (long long)cfg->num_heads, why);
 }
 
-/* Phi-3 (Phi-3-mini/medium, Phi-3.5-mini, Phi-4-mini): no bias anywhere whatever the config says (its modules
- * are built without), rms_norm_eps 1e-5 when absent (Phi3Config's); the fused qkv_proj / gate_up_proj are
- * weights.c's. transformers reads a Phi-3 rope of type yarn as longrope, which would need short and long
- * factors that a yarn dict lacks: refused by name. */
+/* Phi-3 (Phi-3-mini/medium, Phi-3.5-mini, Phi-4-mini) and Phi-4-multimodal's text path (phi4_multimodal, 8 KV heads
+ * when absent: hparams.c): no bias anywhere whatever the config says (its modules are built without), rms_norm_eps
+ * 1e-5 when absent (Phi3Config's); the fused qkv_proj / gate_up_proj are weights.c's. transformers reads a Phi-3 rope
+ * of type yarn as longrope, which would need short and long factors that a yarn dict lacks: refused by name. */
 static kvc_status parse_phi3(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
     if (cfg->rope.type == KVC_ROPE_YARN)
         return kvci_fail(KVC_EINVAL,
-                         "%s: phi3 with rope type \"yarn\" (transformers runs it as longrope, which "
+                         "%s: %s with rope type \"yarn\" (transformers runs it as longrope, which "
                          "needs short_factor and long_factor): not supported",
-                         c->doc);
+                         c->doc, cfg->model_type);
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;
     return kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps);
@@ -980,7 +980,7 @@ static kvc_status parse_dbrx(const kvc_hparams *hp, kvc_model_config *cfg) {
 static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const char *mt = cfg->model_type;
-    if (strcmp(mt, "phi3") == 0) return parse_phi3(hp, cfg);
+    if (kvci_family_is_phi3(mt)) return parse_phi3(hp, cfg);
     if (strcmp(mt, "olmo2") == 0 || strcmp(mt, "olmo3") == 0) return parse_olmo(hp, cfg);
     if (strcmp(mt, "flex_olmo") == 0) return parse_flex_olmo(hp, cfg);
     if (strcmp(mt, "hunyuan_v1_dense") == 0 || strcmp(mt, "hunyuan_v1_moe") == 0) return parse_hunyuan(hp, cfg);
@@ -996,6 +996,10 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "helium") == 0) return parse_helium(hp, cfg);
     if (strcmp(mt, "arcee") == 0) return parse_arcee(hp, cfg);
     if (strcmp(mt, "apertus") == 0) return parse_apertus(hp, cfg);
+    if (kvci_family_is_apertus1p5(mt)) {
+        KVC_TRY(parse_apertus(hp, cfg));
+        return kvci_family_parse_apertus1p5(hp, cfg);
+    }
     if (strcmp(mt, "stablelm") == 0) return parse_stablelm(hp, cfg);
     if (strcmp(mt, "olmo") == 0) return parse_olmo1(hp, cfg);
     if (strcmp(mt, "ernie4_5") == 0) return parse_ernie4_5(hp, cfg);
@@ -1030,6 +1034,8 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "jetmoe") == 0) return kvci_family_parse_jetmoe(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
+    if (kvci_family_is_emu3(mt)) return kvci_family_parse_emu3(hp, cfg);
+    if (kvci_family_is_aria(mt)) return kvci_family_parse_aria(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -1086,7 +1092,8 @@ static kvc_status dense_ffn(const kvc_fwd_step *s, int64_t l) {
     if (c->attention_experts) return kvci_ffn_jetmoe(s, l);
     if (granite_moe(c->model_type)) return kvci_ffn_granite_moe(s, l);
     if (strcmp(c->model_type, "flint") == 0 || c->moe_route_sigmoid) return kvci_ffn_sigmoid_moe(s, l);
-    if (strcmp(c->model_type, "cohere2_moe") == 0) return kvci_ffn_granite_moe(s, l); /* softmax of the top k */
+    if (strcmp(c->model_type, "cohere2_moe") == 0 || kvci_family_is_aria(c->model_type))
+        return kvci_ffn_granite_moe(s, l); /* softmax of the top k */
     if (strcmp(c->model_type, "ernie4_5_moe") == 0) return kvci_ffn_ernie_moe(s, l);
     if (strcmp(c->model_type, "phimoe") == 0) return kvci_ffn_phimoe(s, l);
     if (strcmp(c->model_type, "kolibri1") == 0) return kvci_ffn_kolibri(s, l);
@@ -1167,11 +1174,12 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
  * shared template, or a fine-tune's leftover key, runs as transformers runs it. Types planned only keep the key. */
 static bool dense_reads_window(const kvc_hparams *hp) {
     static const char *const WINDOW_TYPES[] = {
-        "mistral",    "mixtral",   "ministral",  "ministral3",    "mistral3",        "qwen2",   "qwen2_moe",
-        "qwen3",      "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
-        "starcoder2", "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",  "gpt_neo",
-        "dots1",      "cwm",       "exaone_moe", "granite_swa",   "granitemoe_swa",  "flint",   "cohere2_moe",
-        "afmoe",      "kolibri1",  "ergo",       "mimo_v2_flash", "laguna",          "mellum",  "beam"};
+        "mistral",        "mixtral",   "ministral",  "ministral3",    "mistral3",        "qwen2",   "qwen2_moe",
+        "qwen3",          "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
+        "starcoder2",     "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",  "gpt_neo",
+        "dots1",          "cwm",       "exaone_moe", "granite_swa",   "granitemoe_swa",  "flint",   "cohere2_moe",
+        "afmoe",          "kolibri1",  "ergo",       "mimo_v2_flash", "laguna",          "mellum",  "beam",
+        "phi4_multimodal"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -1185,6 +1193,7 @@ static const kvc_family_alias ALIASES[] = {
     {"qwen3", "Qwen3ForCausalLM", "qwen3", true},
     {"qwen3_moe", "Qwen3MoeForCausalLM", "qwen3_moe", true},
     {"phi3", "Phi3ForCausalLM", "phi3", true},
+    {"phi4_multimodal", "Phi4MultimodalForCausalLM", "phi3", true},
     {"olmo2", "Olmo2ForCausalLM", "olmo2", true},
     {"olmo3", "Olmo3ForCausalLM", "olmo3", true},
     {"granite", "GraniteForCausalLM", "granite", true},
@@ -1232,6 +1241,12 @@ static const kvc_family_alias ALIASES[] = {
     {"qwen3_vl_text", NULL, "qwen3", true},
     {"llava", "LlavaForConditionalGeneration", "llama", true},
     {"llava_next", "LlavaNextForConditionalGeneration", "llama", true},
+    {"emu3", "Emu3ForConditionalGeneration", "emu3", true},
+    {"emu3_text_model", "Emu3ForCausalLM", "emu3", true},
+    {"apertus1p5", "Apertus1p5ForConditionalGeneration", "apertus", true},
+    {"apertus1p5_text", "Apertus1p5TextForCausalLM", "apertus", true},
+    {"aria", "AriaForConditionalGeneration", "aria", true},
+    {"aria_text", "AriaTextForCausalLM", "aria", true},
     {"gpt_bigcode", "GPTBigCodeForCausalLM", "gpt_bigcode", true},
     {"falcon", "FalconForCausalLM", "falcon", true},
     {"gptj", "GPTJForCausalLM", "gptj", true},

@@ -317,9 +317,9 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
                          "forward: md needs positions, seq_lens_q/kv and cu_seq_lens_q ending at n_tokens %lld",
                          (long long)T);
     for (int64_t t = 0; t < T; t++) {
-        if (a->token_ids[t] < 0 || a->token_ids[t] >= c->vocab_size)
+        if (a->token_ids[t] < 0 || a->token_ids[t] >= kvci_model_input_vocab(c))
             return kvci_fail(KVC_ERANGE, "forward: token_ids[%lld] = %d outside the vocabulary [0, %lld)", (long long)t,
-                             (int)a->token_ids[t], (long long)c->vocab_size);
+                             (int)a->token_ids[t], (long long)kvci_model_input_vocab(c));
         if (md->positions[t] < 0 || md->positions[t] >= ws->max_kv_len)
             return kvci_fail(KVC_ERANGE, "forward: positions[%lld] = %lld outside [0, max_kv_len %lld)", (long long)t,
                              (long long)md->positions[t], (long long)ws->max_kv_len);

@@ -115,6 +115,13 @@ static const type_defaults DEFAULTS[] = {
     {"qwen2_vl", 0, 1000000.0, 4096, true, 8, true, false},
     {"qwen3_vl_text", 128, 500000.0, 0, false, 32, false, false}, /* Qwen3VLTextConfig's */
     {"qwen3_vl", 128, 500000.0, 0, false, 32, false, false},
+    {"phi4_multimodal", 0, 10000.0, 0, false, 8, false, false},   /* Phi4MultimodalConfig's (Phi3Config's but 8 KV) */
+    {"emu3_text_model", 0, 1000000.0, 0, false, 8, false, false}, /* Emu3TextConfig's default_theta */
+    {"emu3", 0, 1000000.0, 0, false, 8, false, false},
+    {"apertus1p5_text", 0, 12000000.0, 0, false, 0, false, false}, /* Apertus1p5TextConfig's (ApertusConfig's) */
+    {"apertus1p5", 0, 12000000.0, 0, false, 0, false, false},
+    {"aria_text", 0, 10000.0, 0, false, 0, false, false}, /* AriaTextConfig's (LlamaConfig's) */
+    {"aria", 0, 10000.0, 0, false, 0, false, false},
     {"ernie4_5_moe", 0, 500000.0, 0, false, 4, false, false}, /* Ernie4_5_MoeConfig has no head_dim of its own */
     {"phimoe", 0, 1000000.0, 0, false, 8, false, false},
     {"dbrx", 0, 10000.0, 0, false, 1, true, false}, /* DbrxAttentionConfig's kv_n_heads */
@@ -623,16 +630,27 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
  * Nemotron, MiniMax-M2, Persimmon, Qwen3-Next, GPT-NeoX Japanese); the others rotate whole heads
  * whatever the config says. Types planned only, and unknown ones, keep the factor. */
 static bool rotates_part(const kvc_hparams *hp) {
-    static const char *const PARTIAL_TYPES[] = {"glm",         "glm4",
-                                                "glm4_moe",    "phi",
-                                                "phi3",        "stablelm",
-                                                "gpt_neox",    "nemotron",
-                                                "minimax_m2",  "persimmon",
-                                                "qwen3_next",  "qwen3_5_text",
-                                                "qwen3_5",     "qwen3_5_moe_text",
-                                                "qwen3_5_moe", "sarvam_moe",
-                                                "param2moe",   "mimo_v2_flash",
-                                                "laguna",      "gpt_neox_japanese"};
+    static const char *const PARTIAL_TYPES[] = {"glm",
+                                                "glm4",
+                                                "glm4_moe",
+                                                "phi",
+                                                "phi3",
+                                                "stablelm",
+                                                "gpt_neox",
+                                                "nemotron",
+                                                "minimax_m2",
+                                                "persimmon",
+                                                "qwen3_next",
+                                                "qwen3_5_text",
+                                                "qwen3_5",
+                                                "qwen3_5_moe_text",
+                                                "qwen3_5_moe",
+                                                "sarvam_moe",
+                                                "param2moe",
+                                                "mimo_v2_flash",
+                                                "laguna",
+                                                "gpt_neox_japanese",
+                                                "phi4_multimodal"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, PARTIAL_TYPES, sizeof PARTIAL_TYPES / sizeof PARTIAL_TYPES[0]);
 }

@@ -98,9 +98,12 @@ static kvc_status load_experts(const load_ctx *c, const kvc_wtensor *t, const ch
     snprintf(first, sizeof first, "%s0%s", prefix, suffix);
     if (kvc_safetensors_has(c->st, first)) return load_modules(c, t, prefix, suffix, "experts", dst, dtype);
     if (!strstr(suffix, "_proj.")) return kvci_fail(KVC_EINVAL, "missing tensor \"%s\"", first);
-    char fused[200];
+    char fused[200], saved[320];
     const bool down = strstr(suffix, "down_proj") != NULL;
     snprintf(fused, sizeof fused, "%s%s", prefix, down ? "down_proj" : "gate_up_proj");
+    const char *as_saved = c->model_type ? kvci_checkpoint_name(c->model_type, fused, saved, sizeof saved) : fused;
+    if (!kvc_safetensors_has(c->st, fused) && kvc_safetensors_has(c->st, as_saved)) /* Aria's fc1 / fc2 */
+        snprintf(fused, sizeof fused, "%s", as_saved);
     if (!kvc_safetensors_has(c->st, fused))
         return kvci_fail(KVC_EINVAL, "missing tensor \"%s\" (nor the fused \"%s\")", first, fused);
     *dtype = kvci_safetensors_dtype(c->st, fused);
@@ -154,10 +157,11 @@ static kvc_status load_packed(const load_ctx *c, const kvc_wtensor *t) {
 
 /* The prefix under which a multimodal checkpoint keeps its text model's "model." tensors, the others
  * (the vision tower, the projector) left unread: transformers 5's model.language_model. (Gemma 3's
- * Gemma3ForConditionalGeneration) or the hub's earlier language_model.model.; NULL when the file has
- * model.embed_tokens.weight or neither. */
+ * Gemma3ForConditionalGeneration) or the hub's earlier language_model.model., Emu3's model.text_model. or its hub's
+ * text_model.model.; NULL when the file has model.embed_tokens.weight or none of them. */
 static const char *text_prefix(const kvc_safetensors *st) {
-    static const char *const prefixes[] = {"model.language_model.", "language_model.model."};
+    static const char *const prefixes[] = {"model.language_model.", "language_model.model.", "model.text_model.",
+                                           "text_model.model."};
     if (kvc_safetensors_has(st, "model.embed_tokens.weight")) return NULL;
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
         char n[64];
@@ -179,8 +183,8 @@ static bool has_module(const load_ctx *c, const char *name) {
 }
 
 /* The file's name of tensor `name` into buf: its model type's (kvci_checkpoint_name); under c->text in place of
- * "model.", and the head as lm_head.weight (transformers 5) or language_model.lm_head.weight (the hub's earlier
- * layout). */
+ * "model.", and the head as lm_head.weight (transformers 5) or, in the hub's earlier layout, beside the text model
+ * (language_model.lm_head.weight; Emu3's text_model.lm_head.weight). */
 static const char *file_name(const load_ctx *c, const char *name, char *buf, size_t cap) {
     char own[320], other[320], as_is[320];
     if (c->model_type) { /* or the name transformers renames on load, when the file holds that one */
@@ -193,7 +197,7 @@ static const char *file_name(const load_ctx *c, const char *name, char *buf, siz
     if (c->text && strncmp(name, "model.", 6) == 0)
         snprintf(buf, cap, "%s%s", c->text, name + 6);
     else if (c->text && strcmp(name, "lm_head.weight") == 0 && !kvc_safetensors_has(c->st, name))
-        snprintf(buf, cap, "language_model.%s", name);
+        snprintf(buf, cap, "%s.%s", strstr(c->text, "text_model") ? "text_model" : "language_model", name);
     else
         snprintf(buf, cap, "%s", name);
     return buf;

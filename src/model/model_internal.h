@@ -362,6 +362,8 @@ int64_t kvci_kind_rot_dim(const kvc_model_config *c, bool sliding);
 kvc_status kvci_layer_shapes_check(const kvc_model_config *c, const char *doc);
 /* The columns of c's embedding and head: embed_dim (OPT-350m's word_embed_proj_dim), or hidden_size when 0. */
 int64_t kvci_model_embed_width(const kvc_model_config *c);
+/* The rows of c's input embedding: input_vocab_size, or vocab_size when 0. */
+int64_t kvci_model_input_vocab(const kvc_model_config *c);
 /* The state caches of layer l (state_layers.c; docs/runtime.md, "State layers"): its number, 0 for a layer with
  * K/V (attention), and each one's name (the cache_info entry's, the planner's) and per-sequence shape of f32. State
  * i lives in kvci_layer_state_slot(lc, i): kvc_layer_cache.state (0) or .recurrent (1); contiguous [rows, shape],

@@ -129,13 +129,13 @@ static bool conv1d_layers(const kvc_model_config *c) {
     return strcmp(c->model_type, "gpt2") == 0 || strcmp(c->model_type, "openai-gpt") == 0;
 }
 static bool fused_qkv(const kvc_model_config *c) {
-    return strcmp(c->model_type, "phi3") == 0 || conv1d_layers(c) || grouped_qkv(c) ||
+    return kvci_family_is_phi3(c->model_type) || conv1d_layers(c) || grouped_qkv(c) ||
            strcmp(c->model_type, "dbrx") == 0 || strcmp(c->model_type, "mpt") == 0 ||
            strcmp(c->model_type, "codegen") == 0 || strcmp(c->model_type, "sarvam_moe") == 0 ||
            strcmp(c->model_type, "param2moe") == 0 || strcmp(c->model_type, "ergo") == 0;
 }
 static bool fused_gate_up(const kvc_model_config *c) {
-    return strcmp(c->model_type, "phi3") == 0 || strcmp(c->model_type, "glm4") == 0 ||
+    return kvci_family_is_phi3(c->model_type) || strcmp(c->model_type, "glm4") == 0 ||
            strcmp(c->model_type, "glm") == 0;
 }
 
@@ -432,16 +432,19 @@ static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_lay
     return KVC_OK;
 }
 
-/* Llama 4's MoE block: feed_forward.router [E, H], the experts stored transposed and fused (weights_internal.h),
- * each split by its intermediate columns, and the shared expert (feed_forward.shared_expert.*). */
-static kvc_status visit_llama4_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+/* A MoE block whose experts are stored transposed and fused (weights_internal.h), each split by its intermediate
+ * columns: the router [E, H], the experts' virtual names ex[3] (gate, up, down) and the shared experts under `shared`.
+ * Llama 4's: feed_forward.router, feed_forward.experts.*, feed_forward.shared_expert.*; Aria's: mlp.router,
+ * mlp.experts.* (gate_up_proj [E, H, 2 Im], gate columns first / down_proj [E, Im, H]; the hub's fc1 / fc2 names
+ * are ckpt_names.c's), mlp.shared_experts.* (its shared experts as one MLP of their summed width). */
+static kvc_status visit_transposed_moe(visitor *v, const kvc_model_config *c, kvc_layer_weights *w, const char *router,
+                                       const char *const ex[3], const char *shared) {
     const int64_t H = c->hidden_size, E = c->n_routed_experts, Im = c->moe_intermediate_size;
-    TRY(m2(v, "feed_forward.router.weight", E, H, &w->gate_w, WHOLE));
-    TRY(m3(v, KVC_LLAMA4_EXPERTS_GATE, E, Im, H, &w->ex_gate, true, KVC_WINIT_WEIGHT, even(v, 2, Im)));
-    TRY(m3(v, KVC_LLAMA4_EXPERTS_UP, E, Im, H, &w->ex_up, true, KVC_WINIT_WEIGHT, even(v, 2, Im)));
-    TRY(m3(v, KVC_LLAMA4_EXPERTS_DOWN, E, H, Im, &w->ex_down, true, KVC_WINIT_WEIGHT, even(v, 1, Im)));
-    return visit_dense_mlp(v, c, w, "shared_expert.", c->shared_expert_intermediate_size, &w->sh_gate, &w->sh_up,
-                           &w->sh_down);
+    TRY(m2(v, router, E, H, &w->gate_w, WHOLE));
+    TRY(m3(v, ex[0], E, Im, H, &w->ex_gate, true, KVC_WINIT_WEIGHT, even(v, 2, Im)));
+    TRY(m3(v, ex[1], E, Im, H, &w->ex_up, true, KVC_WINIT_WEIGHT, even(v, 2, Im)));
+    TRY(m3(v, ex[2], E, H, Im, &w->ex_down, true, KVC_WINIT_WEIGHT, even(v, 1, Im)));
+    return visit_dense_mlp(v, c, w, shared, c->shared_expert_intermediate_size, &w->sh_gate, &w->sh_up, &w->sh_down);
 }
 
 /* DBRX's ffn: router.layer [E, H], the experts' gate (w1) and up (v1) rows [E * Im, H] read as [E, Im, H] and their
@@ -481,7 +484,12 @@ static kvc_status visit_routed_moe(visitor *v, const kvc_model_config *c, kvc_la
     const bool cohere = strcmp(c->model_type, "cohere2_moe") == 0; /* shared_experts., no gate */
     const bool kolibri = strcmp(c->model_type, "kolibri1") == 0;   /* V3's correction bias and shared experts' names */
     w->moe = true;
-    if (c->family == KVC_FAMILY_LLAMA4) return visit_llama4_moe(v, c, w);
+    static const char *const llama4[3] = {KVC_LLAMA4_EXPERTS_GATE, KVC_LLAMA4_EXPERTS_UP, KVC_LLAMA4_EXPERTS_DOWN};
+    static const char *const aria[3] = {KVC_DS_EXPERTS_GATE, KVC_DS_EXPERTS_UP, KVC_DS_EXPERTS_DOWN};
+    if (c->family == KVC_FAMILY_LLAMA4)
+        return visit_transposed_moe(v, c, w, "feed_forward.router.weight", llama4, "shared_expert.");
+    if (kvci_family_is_aria(c->model_type))
+        return visit_transposed_moe(v, c, w, "mlp.router.weight", aria, "shared_experts.");
     if (strcmp(c->model_type, "dbrx") == 0) return visit_dbrx_moe(v, c, w);
     if (c->family == KVC_FAMILY_LFM2) return visit_lfm2_moe(v, c, w);
     const int64_t R = E + c->zero_experts; /* the router's width (LongCat-Flash's zero experts) */
@@ -872,7 +880,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     const kvc_model_config *c = &m->cfg;
     visitor v = {.fn = fn, .user = user, .m = m, .prefix = ""};
     const int64_t E = kvci_model_embed_width(c);
-    TRY(m2(&v, "model.embed_tokens.weight", c->vocab_size, E, &m->embed, WHOLE));
+    TRY(m2(&v, "model.embed_tokens.weight", kvci_model_input_vocab(c), E, &m->embed, WHOLE));
     if (c->embed_dim > 0) { /* OPT-350m's projections between the embedding's width and hidden_size */
         TRY(m2(&v, "model.project_in.weight", c->hidden_size, E, &m->project_in, WHOLE));
         TRY(m2(&v, "model.project_out.weight", E, c->hidden_size, &m->project_out, WHOLE));
@@ -988,6 +996,7 @@ static kvc_status check_sizes(const kvc_model_config *c) {
         int64_t value, min;
     } sizes[] = {
         {"vocab_size", c->vocab_size, 1},
+        {"input_vocab_size", c->input_vocab_size, 0},
         {"hidden_size", c->hidden_size, 1},
         {"intermediate_size", c->intermediate_size, 1},
         {"num_attention_heads", c->num_heads, 1},
@@ -1059,6 +1068,10 @@ static kvc_status check_extras(const kvc_model_config *c) {
                              KVC_HP_MAX_FACTOR);
     if (!c->alibi && (c->alibi_in_scale || c->alibi_bias_max > 0.0))
         return kvci_fail(KVC_EINVAL, "model: alibi_in_scale and alibi_bias_max need alibi");
+    if (c->input_vocab_size != 0 && (c->input_vocab_size <= c->vocab_size || c->tie_word_embeddings))
+        return kvci_fail(KVC_EINVAL,
+                         "model: input_vocab_size %lld must exceed vocab_size %lld (0: none), and the head untied",
+                         (long long)c->input_vocab_size, (long long)c->vocab_size);
     int64_t conv = 0;
     for (int64_t l = 0; l < c->num_layers; l++) conv += c->layer_conv[l];
     if (conv > 0 && c->family != KVC_FAMILY_LFM2)

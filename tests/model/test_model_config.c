@@ -4521,6 +4521,121 @@ static void test_qwen3_vl_fields(void **state) {
                    "qwen3_vl without text_config is not supported");
 }
 
+#define MM_TEXT(mt)                                                                                                    \
+    "{\"model_type\":\"" mt "\",\"vocab_size\":8,\"hidden_size\":128,\"intermediate_size\":8,"                         \
+    "\"num_hidden_layers\":2,\"num_attention_heads\":8"
+
+/* Emu3's text model (emu3, emu3_text_model): Emu3TextConfig's defaults (theta 1e6, 8 KV heads when the key is missing,
+ * eps 1e-5, no biases), biases by attention_bias / mlp_bias, the head tied by the wrapper's tie_word_embeddings alone
+ * (text_config's ignored) or, alone, by its own; refused: the wrapper without text_config. */
+static void test_emu3_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"emu3\",\"text_config\":" MM_TEXT(
+                                                "emu3_text_model") ",\"tie_word_embeddings\":true}}",
+                                            "emu3", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 8 && c.head_dim == 16 && c.rope.theta == 1e6);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings && c.rms_norm_eps == 1e-5);
+    assert_true(strcmp(c.model_type, "emu3_text_model") == 0 && c.sliding_window == 0);
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"emu3\",\"tie_word_embeddings\":true,\"text_config\":" MM_TEXT(
+                                   "emu3_text_model") ",\"attention_bias\":true,\"mlp_bias\":true}}",
+                               "emu3-outer", &c),
+        KVC_OK);
+    assert_true(c.tie_word_embeddings && c.qkv_bias && c.o_bias && c.mlp_bias);
+    assert_int_equal(
+        kvc_model_config_parse(MM_TEXT("emu3_text_model") ",\"tie_word_embeddings\":true}", "emu3-text", &c), KVC_OK);
+    assert_true(c.tie_word_embeddings && c.num_kv_heads == 8);
+    expect_refusal(MM_TEXT("emu3") "}", "emu3 without text_config is not supported");
+}
+
+/* Aria's text model (aria, aria_text): AriaTextConfig's defaults (as many KV heads as heads, eps 1e-6, 8 experts of
+ * intermediate_size, top 2, 2 shared experts as one MLP twice as wide, every layer a MoE layer), q/k/v/o biases by
+ * attention_bias and the shared experts' by mlp_bias, untied unless the wrapper says so; refused by name: a wrapper
+ * without text_config, no shared expert, top-k above the experts, another activation. */
+static void test_aria_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"aria\",\"text_config\":" MM_TEXT(
+                                                "aria_text") ",\"tie_word_embeddings\":true}}",
+                                            "aria", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 8 && c.head_dim == 16 && c.rms_norm_eps == 1e-6 && !c.tie_word_embeddings);
+    assert_true(c.n_routed_experts == 8 && c.experts_per_tok == 2 && c.moe_intermediate_size == 8);
+    assert_true(c.n_shared_experts == 2 && c.shared_expert_intermediate_size == 16 && c.layer_moe[0] && c.layer_moe[1]);
+    assert_true(!c.qkv_bias && !c.mlp_bias && strcmp(c.model_type, "aria_text") == 0);
+    assert_int_equal(kvc_model_config_parse(MM_TEXT("aria_text") ",\"moe_num_experts\":4,\"moe_topk\":3,"
+                                                                 "\"moe_num_shared_experts\":1,\"attention_bias\":true,"
+                                                                 "\"mlp_bias\":true,\"tie_word_embeddings\":true}",
+                                            "aria_text", &c),
+                     KVC_OK);
+    assert_true(c.n_routed_experts == 4 && c.experts_per_tok == 3 && c.shared_expert_intermediate_size == 8);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias && c.tie_word_embeddings);
+    expect_refusal(MM_TEXT("aria") "}", "aria without text_config is not supported");
+    expect_refusal(MM_TEXT("aria_text") ",\"moe_num_shared_experts\":0}", "moe_num_shared_experts");
+    expect_refusal(MM_TEXT("aria_text") ",\"moe_num_experts\":2,\"moe_topk\":3}", "moe_topk 3 must be in [1");
+    expect_refusal(MM_TEXT("aria_text") ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\" is not supported");
+}
+
+/* Phi-4-multimodal's text path (phi4_multimodal): Phi-3's keys with 8 KV heads when the key is missing, partial
+ * rotation and its window read; a yarn rope refused as Phi-3's. */
+static void test_phi4_multimodal_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(MM_TEXT("phi4_multimodal") ",\"sliding_window\":16,\"attention_bias\":true,"
+                                                                       "\"rope_parameters\":{\"rope_type\":\"default\","
+                                                                       "\"rope_theta\":10000.0,"
+                                                                       "\"partial_rotary_factor\":0.75}}",
+                                            "phi4", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 8 && c.head_dim == 16 && kvci_model_rot_dim(&c) == 12 && c.rms_norm_eps == 1e-5);
+    assert_true(c.sliding_window == 16 && c.layer_sliding[0] && c.layer_sliding[1] && !c.qkv_bias && !c.mlp_bias);
+    expect_refusal(MM_TEXT("phi4_multimodal") ",\"max_position_embeddings\":64,\"rope_parameters\":{\"rope_type\":"
+                                              "\"yarn\",\"factor\":2.0}}",
+                   "phi4_multimodal with rope type \"yarn\"");
+}
+
+#define APERTUS1P5_ROPE ",\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":1e4}"
+
+/* Apertus 1.5's text model (apertus1p5, apertus1p5_text): Apertus's keys; output_vocab_size prunes the head (the
+ * logits' width, vocab_size) below the embedded ids (input_vocab_size); null, equal to vocab_size or a tied head: none;
+ * the wrapper ties by its own key; refused by name: output_vocab_size outside [1, vocab_size], the wrapper without
+ * text_config, and a caller's struct with input_vocab_size not above vocab_size or with a tied head. */
+static void test_apertus1p5_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(
+        kvc_model_config_parse(MM_TEXT("apertus1p5_text") APERTUS1P5_ROPE ",\"output_vocab_size\":6}", "ap", &c),
+        KVC_OK);
+    assert_true(c.vocab_size == 6 && c.input_vocab_size == 8 && c.qk_norm && c.mlp_act == KVC_MLP_XIELU);
+    assert_true(kvci_model_input_vocab(&c) == 8 && strcmp(c.model_type, "apertus1p5_text") == 0);
+    const char *unpruned[] = {",\"output_vocab_size\":null}", ",\"output_vocab_size\":8}",
+                              ",\"output_vocab_size\":6,\"tie_word_embeddings\":true}"};
+    for (int i = 0; i < 3; i++) {
+        char json[512];
+        snprintf(json, sizeof json, "%s%s%s", MM_TEXT("apertus1p5_text"), APERTUS1P5_ROPE, unpruned[i]);
+        assert_int_equal(kvc_model_config_parse(json, "ap-full", &c), KVC_OK);
+        assert_true(c.vocab_size == 8 && c.input_vocab_size == 0 && kvci_model_input_vocab(&c) == 8);
+    }
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"apertus1p5\",\"tie_word_embeddings\":true,"
+                                            "\"text_config\":" MM_TEXT("apertus1p5_text") APERTUS1P5_ROPE
+                                            ",\"output_vocab_size\":6,\"tie_word_embeddings\":false}}",
+                                            "ap-outer", &c),
+                     KVC_OK);
+    assert_true(c.tie_word_embeddings && c.vocab_size == 8 && c.input_vocab_size == 0);
+    expect_refusal(MM_TEXT("apertus1p5_text") APERTUS1P5_ROPE ",\"output_vocab_size\":9}",
+                   "output_vocab_size 9 must be an integer in [1, 8]");
+    expect_refusal(MM_TEXT("apertus1p5") APERTUS1P5_ROPE "}", "apertus1p5 without text_config is not supported");
+    assert_int_equal(
+        kvc_model_config_parse(MM_TEXT("apertus1p5_text") APERTUS1P5_ROPE ",\"output_vocab_size\":6}", "ap", &c),
+        KVC_OK);
+    c.input_vocab_size = 6;
+    expect_create_refusal(&c, "input_vocab_size 6 must exceed vocab_size 6");
+    c.input_vocab_size = 8, c.tie_word_embeddings = true;
+    expect_create_refusal(&c, "and the head untied");
+}
+
 #define LLAVA_TEXT(mt)                                                                                                 \
     "{" mt "\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,\"num_hidden_layers\":2,"                      \
     "\"num_attention_heads\":4,\"num_key_value_heads\":2"
@@ -4672,6 +4787,10 @@ int main(void) {
         cmocka_unit_test(test_qwen2_vl_fields),
         cmocka_unit_test(test_qwen3_vl_fields),
         cmocka_unit_test(test_llava_fields),
+        cmocka_unit_test(test_emu3_fields),
+        cmocka_unit_test(test_aria_fields),
+        cmocka_unit_test(test_phi4_multimodal_fields),
+        cmocka_unit_test(test_apertus1p5_fields),
         cmocka_unit_test(test_nanochat_fields),
         cmocka_unit_test(test_youtu_fields),
         cmocka_unit_test(test_minicpm3_fields),

@@ -1339,6 +1339,35 @@ static void test_llava_next(void **state) {
     run_dir("llava_next");
 }
 
+/* Emu3's text model, the oracle the multimodal class run on text (a VQ-VAE beside it, unread; its tensors under
+ * model.text_model.): Llama's layer with q/k/v/o biases, GQA, theta 1e6, untied (text_config's tie ignored) */
+static void test_emu3(void **state) {
+    (void)state;
+    run_dir("emu3");
+}
+
+/* Aria's text model, the multimodal class run on text: Llama's attention, on every layer 4 experts (stored
+ * transposed and fused) of which the top 2 logits, softmaxed, weigh the outputs, plus 2 shared experts as one MLP
+ * with biases; untied */
+static void test_aria(void **state) {
+    (void)state;
+    run_dir("aria");
+}
+
+/* Phi-4-multimodal's text path (Phi4MultimodalForCausalLM; image and audio embedders beside it, unread): Phi-3's
+ * fused projections, RoPE on 12 of 16 channels, a window of 16 on every layer, GQA, untied */
+static void test_phi4_multimodal(void **state) {
+    (void)state;
+    run_dir("phi4_multimodal");
+}
+
+/* Apertus 1.5's text model (Apertus1p5TextForCausalLM): Apertus's layer with its head pruned to the first 448 of 512
+ * ids (output_vocab_size); the prompts' ids above it are embedded, never produced; untied */
+static void test_apertus1p5_text(void **state) {
+    (void)state;
+    run_dir("apertus1p5_text");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),
@@ -1434,6 +1463,10 @@ int main(void) {
         cmocka_unit_test(test_qwen2_5_vl),
         cmocka_unit_test(test_qwen2_vl),
         cmocka_unit_test(test_qwen3_vl),
+        cmocka_unit_test(test_emu3),
+        cmocka_unit_test(test_aria),
+        cmocka_unit_test(test_phi4_multimodal),
+        cmocka_unit_test(test_apertus1p5_text),
         cmocka_unit_test(test_llava),
         cmocka_unit_test(test_llava_next),
         cmocka_unit_test(test_gpt_bigcode),

@@ -495,6 +495,39 @@ static void test_exaone_moe_plan(void **state) {
     kvc_model_plan_destroy(plan);
 }
 
+/* The text models of multimodal wrappers by their classes' defaults: Emu3's (text_config emu3_text_model) 8 KV heads
+ * of hidden_size / heads when the key is missing, Aria's as many KV heads as heads, Phi-4-multimodal's 8 KV heads and
+ * its window on every layer; each planned under its plan name (Phi-4-multimodal's: phi3). */
+static void test_multimodal_text_plans(void **state) {
+    (void)state;
+    static const char *const CFG[3] = {
+        "{\"architectures\": [\"Emu3ForConditionalGeneration\"], \"model_type\": \"emu3\", \"text_config\": "
+        "{\"model_type\": \"emu3_text_model\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, "
+        "\"hidden_size\": 4096, \"max_position_embeddings\": 9216}}",
+        "{\"architectures\": [\"AriaForConditionalGeneration\"], \"model_type\": \"aria\", \"text_config\": "
+        "{\"model_type\": \"aria_text\", \"num_hidden_layers\": 2, \"num_attention_heads\": 16, "
+        "\"hidden_size\": 1024, \"max_position_embeddings\": 8192}}",
+        "{\"architectures\": [\"Phi4MultimodalForCausalLM\"], \"model_type\": \"phi4_multimodal\", "
+        "\"num_hidden_layers\": 2, \"num_attention_heads\": 24, \"hidden_size\": 3072, \"sliding_window\": 2048, "
+        "\"max_position_embeddings\": 8192}"};
+    static const char *const FAMILY[3] = {"emu3", "aria", "phi3"};
+    const int64_t kv_heads[3] = {8, 16, 8}, head_dim[3] = {128, 64, 128}, window[3] = {0, 0, 2048};
+    kvc_plan_options o = budget_options(1);
+    for (int t = 0; t < 3; t++) {
+        kvc_model_plan *plan = NULL;
+        if (kvc_model_plan_create(CFG[t], strlen(CFG[t]), &o, &plan) != KVC_OK) fail_msg("%s", kvc_last_error());
+        assert_string_equal(plan->family, FAMILY[t]);
+        for (int l = 0; l < 2; l++) {
+            assert_int_equal(plan->layers[l].attn_type, window[t] ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_FULL);
+            assert_int_equal(plan->layers[l].sliding_window, window[t]);
+            assert_int_equal(plan->layers[l].caches[0].bytes_per_token, kv_heads[t] * head_dim[t] * 2); /* bf16 K */
+        }
+        /* the full-attention caches' bytes per token (the window caches' are fixed bytes) */
+        assert_int_equal(plan->blocks.per_token_bytes, window[t] ? 0 : 2 * 2 * kv_heads[t] * head_dim[t] * 2);
+        kvc_model_plan_destroy(plan);
+    }
+}
+
 static void test_hybrid_state_layers(void **state) {
     (void)state;
     kvc_plan_options o = budget_options(2);
@@ -1975,6 +2008,7 @@ int main(void) {
         cmocka_unit_test(test_hybrid_state_layers),
         cmocka_unit_test(test_qwen3_5_moe_wrapper_plan),
         cmocka_unit_test(test_exaone_moe_plan),
+        cmocka_unit_test(test_multimodal_text_plans),
         cmocka_unit_test(test_family_rules),
         cmocka_unit_test(test_unknown_architecture),
         cmocka_unit_test(test_recent_shapes),

@@ -217,6 +217,14 @@ from transformers import (
     LlavaForConditionalGeneration,
     LlavaNextConfig,
     LlavaNextForConditionalGeneration,
+    Emu3Config,
+    Emu3ForConditionalGeneration,
+    AriaConfig,
+    AriaForConditionalGeneration,
+    Phi4MultimodalConfig,
+    Phi4MultimodalForCausalLM,
+    Apertus1p5TextConfig,
+    Apertus1p5TextForCausalLM,
     GemmaForCausalLM,
     Gemma2Config,
     Dots1Config,
@@ -1076,6 +1084,16 @@ def apertus_config():
                          rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0,
                                           "original_max_position_embeddings": 64, "low_freq_factor": 1.0,
                                           "high_freq_factor": 4.0}, tie_word_embeddings=False)
+
+
+def apertus1p5_config():
+    # Apertus 1.5's text model at toy size (Apertus1p5TextForCausalLM): Apertus's layer (per-head q/k norms, xIELU MLP
+    # with scalars per layer, llama3 rope as apertus's), GQA 4/2, 2 layers, its head pruned to the first 448 of the
+    # 512 ids (output_vocab_size): the prompts' ids above 448 are embedded, never produced; untied.
+    return Apertus1p5TextConfig(**DENSE_TOY_SHAPE, num_hidden_layers=2, output_vocab_size=448,
+                                rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0,
+                                                 "original_max_position_embeddings": 64, "low_freq_factor": 1.0,
+                                                 "high_freq_factor": 4.0}, tie_word_embeddings=False)
 
 
 def cwm_config():
@@ -2196,6 +2214,49 @@ def llava_next_config():
                            image_grid_pinpoints=[[28, 28]], tie_word_embeddings=False)
 
 
+def emu3_config():
+    # Emu3's text model at toy size, the multimodal class (a one-stage VQ-VAE beside it, unread): Llama's layer with
+    # q/k/v/o biases (attention_bias, a class attribute the key overrides), 3 layers, hidden 64, 4 heads over 2 KV
+    # heads, Emu3TextConfig's theta 1e6, untied (Emu3Config's tie_word_embeddings false, text_config's true ignored).
+    text = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+                num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, attention_bias=True,
+                tie_word_embeddings=True, bos_token_id=1, eos_token_id=None, pad_token_id=0)  # Emu3TextConfig: ints
+    vq = dict(codebook_size=16, embed_dim=4, latent_channels=4, base_channels=32, channel_multiplier=[1],
+              num_res_blocks=1, attn_resolutions=[], hidden_size=16)
+    return Emu3Config(text_config=text, vq_config=vq, vocabulary_map={"<image>": VOCAB - 1}, tie_word_embeddings=False)
+
+
+def aria_config():
+    # Aria's text model at toy size, the multimodal class (a one-layer Idefics3 vision tower and the projector beside
+    # it, unread): Llama's attention (3 layers, hidden 64, 4 heads over 2 KV heads, theta 1e4) and on every layer 4
+    # experts of 32, top 2 by logit softmaxed, plus 2 shared experts as one SwiGLU MLP of 64 with biases (mlp_bias),
+    # untied.
+    text = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=32, num_hidden_layers=3, num_attention_heads=4,
+                num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, moe_num_experts=4, moe_topk=2,
+                moe_num_shared_experts=2, mlp_bias=True, tie_word_embeddings=False, bos_token_id=None,
+                eos_token_id=None, pad_token_id=None)
+    vision = dict(hidden_size=16, intermediate_size=16, num_hidden_layers=1, num_attention_heads=1, image_size=28,
+                  patch_size=14)
+    return AriaConfig(text_config=text, vision_config=vision, projector_patch_to_query_dict={4: 4},
+                      image_token_index=VOCAB - 1, tie_word_embeddings=False)
+
+
+def phi4_multimodal_config():
+    # Phi-4-multimodal's text path at toy size (Phi4MultimodalForCausalLM; its image and audio embedders beside it,
+    # unread on text): Phi-3's fused qkv_proj / gate_up_proj, 2 layers, hidden 64, 4 heads of 16 over 2 KV heads,
+    # RoPE on 12 of 16 channels (partial_rotary_factor 0.75, as the hub's), a window of 16 on every layer, untied.
+    vision = dict(hidden_size=16, intermediate_size=16, num_hidden_layers=2, num_attention_heads=1, image_size=28,
+                  patch_size=14, crop_size=28, image_token_id=VOCAB - 1)
+    audio = dict(hidden_size=16, intermediate_size=16, num_blocks=1, num_attention_heads=1, ext_pw_out_channel=16,
+                 depthwise_separable_out_channel=16, nemo_conv_channels=16, audio_token_id=VOCAB - 2)
+    return Phi4MultimodalConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                                sliding_window=16, rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                                    "partial_rotary_factor": 0.75},
+                                tie_word_embeddings=False, bos_token_id=None, eos_token_id=[0], pad_token_id=None,
+                                vision_config=vision, audio_config=audio)
+
+
 FAMILIES = {
     "qwen3": (qwen3_config, Qwen3ForCausalLM),
     "gpt_oss": (gpt_oss_config, GptOssForCausalLM),
@@ -2338,6 +2399,10 @@ FAMILIES = {
     "qwen3_vl": (qwen3_vl_config, Qwen3VLForConditionalGeneration),
     "llava": (llava_config, LlavaForConditionalGeneration),
     "llava_next": (llava_next_config, LlavaNextForConditionalGeneration),
+    "emu3": (emu3_config, Emu3ForConditionalGeneration),
+    "aria": (aria_config, AriaForConditionalGeneration),
+    "phi4_multimodal": (phi4_multimodal_config, Phi4MultimodalForCausalLM),
+    "apertus1p5_text": (apertus1p5_config, Apertus1p5TextForCausalLM),
     "ernie4_5_moe": (ernie4_5_moe_config, Ernie4_5_MoeForCausalLM),
     "phimoe": (phimoe_config, PhimoeForCausalLM),
     "dbrx": (dbrx_config, DbrxForCausalLM),
@@ -2350,9 +2415,12 @@ FAMILIES = {
 
 def param_std(name, shape, config):
     """Standard deviation (or None for 'norm weight': 1 + 0.1*N) for one parameter."""
-    if name.startswith(("model.visual.", "model.vision_tower.", "model.multi_modal_projector.")) or \
-            name == "model.image_newline":  # a vision tower, LLaVA's projector: never run on text-only prompts
-        return 0.02
+    if name.startswith(("model.visual.", "model.vision_tower.", "model.multi_modal_projector.", "model.vqmodel.",
+                        "model.embed_tokens_extend.")) or \
+            name == "model.image_newline":  # a vision tower, a projector, Emu3's VQ-VAE, Phi-4-multimodal's image and
+        return 0.02  # audio embedders: never run on text-only prompts
+    if config.model_type == "aria" and name.endswith(("experts.gate_up_proj", "experts.down_proj")):
+        return 1.0 / math.sqrt(shape[1])  # Aria's experts [E, H, 2I] and [E, I, H], used as x @ W: fan-in is dim 1
     if name.endswith("linear_attn.norm.weight"):  # Qwen3-Next's gated norm, applied as w
         return None
     if config.model_type in ("bert", "roberta", "ernie", "megatron-bert", "roberta-prelayernorm"):
@@ -2469,7 +2537,7 @@ def param_std(name, shape, config):
     if name.endswith(".bias") or name.endswith("_bias"):
         return 0.05
     if name in ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight", "model.embeddings.weight",
-                "backbone.embeddings.weight"):
+                "backbone.embeddings.weight", "model.text_model.embed_tokens.weight"):
         # tied (qwen3): also the lm_head, so scale like it
         return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
     if name == "lm_head.weight":
@@ -2608,6 +2676,7 @@ def layer_outputs(model, ids):
     captured = []
     base = model.model if hasattr(model, "model") else model.base_model  # GPT-NeoX: model.gpt_neox
     base = getattr(base, "language_model", base)  # Qwen-VL: the text model inside the multimodal one
+    base = getattr(base, "text_model", base)  # Emu3's
     hooks = [base.get_input_embeddings().register_forward_hook(
         lambda m, i, o: captured.append(o[0].detach().clone()))]
     layers = getattr(base, "layers", None) or getattr(base, "h", None) or getattr(base, "blocks", None)  # GPT-2, DBRX
@@ -2688,6 +2757,13 @@ def granite_router_margin(model, all_ids):
     """router_margin for Granite MoE, whose router takes the k largest logits: the smallest gap between the k-th
     and the (k+1)-th largest logit."""
     routers = [layer.block_sparse_moe.router for layer in model.model.layers]
+    return min_hooked_gap(model, all_ids, routers, lambda m, out: kth_gap(out[0], m.top_k))
+
+
+@torch.no_grad()
+def aria_router_margin(model, all_ids):
+    """router_margin for Aria, whose router takes the k largest logits (its output's first entry, [T, E])."""
+    routers = [layer.mlp.router for layer in model.model.language_model.layers]
     return min_hooked_gap(model, all_ids, routers, lambda m, out: kth_gap(out[0], m.top_k))
 
 
@@ -2807,7 +2883,9 @@ def make_family(family, out_root, seed):
         entries.append(entry)
 
     header = {"family": family, **versions(), "seed": seed,
-              "num_new_tokens": NEW_TOKENS, "vocab_size": model.config.get_text_config().vocab_size}
+              "num_new_tokens": NEW_TOKENS,  # the logits' width: Apertus 1.5's pruned head's
+              "vocab_size": getattr(model.config.get_text_config(), "output_vocab_size", None)
+              or model.config.get_text_config().vocab_size}
     write_expected(os.path.join(out, "expected.json"), header, entries)
 
     if family == "gpt_oss":
@@ -2816,6 +2894,8 @@ def make_family(family, out_root, seed):
             model, ps[-1], layer_types=["full_attention"] * model.config.num_hidden_layers)
     if family in ("qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "flex_olmo", "hunyuan_v1_moe", "qwen3_next"):
         summary["router_topk_margin"] = router_margin(model, ps)
+    if family == "aria":
+        summary["router_topk_margin"] = aria_router_margin(model, ps)
     if family in ("granitemoe", "granitemoeshared"):
         summary["router_topk_margin"] = granite_router_margin(model, ps)
         for key in ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"):
@@ -3366,7 +3446,7 @@ RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deep
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "sarvam_moe": 1e-5, "param2moe": 1e-5, "minicpm5_moe": 1e-5, "kolibri1": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5,
-                    "afmoe": 1e-5, "ergo": 1e-5, "mimo_v2_flash": 1e-5, "laguna": 1e-5, "mellum": 1e-5}
+                    "afmoe": 1e-5, "ergo": 1e-5, "mimo_v2_flash": 1e-5, "laguna": 1e-5, "mellum": 1e-5, "aria": 1e-5}
 
 
 def verify(family, out):
@@ -3387,8 +3467,8 @@ def verify(family, out):
         assert worst <= tol, f"{family}: logits differ after reload by {worst}"
         assert gen_ids == p["greedy_ids"], f"{family}: greedy ids differ after reload"
     with safe_open(os.path.join(out, "model.safetensors"), framework="pt") as f:
-        for k in f.keys():
-            assert f.get_slice(k).get_dtype() == "F32", k
+        for k in f.keys():  # Emu3's VQ-VAE keeps its BatchNorms' step counters (I64), never read
+            assert f.get_slice(k).get_dtype() == "F32" or k.endswith("num_batches_tracked"), k
     print(f"[verify] {family}: reloaded from {out}, {len(exp['prompts'])} prompts, max |diff| {worst}", flush=True)
     return worst
 
@@ -3419,7 +3499,8 @@ def main():
                                "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "axk2", "beam", "glm_moe_dsa", "deepseek_v32", "sarvam_moe", "param2moe",
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
                                "bert", "roberta", "ernie", "megatron_bert", "roberta_prelayernorm", "minimax",
-                               "gemma3n", "gemma4_unified"]:
+                               "gemma3n", "gemma4_unified",
+                               "emu3", "aria", "phi4_multimodal", "apertus1p5_text"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
