@@ -101,15 +101,23 @@ typedef void (*tall_tile)(const kvc_bf16_call *, int64_t, int64_t);
     TGT512 static void tall##SUF##_##MR##x##NG(const kvc_bf16_call *c, int64_t i, int64_t g) {                         \
         tall512(MR, NG, F16, c, i, g);                                                                                 \
     }
-#define TALL_ROWS(F16, SUF)                                                                                            \
-    TALL_FN(5, 1, F16, SUF)                                                                                            \
-    TALL_FN(5, 2, F16, SUF)                                                                                            \
-    TALL_FN(6, 1, F16, SUF) TALL_FN(6, 2, F16, SUF) TALL_FN(7, 1, F16, SUF) TALL_FN(7, 2, F16, SUF)                    \
-        TALL_FN(8, 1, F16, SUF) TALL_FN(8, 2, F16, SUF) TALL_FN(9, 1, F16, SUF) TALL_FN(9, 2, F16, SUF)                \
-            TALL_FN(10, 1, F16, SUF) TALL_FN(10, 2, F16, SUF) TALL_FN(11, 1, F16, SUF) TALL_FN(11, 2, F16, SUF)        \
-                TALL_FN(12, 1, F16, SUF) TALL_FN(12, 2, F16, SUF)
-TALL_ROWS(false, b)
-TALL_ROWS(true, h)
+#define TALL_ROW(MR, F16, SUF) TALL_FN(MR, 1, F16, SUF) TALL_FN(MR, 2, F16, SUF)
+TALL_ROW(5, false, b)
+TALL_ROW(6, false, b)
+TALL_ROW(7, false, b)
+TALL_ROW(8, false, b)
+TALL_ROW(9, false, b)
+TALL_ROW(10, false, b)
+TALL_ROW(11, false, b)
+TALL_ROW(12, false, b)
+TALL_ROW(5, true, h)
+TALL_ROW(6, true, h)
+TALL_ROW(7, true, h)
+TALL_ROW(8, true, h)
+TALL_ROW(9, true, h)
+TALL_ROW(10, true, h)
+TALL_ROW(11, true, h)
+TALL_ROW(12, true, h)
 #define TALL_PTRS(SUF, MR)                                                                                             \
     { tall##SUF##_##MR##x1, tall##SUF##_##MR##x2 }
 static const tall_tile tall_tiles[2][8][2] = {{TALL_PTRS(b, 5), TALL_PTRS(b, 6), TALL_PTRS(b, 7), TALL_PTRS(b, 8),
@@ -260,13 +268,17 @@ static const fixed_tile tiles256[2][2][4] = {{FNS256(b, 1), FNS256(b, 2)}, {FNS2
     TGT256 static void tall256##SUF##_##MR##x##NH(const kvc_bf16_call *c, int64_t i, int64_t h) {                      \
         tall256(MR, NH, F16, c, i, h);                                                                                 \
     }
-#define TALL256_ROWS(F16, SUF)                                                                                         \
-    TALL256(1, 1, F16, SUF)                                                                                            \
-    TALL256(1, 2, F16, SUF) TALL256(2, 1, F16, SUF) TALL256(2, 2, F16, SUF) TALL256(3, 1, F16, SUF)                    \
-        TALL256(3, 2, F16, SUF) TALL256(4, 1, F16, SUF) TALL256(4, 2, F16, SUF) TALL256(5, 1, F16, SUF)                \
-            TALL256(5, 2, F16, SUF)
-TALL256_ROWS(false, b)
-TALL256_ROWS(true, h)
+#define TALL256_ROW(MR, F16, SUF) TALL256(MR, 1, F16, SUF) TALL256(MR, 2, F16, SUF)
+TALL256_ROW(1, false, b)
+TALL256_ROW(2, false, b)
+TALL256_ROW(3, false, b)
+TALL256_ROW(4, false, b)
+TALL256_ROW(5, false, b)
+TALL256_ROW(1, true, h)
+TALL256_ROW(2, true, h)
+TALL256_ROW(3, true, h)
+TALL256_ROW(4, true, h)
+TALL256_ROW(5, true, h)
 #define TALL256_PTRS(SUF, MR)                                                                                          \
     { tall256##SUF##_##MR##x1, tall256##SUF##_##MR##x2 }
 static const fixed_tile tall256_tiles[2][5][2] = {
