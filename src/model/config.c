@@ -226,6 +226,29 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
     return KVC_OK;
 }
 
+/* The MLP width's key and its config class's default (taken when the key is absent) for the types whose class has
+ * one: CTRLConfig's dff, OPTConfig's and XGLMConfig's ffn_dim, the others' intermediate_size. */
+typedef struct mlp_width {
+    const char *type, *key;
+    int64_t def;
+} mlp_width;
+
+static const mlp_width *mlp_width_default(const char *model_type) {
+    static const mlp_width WIDTHS[] = {{"ctrl", "dff", 8192},
+                                       {"opt", "ffn_dim", 3072},
+                                       {"xglm", "ffn_dim", 4096},
+                                       {"afmoe", "intermediate_size", 6144},
+                                       {"mellum", "intermediate_size", 7168},
+                                       {"laguna", "intermediate_size", 8192},
+                                       {"beam", "intermediate_size", 20480},
+                                       {"axk2", "intermediate_size", 5120},
+                                       {"mimo_v2_flash", "intermediate_size", 16384},
+                                       {"biogpt", "intermediate_size", 4096}};
+    for (size_t i = 0; i < sizeof WIDTHS / sizeof WIDTHS[0]; i++)
+        if (strcmp(model_type, WIDTHS[i].type) == 0) return &WIDTHS[i];
+    return NULL;
+}
+
 /* Sizes of the shared reader plus the runtime's required ones. */
 static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
@@ -241,6 +264,7 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
     KVC_TRY(kvci_json_int(c, "vocab_size", 1, KVC_HP_MAX_VOCAB, &cfg->vocab_size, NULL));
     const bool falcon = strcmp(cfg->model_type, "falcon") == 0;
     const bool neo = strcmp(cfg->model_type, "gpt_neo") == 0;
+    const mlp_width *width = NULL;
     if (strcmp(cfg->model_type, "gpt2") == 0 || strcmp(cfg->model_type, "gpt_bigcode") == 0 ||
         strcmp(cfg->model_type, "gptj") == 0 || strcmp(cfg->model_type, "codegen") == 0 || falcon || neo) {
         /* GPT2Config's, GPTBigCodeConfig's, GPTJConfig's and CodeGenConfig's n_inner, FalconConfig's ffn_hidden_size,
@@ -264,30 +288,12 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
             return kvci_fail(KVC_EINVAL, "%s: hidden_size x intermediate_multiple_size %lld exceeds %lld", c->doc,
                              (long long)mult, (long long)KVC_HP_MAX_WIDTH);
         cfg->intermediate_size = cfg->hidden_size * mult;
-    } else if (strcmp(cfg->model_type, "ctrl") == 0) { /* CTRLConfig's dff, 8192 when absent */
-        KVC_TRY(kvci_family_opt_int(c, "dff", 8192, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
-    } else if (strcmp(cfg->model_type, "opt") == 0) { /* OPTConfig's ffn_dim, 3072 when absent */
-        KVC_TRY(kvci_family_opt_int(c, "ffn_dim", 3072, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
-    } else if (strcmp(cfg->model_type, "xglm") == 0) { /* XGLMConfig's ffn_dim, 4096 when absent */
-        KVC_TRY(kvci_family_opt_int(c, "ffn_dim", 4096, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    } else if ((width = mlp_width_default(cfg->model_type)) != NULL) { /* a class default of its own */
+        KVC_TRY(kvci_family_opt_int(c, width->key, width->def, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "ergo") == 0) { /* first_dense_intermediate_size: parse_ergo */
         cfg->intermediate_size = 1;
-    } else if (strcmp(cfg->model_type, "afmoe") == 0) { /* AfmoeConfig's 6144 when absent */
-        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 6144, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
-    } else if (strcmp(cfg->model_type, "mellum") == 0) { /* MellumConfig's 7168 when absent */
-        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 7168, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
-    } else if (strcmp(cfg->model_type, "laguna") == 0) { /* LagunaConfig's 8192 when absent */
-        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 8192, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
-    } else if (strcmp(cfg->model_type, "beam") == 0) { /* BeamConfig's 20480 when absent */
-        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 20480, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
-    } else if (strcmp(cfg->model_type, "axk2") == 0) { /* AXK2Config's 5120 when absent */
-        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 5120, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
-    } else if (strcmp(cfg->model_type, "mimo_v2_flash") == 0) { /* MiMoV2FlashConfig's 16384 when absent */
-        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 16384, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (cfg->family == KVC_FAMILY_KIMI_LINEAR) { /* KimiLinearConfig's 9216 when absent */
         KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 9216, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
-    } else if (strcmp(cfg->model_type, "biogpt") == 0) { /* BioGptConfig's intermediate_size, 4096 when absent */
-        KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 4096, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "dbrx") == 0) { /* DbrxFFNConfig's ffn_hidden_size, 3584 when absent */
         char path[32];
         kvc_json_obj ffn = {.doc = c->doc};
