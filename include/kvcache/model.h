@@ -66,6 +66,8 @@ typedef enum kvc_model_family {
                                * own head dim and KV heads, KV shared by the last layers, per-layer inputs */
     KVC_FAMILY_GEMMA3N,       /* gemma3n_text and gemma3n's text model: every 5th layer full, KV shared by the
                                * last num_kv_shared_layers (15 when absent), AltUp, LAuReL */
+    KVC_FAMILY_RWKV,          /* runs rwkv (RWKV-4): time mixing (WKV) and channel mixing with token shifts in every
+                               * layer, a fixed-size state per sequence, no keys or values */
     KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
 } kvc_model_family;
 
@@ -457,6 +459,10 @@ typedef struct kvc_model_config {
      * pruned head: output_vocab_size logits over the ids of vocab_size; never with a tied head); 0: vocab_size.
      * Last, as above. */
     int64_t input_vocab_size;
+    /* RWKV-4 (family KVC_FAMILY_RWKV, rwkv.c): in inference layer l's output projections are divided by 2^(l /
+     * rwkv_rescale_every) and the hidden states halved after every rwkv_rescale_every-th layer (0: never). Last, as
+     * above. */
+    int64_t rwkv_rescale_every;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -84,6 +84,10 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
             token += 5.0 * H * W + 2.0 * W * (double)c->head_dim + mlp;
             continue;
         }
+        if (c->family == KVC_FAMILY_RWKV) { /* RWKV-4: key, value, receptance, output; channel mix 2 H I + H^2 */
+            token += 5.0 * H * H + 2.0 * H * (double)c->intermediate_size;
+            continue;
+        }
         if (c->layer_mamba1[l]) { /* Mamba-1: in_proj, x_proj, dt_proj, out_proj, the conv taps, the scan's I N */
             const double I = (double)c->mamba_inner, X = (double)(c->mamba_dt_rank + 2 * c->mamba_d_state);
             token += 3.0 * H * I + I * X + I * (double)c->mamba_dt_rank + I * (double)c->conv_kernel +

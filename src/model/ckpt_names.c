@@ -104,6 +104,15 @@ static const rename_rule RULES[] = {
     {"bloom", "mlp.up_proj.", "mlp.dense_h_to_4h."},
     {"bloom", "mlp.down_proj.", "mlp.dense_4h_to_h."},
     {"bloom", "model.norm.", "transformer.ln_f."},
+    /* RWKV (RwkvForCausalLM): under rwkv., embeddings, blocks.N with ln1 / ln2 (their mixers' names are weights.c's),
+     * block 0's pre_ln the embeddings' norm, ln_out the final norm, head the LM head */
+    {"rwkv", "model.embed_tokens.", "rwkv.embeddings."},
+    {"rwkv", "model.embed_norm.", "rwkv.blocks.0.pre_ln."},
+    {"rwkv", "model.layers.", "rwkv.blocks."},
+    {"rwkv", "input_layernorm.", "ln1."},
+    {"rwkv", "post_attention_layernorm.", "ln2."},
+    {"rwkv", "model.norm.", "rwkv.ln_out."},
+    {"rwkv", "lm_head.", "head."},
     /* MPT (MptForCausalLM): under transformer., wte, blocks.N with norm_1 / norm_2, attn.Wqkv (q, k, v one after
      * the other) and attn.out_proj, ffn.up_proj / ffn.down_proj, norm_f the final norm */
     {"mpt", "model.embed_tokens.", "transformer.wte."},

@@ -170,7 +170,7 @@ static kvc_status rope_entries(const kvc_hparams *hp, const kvc_layer_kind *kind
 
 /* The kind of every layer (family.c); the runtime runs attention layers, chunked ones for Llama 4 only, and of
  * the state layers LFM2's short convolutions, the Mamba2 hybrids' mixers, Qwen3-Next's Gated DeltaNet, Kimi-Linear's
- * Kimi Delta Attention and MiniMax's lightning attention only. */
+ * Kimi Delta Attention, MiniMax's lightning attention and RWKV's layers only. */
 static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc *fam, kvc_model_config *cfg) {
     kvc_layer_kind kinds[KVC_MODEL_MAX_LAYERS];
     kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
@@ -193,7 +193,8 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
         const bool mamba = (kinds[i] == KVC_LK_STATE || both) && cfg->family == KVC_FAMILY_MAMBA2_HYBRID;
         const bool mamba1 = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_JAMBA;
         const bool lightning = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_MINIMAX;
-        if ((kinds[i] == KVC_LK_STATE && !conv && !gdn && !mamba && !mamba1 && !lightning) ||
+        const bool rwkv = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_RWKV; /* state_layers.c */
+        if ((kinds[i] == KVC_LK_STATE && !conv && !gdn && !mamba && !mamba1 && !lightning && !rwkv) ||
             (kinds[i] == KVC_LK_NONE && !one_block) || (kinds[i] == KVC_LK_PARALLEL && !mamba))
             return kvci_fail(KVC_EINVAL, "%s: layer %lld is a %s layer, which the runtime does not run", hp->cfg.doc,
                              (long long)i,
@@ -276,6 +277,11 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
                               : neo  ? "intermediate_size"
                                      : "n_inner",
                               1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, &have));
+    } else if (cfg->family == KVC_FAMILY_RWKV) { /* RwkvConfig's intermediate_size: 4 x hidden when absent or null */
+        const cJSON *v = kvci_json_find(c, "intermediate_size");
+        cfg->intermediate_size = 4 * cfg->hidden_size;
+        if (v != NULL && !cJSON_IsNull(v))
+            KVC_TRY(kvci_json_int(c, "intermediate_size", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, NULL));
     } else if (cfg->family == KVC_FAMILY_GEMMA3N) { /* one width, or one per layer (all equal) */
         KVC_TRY(kvci_gemma3n_intermediate(c, cfg->num_layers, &cfg->intermediate_size));
     } else if (strcmp(cfg->model_type, "bloom") == 0 || strcmp(cfg->model_type, "mpt") == 0 ||

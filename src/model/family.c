@@ -29,6 +29,7 @@ static const kvc_family_desc *registry[MAX_FAMILIES] = {
     [KVC_FAMILY_HY_V4] = &kvc_family_hy_v4,
     [KVC_FAMILY_GEMMA4] = &kvc_family_gemma4,
     [KVC_FAMILY_GEMMA3N] = &kvc_family_gemma3n,
+    [KVC_FAMILY_RWKV] = &kvc_family_rwkv,
 };
 static int n_registered = KVC_FAMILY_BUILTIN_COUNT;
 
@@ -103,8 +104,6 @@ static const type_reason REFUSED[] = {
     {"xlm", "XLM is a cross-lingual masked language model: its attention sees the whole sequence unless `causal` is "
             "true (XLMConfig's false), and its sizes use its own keys (emb_dim, n_heads, n_layers); kvcache plans "
             "causal decoders"},
-    {"rwkv", "RWKV is a recurrent model: each layer keeps a time-mixing (WKV) state and token-shift states instead of "
-             "keys and values; kvcache's state layers are Mamba's, linear attention's and short convolutions'"},
     {"gemma4_unified_assistant",
      "Gemma 4 Unified's assistant is a speculative drafter with no cache of its own: every layer "
      "(num_kv_shared_layers = num_hidden_layers) reads the keys and values of its target's last full-attention and "

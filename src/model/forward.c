@@ -110,7 +110,10 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
                                                      : 1); /* LFM3's [T, nH] */
     A(gnorm, Tm * kvci_max64(c->gated_norm_rank, 1));
     A(gdn, kvci_max64(kvci_gated_delta_floats(c, Tm), kvci_lightning_floats(c, Tm))); /* or lightning's */
-    A(mamba, mamba ? kvci_mamba2_scratch(c, Tm) : mamba1 ? kvci_mamba1_scratch(c, Tm) : 1);
+    A(mamba, mamba                          ? kvci_mamba2_scratch(c, Tm)
+             : mamba1                       ? kvci_mamba1_scratch(c, Tm)
+             : c->family == KVC_FAMILY_RWKV ? kvci_rwkv_scratch(c, Tm)
+                                            : 1);
     /* Nemotron-H's experts may run wider than H; JetMoE's attention experts gather rows of nKV D */
     const int64_t mw = max3(H, c->moe_latent_size, c->attention_experts ? nkv * dq : 0);
     A(acc, Tm * kvci_max64(mw, kvci_model_embed_width(c))); /* also OPT-350m's embedding rows [T, E] */
@@ -596,6 +599,8 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st == KVC_OK && c->family == KVC_FAMILY_GEMMA4) st = kvci_gemma4_layer_tail(&s, l);
         if (st != KVC_OK) return st;
+        if (c->rwkv_rescale_every > 0 && (l + 1) % c->rwkv_rescale_every == 0) /* RWKV's inference rescaling */
+            for (int64_t i = 0; i < T * H; i++) ws->h[i] *= 0.5f;
     }
     if (c->family == KVC_FAMILY_GEMMA3N && (st = kvci_gemma3n_merge(&s)) != KVC_OK) return st;
     t0 = kvci_sp_begin();

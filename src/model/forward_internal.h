@@ -164,6 +164,16 @@ int64_t kvci_zamba2_scratch(const kvc_model_config *c, int64_t tokens);
  * ws->mamba [kvci_mamba1_scratch(T)], reads and rewrites each row's conv and ssm states when the step has caches. */
 kvc_status kvci_mamba1_mixer(const kvc_fwd_step *s, int64_t l);
 int64_t kvci_mamba1_scratch(const kvc_model_config *c, int64_t tokens);
+/* RWKV-4's time mixing in place of attention and channel mixing in place of the MLP (rwkv.c; family rwkv): read
+ * ws->xn, write ws->proj, use ws->mamba [kvci_rwkv_scratch(T)]; read and rewrite each row's token-shift state (.state
+ * [2, H]) and WKV state (.recurrent [3, H]: num, den, max) when the step has caches. */
+kvc_status kvci_rwkv_time_mix(const kvc_fwd_step *s, int64_t l);
+kvc_status kvci_rwkv_channel_mix(const kvc_fwd_step *s, int64_t l);
+int64_t kvci_rwkv_scratch(const kvc_model_config *c, int64_t tokens);
+/* One token of channel i of the WKV recurrence over st [3, H] (num, den, max): out = (e^(max - p) num + e^(first + k -
+ * p) v) / (e^(max - p) den + e^(first + k - p)), p = max(max, first + k); then num, den decay by e^decay (decay =
+ * -exp(time_decay)) and take e^k v, e^k, all relative to the new max(max + decay, k). */
+void kvci_rwkv_wkv_token(float *st, int64_t H, int64_t i, float decay, float first, float k, float v, float *out);
 /* The causal depthwise convolution of one row's n tokens (conv_short.c; LFM2's and Mamba2's): out [n, C], channel
  * ch of token t = bias[ch] (NULL: none) + sum over j < L of taps[ch L + j] x the input L - 1 - j steps back, the
  * inputs n rows `stride` floats apart (channels from in's column 0) and, before the row's first token, st [L - 1,

@@ -331,7 +331,8 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     else if (!have_layers)
         KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
     const char *type = hp->model_type != NULL ? hp->model_type : "";
-    const bool mamba1 = strcmp(type, "mamba") == 0 || strcmp(type, "falcon_mamba") == 0;
+    const bool mamba1 = strcmp(type, "mamba") == 0 || strcmp(type, "falcon_mamba") == 0 ||
+                        strcmp(type, "rwkv") == 0; /* RWKV: no attention either */
     const bool mamba2 = strcmp(type, "mamba2") == 0, jetmoe = strcmp(type, "jetmoe") == 0;
     bool have_heads = false;        /* optional for Mamba2 and Mamba (no attention) and JetMoE (derived) only */
     hp->n_heads = mamba1 ? 1 : 128; /* Mamba2Config's num_heads, read as the heads (its mixer's); Mamba has none */
@@ -363,6 +364,8 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     hp->hidden_size = 0;
     KVC_TRY(kvci_hparams_int(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
     KVC_TRY(kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
+    if (!hp->have_max_pos && hp->model_type != NULL && strcmp(hp->model_type, "rwkv") == 0) /* its attribute_map */
+        KVC_TRY(kvci_json_int(c, "context_length", 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
     if (!hp->have_max_pos && hp->model_type != NULL && strcmp(hp->model_type, "kimi_linear") == 0)
         /* KimiLinearConfig saves max_position_embeddings as model_max_length (its attribute_map) */
         KVC_TRY(kvci_json_int(c, "model_max_length", 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));

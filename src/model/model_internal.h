@@ -165,6 +165,11 @@ typedef struct kvc_layer_weights {
      * ssm_d [I]; Jamba's dt, B and C norm weights [R], [N], [N] (else NULL) */
     kvc_wmat ssm_x_proj, ssm_dt_proj;
     float *ssm_dt_norm, *ssm_b_norm, *ssm_c_norm;
+    /* RWKV-4 (rwkv.c): time mixing reads wk, wv, wq (its key, value and receptance [H, H]) and wo (output [H, H]),
+     * channel mixing w_up (key [I, H]), w_down (value [H, I]) and w_gate (receptance [H, H]); and these: time_decay
+     * and time_first [H], the token-shift factors [H] of time mixing's key, value, receptance, then of channel
+     * mixing's key, receptance */
+    float *rwkv_decay, *rwkv_first, *rwkv_mix[5];
     /* Gemma 4's per-layer input (ple_dim P): per_layer_input_gate [P, H], per_layer_projection [H, P],
      * post_per_layer_input_norm [H]; layer_scalar [1] (else NULL) */
     kvc_wmat ple_gate, ple_proj;

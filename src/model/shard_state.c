@@ -17,6 +17,10 @@ kvc_status kvci_shard_state_config(const kvc_model_config *full, int64_t tp, kvc
         return kvci_fail(KVC_EINVAL,
                          "model: tensor parallelism %lld over %s: its Kimi Delta Attention layers have no shard rule",
                          (long long)tp, full->model_type);
+    if (full->family == KVC_FAMILY_RWKV) /* the WKV channels could split, the token shifts' LayerNorm inputs not */
+        return kvci_fail(KVC_EINVAL,
+                         "model: tensor parallelism %lld over %s: its RWKV time and channel mixing have no shard rule",
+                         (long long)tp, full->model_type);
     for (int64_t l = 0; l < full->num_layers; l++)
         if (full->layer_lightning[l]) /* its norm spans every head of the row */
             return kvci_fail(KVC_EINVAL,

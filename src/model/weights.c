@@ -769,6 +769,32 @@ static kvc_status visit_mamba1(visitor *v, const kvc_model_config *c, kvc_layer_
     return KVC_OK;
 }
 
+/* RWKV-4's time mixing (rwkv.c) under attention.: time_decay, time_first [H], time_mix_key / _value / _receptance
+ * [1, 1, H], key, value, receptance, output [H, H]; no biases, no tensor parallelism (shard_state.c). */
+static kvc_status visit_rwkv_time_mix(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, mix[3] = {1, 1, H};
+    static const char *const names[3] = {"attention.time_mix_key", "attention.time_mix_value",
+                                         "attention.time_mix_receptance"};
+    TRY(v1(v, "attention.time_decay", H, &w->rwkv_decay, KVC_WINIT_BIAS, WHOLE));
+    TRY(v1(v, "attention.time_first", H, &w->rwkv_first, KVC_WINIT_BIAS, WHOLE));
+    for (int j = 0; j < 3; j++) TRY(visit(v, names[j], 3, mix, &w->rwkv_mix[j], NULL, false, KVC_WINIT_NORM, WHOLE));
+    TRY(m2(v, "attention.key.weight", H, H, &w->wk, WHOLE));
+    TRY(m2(v, "attention.value.weight", H, H, &w->wv, WHOLE));
+    TRY(m2(v, "attention.receptance.weight", H, H, &w->wq, WHOLE));
+    return m2(v, "attention.output.weight", H, H, &w->wo, WHOLE);
+}
+
+/* RWKV-4's channel mixing under feed_forward.: time_mix_key / _receptance [1, 1, H], key [I, H], receptance [H, H],
+ * value [H, I]. */
+static kvc_status visit_rwkv_channel_mix(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, I = c->intermediate_size, mix[3] = {1, 1, H};
+    TRY(visit(v, "feed_forward.time_mix_key", 3, mix, &w->rwkv_mix[3], NULL, false, KVC_WINIT_NORM, WHOLE));
+    TRY(visit(v, "feed_forward.time_mix_receptance", 3, mix, &w->rwkv_mix[4], NULL, false, KVC_WINIT_NORM, WHOLE));
+    TRY(m2(v, "feed_forward.key.weight", I, H, &w->w_up, WHOLE));
+    TRY(m2(v, "feed_forward.receptance.weight", H, H, &w->w_gate, WHOLE));
+    return m2(v, "feed_forward.value.weight", H, I, &w->w_down, WHOLE);
+}
+
 /* Zamba2's layer l: its mixer and input_layernorm (a hybrid layer's under mamba_decoder.); a hybrid layer's linear
  * [H, H] and its use site i's adapters (linear_{q,k,v}_adapter_list.i under shared_attn_adapter,
  * gate_up_proj_adapter_list.i: .0 [r, in], .1 [out, r]), read, with the shared block itself at its first use site
@@ -820,6 +846,7 @@ static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, 
     if (c->layer_gdn[l]) return c->gdn_kda ? visit_kda(v, c, w) : visit_gated_delta(v, c, w);
     if (c->layer_mamba1[l]) return visit_mamba1(v, c, w);
     if (c->layer_lightning[l]) return visit_lightning(v, c, w);
+    if (c->family == KVC_FAMILY_RWKV) return visit_rwkv_time_mix(v, c, w);
     if (c->attention_experts) return visit_jetmoe_attn(v, c, w);
     if (c->layer_mamba[l]) {
         TRY(visit_mamba2(v, c, w));
@@ -854,6 +881,8 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
         const bool wide = c->mlp_double_shared && kvci_model_kv_source(c, l) != l; /* use_double_wide_mlp */
         TRY(visit_dense_mlp(v, c, w, "", (wide ? 2 : 1) * c->intermediate_size, &w->w_gate, &w->w_up, &w->w_down));
         if (c->layer_moe[l]) TRY(visit_gemma4_moe(v, c, w));
+    } else if (c->family == KVC_FAMILY_RWKV) {
+        TRY(visit_rwkv_channel_mix(v, c, w));
     } else if (c->attention_experts) {
         TRY(visit_jetmoe_mlp(v, c, w));
     } else if (c->layer_moe[l] && strcmp(c->model_type, "ergo") == 0) {
@@ -1208,6 +1237,8 @@ static kvc_status check_fields(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL, "model: global_attention_scale %g must be in [0, %g]", c->global_attention_scale,
                          KVC_HP_MAX_FACTOR);
     TRY(check_zamba2(c));
+    if (c->rwkv_rescale_every != 0 && c->family != KVC_FAMILY_RWKV)
+        return kvci_fail(KVC_EINVAL, "model: rwkv_rescale_every is rwkv's only");
     if (c->moe_latent_size > 0 && (!one_block || strcmp(c->model_type, "nemotron_h") != 0))
         return kvci_fail(KVC_EINVAL, "model: moe_latent_size is nemotron_h's only");
     for (int64_t l = 0; l < c->num_layers; l++)

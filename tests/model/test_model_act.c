@@ -1,6 +1,7 @@
 /* The gated products of SwiGLU and GeGLU (src/model/act.h): every kernel this CPU runs gives the portable
  * kernel's bits on ordinary and edge inputs (bit for bit; a NaN result a NaN), and the error bounds act.h
- * states hold against a float64 reference. Also Kimi Delta Attention's recurrence step (kda.c) against float64. */
+ * states hold against a float64 reference. Also Kimi Delta Attention's recurrence step (kda.c) and RWKV's WKV step
+ * (rwkv.c) against float64. */
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
@@ -410,6 +411,51 @@ static void test_lightning_token(void **state) {
     assert_true(late > 1e-2);
 }
 
+/* kvci_rwkv_wkv_token over 50 tokens of 3 channels (decays -exp(-1), -exp(0.5), -exp(1.5); time_first -0.7, 0.3,
+ * 1.1), keys up to +-40 (e^k beyond f32 without the running maximum): each output against the closed form in float64,
+ * wkv_t = (sum_{j<t} e^((t-1-j) w + k_j) v_j + e^(u + k_t) v_t) / (sum_{j<t} e^((t-1-j) w + k_j) + e^(u + k_t)), and
+ * the state's num e^max and den e^max (relative to den) against those sums through t; one decay more per past token
+ * misses it. */
+static void test_rwkv_wkv_token(void **state) {
+    (void)state;
+    enum { H = 3, STEPS = 50 };
+    static const float decay_p[H] = {-1.0f, 0.5f, 1.5f}, first[H] = {-0.7f, 0.3f, 1.1f};
+    uint32_t seed = 5u;
+    float st[3 * H], k[STEPS][H], v[STEPS][H], out = 0.0f;
+    double err = 0.0, err_state = 0.0, late = 0.0;
+    for (int i = 0; i < H; i++) st[i] = st[H + i] = 0.0f, st[2 * H + i] = -1e30f;
+    for (int t = 0; t < STEPS; t++)
+        for (int i = 0; i < H; i++) {
+            k[t][i] = 40.0f * (float)((int32_t)(lcg(&seed) >> 8) - (1 << 23)) / (float)(1 << 23);
+            v[t][i] = (float)((int32_t)(lcg(&seed) >> 8) - (1 << 23)) / (float)(1 << 23);
+            const double w = -exp((double)decay_p[i]);
+            kvci_rwkv_wkv_token(st, H, i, -expf(decay_p[i]), first[i], k[t][i], v[t][i], &out);
+            /* sums relative to e^m, m the largest exponent, as the float64 closed form */
+            double m = (double)first[i] + k[t][i];
+            for (int j = 0; j < t; j++) m = fmax(m, (t - 1 - j) * w + k[j][i]);
+            double num = exp((double)first[i] + k[t][i] - m) * v[t][i], den = exp((double)first[i] + k[t][i] - m);
+            double num_l = num, den_l = den;
+            for (int j = 0; j < t; j++) {
+                num += exp((t - 1 - j) * w + k[j][i] - m) * v[j][i], den += exp((t - 1 - j) * w + k[j][i] - m);
+                num_l += exp((t - j) * w + k[j][i] - m) * v[j][i], den_l += exp((t - j) * w + k[j][i] - m);
+            }
+            err = fmax(err, fabs((double)out - num / den));
+            late = fmax(late, fabs((double)out - num_l / den_l));
+            /* the state through t: sum_{j<=t} e^((t-j) w + k_j) (v_j), relative to its max */
+            double ms = k[t][i];
+            for (int j = 0; j < t; j++) ms = fmax(ms, (t - j) * w + k[j][i]);
+            double sn = 0.0, sd = 0.0;
+            for (int j = 0; j <= t; j++)
+                sn += exp((t - j) * w + k[j][i] - ms) * v[j][i], sd += exp((t - j) * w + k[j][i] - ms);
+            const double scale = exp((double)st[2 * H + i] - ms);
+            err_state = fmax(err_state, fabs(st[i] * scale - sn) / sd + fabs(st[H + i] * scale - sd) / sd);
+        }
+    /* the state's max adds the decay in f32 every token (|max| up to ~200 here): num and den drift by its roundings
+     * together, which the output's ratio cancels */
+    if (!(err < 1e-5 && err_state < 1e-4)) fail_msg("wkv: output %.3g, state %.3g from float64", err, err_state);
+    assert_true(late > 1e-2);
+}
+
 /* Gemma 3n's sparse-gate multiplier Phi^-1(p): torch 2.15's Normal(0, 1).icdf(torch.tensor(p)) in f32, bit for bit
  * (its values printed by torch), and the float64 quantile's sign and symmetry elsewhere. */
 static void test_gemma3n_quantile(void **state) {
@@ -444,6 +490,7 @@ int main(void) {
                                        cmocka_unit_test(test_dsa_pick),
                                        cmocka_unit_test(test_kda_token),
                                        cmocka_unit_test(test_lightning_token),
+                                       cmocka_unit_test(test_rwkv_wkv_token),
                                        cmocka_unit_test(test_gemma3n_quantile)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1250,6 +1250,14 @@ static void test_minimax(void **state) {
     run_dir("minimax");
 }
 
+/* RWKV-4: 3 layers of time mixing (the WKV recurrence, token shifts) and channel mixing, the embeddings' pre_ln,
+ * rescale_every 2 (layer 1's outputs halved, the stream after it too) and layer_norm_epsilon 1e-3 beside ln_out's
+ * own 1e-5. */
+static void test_rwkv(void **state) {
+    (void)state;
+    run_dir("rwkv");
+}
+
 /* Qwen3.5's text model: qwen3_next's layers with the Gated DeltaNet's projections apart (in_proj_qkv, _z, _b, _a),
  * three value heads per key head, conv kernel 3, gated attention on layer 1, a dense MLP, tied. As sensitive as
  * qwen3_next's in float32 (transformers' logits up to 4.2e-5 from its float64 ones, its two forms 2.8e-5 apart):
@@ -1495,6 +1503,7 @@ int main(void) {
         cmocka_unit_test(test_qwen3_next),
         cmocka_unit_test(test_kimi_linear),
         cmocka_unit_test(test_minimax),
+        cmocka_unit_test(test_rwkv),
         cmocka_unit_test(test_qwen3_5_text),
         cmocka_unit_test(test_olmo_hybrid),
         cmocka_unit_test(test_qwen3_5_moe),

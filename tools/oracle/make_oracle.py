@@ -58,6 +58,8 @@ from transformers import (
     KimiLinearConfig,
     MiniMaxConfig,
     MiniMaxForCausalLM,
+    RwkvConfig,
+    RwkvForCausalLM,
     KimiLinearForCausalLM,
     CohereConfig,
     CohereForCausalLM,
@@ -1892,6 +1894,15 @@ def minimax_config():
                          bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def rwkv_config():
+    # RWKV-4 (RwkvForCausalLM) at toy size: 3 layers of hidden 32 (the WKV channels too: attention_hidden_size apart
+    # from it breaks transformers' state), channel mixing 48 wide; rescale_every 2, so layer 1's outputs are halved and
+    # the stream after it; layer_norm_epsilon 1e-3, which ln_out (nn.LayerNorm's own 1e-5) does not take.
+    return RwkvConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=48,
+                      num_hidden_layers=3, context_length=64, layer_norm_epsilon=1e-3, rescale_every=2,
+                      bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def qwen3_5_text_config():
     # Qwen3.5's text model at toy size: qwen3_next's layers with the Gated DeltaNet's projections apart (in_proj_qkv,
     # in_proj_z, in_proj_b, in_proj_a) and a dense MLP: 4 layers, Gated DeltaNet on layers 0, 2, 3 (layer_types), 2
@@ -2347,6 +2358,7 @@ FAMILIES = {
     "olmo_hybrid": (olmo_hybrid_config, OlmoHybridForCausalLM),
     "kimi_linear": (kimi_linear_config, KimiLinearForCausalLM),
     "minimax": (minimax_config, MiniMaxForCausalLM),
+    "rwkv": (rwkv_config, RwkvForCausalLM),
     "qwen3_5_moe": (qwen3_5_moe_config, Qwen3_5MoeForConditionalGeneration),
     "lfm2_moe": (lfm2_moe_config, Lfm2MoeForCausalLM),
     "bamba": (bamba_config, BambaForCausalLM),
@@ -2421,6 +2433,17 @@ def param_std(name, shape, config):
         return 0.02  # audio embedders: never run on text-only prompts
     if config.model_type == "aria" and name.endswith(("experts.gate_up_proj", "experts.down_proj")):
         return 1.0 / math.sqrt(shape[1])  # Aria's experts [E, H, 2I] and [E, I, H], used as x @ W: fan-in is dim 1
+    if config.model_type == "rwkv":
+        if name.endswith(("ln1.weight", "ln2.weight", "pre_ln.weight", "ln_out.weight")):  # LayerNorms
+            return None
+        if name.endswith(("time_decay", "time_first")):  # decay -exp(N(0, 1)) per token, bonus N(0, 1)
+            return 1.0
+        if ".time_mix_" in name:  # token-shift factors: both the token and its predecessor matter
+            return 0.5
+        if name == "rwkv.embeddings.weight":  # tied: the head too
+            return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
+        if name == "head.weight":
+            return 2.0 / math.sqrt(shape[1])
     if name.endswith("linear_attn.norm.weight"):  # Qwen3-Next's gated norm, applied as w
         return None
     if config.model_type in ("bert", "roberta", "ernie", "megatron-bert", "roberta-prelayernorm"):
@@ -3500,7 +3523,7 @@ def main():
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
                                "bert", "roberta", "ernie", "megatron_bert", "roberta_prelayernorm", "minimax",
                                "gemma3n", "gemma4_unified",
-                               "emu3", "aria", "phi4_multimodal", "apertus1p5_text"]:
+                               "emu3", "aria", "phi4_multimodal", "apertus1p5_text", "rwkv"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
