@@ -16,6 +16,13 @@ static kvc_status rwkv_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     return KVC_OK;
 }
 
+/* RwkvConfig has no layer list: a layer_types key is not read (RwkvModel runs every block alike). */
+static kvc_status rwkv_layer_list(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, bool *given) {
+    (void)ctx, (void)kinds;
+    *given = false;
+    return KVC_OK;
+}
+
 /* attention_hidden_size: absent or null, hidden_size (RwkvConfig.__post_init__); any other width is refused by
  * name, as transformers' state (hidden_size channels per layer) cannot hold it: its generate() fails. */
 static kvc_status check_attn_size(const kvc_json_obj *c, int64_t hidden_size) {
@@ -86,6 +93,7 @@ const kvc_family_desc kvc_family_rwkv = {
     .parse = parse_rwkv,
     .check = check_rwkv,
     .default_kinds = rwkv_kinds,
+    .layer_list = rwkv_layer_list,
     .attention = kvci_rwkv_time_mix,
     .ffn = kvci_rwkv_channel_mix,
     .state_shapes = rwkv_states,

@@ -2188,6 +2188,37 @@ static void test_minimax_fields(void **state) {
 #undef MINIMAX_BASE
 }
 
+/* RWKV-4 under RwkvConfig's defaults (intermediate_size and attention_hidden_size absent or null: 4 H and H,
+ * layer_norm_epsilon 1e-5, rescale_every 6, untied), every layer a state layer of [2, H] and [3, H] whatever
+ * layer_types says; a rescale_every of 0 or below none; refusals by name. */
+static void test_rwkv_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define RWKV_BASE "{\"model_type\":\"rwkv\",\"vocab_size\":8,\"hidden_size\":16,\"num_hidden_layers\":3"
+    assert_int_equal(kvc_model_config_parse(RWKV_BASE "}", "rwkv", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_RWKV && c.intermediate_size == 64 && c.rms_norm_eps == 1e-5);
+    assert_true(c.final_norm_eps == 1e-5 && c.rwkv_rescale_every == 6 && !c.tie_word_embeddings);
+    assert_true(c.layer_norm && c.norm_bias && c.embed_norm);
+    for (int64_t l = 0; l < 3; l++) {
+        kvci_state_shape sh[KVCI_MAX_LAYER_STATES];
+        assert_int_equal(kvci_layer_states(&c, l, sh), 2);
+        assert_true(sh[0].shape[0] == 2 && sh[0].shape[1] == 16 && sh[1].shape[0] == 3 && sh[1].shape[1] == 16);
+    }
+    assert_int_equal(kvc_model_config_parse(RWKV_BASE ",\"intermediate_size\":null,\"attention_hidden_size\":null,"
+                                                      "\"layer_norm_epsilon\":1e-3,\"rescale_every\":-1,"
+                                                      "\"tie_word_embeddings\":true,"
+                                                      "\"layer_types\":[\"full_attention\",\"full_attention\","
+                                                      "\"full_attention\"]}",
+                                            "rwkv-set", &c),
+                     KVC_OK);
+    assert_true(c.intermediate_size == 64 && c.rms_norm_eps == 1e-3 && c.final_norm_eps == 1e-5);
+    assert_true(c.rwkv_rescale_every == 0 && c.tie_word_embeddings && kvci_model_first_state(&c) == 0);
+    expect_refusal(RWKV_BASE ",\"attention_hidden_size\":8}", "attention_hidden_size 8 != hidden_size 16");
+    expect_refusal(RWKV_BASE ",\"rescale_every\":1.5}", "rescale_every");
+    expect_refusal(RWKV_BASE ",\"layer_norm_epsilon\":-1}", "layer_norm_epsilon");
+#undef RWKV_BASE
+}
+
 /* Mellum under MellumConfig's defaults (head_dim 128, 4 KV heads, every layer full, window 1024 for sliding ones,
  * ropes theta 5e5 full and 1e4 sliding over whole heads, q/k norms, every layer sparse: 64 experts of 896, top 8,
  * renormalised, intermediate 7168, eps 1e-6): the plan's caches, mlp_layer_types, refusals by name. */
@@ -4694,6 +4725,7 @@ int main(void) {
         cmocka_unit_test(test_solar_open_fields),
         cmocka_unit_test(test_minimax_m2_fields),
         cmocka_unit_test(test_minimax_fields),
+        cmocka_unit_test(test_rwkv_fields),
         cmocka_unit_test(test_exaone_fields),
         cmocka_unit_test(test_internlm3_fields),
         cmocka_unit_test(test_apertus_fields),

@@ -315,6 +315,7 @@ static void test_two_state_prefix_cache(void **state) {
     /* states alone: the engine snapshots them every 16 tokens, past the shared 14 (no hit; tokens still equal) */
     two_state_prefix_cache("mamba2", false);
     two_state_prefix_cache("mamba", false); /* Mamba-1's states alone, as Mamba2's */
+    two_state_prefix_cache("rwkv", false);  /* RWKV's shift and WKV states alone, as Mamba's */
 }
 
 /* LFM2: 3 conv layers, each (3 - 1) inputs x 64 channels x 4 bytes a request */
@@ -393,6 +394,7 @@ static void test_plan_agrees(void **state) {
     plan_agrees("falcon_mamba", 3, 3 * ((3 - 1) * 64 + 64 * 16) * 4);
     plan_agrees("jamba", 4, 3 * ((4 - 1) * 128 + 128 * 8) * 4);    /* 3 mixers beside the attention layer */
     plan_agrees("zamba2", 5, 3 * ((3 - 1) * 96 + 4 * 16 * 8) * 4); /* 3 mixers, 2 sites' K/V beside theirs */
+    plan_agrees("rwkv", 3, 3 * (2 * 32 + 3 * 32) * 4);             /* shift [2, 32], WKV [3, 32] per layer */
 }
 
 int main(void) {

@@ -1181,6 +1181,30 @@ static void test_recent_shapes(void **state) {
     assert_int_equal(p->layers[1].caches[0].bytes_per_block, 32 * 128 * 128 * 2);
     kvc_model_plan_destroy(p);
 
+    /* RWKV-4 at RwkvConfig's default shape (hidden 4096, 32 layers, no attention keys): every layer a state layer of
+     * the two token-shift inputs [2, H] and the WKV num, den and max [3, H], no KV cache; no shard rule for tp 2,
+     * attention_hidden_size apart from hidden_size refused. */
+    static const char rwkv[] = "{\"model_type\": \"rwkv\", \"hidden_size\": 4096, \"num_hidden_layers\": 32}";
+    p = plan_text(rwkv, &o);
+    assert_string_equal(p->family, "rwkv");
+    assert_int_equal(p->n_layers, 32);
+    for (int i = 0; i < 32; i++) {
+        assert_int_equal(p->layers[i].attn_type, KVC_ATTN_MAMBA);
+        assert_int_equal(p->layers[i].n_caches, 2);
+        assert_int_equal(p->layers[i].caches[0].bytes_per_token, 0);
+        assert_int_equal(p->layers[i].caches[0].bytes_per_block, 2 * 4096 * 2);
+        assert_int_equal(p->layers[i].caches[1].bytes_per_block, 3 * 4096 * 2);
+    }
+    kvc_model_plan_destroy(p);
+    kvc_plan_options tp2 = o;
+    tp2.tp = 2;
+    kvc_model_plan *refused_plan = NULL;
+    assert_int_equal(kvc_model_plan_create(rwkv, strlen(rwkv), &tp2, &refused_plan), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "tensor parallelism 2 over rwkv"));
+    expect_refusal_text("{\"model_type\": \"rwkv\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+                        "\"attention_hidden_size\": 32}",
+                        "attention_hidden_size 32 != hidden_size 64");
+
     /* LFM2: conv layers keep hidden_size x (conv_L_cache - 1) of state; layer_types or full_attn_idxs. */
     static const char *const lfm2[] = {
         "{\"model_type\": \"lfm2\", \"num_hidden_layers\": 4, \"num_attention_heads\": 16, \"num_key_value_heads\":"
@@ -1764,17 +1788,11 @@ static void test_class_fallbacks(void **state) {
     for (int i = 0; i < 5; i++) assert_int_equal(p->layers[i].attn_type, i == 4 ? KVC_ATTN_FULL : KVC_ATTN_MAMBA);
     assert_true(p->layers[0].caches[0].shape[0] == 3 * 4 * 128 && p->layers[0].caches[0].shape[1] == 3 - 1);
     kvc_model_plan_destroy(p);
-    static const char *const refused[][2] = {{"bart", "BART is an encoder-decoder"},
-                                             {"whisper", "cross-attention"},
-                                             {"trocr", "cross-attention"},
-                                             {"musicgen_melody", "num_codebooks"},
-                                             {"blt", "Byte Latent"},
-                                             {"xlm", "masked language model"},
-                                             {"rwkv", "recurrent model"},
-                                             {"reformer", "past_buckets_states"},
-                                             {"xlnet", "permutation"},
-                                             {"xlstm", "matrix memory"},
-                                             {"recurrent_gemma", "RG-LRU"}};
+    static const char *const refused[][2] = {
+        {"bart", "BART is an encoder-decoder"}, {"whisper", "cross-attention"}, {"trocr", "cross-attention"},
+        {"musicgen_melody", "num_codebooks"},   {"blt", "Byte Latent"},         {"xlm", "masked language model"},
+        {"reformer", "past_buckets_states"},    {"xlnet", "permutation"},       {"xlstm", "matrix memory"},
+        {"recurrent_gemma", "RG-LRU"}};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         char json[256];
         snprintf(json, sizeof json,
