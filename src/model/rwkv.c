@@ -75,7 +75,7 @@ kvc_status kvci_rwkv_time_mix(const kvc_fwd_step *s, int64_t l) {
         const int64_t n = md->cu_seq_lens_q[r0] - q0;
         const float *mix[3] = {w->rwkv_mix[0], w->rwkv_mix[1], w->rwkv_mix[2]};
         float *const out[3] = {mk, mv, mr};
-        token_shift(s->ws->xn, q0, n, H, shift, md->seq_lens_kv[r0] == n || shift == own, mix, 3, out);
+        token_shift(s->ws->xn, q0, n, H, shift, md->seq_lens_kv[r0] == n, mix, 3, out);
         q0 += n;
     }
     const kvc_wmat *mats[3] = {&w->wk, &w->wv, &w->wq};
@@ -89,7 +89,7 @@ kvc_status kvci_rwkv_time_mix(const kvc_fwd_step *s, int64_t l) {
         KVC_TRY(kvci_row_states(s, l, r0, &shift, &wkv));
         if (!wkv) wkv = own + 2 * H;
         const int64_t n = md->cu_seq_lens_q[r0] - q0;
-        const bool fresh = md->seq_lens_kv[r0] == n || wkv == own + 2 * H;
+        const bool fresh = md->seq_lens_kv[r0] == n; /* always so without caches (the forward's check) */
 #pragma omp parallel for schedule(static) if (n * H >= (1 << 12))
         for (int64_t i = 0; i < H; i++) {
             const float decay = -expf(w->rwkv_decay[i]), first = w->rwkv_first[i];
@@ -124,7 +124,7 @@ kvc_status kvci_rwkv_channel_mix(const kvc_fwd_step *s, int64_t l) {
         const int64_t n = md->cu_seq_lens_q[r0] - q0;
         const float *mix[2] = {w->rwkv_mix[3], w->rwkv_mix[4]};
         float *const out[2] = {mk, mr};
-        token_shift(s->ws->xn, q0, n, H, shift, md->seq_lens_kv[r0] == n || shift == own + H, mix, 2, out);
+        token_shift(s->ws->xn, q0, n, H, shift, md->seq_lens_kv[r0] == n, mix, 2, out);
         q0 += n;
     }
     KVC_TRY(kvci_linear(mk, T, &w->w_up, NULL, k));
