@@ -275,7 +275,12 @@ typedef struct pd_family {
     "{\"model_type\":\"falcon_mamba\",\"vocab_size\":128,\"hidden_size\":32,\"num_hidden_layers\":2,"                  \
     "\"state_size\":8,\"conv_kernel\":3,\"use_bias\":true,\"max_position_embeddings\":256}"
 
-#define PD_N_FAMILIES 11
+/* RWKV-4: time and channel mixing only (a shift and a WKV state per layer, no K/V) */
+#define PD_RWKV                                                                                                        \
+    "{\"model_type\":\"rwkv\",\"vocab_size\":128,\"hidden_size\":32,\"num_hidden_layers\":2,"                          \
+    "\"rescale_every\":1,\"context_length\":256}"
+
+#define PD_N_FAMILIES 12
 static const pd_family PD_FAMILIES[PD_N_FAMILIES] = {
     {"llama", PD_LLAMA, false, false},
     {"qwen2", PD_QWEN2, false, false},
@@ -288,6 +293,7 @@ static const pd_family PD_FAMILIES[PD_N_FAMILIES] = {
     {"qwen3_next", PD_QWEN3_NEXT, false, true},
     {"falcon_h1", PD_FALCON_H1, false, true},
     {"falcon_mamba", PD_FALCON_MAMBA, false, true},
+    {"rwkv", PD_RWKV, false, true},
 };
 
 #endif
