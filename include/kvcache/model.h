@@ -66,7 +66,9 @@ typedef enum kvc_model_family {
                                * own head dim and KV heads, KV shared by the last layers, per-layer inputs */
     KVC_FAMILY_GEMMA3N,       /* gemma3n_text and gemma3n's text model: every 5th layer full, KV shared by the
                                * last num_kv_shared_layers (15 when absent), AltUp, LAuReL */
-    KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
+    /* runs recurrent_gemma (Griffin): RG-LRU recurrent blocks + local attention blocks */
+    KVC_FAMILY_RECURRENT_GEMMA,
+    KVC_FAMILY_BUILTIN_COUNT /* families added at run time (tests) take the ids from here on */
 } kvc_model_family;
 
 /* "dense", "gpt_oss", "deepseek_v3", "gemma2", ..., "generic"; "?" for an unknown id. */
@@ -457,6 +459,13 @@ typedef struct kvc_model_config {
      * pruned head: output_vocab_size logits over the ids of vocab_size; never with a tied head); 0: vocab_size.
      * Last, as above. */
     int64_t input_vocab_size;
+    /* RecurrentGemma (recurrent_gemma; family_recurrent_gemma.c, rglru.c): its layer_rglru layers are Griffin's
+     * recurrent blocks instead of attention: linear_y with GeLU (tanh) beside linear_x, a causal depthwise conv of
+     * conv_kernel taps (with bias) and the RG-LRU over lru_width channels (num_heads blocks of lru_width / num_heads
+     * for its gates), their product through linear_out. Such a layer keeps a conv state [conv_kernel - 1, lru_width]
+     * and the RG-LRU's state [lru_width]. Last, as above. */
+    bool layer_rglru[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    int64_t lru_width;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config
