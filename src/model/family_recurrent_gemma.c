@@ -100,6 +100,18 @@ static kvc_status parse_recurrent_gemma(const kvc_hparams *hp, kvc_model_config 
     return kvci_family_softcap(c, "logits_soft_cap", 30.0, &cfg->final_logit_softcapping);
 }
 
+/* What the recurrent blocks' shapes rest on, for a config of any origin (kvc_model_create_random's too): lru_width a
+ * positive multiple of num_heads (the gates' blocks), a conv of at least one tap. */
+static kvc_status rg_check(const kvc_model_config *cfg, const char *doc) {
+    if (cfg->num_heads < 1 || cfg->lru_width < 1 || cfg->lru_width % cfg->num_heads != 0)
+        return kvci_fail(KVC_EINVAL, "%s: lru_width %lld must be a positive multiple of num_heads %lld", doc,
+                         (long long)cfg->lru_width, (long long)cfg->num_heads);
+    if (cfg->conv_kernel < 1 || cfg->conv_kernel > KVC_HP_MAX_DIM)
+        return kvci_fail(KVC_EINVAL, "%s: conv_kernel %lld is outside [1, %lld]", doc, (long long)cfg->conv_kernel,
+                         (long long)KVC_HP_MAX_DIM);
+    return KVC_OK;
+}
+
 /* The recurrent block on its layers, else local attention. */
 static kvc_status rg_operator(const kvc_fwd_step *s, int64_t l) {
     return s->m->cfg.layer_rglru[l] ? kvci_rglru(s, l) : kvci_attn_gqa(s, l);
@@ -114,6 +126,7 @@ const kvc_family_desc kvc_family_recurrent_gemma = {
     .aliases = RECURRENT_GEMMA,
     .n_aliases = 1,
     .parse = parse_recurrent_gemma,
+    .check = rg_check,
     .default_kinds = rg_kinds,
     .layer_list = rg_layer_list,
     .attention = rg_operator,

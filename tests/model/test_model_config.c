@@ -2222,6 +2222,10 @@ static void test_recurrent_gemma_fields(void **state) {
     assert_true(c.layer_sliding[0] && c.layer_rglru[1] && c.layer_sliding[2] && c.sliding_window == 16);
     assert_true(c.num_kv_heads == 1 && c.lru_width == 32 && c.conv_kernel == 2 && c.intermediate_size == 32);
     assert_true(c.qkv_bias && c.final_logit_softcapping == 5.0 && !c.tie_word_embeddings);
+    c.lru_width = 30; /* a hand-made config: checked as a parsed one */
+    expect_create_refusal(&c, "lru_width 30 must be a positive multiple of num_heads 4");
+    c.lru_width = 32, c.conv_kernel = 0;
+    expect_create_refusal(&c, "conv_kernel 0 is outside");
 #define RG_2 RG_BASE "\"num_attention_heads\":4,\"num_hidden_layers\":2,"
     expect_refusal(RG_2 "\"hidden_activation\":\"gelu\"}", "hidden_activation \"gelu\" is not supported");
     expect_refusal(RG_2 "\"block_types\":[\"recurrent\",\"mlp\"]}", "block_types[1] \"mlp\"");
