@@ -6,9 +6,9 @@
  * biased). Around it Gemma's pieces: norms as 1 + w (temporal_pre_norm, channel_pre_norm, final_norm), a GeGLU MLP
  * of intermediate_size / 2 with biases (mlp_block), the embeddings times sqrt(hidden_size) rounded to bf16 (the
  * model's normalizer buffer), the logits soft-capped by logits_soft_cap (30 when absent), tied embeddings by default.
- * head_dim is hidden_size / num_attention_heads whatever the file says (the config class overwrites it). Refused by
- * name: another activation, rope type or block type, layer_types (the class has no setter for it), an lru_width the
- * heads do not divide. */
+ * head_dim is the file's, else hidden_size / num_attention_heads (the config class sets that, then the file's key
+ * wins). Refused by name: another activation, rope type or block type, layer_types (the class has no setter for it), an
+ * lru_width the heads do not divide. */
 #include <math.h>
 #include <string.h>
 
@@ -90,7 +90,7 @@ static kvc_status parse_recurrent_gemma(const kvc_hparams *hp, kvc_model_config 
                          "%s: lru_width %lld is not a multiple of num_attention_heads %lld (the RG-LRU's gate "
                          "blocks)",
                          c->doc, (long long)cfg->lru_width, (long long)cfg->num_heads);
-    cfg->head_dim = cfg->hidden_size / cfg->num_heads;
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* head_dim, else hidden_size / num_attention_heads */
     cfg->mlp_act = KVC_MLP_GELU_TANH;
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &cfg->qkv_bias));
     cfg->o_bias = cfg->mlp_bias = true;

@@ -52,7 +52,7 @@ static const type_defaults DEFAULTS[] = {
     {"hunyuan_v1_dense", 0, 10000.0, 0, false, 0, false, false},
     {"hunyuan_v1_moe", 0, 10000.0, 0, false, 0, false, false},
     /* RecurrentGemmaConfig's (the window: attention_window_size) */
-    {"recurrent_gemma", 0, 10000.0, 2048, false, 0, true, false},
+    {"recurrent_gemma", 0, 10000.0, 2048, false, 0, false, false},
     {"minimax_m2", 128, 5000000.0, 0, false, 8, false, false},   /* MiniMaxM2Config's */
     {"minimax", 0, 1000000.0, 0, false, 8, false, false},        /* MiniMaxConfig's */
     {"exaone", 0, 500000.0, 0, false, 8, false, false},          /* ExaoneConfig's */

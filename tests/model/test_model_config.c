@@ -2189,7 +2189,7 @@ static void test_minimax_fields(void **state) {
 }
 
 /* RecurrentGemma under RecurrentGemmaConfig's defaults (block_types recurrent, recurrent, attention repeated; window
- * 2048; head_dim hidden / heads whatever head_dim says; KV heads = heads; half of each head rotated at theta 1e4;
+ * 2048; head_dim hidden / heads unless given; KV heads = heads; half of each head rotated at theta 1e4;
  * lru_width hidden, conv1d_width 4; MLP intermediate_size / 2 (7680 / 2 absent) with biases, o_proj biased, q/k/v by
  * attention_bias; Gemma norms, tied, logits capped at 30, embeddings times bf16(sqrt(hidden))) and with its keys set;
  * refused by name: another activation or block type, layer_types, an lru_width the heads do not divide, another rope
@@ -2202,7 +2202,7 @@ static void test_recurrent_gemma_fields(void **state) {
                                                     "\"head_dim\":32}",
                                             "rg", &c),
                      KVC_OK);
-    assert_true(c.family == KVC_FAMILY_RECURRENT_GEMMA && c.head_dim == 12 && c.num_kv_heads == 4);
+    assert_true(c.family == KVC_FAMILY_RECURRENT_GEMMA && c.head_dim == 32 && c.num_kv_heads == 4);
     for (int64_t l = 0; l < 4; l++) {
         assert_true(c.layer_rglru[l] == (l % 3 != 2) && c.layer_sliding[l] == (l % 3 == 2));
         assert_true(kvci_model_layer_is_state(&c, l) == c.layer_rglru[l]);
@@ -2219,7 +2219,8 @@ static void test_recurrent_gemma_fields(void **state) {
                                                     "\"block_types\":[\"attention\",\"recurrent\"]}",
                                             "rg-set", &c),
                      KVC_OK);
-    assert_true(c.layer_sliding[0] && c.layer_rglru[1] && c.layer_sliding[2] && c.sliding_window == 16);
+    assert_true(c.layer_sliding[0] && c.layer_rglru[1] && c.layer_sliding[2] && c.sliding_window == 16 &&
+                c.head_dim == 12);
     assert_true(c.num_kv_heads == 1 && c.lru_width == 32 && c.conv_kernel == 2 && c.intermediate_size == 32);
     assert_true(c.qkv_bias && c.final_logit_softcapping == 5.0 && !c.tie_word_embeddings);
     c.lru_width = 30; /* a hand-made config: checked as a parsed one */

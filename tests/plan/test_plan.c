@@ -1182,7 +1182,7 @@ static void test_recent_shapes(void **state) {
     kvc_model_plan_destroy(p);
     /* RecurrentGemma under RecurrentGemmaConfig's defaults but a 5-layer stack: block_types (recurrent, recurrent,
      * attention) repeated, the attention layers sliding over attention_window_size 2048 (no length key: 2048 positions)
-     * with head_dim hidden / heads whatever head_dim says, the recurrent ones a conv state [conv1d_width - 1,
+     * with head_dim 64 as given (hidden / heads when absent), the recurrent ones a conv state [conv1d_width - 1,
      * lru_width] and the RG-LRU's [lru_width]; lru_width and attention_window_size set. */
     p = plan_text("{\"model_type\": \"recurrent_gemma\", \"num_hidden_layers\": 5, \"num_attention_heads\": 10,"
                   " \"num_key_value_heads\": 1, \"hidden_size\": 2560, \"head_dim\": 64}",
@@ -1191,7 +1191,7 @@ static void test_recent_shapes(void **state) {
     for (int i = 0; i < 5; i++)
         assert_int_equal(p->layers[i].attn_type, i % 3 == 2 ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_MAMBA);
     assert_int_equal(p->layers[2].sliding_window, 2048);
-    assert_true(p->layers[2].caches[0].num_head == 1 && p->layers[2].caches[0].dim == 256);
+    assert_true(p->layers[2].caches[0].num_head == 1 && p->layers[2].caches[0].dim == 64);
     assert_true(p->layers[0].caches[0].shape[0] == 3 && p->layers[0].caches[0].shape[1] == 2560);
     assert_int_equal(p->layers[0].caches[1].bytes_per_block, 2560 * 2);
     kvc_model_plan_destroy(p);
@@ -1202,6 +1202,7 @@ static void test_recent_shapes(void **state) {
     for (int i = 0; i < 3; i++)
         assert_int_equal(p->layers[i].attn_type, i == 1 ? KVC_ATTN_MAMBA : KVC_ATTN_SLIDING_WINDOW);
     assert_true(p->layers[0].sliding_window == 16 && p->layers[0].caches[0].num_head == 4);
+    assert_int_equal(p->layers[0].caches[0].dim, 16);
     assert_true(p->layers[1].caches[0].shape[0] == 1 && p->layers[1].caches[0].shape[1] == 32);
     kvc_model_plan_destroy(p);
 
