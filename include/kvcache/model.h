@@ -68,6 +68,8 @@ typedef enum kvc_model_family {
                                * last num_kv_shared_layers (15 when absent), AltUp, LAuReL */
     KVC_FAMILY_RWKV,          /* runs rwkv (RWKV-4): time mixing (WKV) and channel mixing with token shifts in every
                                * layer, a fixed-size state per sequence, no keys or values */
+    /* runs recurrent_gemma (Griffin): RG-LRU recurrent blocks + local attention blocks */
+    KVC_FAMILY_RECURRENT_GEMMA,
     KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
 } kvc_model_family;
 
@@ -463,6 +465,13 @@ typedef struct kvc_model_config {
      * rwkv_rescale_every) and the hidden states halved after every rwkv_rescale_every-th layer (0: never). Last, as
      * above. */
     int64_t rwkv_rescale_every;
+    /* RecurrentGemma (recurrent_gemma; family_recurrent_gemma.c, rglru.c): its layer_rglru layers are Griffin's
+     * recurrent blocks instead of attention: linear_y with GeLU (tanh) beside linear_x, a causal depthwise conv of
+     * conv_kernel taps (with bias) and the RG-LRU over lru_width channels (num_heads blocks of lru_width / num_heads
+     * for its gates), their product through linear_out. Such a layer keeps a conv state [conv_kernel - 1, lru_width]
+     * and the RG-LRU's state [lru_width]. Last, as above. */
+    bool layer_rglru[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
+    int64_t lru_width;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -88,6 +88,11 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
             token += 5.0 * H * H + 2.0 * H * (double)c->intermediate_size;
             continue;
         }
+        if (c->layer_rglru[l]) { /* RecurrentGemma's recurrent block: linear_x, _y, _out, the gates' 2 W bw, L taps */
+            const double W = (double)c->lru_width;
+            token += 3.0 * H * W + 2.0 * W * W / nH + W * (double)c->conv_kernel + mlp;
+            continue;
+        }
         if (c->layer_mamba1[l]) { /* Mamba-1: in_proj, x_proj, dt_proj, out_proj, the conv taps, the scan's I N */
             const double I = (double)c->mamba_inner, X = (double)(c->mamba_dt_rank + 2 * c->mamba_d_state);
             token += 3.0 * H * I + I * X + I * (double)c->mamba_dt_rank + I * (double)c->conv_kernel +

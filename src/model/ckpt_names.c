@@ -15,6 +15,13 @@ typedef struct rename_rule {
 } rename_rule;
 
 static const rename_rule RULES[] = {
+    /* RecurrentGemma (RecurrentGemmaForCausalLM): temporal_pre_norm / channel_pre_norm the two norms, temporal_block
+     * the attention or the recurrent block, mlp_block the MLP, final_norm the model's last norm */
+    {"recurrent_gemma", "input_layernorm.", "temporal_pre_norm."},
+    {"recurrent_gemma", "post_attention_layernorm.", "channel_pre_norm."},
+    {"recurrent_gemma", "self_attn.", "temporal_block."},
+    {"recurrent_gemma", "mlp.", "mlp_block."},
+    {"recurrent_gemma", "model.norm.", "model.final_norm."},
     /* Phi (PhiForCausalLM): the attention's output projection is dense, the MLP fc1 (up) and fc2 (down) */
     {"phi", "self_attn.o_proj.", "self_attn.dense."},
     {"phi", "mlp.up_proj.", "mlp.fc1."},

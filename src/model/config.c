@@ -170,7 +170,7 @@ static kvc_status rope_entries(const kvc_hparams *hp, const kvc_layer_kind *kind
 
 /* The kind of every layer (family.c); the runtime runs attention layers, chunked ones for Llama 4 only, and of
  * the state layers LFM2's short convolutions, the Mamba2 hybrids' mixers, Qwen3-Next's Gated DeltaNet, Kimi-Linear's
- * Kimi Delta Attention, MiniMax's lightning attention and RWKV's layers only. */
+ * Kimi Delta Attention, MiniMax's lightning attention, RWKV's layers and RecurrentGemma's recurrent blocks only. */
 static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc *fam, kvc_model_config *cfg) {
     kvc_layer_kind kinds[KVC_MODEL_MAX_LAYERS];
     kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
@@ -194,7 +194,8 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
         const bool mamba1 = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_JAMBA;
         const bool lightning = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_MINIMAX;
         const bool rwkv = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_RWKV; /* state_layers.c */
-        if ((kinds[i] == KVC_LK_STATE && !conv && !gdn && !mamba && !mamba1 && !lightning && !rwkv) ||
+        const bool rglru = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_RECURRENT_GEMMA;
+        if ((kinds[i] == KVC_LK_STATE && !conv && !gdn && !mamba && !mamba1 && !lightning && !rwkv && !rglru) ||
             (kinds[i] == KVC_LK_NONE && !one_block) || (kinds[i] == KVC_LK_PARALLEL && !mamba))
             return kvci_fail(KVC_EINVAL, "%s: layer %lld is a %s layer, which the runtime does not run", hp->cfg.doc,
                              (long long)i,
@@ -209,6 +210,7 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
         cfg->layer_mamba[i] = mamba;
         cfg->layer_mamba1[i] = mamba1;
         cfg->layer_lightning[i] = lightning;
+        cfg->layer_rglru[i] = rglru;
         cfg->layer_shared_block[i] = both && zamba2;
         cfg->layer_sliding[i] = kinds[i] == KVC_LK_SLIDING;
         cfg->layer_chunked[i] = kinds[i] == KVC_LK_CHUNKED;
@@ -244,7 +246,8 @@ static const mlp_width *mlp_width_default(const char *model_type) {
                                        {"beam", "intermediate_size", 20480},
                                        {"axk2", "intermediate_size", 5120},
                                        {"mimo_v2_flash", "intermediate_size", 16384},
-                                       {"biogpt", "intermediate_size", 4096}};
+                                       {"biogpt", "intermediate_size", 4096},
+                                       {"recurrent_gemma", "intermediate_size", 3 * 2560}};
     for (size_t i = 0; i < sizeof WIDTHS / sizeof WIDTHS[0]; i++)
         if (strcmp(model_type, WIDTHS[i].type) == 0) return &WIDTHS[i];
     return NULL;

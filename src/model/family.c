@@ -30,6 +30,7 @@ static const kvc_family_desc *registry[MAX_FAMILIES] = {
     [KVC_FAMILY_GEMMA4] = &kvc_family_gemma4,
     [KVC_FAMILY_GEMMA3N] = &kvc_family_gemma3n,
     [KVC_FAMILY_RWKV] = &kvc_family_rwkv,
+    [KVC_FAMILY_RECURRENT_GEMMA] = &kvc_family_recurrent_gemma,
 };
 static int n_registered = KVC_FAMILY_BUILTIN_COUNT;
 
@@ -113,8 +114,6 @@ static const type_reason REFUSED[] = {
               "instead of keys and values, states kvcache does not model"},
     {"xlnet", "XLNet is a permutation language model: two-stream attention over the whole sequence under a "
               "permutation mask, its memory (mems) of each layer's hidden states, not keys and values"},
-    {"recurrent_gemma", "RecurrentGemma (Griffin) runs RG-LRU recurrent blocks, whose linear recurrence and conv "
-                        "states kvcache does not model, between local-attention blocks"},
     {"reformer", "Reformer attends through locality-sensitive hashing buckets and chunked local attention, over "
                  "reversible layers; its cache (past_buckets_states) keeps each layer's hidden states and bucket ids, "
                  "not keys and values, so no KV-cache plan describes it"},

@@ -130,7 +130,7 @@ typedef struct kvc_family_desc {
 extern const kvc_family_desc kvc_family_dense, kvc_family_gpt_oss, kvc_family_deepseek_v3, kvc_family_gemma2,
     kvc_family_gemma3, kvc_family_qwen3_next, kvc_family_jamba, kvc_family_mamba2_hybrid, kvc_family_generic,
     kvc_family_lfm2, kvc_family_kimi_linear, kvc_family_minimax, kvc_family_llama4, kvc_family_deepseek_v4,
-    kvc_family_hy_v4, kvc_family_gemma4, kvc_family_gemma3n, kvc_family_rwkv;
+    kvc_family_hy_v4, kvc_family_gemma4, kvc_family_gemma3n, kvc_family_rwkv, kvc_family_recurrent_gemma;
 
 /* One DeepSeek-V4 layer (family_deepseek_v4.c): positions per compressed entry beside its window (0: the
  * window only) and whether it is compressed sparse attention (CSA: a Lightning Indexer and overlapping windows)

@@ -109,7 +109,8 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
             : c->attn_head_gate                      ? Tm * mx.nH
                                                      : 1); /* LFM3's [T, nH] */
     A(gnorm, Tm * kvci_max64(c->gated_norm_rank, 1));
-    A(gdn, kvci_max64(kvci_gated_delta_floats(c, Tm), kvci_lightning_floats(c, Tm))); /* or lightning's */
+    A(gdn, kvci_max64(kvci_gated_delta_floats(c, Tm),
+                      kvci_max64(kvci_lightning_floats(c, Tm), kvci_rglru_floats(c, Tm)))); /* or theirs */
     A(mamba, mamba                          ? kvci_mamba2_scratch(c, Tm)
              : mamba1                       ? kvci_mamba1_scratch(c, Tm)
              : c->family == KVC_FAMILY_RWKV ? kvci_rwkv_scratch(c, Tm)

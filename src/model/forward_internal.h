@@ -206,6 +206,15 @@ kvc_status kvci_lightning(const kvc_fwd_step *s, int64_t l);
 int64_t kvci_lightning_floats(const kvc_model_config *c, int64_t Tm);
 /* One token of lightning attention over S [d, d]: S = decay S + k v^T, o [d] = S^T q. */
 void kvci_lightning_token(float *S, const float *q, const float *k, const float *v, float decay, int64_t d, float *o);
+/* RecurrentGemma's recurrent block in place of attention (rglru.c; layer_rglru): reads ws->xn, writes ws->proj, uses
+ * ws->gdn (kvci_rglru_floats of it, 1 without such layers); reads and rewrites each row's conv and RG-LRU states. */
+kvc_status kvci_rglru(const kvc_fwd_step *s, int64_t l);
+int64_t kvci_rglru_floats(const kvc_model_config *c, int64_t Tm);
+/* One token of the RG-LRU over W channels: u [W] the conv's output, gi / ga [W] the input and recurrence gates'
+ * pre-activations, neg8_sp [W] -8 softplus(recurrent_param); s [W] the state, rewritten (reset: s = sigmoid(gi) u);
+ * out [W] the new s (out may be u). */
+void kvci_rglru_token(const float *u, const float *gi, const float *ga, const float *neg8_sp, int64_t W, bool reset,
+                      float *s, float *out);
 /* The FFN sub-layers: read ws->xn, write ws->proj. */
 /* SwiGLU MLP (MF 1.6) of x [n, H] into out [n, H] (act: its gate's activation, silu; gelu_tanh for
  * Gemma 3's GeGLU); ga, gb: [n, n_inter] scratch. */

@@ -51,6 +51,8 @@ static const type_defaults DEFAULTS[] = {
     {"flex_olmo", 0, 500000.0, 0, false, 0, false, false}, /* FlexOlmoConfig's default_theta */
     {"hunyuan_v1_dense", 0, 10000.0, 0, false, 0, false, false},
     {"hunyuan_v1_moe", 0, 10000.0, 0, false, 0, false, false},
+    /* RecurrentGemmaConfig's (the window: attention_window_size) */
+    {"recurrent_gemma", 0, 10000.0, 2048, false, 0, false, false},
     {"minimax_m2", 128, 5000000.0, 0, false, 8, false, false},   /* MiniMaxM2Config's */
     {"minimax", 0, 1000000.0, 0, false, 8, false, false},        /* MiniMaxConfig's */
     {"exaone", 0, 500000.0, 0, false, 8, false, false},          /* ExaoneConfig's */
@@ -162,14 +164,16 @@ static type_defaults defaults_of(const kvc_hparams *hp) {
 }
 
 /* partial_rotary_factor when the config has none: GlmConfig's, Glm4Config's and Glm4MoeConfig's setdefault 0.5,
- * StableLmConfig's and Qwen3NextConfig's 0.25, PhiConfig's, NemotronConfig's and PersimmonConfig's 0.5, GPTNeoXConfig's
+ * StableLmConfig's and Qwen3NextConfig's 0.25, PhiConfig's, NemotronConfig's, PersimmonConfig's and
+ * RecurrentGemmaConfig's 0.5, GPTNeoXConfig's
  * 0.25 (its rotary_pct, read as the key), else 1 (the whole head). */
 static double default_partial_rotary(const kvc_hparams *hp) {
     const char *mt = hp->model_type;
     if (mt != NULL && (strcmp(mt, "stablelm") == 0 || strcmp(mt, "gpt_neox") == 0 || strcmp(mt, "qwen3_next") == 0 ||
                        strncmp(mt, "qwen3_5", 7) == 0))
         return 0.25;
-    if (mt != NULL && (strcmp(mt, "phi") == 0 || strcmp(mt, "nemotron") == 0 || strcmp(mt, "persimmon") == 0))
+    if (mt != NULL && (strcmp(mt, "phi") == 0 || strcmp(mt, "nemotron") == 0 || strcmp(mt, "persimmon") == 0 ||
+                       strcmp(mt, "recurrent_gemma") == 0))
         return 0.5;
     if (mt != NULL && strcmp(mt, "mimo_v2_flash") == 0) return 0.334; /* its rope's .get default */
     return mt != NULL && (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0 || strcmp(mt, "glm4_moe") == 0) ? 0.5 : 1.0;
@@ -450,6 +454,10 @@ kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwe
     if (hp->model_type != NULL && strcmp(hp->model_type, "ergo") == 0 &&
         cJSON_GetObjectItemCaseSensitive(hp->cfg.obj, key) == NULL)
         key = "local_attention_window";
+    /* RecurrentGemma's is attention_window_size (RecurrentGemmaConfig's attribute_map) */
+    if (hp->model_type != NULL && strcmp(hp->model_type, "recurrent_gemma") == 0 &&
+        cJSON_GetObjectItemCaseSensitive(hp->cfg.obj, key) == NULL)
+        key = "attention_window_size";
     /* only the types whose transformers config reads use_sliding_window (Qwen, SmolLM3): Mistral, Mixtral, Phi-3,
      * StarCoder2 ... slide whatever a leftover use_sliding_window says */
     if (!no_switch && d.window_switch) {
@@ -630,7 +638,7 @@ static kvc_status read_longrope(const kvc_hparams *hp, const kvc_json_obj *dict,
 
 /* Whether a model type kvcache runs rotates only part of each head by partial_rotary_factor (its transformers
  * attention reads the factor: GLM, GLM-4, GLM-4.5 (and Sarvam-MoE, Param2-MoE), Phi, Phi-3, StableLM, GPT-NeoX,
- * Nemotron, MiniMax-M2, Persimmon, Qwen3-Next, GPT-NeoX Japanese); the others rotate whole heads
+ * Nemotron, MiniMax-M2, Persimmon, Qwen3-Next, GPT-NeoX Japanese, RecurrentGemma); the others rotate whole heads
  * whatever the config says. Types planned only, and unknown ones, keep the factor. */
 static bool rotates_part(const kvc_hparams *hp) {
     static const char *const PARTIAL_TYPES[] = {"glm",
@@ -653,7 +661,8 @@ static bool rotates_part(const kvc_hparams *hp) {
                                                 "mimo_v2_flash",
                                                 "laguna",
                                                 "gpt_neox_japanese",
-                                                "phi4_multimodal"};
+                                                "phi4_multimodal",
+                                                "recurrent_gemma"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, PARTIAL_TYPES, sizeof PARTIAL_TYPES / sizeof PARTIAL_TYPES[0]);
 }

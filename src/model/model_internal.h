@@ -188,6 +188,11 @@ typedef struct kvc_layer_weights {
      * shared block lies in its first use site's struct alone (kvci_zamba_site): post_norm its input_layernorm [2H],
      * wq / wk / wv [.., 2H], wo, pre_ff_norm [H], w_gate / w_up (gate_up_proj's halves), w_down. */
     kvc_wmat zamba_linear, zamba_ad_a[4], zamba_ad_b[4];
+    /* RecurrentGemma's recurrent block (layer_rglru, rglru.c; W = lru_width, nH blocks of bw): linear_y [W, H] and its
+     * bias [W]; linear_x is conv_in / conv_in_b, conv_1d conv_w [W, L] / conv_b [W], linear_out wo / bo; the RG-LRU's
+     * recurrent_param [W], input_gate_weight / recurrent_gate_weight [nH, bw, bw] and their biases [nH, bw] */
+    kvc_wmat rg_y;
+    float *rg_y_b, *rg_a_param, *rg_in_w, *rg_in_b, *rg_a_w, *rg_a_b;
 } kvc_layer_weights;
 
 /* Tensor parallelism (docs/distributed.md): rank `rank` of `size` holds a shard of every split

@@ -27,6 +27,10 @@ kvc_status kvci_shard_state_config(const kvc_model_config *full, int64_t tp, kvc
                              "model: tensor parallelism %lld over %s: its lightning attention layers have no shard "
                              "rule",
                              (long long)tp, full->model_type);
+    if (full->family == KVC_FAMILY_RECURRENT_GEMMA) /* its RG-LRU gates mix each block's channels; no rule here */
+        return kvci_fail(KVC_EINVAL,
+                         "model: tensor parallelism %lld over %s: its RG-LRU recurrent blocks have no shard rule",
+                         (long long)tp, full->model_type);
     bool conv = false, mamba = false, gdn = false, mamba1 = false;
     for (int64_t l = 0; l < full->num_layers; l++) {
         conv |= full->layer_conv[l], mamba |= full->layer_mamba[l], gdn |= full->layer_gdn[l];

@@ -35,6 +35,12 @@ int32_t kvci_layer_states(const kvc_model_config *c, int64_t l, kvci_state_shape
         out[1] = (kvci_state_shape){.name = "wkv_state", .ndim = 2, .shape = {3, c->hidden_size}};
         return 2;
     }
+    if (c->layer_rglru[l]) { /* RecurrentGemma's recurrent block: the conv's last conv_kernel - 1 inputs, the RG-LRU's s
+                              */
+        out[0] = (kvci_state_shape){.name = "conv_state", .ndim = 2, .shape = {c->conv_kernel - 1, c->lru_width}};
+        out[1] = (kvci_state_shape){.name = "recurrent_state", .ndim = 1, .shape = {c->lru_width}};
+        return 2;
+    }
     if (c->layer_mamba1[l]) { /* Mamba-1: the last conv_kernel - 1 x inputs, and the [I, N] ssm state */
         out[0] = (kvci_state_shape){.name = "conv_state", .ndim = 2, .shape = {c->conv_kernel - 1, c->mamba_inner}};
         out[1] = (kvci_state_shape){.name = "ssm_state", .ndim = 2, .shape = {c->mamba_inner, c->mamba_d_state}};

@@ -716,6 +716,29 @@ static kvc_status visit_lightning(visitor *v, const kvc_model_config *c, kvc_lay
     return m2(v, "self_attn.out_proj.weight", H, V, &w->wo, WHOLE);
 }
 
+/* RecurrentGemma's recurrent block (rglru.c) under self_attn. (the checkpoint's temporal_block., ckpt_names.c):
+ * linear_y, linear_x [W, H] and linear_out [H, W] with biases, the depthwise conv_1d [W, 1, L] with its bias, the
+ * RG-LRU's recurrent_param [W], input_gate_weight / recurrent_gate_weight [nH, bw, bw] and their biases [nH, bw]
+ * (tensor parallelism is refused, shard_state.c). */
+static kvc_status visit_rglru(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, W = c->lru_width, nh = c->num_heads, bw = W / nh;
+    const int64_t taps[3] = {W, 1, c->conv_kernel}, gate_w[3] = {nh, bw, bw}, gate_b[2] = {nh, bw};
+    TRY(m2(v, "self_attn.linear_y.weight", W, H, &w->rg_y, WHOLE));
+    TRY(v1(v, "self_attn.linear_y.bias", W, &w->rg_y_b, KVC_WINIT_BIAS, WHOLE));
+    TRY(m2(v, "self_attn.linear_x.weight", W, H, &w->conv_in, WHOLE));
+    TRY(v1(v, "self_attn.linear_x.bias", W, &w->conv_in_b, KVC_WINIT_BIAS, WHOLE));
+    TRY(visit(v, "self_attn.conv_1d.weight", 3, taps, &w->conv_w, NULL, false, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(v1(v, "self_attn.conv_1d.bias", W, &w->conv_b, KVC_WINIT_BIAS, WHOLE));
+    TRY(v1(v, "self_attn.rg_lru.recurrent_param", W, &w->rg_a_param, KVC_WINIT_BIAS, WHOLE));
+    TRY(visit(v, "self_attn.rg_lru.input_gate_weight", 3, gate_w, &w->rg_in_w, NULL, false, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(visit(v, "self_attn.rg_lru.input_gate_bias", 2, gate_b, &w->rg_in_b, NULL, false, KVC_WINIT_BIAS, WHOLE));
+    TRY(visit(v, "self_attn.rg_lru.recurrent_gate_weight", 3, gate_w, &w->rg_a_w, NULL, false, KVC_WINIT_WEIGHT,
+              WHOLE));
+    TRY(visit(v, "self_attn.rg_lru.recurrent_gate_bias", 2, gate_b, &w->rg_a_b, NULL, false, KVC_WINIT_BIAS, WHOLE));
+    TRY(m2(v, "self_attn.linear_out.weight", H, W, &w->wo, WHOLE));
+    return v1(v, "self_attn.linear_out.bias", H, &w->bo, KVC_WINIT_BIAS, WHOLE);
+}
+
 /* A Mamba2 mixer (mamba2.c): mamba.in_proj [I + C + nh, H], the depthwise mamba.conv1d [C, 1, L], dt_bias,
  * A_log and D [nh], the gated norm mamba.norm [I], mamba.out_proj [H, I]; in_proj / out_proj biases under
  * mamba_proj_bias, the conv's under mamba_conv_bias. A rank: its heads and groups (shard_state.c's runs), out_proj
@@ -847,6 +870,7 @@ static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, 
     if (c->layer_mamba1[l]) return visit_mamba1(v, c, w);
     if (c->layer_lightning[l]) return visit_lightning(v, c, w);
     if (c->family == KVC_FAMILY_RWKV) return visit_rwkv_time_mix(v, c, w);
+    if (c->layer_rglru[l]) return visit_rglru(v, c, w);
     if (c->attention_experts) return visit_jetmoe_attn(v, c, w);
     if (c->layer_mamba[l]) {
         TRY(visit_mamba2(v, c, w));

@@ -478,6 +478,40 @@ static void test_gemma3n_quantile(void **state) {
     }
 }
 
+/* kvci_rglru_token over 40 tokens of W 7 channels, a reset at tokens 0 and 25 (position 0: a new sequence), against
+ * transformers' RG-LRU in float64: a = exp(-8 sigmoid(ga) softplus(p)), s = a s + sqrt(1 - a^2) sigmoid(gi) u, and at a
+ * reset s = sigmoid(gi) u; the reference without the sqrt(1 - a^2) normalisation misses it. */
+static void test_rglru_token(void **state) {
+    (void)state;
+    enum { W = 7, STEPS = 40 };
+    uint32_t seed = 5u;
+    float uu[W], gi[W], ga[W], neg8_sp[W], s[W] = {0}, o[W];
+    double p[W], ref[W] = {0}, plain[W] = {0}, err = 0.0, miss = 0.0;
+    for (int j = 0; j < W; j++) {
+        p[j] = 4.0 * ((double)(lcg(&seed) >> 8) / (double)(1 << 24)) - 4.0; /* softplus from 0.02 to 0.69 */
+        neg8_sp[j] = -8.0f * kvci_softplus((float)p[j]);
+    }
+    for (int t = 0; t < STEPS; t++) {
+        for (int j = 0; j < W; j++) {
+            uu[j] = (float)((int32_t)(lcg(&seed) >> 8) - (1 << 23)) / (float)(1 << 22);
+            gi[j] = (float)((int32_t)(lcg(&seed) >> 8) - (1 << 23)) / (float)(1 << 21);
+            ga[j] = (float)((int32_t)(lcg(&seed) >> 8) - (1 << 23)) / (float)(1 << 21);
+        }
+        const bool reset = t == 0 || t == 25;
+        kvci_rglru_token(uu, gi, ga, neg8_sp, W, reset, s, o);
+        for (int j = 0; j < W; j++) {
+            const double a = exp(-8.0 / (1.0 + exp(-(double)ga[j])) * log1p(exp(p[j])));
+            const double x = (double)uu[j] / (1.0 + exp(-(double)gi[j]));
+            ref[j] = reset ? x : a * ref[j] + sqrt(1.0 - a * a) * x;
+            plain[j] = reset ? x : a * plain[j] + x;
+            err = fmax(err, fmax(fabs((double)o[j] - ref[j]), fabs((double)s[j] - ref[j])));
+            miss = fmax(miss, fabs((double)o[j] - plain[j]));
+        }
+    }
+    assert_true(err < 1e-5);
+    assert_true(miss > 1e-1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kernels_same_bits),
                                        cmocka_unit_test(test_special_values),
@@ -491,6 +525,7 @@ int main(void) {
                                        cmocka_unit_test(test_kda_token),
                                        cmocka_unit_test(test_lightning_token),
                                        cmocka_unit_test(test_rwkv_wkv_token),
-                                       cmocka_unit_test(test_gemma3n_quantile)};
+                                       cmocka_unit_test(test_gemma3n_quantile),
+                                       cmocka_unit_test(test_rglru_token)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2219,6 +2219,58 @@ static void test_rwkv_fields(void **state) {
 #undef RWKV_BASE
 }
 
+/* RecurrentGemma under RecurrentGemmaConfig's defaults (block_types recurrent, recurrent, attention repeated; window
+ * 2048; head_dim hidden / heads unless given; KV heads = heads; half of each head rotated at theta 1e4;
+ * lru_width hidden, conv1d_width 4; MLP intermediate_size / 2 (7680 / 2 absent) with biases, o_proj biased, q/k/v by
+ * attention_bias; Gemma norms, tied, logits capped at 30, embeddings times bf16(sqrt(hidden))) and with its keys set;
+ * refused by name: another activation or block type, layer_types, an lru_width the heads do not divide, another rope
+ * type. */
+static void test_recurrent_gemma_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+#define RG_BASE "{\"model_type\":\"recurrent_gemma\",\"vocab_size\":8,\"hidden_size\":48,"
+    assert_int_equal(kvc_model_config_parse(RG_BASE "\"num_attention_heads\":4,\"num_hidden_layers\":4,"
+                                                    "\"head_dim\":32}",
+                                            "rg", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_RECURRENT_GEMMA && c.head_dim == 32 && c.num_kv_heads == 4);
+    for (int64_t l = 0; l < 4; l++) {
+        assert_true(c.layer_rglru[l] == (l % 3 != 2) && c.layer_sliding[l] == (l % 3 == 2));
+        assert_true(kvci_model_layer_is_state(&c, l) == c.layer_rglru[l]);
+    }
+    assert_true(c.sliding_window == 2048 && c.lru_width == 48 && c.conv_kernel == 4 && c.intermediate_size == 3840);
+    assert_true(c.rope.theta == 1e4 && c.rope.partial_rotary_factor == 0.5 && c.mlp_act == KVC_MLP_GELU_TANH);
+    assert_true(!c.qkv_bias && c.o_bias && c.mlp_bias && c.gemma_norms && c.tie_word_embeddings);
+    assert_true(c.final_logit_softcapping == 30.0 && c.embed_scale == 6.9375f && c.rms_norm_eps == 1e-6);
+    assert_int_equal(kvc_model_config_parse(RG_BASE "\"num_attention_heads\":4,\"num_hidden_layers\":3,"
+                                                    "\"num_key_value_heads\":1,\"lru_width\":32,"
+                                                    "\"conv1d_width\":2,\"attention_window_size\":16,"
+                                                    "\"intermediate_size\":65,\"attention_bias\":true,"
+                                                    "\"logits_soft_cap\":5,\"tie_word_embeddings\":false,"
+                                                    "\"block_types\":[\"attention\",\"recurrent\"]}",
+                                            "rg-set", &c),
+                     KVC_OK);
+    assert_true(c.layer_sliding[0] && c.layer_rglru[1] && c.layer_sliding[2] && c.sliding_window == 16 &&
+                c.head_dim == 12);
+    assert_true(c.num_kv_heads == 1 && c.lru_width == 32 && c.conv_kernel == 2 && c.intermediate_size == 32);
+    assert_true(c.qkv_bias && c.final_logit_softcapping == 5.0 && !c.tie_word_embeddings);
+    c.lru_width = 30; /* a hand-made config: checked as a parsed one */
+    expect_create_refusal(&c, "lru_width 30 must be a positive multiple of num_heads 4");
+    c.lru_width = 32, c.conv_kernel = 0;
+    expect_create_refusal(&c, "conv_kernel 0 is outside");
+#define RG_2 RG_BASE "\"num_attention_heads\":4,\"num_hidden_layers\":2,"
+    expect_refusal(RG_2 "\"hidden_activation\":\"gelu\"}", "hidden_activation \"gelu\" is not supported");
+    expect_refusal(RG_2 "\"block_types\":[\"recurrent\",\"mlp\"]}", "block_types[1] \"mlp\"");
+    expect_refusal(RG_2 "\"block_types\":[]}", "block_types is empty");
+    expect_refusal(RG_2 "\"layer_types\":[\"sliding_attention\",\"sliding_attention\"]}", "layer_types is not");
+    expect_refusal(RG_2 "\"lru_width\":30}", "lru_width 30 is not a multiple of num_attention_heads 4");
+    expect_refusal(RG_2 "\"conv1d_width\":0}", "conv1d_width");
+    expect_refusal(RG_2 "\"rope_parameters\":{\"rope_type\":\"linear\",\"factor\":2,\"rope_theta\":10000}}",
+                   "rope type linear is not supported");
+#undef RG_2
+#undef RG_BASE
+}
+
 /* Mellum under MellumConfig's defaults (head_dim 128, 4 KV heads, every layer full, window 1024 for sliding ones,
  * ropes theta 5e5 full and 1e4 sliding over whole heads, q/k norms, every layer sparse: 64 experts of 896, top 8,
  * renormalised, intermediate 7168, eps 1e-6): the plan's caches, mlp_layer_types, refusals by name. */
@@ -4726,6 +4778,7 @@ int main(void) {
         cmocka_unit_test(test_minimax_m2_fields),
         cmocka_unit_test(test_minimax_fields),
         cmocka_unit_test(test_rwkv_fields),
+        cmocka_unit_test(test_recurrent_gemma_fields),
         cmocka_unit_test(test_exaone_fields),
         cmocka_unit_test(test_internlm3_fields),
         cmocka_unit_test(test_apertus_fields),

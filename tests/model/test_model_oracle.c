@@ -1258,6 +1258,14 @@ static void test_rwkv(void **state) {
     run_dir("rwkv");
 }
 
+/* RecurrentGemma: recurrent blocks on layers 0 and 2 (block_types of two repeated: conv width 3, lru_width 32 below
+ * hidden 48, four gate blocks), local MQA on layer 1 over a window of 8 (shorter than the 23- and 40-token prompts),
+ * half of each head rotated, q/k/v biases; logits soft-capped at 6, the embeddings times bf16(sqrt(48)), untied. */
+static void test_recurrent_gemma(void **state) {
+    (void)state;
+    run_dir("recurrent_gemma");
+}
+
 /* Qwen3.5's text model: qwen3_next's layers with the Gated DeltaNet's projections apart (in_proj_qkv, _z, _b, _a),
  * three value heads per key head, conv kernel 3, gated attention on layer 1, a dense MLP, tied. As sensitive as
  * qwen3_next's in float32 (transformers' logits up to 4.2e-5 from its float64 ones, its two forms 2.8e-5 apart):
@@ -1504,6 +1512,7 @@ int main(void) {
         cmocka_unit_test(test_kimi_linear),
         cmocka_unit_test(test_minimax),
         cmocka_unit_test(test_rwkv),
+        cmocka_unit_test(test_recurrent_gemma),
         cmocka_unit_test(test_qwen3_5_text),
         cmocka_unit_test(test_olmo_hybrid),
         cmocka_unit_test(test_qwen3_5_moe),

@@ -451,6 +451,10 @@ static void test_refusals(void **state) {
     assert_int_equal(kvci_model_load_tp(dir, &two, KVC_WMAT_CHECKPOINT, &s), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "RWKV time and channel mixing have no shard rule"));
     assert_null(s);
+    kvc_test_oracle_dir("recurrent_gemma", dir, sizeof dir); /* its RG-LRU gates mix a block's channels */
+    assert_int_equal(kvci_model_load_tp(dir, &two, KVC_WMAT_CHECKPOINT, &s), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "RG-LRU recurrent blocks have no shard rule"));
+    assert_null(s);
 }
 
 /* OLMo 2: its q / k norms span every head, their weights split with the heads as q and k (KV heads

@@ -307,6 +307,7 @@ static void test_two_state_prefix_cache(void **state) {
     /* one state a lightning layer (kv_state) beside GQA caches; pools of their own, since in one pool the pages grow
      * to the 4 KiB state (32 tokens of keys), longer than the shared prefix: no hit to test */
     prefix_cache_pools("minimax", true, true);
+    two_state_prefix_cache("recurrent_gemma", true); /* conv + RG-LRU states beside a sliding window of 8 */
     two_state_prefix_cache("nemotron_h", true);
     two_state_prefix_cache("nemotron_h_moe", true);
     two_state_prefix_cache("falcon_h1", true); /* K/V and states in every layer */

@@ -1180,6 +1180,31 @@ static void test_recent_shapes(void **state) {
     assert_int_equal(p->layers[0].caches[0].dim, 128);
     assert_int_equal(p->layers[1].caches[0].bytes_per_block, 32 * 128 * 128 * 2);
     kvc_model_plan_destroy(p);
+    /* RecurrentGemma under RecurrentGemmaConfig's defaults but a 5-layer stack: block_types (recurrent, recurrent,
+     * attention) repeated, the attention layers sliding over attention_window_size 2048 (no length key: 2048 positions)
+     * with head_dim 64 as given (hidden / heads when absent), the recurrent ones a conv state [conv1d_width - 1,
+     * lru_width] and the RG-LRU's [lru_width]; lru_width and attention_window_size set. */
+    p = plan_text("{\"model_type\": \"recurrent_gemma\", \"num_hidden_layers\": 5, \"num_attention_heads\": 10,"
+                  " \"num_key_value_heads\": 1, \"hidden_size\": 2560, \"head_dim\": 64}",
+                  &o);
+    assert_string_equal(p->family, "recurrent_gemma");
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(p->layers[i].attn_type, i % 3 == 2 ? KVC_ATTN_SLIDING_WINDOW : KVC_ATTN_MAMBA);
+    assert_int_equal(p->layers[2].sliding_window, 2048);
+    assert_true(p->layers[2].caches[0].num_head == 1 && p->layers[2].caches[0].dim == 64);
+    assert_true(p->layers[0].caches[0].shape[0] == 3 && p->layers[0].caches[0].shape[1] == 2560);
+    assert_int_equal(p->layers[0].caches[1].bytes_per_block, 2560 * 2);
+    kvc_model_plan_destroy(p);
+    p = plan_text("{\"model_type\": \"recurrent_gemma\", \"num_hidden_layers\": 3, \"num_attention_heads\": 4,"
+                  " \"hidden_size\": 64, \"lru_width\": 32, \"conv1d_width\": 2, \"attention_window_size\": 16,"
+                  " \"block_types\": [\"attention\", \"recurrent\"]}",
+                  &o);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(p->layers[i].attn_type, i == 1 ? KVC_ATTN_MAMBA : KVC_ATTN_SLIDING_WINDOW);
+    assert_true(p->layers[0].sliding_window == 16 && p->layers[0].caches[0].num_head == 4);
+    assert_int_equal(p->layers[0].caches[0].dim, 16);
+    assert_true(p->layers[1].caches[0].shape[0] == 1 && p->layers[1].caches[0].shape[1] == 32);
+    kvc_model_plan_destroy(p);
 
     /* RWKV-4 at RwkvConfig's default shape (hidden 4096, 32 layers, no attention keys): every layer a state layer of
      * the two token-shift inputs [2, H] and the WKV num, den and max [3, H], no KV cache; no shard rule for tp 2,
@@ -1791,8 +1816,7 @@ static void test_class_fallbacks(void **state) {
     static const char *const refused[][2] = {
         {"bart", "BART is an encoder-decoder"}, {"whisper", "cross-attention"}, {"trocr", "cross-attention"},
         {"musicgen_melody", "num_codebooks"},   {"blt", "Byte Latent"},         {"xlm", "masked language model"},
-        {"reformer", "past_buckets_states"},    {"xlnet", "permutation"},       {"xlstm", "matrix memory"},
-        {"recurrent_gemma", "RG-LRU"}};
+        {"reformer", "past_buckets_states"},    {"xlnet", "permutation"},       {"xlstm", "matrix memory"}};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         char json[256];
         snprintf(json, sizeof json,

@@ -60,6 +60,8 @@ from transformers import (
     MiniMaxForCausalLM,
     RwkvConfig,
     RwkvForCausalLM,
+    RecurrentGemmaConfig,
+    RecurrentGemmaForCausalLM,
     KimiLinearForCausalLM,
     CohereConfig,
     CohereForCausalLM,
@@ -1903,6 +1905,19 @@ def rwkv_config():
                       bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def recurrent_gemma_config():
+    # RecurrentGemma (Griffin) at toy size: block_types (recurrent, attention) repeated over 3 layers, so recurrent,
+    # attention, recurrent; lru_width 32 (not hidden 48) in 4 gate blocks of 8, conv1d_width 3; local MQA (1 KV head
+    # of 12, half of it rotated) over a window of 8 (shorter than the 23- and 40-token prompts), q/k/v biases;
+    # logits_soft_cap 6 (the logits come near it); the embeddings times sqrt(48) rounded to bf16 (6.9375, not 6.928);
+    # untied (tied, the scaled embedding of the last token dominates and every continuation repeats it).
+    return RecurrentGemmaConfig(vocab_size=VOCAB, hidden_size=48, intermediate_size=64, num_hidden_layers=3,
+                                num_attention_heads=4, num_key_value_heads=1, lru_width=32, conv1d_width=3,
+                                attention_window_size=8, block_types=["recurrent", "attention"], attention_bias=True,
+                                logits_soft_cap=6.0, tie_word_embeddings=False, bos_token_id=None, eos_token_id=None,
+                                pad_token_id=None)
+
+
 def qwen3_5_text_config():
     # Qwen3.5's text model at toy size: qwen3_next's layers with the Gated DeltaNet's projections apart (in_proj_qkv,
     # in_proj_z, in_proj_b, in_proj_a) and a dense MLP: 4 layers, Gated DeltaNet on layers 0, 2, 3 (layer_types), 2
@@ -2359,6 +2374,7 @@ FAMILIES = {
     "kimi_linear": (kimi_linear_config, KimiLinearForCausalLM),
     "minimax": (minimax_config, MiniMaxForCausalLM),
     "rwkv": (rwkv_config, RwkvForCausalLM),
+    "recurrent_gemma": (recurrent_gemma_config, RecurrentGemmaForCausalLM),
     "qwen3_5_moe": (qwen3_5_moe_config, Qwen3_5MoeForConditionalGeneration),
     "lfm2_moe": (lfm2_moe_config, Lfm2MoeForCausalLM),
     "bamba": (bamba_config, BambaForCausalLM),
@@ -2462,6 +2478,7 @@ def param_std(name, shape, config):
             return 0.5
     if name.endswith("norm.weight") and config.model_type in ("gemma3_text", "gemma2", "gemma", "nemotron",
                                                                              "vaultgemma", "qwen3_next",
+                                                                             "recurrent_gemma",
                                                                              "qwen3_5_text", "qwen3_5_moe"):
         return 0.3  # Gemma and Nemotron apply 1 + w: w itself is the offset, N(0, 0.3) so that the 1 matters
     if config.model_type == "gemma3n_text":
@@ -2533,6 +2550,13 @@ def param_std(name, shape, config):
         return 1.0 / math.sqrt(shape[0])  # GPT-2's Conv1D [in, out], used as x @ W: fan-in is the first dim
     if name.endswith(("conv.conv.weight", "linear_attn.conv1d.weight")):  # depthwise taps [C, 1, L]: fan-in L
         return 1.0 / math.sqrt(shape[2])
+    if config.model_type == "recurrent_gemma":
+        if name.endswith("conv_1d.weight"):  # depthwise taps [W, 1, L]: fan-in L
+            return 1.0 / math.sqrt(shape[2])
+        if name.endswith("rg_lru.recurrent_param"):  # shifted by -3 in randomise: a from 0.1 to 0.99 per token
+            return 1.5
+        if name.endswith("_gate_weight"):  # [nH, bw, bw], used as x @ W per block: fan-in dim 1
+            return 1.0 / math.sqrt(shape[1])
     if name.endswith("linear_attn.A_log"):  # Qwen3-Next: A = exp(A_log), shifted by -2 in randomise (mild decay)
         return 0.5
     if config.model_type == "kimi_linear" and name.endswith("self_attn.conv1d.weight"):  # q | k | v taps [3V, 1, L]
@@ -2603,6 +2627,8 @@ def randomise(model, seed):
                 p.copy_(std * noise)
             if name.endswith(("linear_attn.A_log", "forget_gate.A_log")):  # exp(g) near 0.9 per token: far memory
                 p.sub_(2.0)
+            if name.endswith("rg_lru.recurrent_param"):  # RecurrentGemma: softplus of it small, far memory for some
+                p.sub_(3.0)
         for name, b in model.named_buffers():  # saved buffers: the grouped routers' correction bias (HF: zeros)
             if name.endswith("e_score_correction_bias"):  # LongCat-Flash's beside softmax scores ~1/(E + Z)
                 std = 0.1 if model.config.model_type == "longcat_flash" else 1.0
