@@ -147,9 +147,6 @@ static const type_reason NOT_RUN[] = {
                     "(the CSA / HCA window compressors, their pending states and compressed caches, the indexer over "
                     "compressed keys), the grouped output projection and the hash-routed experts have no operator in "
                     "the runtime yet (docs/deepseek-v4.md)"},
-    {"hy_v4", "its hyper-connection residual streams (hc_mult, hc_magnitude) and its latent attention's learned "
-              "sinks and per-head sigmoid output gate (gate_proj) are not in the runtime yet (GLM-5's sparse "
-              "attention and shared indexer run)"},
     {"dory", "its recurrent section (n_recurrent_loops passes over weight-shared layers, one cache per loop) and its "
              "nGPT layers (unit-norm hidden states, interpolated residuals lambda_1 / lambda_2, sqk, s_gate, suv and "
              "logit_scale) are not in the runtime's layer stack yet"},
