@@ -55,7 +55,6 @@ void kvci_hc_pre(const kvc_fwd_step *s, int64_t l, int which) {
                              .eps = c->rms_norm_eps,
                              .hc_eps = (float)c->hc_eps,
                              .magnitude = (float)c->hc_magnitude};
-#pragma omp parallel for schedule(static) if (s->T > 1)
     for (int64_t t = 0; t < s->T; t++) {
         float *pre = s->ws->hc_w + t * 2 * n;
         kvci_hc_weights(s->ws->hc + t * n * H, n, H, &p, pre, pre + n);
