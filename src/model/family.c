@@ -409,3 +409,16 @@ kvc_status kvci_family_opt_bool(const kvc_json_obj *c, const char *key, bool def
     *out = def;
     return kvci_json_bool(c, key, out, &have);
 }
+
+kvc_status kvci_family_mla_attention(const kvc_hparams *hp, kvc_model_config *cfg) {
+    kvc_mla_dims d;
+    KVC_TRY(kvci_hparams_read_mla(hp, &d));
+    cfg->q_lora_rank = d.q_lora_rank, cfg->kv_lora_rank = d.kv_lora_rank;
+    cfg->qk_nope_head_dim = d.qk_nope_head_dim, cfg->qk_rope_head_dim = d.qk_rope_head_dim;
+    cfg->v_head_dim = d.v_head_dim, cfg->head_dim = d.qk_rope_head_dim;
+    bool bias = false;
+    KVC_TRY(kvci_family_opt_bool(&hp->cfg, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias;
+    cfg->rope_form = KVC_ROPE_INTERLEAVED;
+    return KVC_OK;
+}

@@ -451,5 +451,8 @@ kvc_status kvci_family_opt_int(const kvc_json_obj *c, const char *key, int64_t d
                                int64_t *out);
 kvc_status kvci_family_opt_num(const kvc_json_obj *c, const char *key, double def, kvc_json_range r, double *out);
 kvc_status kvci_family_opt_bool(const kvc_json_obj *c, const char *key, bool def, bool *out);
+/* The MLA sizes (kvci_hparams_read_mla) into cfg, head_dim the rope width, attention_bias (false when absent) on the
+ * q / kv LoRA inputs and o_proj, RoPE on interleaved pairs (Kimi-Linear's and HY V4's attention). */
+kvc_status kvci_family_mla_attention(const kvc_hparams *hp, kvc_model_config *cfg);
 
 #endif /* KVC_MODEL_FAMILY_H */

@@ -66,18 +66,10 @@ kvc_status kvci_hy_v4_indexed(const kvc_hparams *hp, int64_t n_layers, bool *out
 static kvc_status parse_hy_v4(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range pos = {0.0, KVC_HP_MAX_FACTOR, true}, eps = {0.0, 1.0, false};
-    kvc_mla_dims d;
-    KVC_TRY(kvci_hparams_read_mla(hp, &d));
-    if (d.q_lora_rank == 0)
+    KVC_TRY(kvci_family_mla_attention(hp, cfg));
+    if (cfg->q_lora_rank == 0)
         return kvci_fail(KVC_EINVAL, "%s: hy_v4 q_lora_rank null is not supported (its attention always has a q LoRA)",
                          c->doc);
-    cfg->q_lora_rank = d.q_lora_rank, cfg->kv_lora_rank = d.kv_lora_rank;
-    cfg->qk_nope_head_dim = d.qk_nope_head_dim, cfg->qk_rope_head_dim = d.qk_rope_head_dim;
-    cfg->v_head_dim = d.v_head_dim, cfg->head_dim = d.qk_rope_head_dim;
-    bool bias = false;
-    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
-    cfg->qkv_bias = cfg->o_bias = bias;
-    cfg->rope_form = KVC_ROPE_INTERLEAVED;
     if (kvci_json_missing(c, "max_position_embeddings")) cfg->max_position_embeddings = 262144; /* the class's */
     /* the indexer */
     KVC_TRY(kvci_family_indexer_sizes(c, cfg, 16));
