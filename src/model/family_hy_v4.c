@@ -67,6 +67,7 @@ static kvc_status parse_hy_v4(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range pos = {0.0, KVC_HP_MAX_FACTOR, true}, eps = {0.0, 1.0, false};
     KVC_TRY(kvci_family_mla_attention(hp, cfg));
+    cfg->num_kv_heads = cfg->num_heads; /* HYV4Config sets num_key_value_heads to the heads */
     if (cfg->q_lora_rank == 0)
         return kvci_fail(KVC_EINVAL, "%s: hy_v4 q_lora_rank null is not supported (its attention always has a q LoRA)",
                          c->doc);

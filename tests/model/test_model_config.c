@@ -4285,7 +4285,9 @@ static void test_glm_moe_dsa_fields(void **state) {
 static void test_hy_v4_fields(void **state) {
     (void)state;
     kvc_model_config c;
-    assert_int_equal(kvc_model_config_parse(HY_V4_BASE ",\"num_key_value_heads\":1}", "hy_v4", &c), KVC_OK);
+    assert_int_equal(kvc_model_config_parse(HY_V4_BASE ",\"num_key_value_heads\":1,\"head_dim\":128}", "hy_v4", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 4);
     assert_true(c.family == KVC_FAMILY_HY_V4 && c.q_lora_rank == 1536 && c.kv_lora_rank == 512);
     assert_true(c.qk_rope_head_dim == 64 && c.qk_nope_head_dim == 192 && c.v_head_dim == 256 && c.head_dim == 64);
     assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[5] && c.intermediate_size == 6912);
