@@ -10,7 +10,7 @@ gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, e
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm, qwen3_next, kimi_linear, qwen3_5_text, qwen3_5_moe, olmo_hybrid, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
-cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, axk2, glm_moe_dsa, deepseek_v32, lfm3, ergo, bert, roberta,
+cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, axk2, glm_moe_dsa, deepseek_v32, hy_v4, lfm3, ergo, bert, roberta,
 ernie, megatron_bert, roberta_prelayernorm, openai_gpt, ctrl, gpt_neox_japanese, beam, minimax, gemma3n, gemma4_unified) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
