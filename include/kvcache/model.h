@@ -141,7 +141,8 @@ typedef struct kvc_model_config {
     int64_t sliding_window;                   /* W keys incl. the query; 0 = none */
     bool layer_sliding[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     bool layer_nope[KVC_MODEL_MAX_LAYERS];    /* [num_layers] SmolLM3: q and k of this layer are not rotated */
-    /* GptOss MoE (experts_per_tok: also the routed families' k) */
+    /* GptOss MoE (experts_per_tok: also the routed families' k; swiglu_limit > 0 also clamps HY V4's routed
+     * experts: gate above, up both sides, then silu(gate) up) */
     int64_t num_experts, experts_per_tok;
     double swiglu_limit, swiglu_alpha;
     /* DeepseekV3 MLA */
@@ -472,6 +473,16 @@ typedef struct kvc_model_config {
      * and the RG-LRU's state [lru_width]. Last, as above. */
     bool layer_rglru[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     int64_t lru_width;
+    /* HY V4 (model_type hy_v4): hc_mult > 0 keeps hc_mult residual streams per token (hyper_conn.c): each sub-layer
+     * reads their sum weighted by pre = sigmoid(.) + hc_eps and adds its output to stream i times post_i =
+     * hc_magnitude sigmoid(.) + hc_eps (no stream mixing), and hc_head collapses them before the final norm.
+     * index_rope_last: the indexer rotates the LAST qk_rope_head_dim channels of its queries and keys (not the
+     * first); index_norm_eps: its key LayerNorm's eps (0: 1e-6). Its routed experts clamp by swiglu_limit (above).
+     * Last, as above. */
+    int64_t hc_mult;
+    double hc_magnitude, hc_eps;
+    bool index_rope_last;
+    double index_norm_eps;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -1,6 +1,7 @@
 /* DeepSeek sparse attention (GLM-5's glm_moe_dsa; transformers' DeepseekV32Indexer / GlmMoeDsaIndexer, their eager
  * f32 path: no fp8, no Hadamard rotation, which keeps dot products). Per full-indexer layer: queries q [T, Hi, Di] =
- * wq_b(q latent), a key per token k [Di] = LayerNorm(wk(x)), both with their first qk_rope_head_dim channels rotated,
+ * wq_b(q latent), a key per token k [Di] = LayerNorm(wk(x)), both with their first qk_rope_head_dim channels rotated
+ * (HY V4's HYV4Indexer: the last ones, its LayerNorm's eps rms_norm_eps),
  * head weights w [T, Hi] = weights_proj(x) Hi^-1/2; query t's score of key j <= its position p is
  * sum_h w[t, h] relu(Di^-1/2 q[t, h] . k[j]), and it attends to the index_topk best (all p + 1 below that). Ties at the
  * k-th score go to the earlier positions (torch.topk leaves them unspecified); the choice depends on the query's own
@@ -90,11 +91,14 @@ static kvc_status project(const kvc_fwd_step *s, int64_t l, const float *cq) {
     KVC_TRY(kvci_linear(cq, T, &w->ix_wq, NULL, ws->ix_q));
     KVC_TRY(kvci_linear(ws->xn, T, &w->ix_wk, NULL, ws->ix_k));
     KVC_TRY(kvci_linear(ws->xn, T, &w->ix_wp, NULL, ws->ix_w));
-    kvci_layernorm_rows_threads(ws->ix_k, T, Di, Di, w->ix_knorm, w->ix_knorm_b, DSA_KNORM_EPS, ws->ix_k);
+    const float eps = c->index_norm_eps > 0.0 ? (float)c->index_norm_eps : DSA_KNORM_EPS;
+    kvci_layernorm_rows_threads(ws->ix_k, T, Di, Di, w->ix_knorm, w->ix_knorm_b, eps, ws->ix_k);
     const float hs = 1.0f / sqrtf((float)Hi);
+    const int64_t at = c->index_rope_last ? Di - rot : 0; /* HY V4: the last rot channels */
     for (int64_t t = 0; t < T; t++) {
-        kvc_rope_heads_f32(ws->ix_q + t * Hi * Di, Hi, Di, s->cos + t * rot, s->sin + t * rot, rot, form, ws->rope_tmp);
-        kvc_rope_heads_f32(ws->ix_k + t * Di, 1, Di, s->cos + t * rot, s->sin + t * rot, rot, form, ws->rope_tmp);
+        const float *cs = s->cos + t * rot, *sn = s->sin + t * rot;
+        kvc_rope_heads_f32(ws->ix_q + t * Hi * Di + at, Hi, Di, cs, sn, rot, form, ws->rope_tmp);
+        kvc_rope_heads_f32(ws->ix_k + t * Di + at, 1, Di, cs, sn, rot, form, ws->rope_tmp);
         for (int64_t h = 0; h < Hi; h++) ws->ix_w[t * Hi + h] *= hs;
     }
     return KVC_OK;

@@ -6,7 +6,8 @@
  * kvc_attention_cpu runs the absorbed form over them: queries q_nope . W_UK
  * against the latent, q_pe against the rope cache, values the latent, then
  * W_UV per head. With DeepSeek sparse attention (index_topk) each query attends to its chosen keys alone
- * (attn_dsa.c). */
+ * (attn_dsa.c). HY V4's: per-head sinks (attn_sinks) and the output times sigmoid(self_attn.gate_proj x) [T, nH, dv]
+ * (attn_gate_proj) before o_proj. */
 #include <math.h>
 #include <string.h>
 
@@ -59,7 +60,7 @@ static kvc_status expanded(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, r
                           .Dv = dv,
                           .scale = kvc_model_attn_scale(c),
                           .window = 0,
-                          .sinks = NULL,
+                          .sinks = w->sinks, /* HY V4's (attn_sinks), else NULL */
                           .out = ws->att};
     return c->index_topk > 0 ? kvci_dsa_attend(s, &call) : kvci_attn_core(s, &call);
 }
@@ -132,6 +133,7 @@ static kvc_status absorbed(const kvc_fwd_step *s, int64_t l, float *ckv /* [T, r
                           .scale = kvc_model_attn_scale(c),
                           .q_rope = ws->q_rope,
                           .dr = dr,
+                          .sinks = w->sinks,
                           .out = ws->att};
     st = c->index_topk > 0 ? kvci_dsa_attend(s, &call) : kvci_attn_cached(s, &call); /* ws->att [T, nH, rkv] */
     if (st != KVC_OK) return st;
@@ -188,12 +190,14 @@ kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l) {
     }
     scale_by(q, T * nH * dq, c->mla_q_scale);
     kvci_fwd_rope(s, q + dn, nH, dq, nH * dq);
+    if (c->attn_gate_proj) KVC_TRY(kvci_linear(ws->xn, T, &w->wg, NULL, ws->gate)); /* HY V4's [T, nH, dv] */
     float *ckv = ws->mla_a; /* [T, rkv + dr] = [latent | k_pe], not yet normalised / rotated */
     KVC_TRY(kvci_linear(ws->xn, T, &w->wkva, w->bkva, ckv));
     const bool latent = s->a->caches && s->a->caches->latent;
     kvc_status st = latent ? absorbed(s, l, ckv) : expanded(s, l, ckv);
     if (st != KVC_OK) return st;
-    for (int64_t i = 0; c->mla_q_gate && i < T * nH * c->v_head_dim; i++) /* ws->att [T, nH, dv] */
+    const bool gated = c->mla_q_gate || c->attn_gate_proj;
+    for (int64_t i = 0; gated && i < T * nH * c->v_head_dim; i++) /* ws->att [T, nH, dv] */
         ws->att[i] *= 1.0f / (1.0f + expf(-ws->gate[i]));
     return kvci_linear(ws->att, T, &w->wo, w->bo, ws->proj);
 }

@@ -393,13 +393,23 @@ static const bert_names *bert_base(const char *model_type) {
  * attention_layer_norm and feedforward_layer_norm, on every layer; Aria's fused experts fc1 (gate | up, [E, H, 2I])
  * and fc2 (down, [E, I, H]). A.X-K2, as its hub checkpoints and transformers'
  * save_pretrained name them: the gated norms' mlp.fc1 / mlp.fc2 as W_down / W_up, q_gate_proj as q_b_proj (the same
- * [heads (dq + dv), 2 rq] rows). */
+ * [heads (dq + dv), 2 rq] rows). HY V4's below. */
 static const rename_rule LOAD_RULES[] = {
     {"olmo_hybrid", "input_layernorm.", "attention_layer_norm."},
     {"olmo_hybrid", "post_attention_layernorm.", "feedforward_layer_norm."},
     {"axk2", "layernorm.mlp.fc1.", "layernorm.W_down."},
     {"axk2", "layernorm.mlp.fc2.", "layernorm.W_up."},
     {"axk2", "self_attn.q_gate_proj.", "self_attn.q_b_proj."},
+    /* HY V4, as its hub checkpoints and transformers' save_pretrained name them: the gates linear_gate (the
+     * attention's output gate, the dense MLP's and the shared experts' gate_proj), the sinks learnable_sink_param, the
+     * hyper-connections under hc_pre */
+    {"hy_v4", "self_attn.gate_proj.", "self_attn.linear_gate."},
+    {"hy_v4", "mlp.gate_proj.", "mlp.linear_gate."},
+    {"hy_v4", "shared_experts.gate_proj.", "shared_experts.linear_gate."},
+    {"hy_v4", "self_attn.sinks", "self_attn.learnable_sink_param"},
+    {"hy_v4", "attn_hc.", "hc_pre.hc_attn_layer.hc_"},
+    {"hy_v4", "ffn_hc.", "hc_pre.hc_mlp_layer.hc_"},
+    {"hy_v4", "hc_head.hc_", "hc_pre.hc_head.hc_head_"},
     /* Aria's text model: the fused experts (load.c) as its hub names, as transformers saves them */
     {"aria_text", "mlp.experts.gate_up_proj", "mlp.experts.fc1.weight"},
     {"aria_text", "mlp.experts.down_proj", "mlp.experts.fc2.weight"},

@@ -84,7 +84,7 @@ int64_t kvci_model_input_vocab(const kvc_model_config *c) {
 int64_t kvci_model_rot_dim(const kvc_model_config *c) { return kvci_model_rot_dim_of(c, c->head_dim); }
 
 int64_t kvci_model_rot_dim_of(const kvc_model_config *c, int64_t head_dim) {
-    if (c->family == KVC_FAMILY_DEEPSEEK_V3) return c->qk_rope_head_dim;
+    if (c->family == KVC_FAMILY_DEEPSEEK_V3 || c->family == KVC_FAMILY_HY_V4) return c->qk_rope_head_dim;
     return kvci_rope_share_width(&c->rope, head_dim);
 }
 
@@ -247,7 +247,8 @@ static const mlp_width *mlp_width_default(const char *model_type) {
                                        {"axk2", "intermediate_size", 5120},
                                        {"mimo_v2_flash", "intermediate_size", 16384},
                                        {"biogpt", "intermediate_size", 4096},
-                                       {"recurrent_gemma", "intermediate_size", 3 * 2560}};
+                                       {"recurrent_gemma", "intermediate_size", 3 * 2560},
+                                       {"hy_v4", "intermediate_size", 6912}};
     for (size_t i = 0; i < sizeof WIDTHS / sizeof WIDTHS[0]; i++)
         if (strcmp(model_type, WIDTHS[i].type) == 0) return &WIDTHS[i];
     return NULL;
@@ -394,6 +395,7 @@ double kvc_model_attn_scale(const kvc_model_config *c) {
     if (c == NULL) return NAN;
     if (c->attention_multiplier > 0.0) return c->attention_multiplier;
     if (c->query_pre_attn_scalar > 0.0) return 1.0 / sqrt(c->query_pre_attn_scalar);
-    if (c->family != KVC_FAMILY_DEEPSEEK_V3) return c->head_dim >= 1 ? 1.0 / sqrt((double)c->head_dim) : NAN;
+    if (c->family != KVC_FAMILY_DEEPSEEK_V3 && c->family != KVC_FAMILY_HY_V4)
+        return c->head_dim >= 1 ? 1.0 / sqrt((double)c->head_dim) : NAN;
     return kvci_mla_softmax_scale(&c->rope, c->qk_nope_head_dim, c->qk_rope_head_dim);
 }

@@ -145,9 +145,6 @@ static const type_reason NOT_RUN[] = {
                     "(the CSA / HCA window compressors, their pending states and compressed caches, the indexer over "
                     "compressed keys), the grouped output projection and the hash-routed experts have no operator in "
                     "the runtime yet (docs/deepseek-v4.md)"},
-    {"hy_v4", "its hyper-connection residual streams (hc_mult, hc_magnitude) and its latent attention's learned "
-              "sinks and per-head sigmoid output gate (gate_proj) are not in the runtime yet (GLM-5's sparse "
-              "attention and shared indexer run)"},
     {"dory", "its recurrent section (n_recurrent_loops passes over weight-shared layers, one cache per loop) and its "
              "nGPT layers (unit-norm hidden states, interpolated residuals lambda_1 / lambda_2, sqk, s_gate, suv and "
              "logit_scale) are not in the runtime's layer stack yet"},
@@ -409,4 +406,17 @@ kvc_status kvci_family_opt_bool(const kvc_json_obj *c, const char *key, bool def
     bool have = false;
     *out = def;
     return kvci_json_bool(c, key, out, &have);
+}
+
+kvc_status kvci_family_mla_attention(const kvc_hparams *hp, kvc_model_config *cfg) {
+    kvc_mla_dims d;
+    KVC_TRY(kvci_hparams_read_mla(hp, &d));
+    cfg->q_lora_rank = d.q_lora_rank, cfg->kv_lora_rank = d.kv_lora_rank;
+    cfg->qk_nope_head_dim = d.qk_nope_head_dim, cfg->qk_rope_head_dim = d.qk_rope_head_dim;
+    cfg->v_head_dim = d.v_head_dim, cfg->head_dim = d.qk_rope_head_dim;
+    bool bias = false;
+    KVC_TRY(kvci_family_opt_bool(&hp->cfg, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias;
+    cfg->rope_form = KVC_ROPE_INTERLEAVED;
+    return KVC_OK;
 }

@@ -436,6 +436,9 @@ bool kvci_family_is_glm_dsa(const kvc_model_config *cfg);
  * length, another value, layer 0 shared. The runtime's and the planner's rule. */
 kvc_status kvci_glm_dsa_indexed(const kvc_json_obj *c, int64_t n_layers, bool *full);
 kvc_status kvci_family_parse_glm_dsa(const kvc_json_obj *c, kvc_model_config *cfg);
+/* The DeepSeek sparse attention indexer's sizes (family_glm_dsa.c; the config classes' defaults: index_topk 2048,
+ * index_head_dim 128, heads_default heads), index_head_dim at least qk_rope_head_dim (read before). */
+kvc_status kvci_family_indexer_sizes(const kvc_json_obj *c, kvc_model_config *cfg, int64_t heads_default);
 /* DeepSeek-V3.2 (deepseek_v32): its indexer's keys (DeepseekV32Config's index_n_heads 64, half-split RoPE, every
  * layer full) and max_position_embeddings 163840 when absent. */
 kvc_status kvci_family_parse_v32_dsa(const kvc_json_obj *c, kvc_model_config *cfg);
@@ -448,5 +451,8 @@ kvc_status kvci_family_opt_int(const kvc_json_obj *c, const char *key, int64_t d
                                int64_t *out);
 kvc_status kvci_family_opt_num(const kvc_json_obj *c, const char *key, double def, kvc_json_range r, double *out);
 kvc_status kvci_family_opt_bool(const kvc_json_obj *c, const char *key, bool def, bool *out);
+/* The MLA sizes (kvci_hparams_read_mla) into cfg, head_dim the rope width, attention_bias (false when absent) on the
+ * q / kv LoRA inputs and o_proj, RoPE on interleaved pairs (Kimi-Linear's and HY V4's attention). */
+kvc_status kvci_family_mla_attention(const kvc_hparams *hp, kvc_model_config *cfg);
 
 #endif /* KVC_MODEL_FAMILY_H */

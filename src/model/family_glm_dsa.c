@@ -55,8 +55,7 @@ kvc_status kvci_glm_dsa_indexed(const kvc_json_obj *c, int64_t n_layers, bool *f
     return KVC_OK;
 }
 
-/* The indexer's sizes (the config class's defaults: index_topk 2048, index_head_dim 128, heads_default heads). */
-static kvc_status indexer_sizes(const kvc_json_obj *c, kvc_model_config *cfg, int64_t heads_default) {
+kvc_status kvci_family_indexer_sizes(const kvc_json_obj *c, kvc_model_config *cfg, int64_t heads_default) {
     KVC_TRY(kvci_family_opt_int(c, "index_topk", 2048, 1, INT32_MAX, &cfg->index_topk));
     KVC_TRY(kvci_family_opt_int(c, "index_head_dim", 128, 1, KVC_HP_MAX_DIM, &cfg->index_head_dim));
     KVC_TRY(kvci_family_opt_int(c, "index_n_heads", heads_default, 1, KVC_HP_MAX_HEADS, &cfg->index_n_heads));
@@ -67,7 +66,7 @@ static kvc_status indexer_sizes(const kvc_json_obj *c, kvc_model_config *cfg, in
 }
 
 kvc_status kvci_family_parse_v32_dsa(const kvc_json_obj *c, kvc_model_config *cfg) {
-    KVC_TRY(indexer_sizes(c, cfg, 64));
+    KVC_TRY(kvci_family_indexer_sizes(c, cfg, 64));
     cfg->index_rope_half = true; /* DeepseekV32Indexer: half-split lanes, unlike its attention's pairs */
     if (kvci_json_missing(c, "max_position_embeddings")) cfg->max_position_embeddings = 163840; /* the class's */
     return KVC_OK; /* every layer runs its indexer (indexer_types is not read) */
@@ -79,7 +78,7 @@ kvc_status kvci_family_parse_v32_dsa(const kvc_json_obj *c, kvc_model_config *cf
  * router over all experts unless n_group and topk_group are both set (null: none; one alone is refused, as its
  * config class does). */
 kvc_status kvci_family_parse_axk2(const kvc_json_obj *c, kvc_model_config *cfg) {
-    KVC_TRY(indexer_sizes(c, cfg, 16));
+    KVC_TRY(kvci_family_indexer_sizes(c, cfg, 16));
     cfg->index_rope_half = true; /* AXK2Indexer is DeepseekV32Indexer */
     if (kvci_json_missing(c, "max_position_embeddings")) cfg->max_position_embeddings = 131072; /* the class's */
     cfg->mla_q_gate = true;
@@ -92,7 +91,7 @@ kvc_status kvci_family_parse_axk2(const kvc_json_obj *c, kvc_model_config *cfg) 
 }
 
 kvc_status kvci_family_parse_glm_dsa(const kvc_json_obj *c, kvc_model_config *cfg) {
-    KVC_TRY(indexer_sizes(c, cfg, 32));
+    KVC_TRY(kvci_family_indexer_sizes(c, cfg, 32));
     cfg->index_rope_half = false; /* GLM-5's indexer rotates interleaved pairs, as its attention */
     if (kvci_json_missing(c, "max_position_embeddings")) cfg->max_position_embeddings = 202752; /* the class's */
     bool full[KVC_MODEL_MAX_LAYERS];

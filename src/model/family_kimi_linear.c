@@ -158,16 +158,8 @@ static kvc_status parse_moe(const kvc_json_obj *c, kvc_model_config *cfg) {
 
 static kvc_status parse_kimi_linear(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
-    kvc_mla_dims d;
-    KVC_TRY(kvci_hparams_read_mla(hp, &d));
-    cfg->q_lora_rank = d.q_lora_rank, cfg->kv_lora_rank = d.kv_lora_rank;
-    cfg->qk_nope_head_dim = d.qk_nope_head_dim, cfg->qk_rope_head_dim = d.qk_rope_head_dim;
-    cfg->v_head_dim = d.v_head_dim, cfg->head_dim = d.qk_rope_head_dim;
-    bool attn_bias = false;
-    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &attn_bias));
-    cfg->qkv_bias = cfg->o_bias = attn_bias;
-    cfg->rope_form = KVC_ROPE_INTERLEAVED; /* no rotation at all: the frequencies are zeroed (weights.c) */
-    cfg->attention_multiplier = 1.0 / sqrt((double)(d.qk_nope_head_dim + d.qk_rope_head_dim)); /* no mscale */
+    KVC_TRY(kvci_family_mla_attention(hp, cfg)); /* its RoPE: no rotation at all, the frequencies zeroed (weights.c) */
+    cfg->attention_multiplier = 1.0 / sqrt((double)(cfg->qk_nope_head_dim + cfg->qk_rope_head_dim)); /* no mscale */
     /* hidden_act, also the KDA convolutions' activation, is silu or refused by name (config.c's read_act) */
     int64_t heads = 0, hdim = 0, kernel = 0;
     KVC_TRY(kda_sizes(hp, &heads, &hdim, &kernel));

@@ -288,13 +288,30 @@ static void kolibri_route(const kvc_model_config *c, const kvc_layer_weights *w,
 typedef void (*route_fn)(const kvc_model_config *c, const kvc_layer_weights *w, const float *logits, int32_t *sel,
                          float *sw, float *tmp);
 
-/* Expert e over the n rows gathered in ws->xg into ws->yg: SwiGLU, or (ex_gate NULL: Nemotron-H's) up, mlp_act,
- * down. */
+/* HY V4's routed expert over the n rows of ws->xg into ws->yg: gate clamped above at swiglu_limit, up to [-limit,
+ * limit], then down(silu(gate) up) (HYV4Experts; no alpha, no + 1 unlike GptOss). */
+static kvc_status clamped_swiglu(const kvc_model_config *c, kvc_model_workspace *ws, int64_t n, const kvc_wmat *g,
+                                 const kvc_wmat *u, const kvc_wmat *d) {
+    const kvc_wmat *w[2] = {g, u};
+    const float *b[2] = {NULL, NULL};
+    float *y[2] = {ws->ff_a, ws->ff_b}; /* [n, I] each */
+    const float lim = (float)c->swiglu_limit;
+    KVC_TRY(kvci_linear_shared(ws->xg, n, 2, w, b, y));
+    for (int64_t i = 0; i < n * g->rows; i++) {
+        const float gv = fminf(ws->ff_a[i], lim), uv = fmaxf(fminf(ws->ff_b[i], lim), -lim);
+        ws->ff_a[i] = gv / (1.0f + expf(-gv)) * uv;
+    }
+    return kvci_linear(ws->ff_a, n, d, NULL, ws->yg);
+}
+
+/* Expert e over the n rows gathered in ws->xg into ws->yg: SwiGLU (HY V4's clamped), or (ex_gate NULL: Nemotron-H's)
+ * up, mlp_act, down. */
 static kvc_status run_expert(const kvc_model_config *c, const kvc_layer_weights *w, kvc_model_workspace *ws, int32_t e,
                              int64_t n) {
     const kvc_wmat u = kvci_wmat_at(&w->ex_up, e), d = kvci_wmat_at(&w->ex_down, e);
     if (!w->ex_gate.data) return kvci_plain_mlp(c->mlp_act, NULL, ws->xg, n, &u, NULL, &d, NULL, ws->ff_a, ws->yg);
     const kvc_wmat g = kvci_wmat_at(&w->ex_gate, e);
+    if (c->swiglu_limit > 0.0) return clamped_swiglu(c, ws, n, &g, &u, &d);
     const kvc_mlp_act act = c->family == KVC_FAMILY_GEMMA4 ? c->mlp_act : KVC_MLP_SILU; /* Gemma 4's GeGLU experts */
     return kvci_swiglu_mlp(act, ws->xg, n, &g, NULL, &u, NULL, &d, NULL, ws->ff_a, ws->ff_b, ws->yg);
 }

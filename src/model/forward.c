@@ -25,7 +25,7 @@ void kvc_model_workspace_destroy(kvc_model_workspace *ws) {
                    &ws->sin_sliding, &ws->qk_ss,     &ws->gate, &ws->gnorm,    &ws->gdn,     &ws->mamba,
                    &ws->lat,         &ws->shortcut,  &ws->ple,  &ws->ple_a,    &ws->kv_keep, &ws->zamba,
                    &ws->ix_q,        &ws->ix_k,      &ws->ix_w, &ws->dsa_sc,   &ws->altup,   &ws->altup_c,
-                   &ws->laurel,      &ws->laurel_r};
+                   &ws->laurel,      &ws->laurel_r,  &ws->hc,   &ws->hc_w};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) kvc_aligned_free(*f[i]);
     kvc_aligned_free(ws->sel);
     kvc_aligned_free(ws->dsa_pos);
@@ -104,8 +104,10 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(altup_c, g3n ? Tm * (au * au + au) : 1);
     A(laurel, g3n ? Tm * H : 1);
     A(laurel_r, g3n ? Tm * c->laurel_rank : 1);
-    A(gate, c->attn_output_gate || c->attn_gate_proj ? Tm * ws->qw
-            : c->mla_q_gate                          ? Tm * nH * dv /* A.X-K2's [T, nH, dv] */
+    A(hc, c->hc_mult > 0 ? Tm * c->hc_mult * H : 1);
+    A(hc_w, c->hc_mult > 0 ? Tm * 2 * c->hc_mult : 1);
+    A(gate, c->attn_output_gate || c->attn_gate_proj ? Tm * kvci_max64(ws->qw, ws->ow) /* HY V4's MLA: [T, nH, dv] */
+            : c->mla_q_gate                          ? Tm * nH * dv                    /* A.X-K2's [T, nH, dv] */
             : c->attn_head_gate                      ? Tm * mx.nH
                                                      : 1); /* LFM3's [T, nH] */
     A(gnorm, Tm * kvci_max64(c->gated_norm_rank, 1));
@@ -555,6 +557,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     if (c->embed_norm) norm_rows(m, ws->h, T, m->embed_norm, m->embed_norm_b, ws->h); /* BLOOM, NanoChat */
     if (c->ple_dim > 0 && (st = kvci_gemma4_per_layer_inputs(m, ws, a->token_ids, T)) != KVC_OK) return st;
     if (c->family == KVC_FAMILY_GEMMA3N && (st = kvci_gemma3n_streams(&s)) != KVC_OK) return st;
+    if (c->hc_mult > 0) kvci_hc_begin(&s); /* HY V4's residual streams */
     kvci_sp_end(KVC_SP_EMBED, t0);
     const kvc_family_desc *fam = kvci_family_get(c->family);
     for (int64_t l = 0; l < c->num_layers; l++) {
@@ -574,6 +577,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
         const float *ffn_in = raw_in ? NULL : c->sandwich_norms ? w->pre_ff_norm : w->post_norm;
         if (!c->layer_no_mixer[l]) { /* Nemotron-H: a layer may hold its MLP alone, or its mixer alone */
             t0 = kvci_sp_begin();
+            if (c->hc_mult > 0) kvci_hc_pre(&s, l, 0); /* ws->h: the streams' weighted sum */
             sublayer_input(m, ws, T, attn_in, attn_in ? w->in_norm_b : NULL);
             if (w->gn_in[0].data && (st = kvci_gated_norm(&s, w->gn_in)) != KVC_OK) return st; /* A.X-K2 */
             kvci_sp_end(KVC_SP_NORM, t0);
@@ -582,20 +586,25 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
             if (c->parallel_mlp_norm) /* GPT-NeoX: the MLP's own norm of the block's input, before attention adds */
                 sublayer_input(m, ws, T, w->post_norm, w->post_norm_b);
             if (st == KVC_OK)
-                st = add_rows(m, ws->h, ws->proj, T, attn_out, w->attn_gate, 2 * (l + 1), c->layer_lightning[l]);
+                st = c->hc_mult > 0
+                         ? kvci_hc_add(&s)
+                         : add_rows(m, ws->h, ws->proj, T, attn_out, w->attn_gate, 2 * (l + 1), c->layer_lightning[l]);
             if (c->norm_after_add) norm_rows(m, ws->h, T, w->in_norm, w->in_norm_b, ws->h); /* OPT-350m's */
             kvci_sp_end(KVC_SP_RESIDUAL, t0);
             if (st != KVC_OK) return st;
         }
         if (c->layer_no_ffn[l]) continue;
         t0 = kvci_sp_begin();
+        if (c->hc_mult > 0) kvci_hc_pre(&s, l, 1);
         if (!c->parallel_block) /* Cohere's MLP reads the attention's xn, GPT-NeoX's its own (above) */
             sublayer_input(m, ws, T, ffn_in, ffn_in == w->post_norm ? w->post_norm_b : NULL);
         if (w->gn_post[0].data && (st = kvci_gated_norm(&s, w->gn_post)) != KVC_OK) return st; /* A.X-K2 */
         kvci_sp_end(KVC_SP_NORM, t0);
         st = fam->ffn != NULL ? fam->ffn(&s, l) : kvci_fwd_dense_mlp(&s, l);
         t0 = kvci_sp_begin();
-        if (st == KVC_OK) st = add_rows(m, ws->h, ws->proj, T, w->post_ff_norm, w->ffn_gate, 2 * (l + 1) + 1, 2);
+        if (st == KVC_OK)
+            st = c->hc_mult > 0 ? kvci_hc_add(&s)
+                                : add_rows(m, ws->h, ws->proj, T, w->post_ff_norm, w->ffn_gate, 2 * (l + 1) + 1, 2);
         if (c->norm_after_add) norm_rows(m, ws->h, T, w->post_norm, w->post_norm_b, ws->h);
         kvci_sp_end(KVC_SP_RESIDUAL, t0);
         if (st == KVC_OK && c->family == KVC_FAMILY_GEMMA4) st = kvci_gemma4_layer_tail(&s, l);
@@ -605,6 +614,7 @@ kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const 
     }
     if (c->family == KVC_FAMILY_GEMMA3N && (st = kvci_gemma3n_merge(&s)) != KVC_OK) return st;
     t0 = kvci_sp_begin();
+    if (c->hc_mult > 0) kvci_hc_head(&s); /* the streams into ws->h */
     int64_t n = T;
     if (a->all_logits) {
         memcpy(ws->xn, ws->h, (size_t)(T * H) * 4);

@@ -89,6 +89,8 @@ struct kvc_model_workspace {
     int64_t *dsa_cu;  /* [Tm] 1, 2, .., Tm: one query per request of the sparse call */
     int64_t dsa_k;    /* Kc */
     int dsa_threads;
+    float *hc;     /* [Tm, hc_mult, H] HY V4's residual streams (hyper_conn.c), else 1 float */
+    float *hc_w;   /* [Tm, 2 hc_mult] their pre | post weights of the sub-layer being run */
     void *attn_ws; /* kvc_attention_cpu workspace of per-row calls (grows once to the largest step) */
     size_t attn_ws_bytes;
     uint64_t step;                                  /* forward calls so far (plans hold for one) */
@@ -276,6 +278,26 @@ kvc_status kvci_dsa_select(const kvc_fwd_step *s, int64_t l, const float *cq);
 /* The call's attention over the chosen keys alone: full-form caches written first (c->k, c->v); latent caches
  * already written (c->q_rope given). */
 kvc_status kvci_dsa_attend(const kvc_fwd_step *s, const kvc_attn_call *c);
+/* HY V4's hyper-connections (hyper_conn.c). One hyper-connection's parameters: fn [m, n H] (m = 2n, or n for the
+ * head), base [m], scale [2] ([1] for the head), eps the input RMS eps, hc_eps added to every weight, magnitude the
+ * post weights' scale. */
+typedef struct kvc_hc_params {
+    const float *fn, *base, *scale;
+    double eps;
+    float hc_eps, magnitude;
+} kvc_hc_params;
+/* One token's weights from its streams x [n, H]: pre [n] = sigmoid(mix[:n] scale[0] + base[:n]) + hc_eps and, post
+ * not NULL, post [n] = magnitude sigmoid(mix[n:] scale[1] + base[n:]) + hc_eps, mix = (fn x) (mean(x^2) + eps)^-1/2. */
+void kvci_hc_weights(const float *x, int64_t n, int64_t H, const kvc_hc_params *p, float *pre, float *post);
+/* The streams ws->hc of the step from the embedding rows ws->h [T, H] (each stream a copy). */
+void kvci_hc_begin(const kvc_fwd_step *s);
+/* Layer l's hyper-connection before its attention (which 0) or MLP (1): ws->h [T, H] the pre-weighted sum of the
+ * streams, ws->hc_w the weights. */
+void kvci_hc_pre(const kvc_fwd_step *s, int64_t l, int which);
+/* The sub-layer's output ws->proj [T, H] (summed over tensor-parallel ranks) into stream i times post_i. */
+kvc_status kvci_hc_add(const kvc_fwd_step *s);
+/* The head's collapse of the streams into ws->h [T, H]. */
+void kvci_hc_head(const kvc_fwd_step *s);
 /* One query's indexer score of one key: sum over heads h of w[h] relu(scale q[h] . key), q [Hi, Di], key [Di]. */
 float kvci_dsa_score(const float *q, const float *w, int64_t Hi, int64_t Di, float scale, const float *key);
 /* The top k of scores sc[0..n) into out (ascending positions; all n when n <= k): the k largest, ties at the k-th

@@ -922,6 +922,7 @@ static const mla_defaults MLA_DEFAULTS[] = {
     {"longcat_flash", 512, 64, 128, 128, 1536}, /* LongcatFlashConfig */
     {"bailing_hybrid", 512, 64, 128, 128, 0},   /* BailingHybridConfig: q_lora_rank None */
     {"kimi_linear", 512, 64, 128, 128, 0},      /* KimiLinearConfig: q_lora_rank None */
+    {"hy_v4", 512, 64, 192, 256, 1536},         /* HYV4Config */
 };
 
 static const mla_defaults *mla_defaults_of(const char *model_type) {
@@ -935,7 +936,8 @@ kvc_status kvci_hparams_read_mla(const kvc_hparams *hp, kvc_mla_dims *out) {
     kvc_mla_dims d = {0};
     bool have = false;
     /* transformers' MLA expands keys per query head */
-    if (hp->have_kv_heads && hp->n_kv_heads != hp->n_heads)
+    const bool hy_v4 = hp->model_type != NULL && strcmp(hp->model_type, "hy_v4") == 0; /* HYV4Config overrides it */
+    if (hp->have_kv_heads && hp->n_kv_heads != hp->n_heads && !hy_v4)
         return kvci_fail(KVC_EINVAL,
                          "%s: num_key_value_heads %lld contradicts num_attention_heads %lld (MLA expands keys per "
                          "query head, the two must be equal)",

@@ -26,6 +26,7 @@
 #define KVC_HP_MAX_POSITIONS INT32_MAX          /* max_position_embeddings, windows, original lengths */
 #define KVC_HP_MAX_EXPERTS   65536              /* expert counts and groups */
 #define KVC_HP_MAX_FACTOR    1e6                /* rope factors, attention factors, mscales */
+#define KVC_HP_MAX_STREAMS   64                 /* hyper-connection residual streams (hc_mult) */
 #define KVC_HP_MAX_THETA     1e12               /* rope_theta */
 #define KVC_HP_NAME_MAX      255                /* bytes of model_type, architectures[0] and rope type */
 /* positions when a config has no length key: vLLM's assumption, the planner's and the runtime's */

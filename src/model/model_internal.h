@@ -193,6 +193,9 @@ typedef struct kvc_layer_weights {
      * recurrent_param [W], input_gate_weight / recurrent_gate_weight [nH, bw, bw] and their biases [nH, bw] */
     kvc_wmat rg_y;
     float *rg_y_b, *rg_a_param, *rg_in_w, *rg_in_b, *rg_a_w, *rg_a_b;
+    /* HY V4's hyper-connections before the attention (attn_hc) and the MLP (ffn_hc), hc_mult n: fn [2n, n H], base
+     * [2n], scale [2] (hyper_conn.c) */
+    float *hc_fn[2], *hc_base[2], *hc_scale[2];
 } kvc_layer_weights;
 
 /* Tensor parallelism (docs/distributed.md): rank `rank` of `size` holds a shard of every split
@@ -234,6 +237,8 @@ struct kvc_model {
     float *head_dense_b, *head_norm, *head_norm_b;
     /* Gemma 3n's altup_projections and altup_unembed_projections [K - 1][H, H] (K = cfg.altup_inputs) */
     kvc_wmat altup_proj[KVC_GEMMA3N_MAX_ALTUP - 1], altup_unembed[KVC_GEMMA3N_MAX_ALTUP - 1];
+    /* HY V4's hc_head (cfg.hc_mult n > 0): hc_fn [n, n H], hc_base [n], hc_scale [1]; else NULL */
+    float *hc_head_fn, *hc_head_base, *hc_head_scale;
     kvc_layer_weights layers[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     void *arena;                                    /* every weight above: one kvci_pages_alloc mapping */
     int64_t arena_bytes;

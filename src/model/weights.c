@@ -329,6 +329,9 @@ static kvc_status visit_mla_attn(visitor *v, const kvc_model_config *c, int64_t 
            even(v, 0, nH * (dn + dv))));
     TRY(m2(v, "self_attn.o_proj.weight", H, nH * dv, &w->wo, even(v, 1, nH * dv)));
     if (c->o_bias) TRY(v1(v, "self_attn.o_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
+    if (c->attn_gate_proj) /* HY V4: the output gate per head [nH dv, H] */
+        TRY(m2(v, "self_attn.gate_proj.weight", nH * dv, H, &w->wg, even(v, 0, nH * dv)));
+    if (c->attn_sinks) TRY(v1(v, "self_attn.sinks", nH, &w->sinks, KVC_WINIT_SINK, even(v, 0, nH)));
     return visit_indexer(v, c, l, w);
 }
 
@@ -877,7 +880,8 @@ static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, 
         return c->mamba_parallel_attn ? visit_gqa_attn(v, c, l, w) : KVC_OK; /* Falcon-H1: attention beside it */
     }
     if (c->family == KVC_FAMILY_GEMMA4 || c->family == KVC_FAMILY_GEMMA3N) return visit_gemma4_attn(v, c, l, w);
-    const bool mla = c->family == KVC_FAMILY_DEEPSEEK_V3 || c->family == KVC_FAMILY_KIMI_LINEAR;
+    const bool mla =
+        c->family == KVC_FAMILY_DEEPSEEK_V3 || c->family == KVC_FAMILY_KIMI_LINEAR || c->family == KVC_FAMILY_HY_V4;
     return mla ? visit_mla_attn(v, c, l, w) : visit_gqa_attn(v, c, l, w);
 }
 
@@ -889,6 +893,16 @@ static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, 
     if (c->residual_gates) {
         TRY(v1(v, "attention_residual_gate.weight", H, &w->attn_gate, KVC_WINIT_BIAS, WHOLE));
         TRY(v1(v, "feedforward_residual_gate.weight", H, &w->ffn_gate, KVC_WINIT_BIAS, WHOLE));
+    }
+    for (int i = 0; i < 2 && c->hc_mult > 0; i++) { /* HY V4's hyper-connections (hyper_conn.c) */
+        const int64_t n = c->hc_mult;
+        char name[32];
+        snprintf(name, sizeof name, "%s.fn", i ? "ffn_hc" : "attn_hc");
+        TRY(v2(v, name, 2 * n, n * H, &w->hc_fn[i], KVC_WINIT_WEIGHT, WHOLE));
+        snprintf(name, sizeof name, "%s.base", i ? "ffn_hc" : "attn_hc");
+        TRY(v1(v, name, 2 * n, &w->hc_base[i], KVC_WINIT_BIAS, WHOLE));
+        snprintf(name, sizeof name, "%s.scale", i ? "ffn_hc" : "attn_hc");
+        TRY(v1(v, name, 2, &w->hc_scale[i], KVC_WINIT_BIAS, WHOLE));
     }
     TRY(visit_mixer(v, c, l, w));
     if (c->layer_no_ffn[l]) return KVC_OK; /* Nemotron-H: a mixer or attention alone */
@@ -973,6 +987,12 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     if (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0 ||
         (c->family == KVC_FAMILY_JAMBA && strcmp(c->model_type, "jamba") != 0))
         final = "model.norm_f.weight";
+    if (c->hc_mult > 0) { /* HY V4's hc_head */
+        TRY(v2(&v, "model.hc_head.hc_fn", c->hc_mult, c->hc_mult * c->hidden_size, &m->hc_head_fn, KVC_WINIT_WEIGHT,
+               WHOLE));
+        TRY(v1(&v, "model.hc_head.hc_base", c->hc_mult, &m->hc_head_base, KVC_WINIT_BIAS, WHOLE));
+        TRY(v1(&v, "model.hc_head.hc_scale", 1, &m->hc_head_scale, KVC_WINIT_BIAS, WHOLE));
+    }
     const bool final_norm = !c->final_norm_none;
     if (final_norm && !c->norm_weightless) TRY(v1(&v, final, c->hidden_size, &m->final_norm, KVC_WINIT_NORM, WHOLE));
     if (final_norm && c->norm_bias)
@@ -1293,10 +1313,22 @@ static kvc_status check_fields(const kvc_model_config *c) {
         (c->rope.type == KVC_ROPE_LONGROPE || c->rope_form != KVC_ROPE_HALF || fam->mla || any_sliding))
         return kvci_fail(KVC_EINVAL, "model: rope_reversed needs one half-split RoPE (no longrope, no sliding layers) "
                                      "outside MLA");
-    if (c->attn_gate_proj && (c->attn_output_gate || c->attn_head_gate || fam->mla || c->family == KVC_FAMILY_LFM2))
+    const bool hy_v4 = c->family == KVC_FAMILY_HY_V4;
+    if (c->attn_gate_proj && (c->attn_output_gate || c->attn_head_gate || (fam->mla && (!hy_v4 || c->mla_q_gate)) ||
+                              c->family == KVC_FAMILY_LFM2))
         return kvci_fail(
             KVC_EINVAL, "model: attn_gate_proj needs GQA attention without attn_output_gate or attn_head_gate, outside "
-                        "MLA and LFM2");
+                        "MLA (but hy_v4's) and LFM2");
+    if (c->hc_mult < 0 || c->hc_mult > KVC_HP_MAX_STREAMS || (c->hc_mult > 0 && !hy_v4))
+        return kvci_fail(KVC_EINVAL, "model: hc_mult %lld outside [0, %d], or set outside family hy_v4",
+                         (long long)c->hc_mult, KVC_HP_MAX_STREAMS);
+    if (!(c->hc_eps >= 0.0 && c->hc_eps <= 1.0 && c->hc_magnitude >= 0.0 && c->hc_magnitude <= KVC_HP_MAX_FACTOR))
+        return kvci_fail(KVC_EINVAL, "model: hc_eps %g outside [0, 1] or hc_magnitude %g outside [0, %g]", c->hc_eps,
+                         c->hc_magnitude, KVC_HP_MAX_FACTOR);
+    if (!(c->index_norm_eps >= 0.0 && c->index_norm_eps <= 1.0))
+        return kvci_fail(KVC_EINVAL, "model: index_norm_eps %g outside [0, 1]", c->index_norm_eps);
+    if (!(c->swiglu_limit >= 0.0 && c->swiglu_limit <= KVC_HP_MAX_FACTOR))
+        return kvci_fail(KVC_EINVAL, "model: swiglu_limit %g outside [0, %g]", c->swiglu_limit, KVC_HP_MAX_FACTOR);
     if (c->qk_norm_after_rope && (!c->qk_norm || c->qk_norm_whole || c->layer_norm || c->clip_qkv > 0.0 || fam->mla))
         return kvci_fail(KVC_EINVAL, "model: qk_norm_after_rope needs per-head RMS q/k norms (qk_norm, not whole, "
                                      "no layer_norm, no clip_qkv) outside MLA");

@@ -66,7 +66,7 @@ static kvc_status read_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kvc_
     bool have_topk = false;
     KVC_TRY(kvci_json_int(&hp->cfg, "index_topk", 1, INT32_MAX, &topk, &have_topk));
     if (!have_topk && !class_default) return kvci_fail(KVC_EINVAL, "%s: index_topk is missing", hp->cfg.doc);
-    if (glm5 || v32) /* run by kvcache: its keys as the runtime keeps them */
+    if (glm5 || v32 || f->fam == &kvc_family_hy_v4) /* run by kvcache: its keys as the runtime keeps them */
         f->index_form = KVCI_INDEX_F32;
     if (f->index_form == KVCI_INDEX_F32)
         kvci_plan_warn(plan,

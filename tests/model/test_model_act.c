@@ -1,7 +1,7 @@
 /* The gated products of SwiGLU and GeGLU (src/model/act.h): every kernel this CPU runs gives the portable
  * kernel's bits on ordinary and edge inputs (bit for bit; a NaN result a NaN), and the error bounds act.h
- * states hold against a float64 reference. Also Kimi Delta Attention's recurrence step (kda.c) and RWKV's WKV step
- * (rwkv.c) against float64. */
+ * states hold against a float64 reference. Also Kimi Delta Attention's recurrence step (kda.c), RWKV's WKV step
+ * (rwkv.c), RecurrentGemma's RG-LRU (rglru.c) and HY V4's hyper-connection weights (hyper_conn.c) against float64. */
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
@@ -325,6 +325,37 @@ static void test_dsa_pick(void **state) {
     }
 }
 
+/* HY V4's hyper-connection weights (kvci_hc_weights, hyper_conn.c) against float64: for streams x [n, H], mix = (fn x)
+ * (mean(x^2) + eps)^-1/2, pre = sigmoid(mix[:n] s0 + b[:n]) + hc_eps, post = magnitude sigmoid(mix[n:] s1 + b[n:]) +
+ * hc_eps; the head's form (post NULL: n rows of fn, one scale) the same pre. Within 1e-6 (f32 sums). */
+static void test_hc_weights(void **state) {
+    (void)state;
+    enum { NS = 3, H = 5, F = NS * H };
+    uint32_t seed = 5;
+    float x[F], fn[2 * NS * F], base[2 * NS], scale[2] = {0.7f, -1.3f}, pre[NS], post[NS];
+    for (int trial = 0; trial < 32; trial++) {
+        for (int i = 0; i < F; i++) x[i] = (float)((int32_t)lcg(&seed) >> 8) / 2097152.0f;
+        for (int i = 0; i < 2 * NS * F; i++) fn[i] = (float)((int32_t)lcg(&seed) >> 8) / 8388608.0f;
+        for (int i = 0; i < 2 * NS; i++) base[i] = (float)((int32_t)lcg(&seed) >> 8) / 8388608.0f;
+        const kvc_hc_params p = {
+            .fn = fn, .base = base, .scale = scale, .eps = 1e-5, .hc_eps = 1e-3f, .magnitude = 2.5f};
+        const bool head = trial % 2 == 1;
+        kvci_hc_weights(x, NS, H, &p, pre, head ? NULL : post);
+        double ss = 0.0;
+        for (int i = 0; i < F; i++) ss += (double)x[i] * x[i];
+        const double r = 1.0 / sqrt(ss / F + 1e-5);
+        for (int j = 0; j < (head ? NS : 2 * NS); j++) {
+            double d = 0.0;
+            for (int i = 0; i < F; i++) d += (double)fn[j * F + i] * x[i];
+            const double z = d * r * (j < NS ? scale[0] : scale[1]) + base[j], sg = 1.0 / (1.0 + exp(-z));
+            const double ref = j < NS ? sg + 1e-3 : 2.5 * sg + 1e-3;
+            const float val = j < NS ? pre[j] : post[j - NS];
+            if (fabs((double)val - ref) > 1e-6)
+                fail_msg("trial %d weight %d: %.9g, float64 %.17g", trial, j, (double)val, ref);
+        }
+    }
+}
+
 /* kvci_kda_token over 40 tokens of one head (dk 6, dv 5), a decay per key channel in (0.5, 1): its outputs and state
  * against the same recurrence in float64 (S = diag(decay) S, delta = beta (v - S^T k), S += k delta^T, o = S^T q).
  * A decay shared by the channels (their mean) misses the reference: the per-channel rule is what is checked. */
@@ -522,6 +553,7 @@ int main(void) {
                                        cmocka_unit_test(test_relu),
                                        cmocka_unit_test(test_dsa_score),
                                        cmocka_unit_test(test_dsa_pick),
+                                       cmocka_unit_test(test_hc_weights),
                                        cmocka_unit_test(test_kda_token),
                                        cmocka_unit_test(test_lightning_token),
                                        cmocka_unit_test(test_rwkv_wkv_token),

@@ -631,7 +631,6 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"qwen4_exp\"}", "\"qwen4_exp\" is planned only, not run");
     expect_refusal("{\"model_type\":\"deepseek_v4\"}",
                    "\"deepseek_v4\" is planned only, not run: its hyper-connection residual streams");
-    expect_refusal("{\"model_type\":\"hy_v4\"}", "\"hy_v4\" is planned only, not run: its hyper-connection");
     expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE
                    "\"num_hidden_layers\":2,\"hidden_activation\":\"silu\"}",
                    "hidden_activation \"silu\" is not supported (gemma3: gelu_pytorch_tanh)");
@@ -4358,6 +4357,53 @@ static void test_glm_moe_dsa_fields(void **state) {
                    "index_topk_pattern[1] must be \"full\" or \"shared\"");
 }
 
+/* HY V4 (hy_v4) with HYV4Config's defaults: MLA sizes (q LoRA 1536, latent 512, rope 64, nope 192, v 256), rms_norm_eps
+ * 1e-5 (also the indexer key norm's), layer 0 dense of 6912, 256 experts of 768 (num_local_experts its alias), 8 per
+ * token in 1 group, times 2.827, one shared expert, swiglu_limit 10; sinks and the output gate; an indexer of 16 heads
+ * of 128 rotating its last lanes on layer 0 and every fourth from layer 1, index_topk 2048; 4 streams of magnitude 2,
+ * hc_eps 1e-6; max_position_embeddings 262144; num_key_value_heads overridden as HYV4Config does. */
+#define HY_V4_BASE                                                                                                     \
+    "{\"model_type\":\"hy_v4\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":6,"                           \
+    "\"num_attention_heads\":4"
+static void test_hy_v4_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse(HY_V4_BASE ",\"num_key_value_heads\":1,\"head_dim\":128}", "hy_v4", &c),
+                     KVC_OK);
+    assert_true(c.num_kv_heads == 4);
+    assert_true(c.family == KVC_FAMILY_HY_V4 && c.q_lora_rank == 1536 && c.kv_lora_rank == 512);
+    assert_true(c.qk_rope_head_dim == 64 && c.qk_nope_head_dim == 192 && c.v_head_dim == 256 && c.head_dim == 64);
+    assert_true(!c.layer_moe[0] && c.layer_moe[1] && c.layer_moe[5] && c.intermediate_size == 6912);
+    assert_true(c.n_routed_experts == 256 && c.moe_intermediate_size == 768 && c.experts_per_tok == 8);
+    assert_true(c.n_group == 1 && c.topk_group == 1 && c.routed_scaling_factor == 2.827 && c.norm_topk_prob);
+    assert_true(c.shared_expert_intermediate_size == 768 && c.swiglu_limit == 10.0 && c.rms_norm_eps == 1e-5);
+    assert_true(c.attn_sinks && c.attn_gate_proj && c.rope_form == KVC_ROPE_INTERLEAVED && !c.tie_word_embeddings);
+    assert_true(c.index_topk == 2048 && c.index_n_heads == 16 && c.index_head_dim == 128 && c.index_rope_last);
+    assert_true(c.index_norm_eps == 1e-5 && !c.index_rope_half && c.max_position_embeddings == 262144);
+    for (int64_t l = 0; l < 6; l++) assert_true(c.layer_index_shared[l] == !(l == 0 || l == 1 || l == 5));
+    assert_true(c.hc_mult == 4 && c.hc_magnitude == 2.0 && c.hc_eps == 1e-6);
+    assert_int_equal(kvc_model_config_parse(HY_V4_BASE ",\"mlp_layer_types\":[\"sparse\",\"dense\",\"dense\","
+                                                       "\"dense\",\"dense\",\"sparse\"],\"num_local_experts\":16,"
+                                                       "\"hc_mult\":2,\"hc_magnitude\":1.5,\"swiglu_limit\":7,"
+                                                       "\"rms_norm_eps\":1e-6,\"n_shared_experts\":2}",
+                                            "hy_v4-set", &c),
+                     KVC_OK);
+    assert_true(c.layer_moe[0] && !c.layer_moe[1] && c.n_routed_experts == 16 && c.hc_mult == 2);
+    assert_true(c.hc_magnitude == 1.5 && c.swiglu_limit == 7.0 && c.index_norm_eps == 1e-6);
+    assert_true(c.shared_expert_intermediate_size == 2 * 768);
+    expect_refusal(HY_V4_BASE ",\"q_lora_rank\":null}", "hy_v4 q_lora_rank null");
+    expect_refusal(HY_V4_BASE ",\"swiglu_limit\":0}", "hy_v4 swiglu_limit 0 is not supported");
+    expect_refusal(HY_V4_BASE ",\"hc_mult\":0}", "hc_mult");
+    expect_refusal(HY_V4_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\" is not supported");
+    expect_refusal(HY_V4_BASE ",\"index_head_dim\":32}", "index_head_dim 32 is below qk_rope_head_dim 64");
+    expect_refusal(HY_V4_BASE ",\"indexer_types\":[\"shared\",\"full\",\"full\",\"full\",\"full\",\"full\"]}",
+                   "indexer_types[0] is \"shared\"");
+    expect_refusal(HY_V4_BASE ",\"mlp_layer_types\":[\"dense\"]}", "mlp_layer_types has 1 entries");
+    expect_refusal(HY_V4_BASE ",\"n_routed_experts\":4,\"num_experts_per_tok\":8}", "MoE routing sizes");
+    c.family = KVC_FAMILY_DEEPSEEK_V3, c.attn_gate_proj = false; /* a caller's own struct: streams are HY V4's */
+    expect_create_refusal(&c, "hc_mult");
+}
+
 /* DeepSeek-V3.2 (deepseek_v32) with DeepseekV32Config's defaults: V3's MLA (q LoRA 1536, RoPE on pairs whatever
  * rope_interleave says) and router, and an indexer of 64 heads of 128 on every layer (indexer_types not read) whose
  * RoPE turns half-split lanes; index_topk 2048, max_position_embeddings 163840. */
@@ -4855,6 +4901,7 @@ int main(void) {
         cmocka_unit_test(test_beam_fields),
         cmocka_unit_test(test_longcat_flash_fields),
         cmocka_unit_test(test_glm_moe_dsa_fields),
+        cmocka_unit_test(test_hy_v4_fields),
         cmocka_unit_test(test_deepseek_v32_fields),
         cmocka_unit_test(test_exaone_moe_fields),
         cmocka_unit_test(test_lfm2_moe_fields),

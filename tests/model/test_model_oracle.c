@@ -65,7 +65,8 @@ static void run_dir(const char *sub) {
         if (greedy_mode_checked(i, dirs_run))
             kvc_test_oracle_check_greedy(&o, modes[i], modes[i] == KVC_RUNNER_PAGED ? 16 : 0, false, sub);
     dirs_run++;
-    if (kvc_model_config_of(o.m)->family == KVC_FAMILY_DEEPSEEK_V3) {
+    const kvc_model_family fam = kvc_model_config_of(o.m)->family;
+    if (fam == KVC_FAMILY_DEEPSEEK_V3 || fam == KVC_FAMILY_HY_V4) {
         kvc_test_oracle_check_greedy(&o, KVC_RUNNER_MLA_LATENT, 0, false, sub);
         kvc_test_oracle_check_greedy(&o, KVC_RUNNER_MLA_LATENT, 16, true, sub);
     }
@@ -219,6 +220,13 @@ static void test_sarvam_mla(void **state) {
 static void test_glm_moe_dsa(void **state) {
     (void)state;
     run_dir("glm_moe_dsa");
+}
+/* HY V4-like (hy_v4): GLM-5's sparse attention (index_topk 6, the indexer rotating its last channels, layer 2 sharing
+ * layer 1's choice) with sinks and a sigmoid output gate per head, 2 hyper-connection streams, layer 0 dense, clamped
+ * routed experts (swiglu_limit 0.8); modes 0-3 (run_dir) */
+static void test_hy_v4(void **state) {
+    (void)state;
+    run_dir("hy_v4");
 }
 /* DeepSeek-V3.2-like (deepseek_v32): DeepSeek-V3's layers with DeepSeek sparse attention on every layer (index_topk
  * 6, the indexer's RoPE on half-split lanes), modes 0-3 (run_dir) */
@@ -1396,6 +1404,7 @@ int main(void) {
         cmocka_unit_test(test_axk1),
         cmocka_unit_test(test_glm_moe_dsa),
         cmocka_unit_test(test_deepseek_v32),
+        cmocka_unit_test(test_hy_v4),
         cmocka_unit_test(test_axk2),
         cmocka_unit_test(test_longcat_flash),
         cmocka_unit_test(test_exaone_moe),

@@ -1724,8 +1724,8 @@ static void test_deepseek_v4(void **state) {
     kvc_model_plan_destroy(p);
 }
 
-/* HY V4: DeepSeek-V3.2's latent caches and indexer keys, the keys only on its "full" indexer layers (the default:
- * layer 0, then every fourth from layer 1), sinks. */
+/* HY V4: DeepSeek-V3.2's latent caches and indexer keys (f32, as the runtime keeps them: GLM-5's), the keys only on
+ * its "full" indexer layers (the default: layer 0, then every fourth from layer 1), sinks. */
 static void test_hy_v4(void **state) {
     (void)state;
     kvc_plan_options o = kvc_plan_default_options();
@@ -1740,16 +1740,17 @@ static void test_hy_v4(void **state) {
     kvc_model_plan *p = plan_text(json, &o);
     assert_string_equal(p->family, "hy_v4");
     assert_true(p->mla && p->sinks);
-    for (int32_t l = 0; l < 6; l++) assert_int_equal(p->layers[l].n_caches, l == 0 || l == 1 || l == 5 ? 4 : 2);
-    assert_int_equal(p->layers[1].caches[2].bytes_per_token, 128); /* index_head_dim 128 by default, fp8 */
-    assert_int_equal(p->blocks.per_token_bytes, 6 * (512 + 64) * 2 + 3 * (128 + 4));
+    for (int32_t l = 0; l < 6; l++) assert_int_equal(p->layers[l].n_caches, l == 0 || l == 1 || l == 5 ? 3 : 2);
+    assert_int_equal(p->layers[1].caches[2].bytes_per_token, 4 * 128); /* index_head_dim 128 by default, f32 */
+    assert_int_equal(p->blocks.per_token_bytes, 6 * (512 + 64) * 2 + 3 * 4 * 128);
+    assert_true(has_warning(p, "as kvcache's runtime keeps them"));
     assert_true(has_warning(p, "3 of the 6 layers run their own indexer"));
     kvc_model_plan_destroy(p);
     snprintf(json, sizeof json, cfg,
              ", \"index_head_dim\": 64, \"indexer_types\": [\"full\", \"shared\", \"shared\", \"full\", \"shared\","
              " \"shared\"], \"layer_types\": null");
     p = plan_text(json, &o);
-    for (int32_t l = 0; l < 6; l++) assert_int_equal(p->layers[l].n_caches, l == 0 || l == 3 ? 4 : 2);
+    for (int32_t l = 0; l < 6; l++) assert_int_equal(p->layers[l].n_caches, l == 0 || l == 3 ? 3 : 2);
     assert_int_equal(p->layers[3].caches[2].dim, 64);
     kvc_model_plan_destroy(p);
 }

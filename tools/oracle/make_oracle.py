@@ -10,7 +10,7 @@ gpt_bigcode_mha, falcon, falcon_new, falcon_alibi, bloom, mpt, gptj, nemotron, e
 gpt_neo, codegen, vaultgemma, flex_olmo, hunyuan_v1_dense, biogpt, dots1, hunyuan_v1_moe, minimax_m2, exaone,
 internlm3, apertus, persimmon, xglm, qwen3_next, kimi_linear, qwen3_5_text, qwen3_5_moe, olmo_hybrid, phi_qk, lfm2_moe, cwm, solar_open, jais2, iquestcoder,
 hyperclovax, granite_swa, granitemoe_swa, flint, hy_v3,
-cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, axk2, glm_moe_dsa, deepseek_v32, lfm3, ergo, bert, roberta,
+cohere2_moe, cohere2_moe_sigmoid, sarvam_mla, axk1, axk2, glm_moe_dsa, deepseek_v32, hy_v4, lfm3, ergo, bert, roberta,
 ernie, megatron_bert, roberta_prelayernorm, openai_gpt, ctrl, gpt_neox_japanese, beam, minimax, gemma3n, gemma4_unified) this script
   * builds a small model from an explicit config (float32, eager attention, eval mode),
   * overwrites every parameter from a seeded torch.Generator (norm weights, biases and sinks are
@@ -29,6 +29,7 @@ Only needed to regenerate the data; CI uses the committed files. See README.md b
 """
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -180,6 +181,8 @@ from transformers import (
     DeepseekV32ForCausalLM,
     GlmMoeDsaConfig,
     GlmMoeDsaForCausalLM,
+    HYV4Config,
+    HYV4ForCausalLM,
     SarvamMLAConfig,
     YoutuConfig,
     YoutuForCausalLM,
@@ -1539,6 +1542,24 @@ def axk2_config():
     return AXK2Config(**shape, index_topk=6, index_head_dim=16, index_n_heads=8, gated_norm_rank=4)
 
 
+def hy_v4_config():
+    # HY V4 at toy size: GLM-5's MLA (q LoRA 32, latent 24, 4 heads of nope 16 + rope 8 keys and 12 values, RoPE on
+    # interleaved pairs) with learned sinks per head and the output times sigmoid(gate_proj x) per head and channel;
+    # DeepSeek sparse attention with index_topk 6 (below most positions of the prompts), an indexer of 8 heads of 16
+    # rotating its LAST 8 channels, on layers 0 and 1 (layer 2 "shared": reuses layer 1's choice; HYV4Config's
+    # default list); 3 layers (dense, sparse, sparse: the default mlp_layer_types): the sigmoid router with its random
+    # correction bias over all 8 experts of 16 (n_group 1), top-2, renormalised, times 2.827, routed experts clamped
+    # at swiglu_limit 0.8 (10 by default; small here so that the clamps act on this data), one shared expert; 2
+    # hyper-connection streams (hc_mult; 4 by default) with hc_magnitude 1.7 (2 by default), hc_eps 1e-6; untied,
+    # rms_norm_eps 1e-5 (the defaults). 8 indexer heads: no exact ties at the 6th score (hy_v4_index_tie_gap).
+    return HYV4Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                      num_attention_heads=4, q_lora_rank=32, kv_lora_rank=24, qk_nope_head_dim=16, qk_rope_head_dim=8,
+                      v_head_dim=12, moe_intermediate_size=16, n_routed_experts=8, num_experts_per_tok=2,
+                      index_topk=6, index_head_dim=16, index_n_heads=8, hc_mult=2, hc_magnitude=1.7, swiglu_limit=0.8,
+                      max_position_embeddings=128, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                      bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def solar_open_config():
     # Solar Open at toy size: Llama's attention with q/k/v biases (attention_bias) and none on o_proj, whole heads
     # rotated, GQA 4/2, head_dim 16, 2 layers, each GLM-4.5's grouped sigmoid router over 8 experts of width 16 in 2
@@ -2410,6 +2431,7 @@ FAMILIES = {
     "axk1": (axk1_config, AXK1ForCausalLM),
     "longcat_flash": (longcat_flash_config, LongcatFlashForCausalLM),
     "glm_moe_dsa": (glm_moe_dsa_config, GlmMoeDsaForCausalLM),
+    "hy_v4": (hy_v4_config, HYV4ForCausalLM),
     "deepseek_v32": (deepseek_v32_config, DeepseekV32ForCausalLM),
     "axk2": (axk2_config, AXK2ForCausalLM),
     "beam": (beam_config, BeamForCausalLM),
@@ -2571,6 +2593,8 @@ def param_std(name, shape, config):
         return 1.0
     if name.endswith("sinks"):
         return 1.0
+    if config.model_type == "hy_v4" and name.endswith(("hc.base", "hc.scale", "hc_base", "hc_scale")):
+        return 1.0  # the hyper-connections' sigmoid arguments: spread both ways (HF: scale 0.01, base -log(n - 1))
     if name.endswith(("act_fn.alpha_p", "act_fn.alpha_n")):  # Apertus's xIELU: softplus'd scalars, one per layer
         return None
     if name.endswith("self_attn.gate_bias") and config.model_type == "beam":  # a gate bias per head: spread it
@@ -2595,7 +2619,7 @@ def param_std(name, shape, config):
             "granitemoehybrid",
             "glm4_moe", "ernie4_5_moe", "sarvam_moe", "param2moe", "minicpm5_moe", "kolibri1",
             "flex_olmo", "dots1", "hunyuan_v1_moe", "minimax_m2", "solar_open",
-            "phimoe", "qwen3_next", "lfm2_moe", "longcat_flash", "kimi_linear", "beam", "minimax"):
+            "phimoe", "qwen3_next", "lfm2_moe", "longcat_flash", "kimi_linear", "beam", "minimax", "hy_v4"):
         # [E, 2I, H] (gate rows, then up rows) and [E, H, I], used as x @ W.T: fan-in is the last dim
         return 1.0 / math.sqrt(shape[2])
     if name.endswith(("mixer.experts.up_proj", "mixer.experts.down_proj")):  # Nemotron-H [E, I, L], [E, L, I]
@@ -2737,6 +2761,43 @@ def layer_outputs(model, ids):
     for h in hooks:
         h.remove()
     return captured
+
+
+@torch.no_grad()
+def hy_v4_index_tie_gap(model, seqs):
+    """Smallest gap between the k-th and (k + 1)-th largest visible indexer scores (k = index_topk) over every query
+    of the sequences and every full indexer layer: above 0, torch.topk's pick has no exact tie to break. The scores as
+    HYV4Indexer computes them (its forward returns only the indices)."""
+    gaps = []
+    k = model.config.index_topk
+
+    def hook(mod, args, kwargs, out):
+        x, q_resid, (cos, sin), mask = args[0], args[1], args[2], args[3]
+        b, t, _ = x.shape
+        q = mod.wq_b(q_resid).view(b, t, mod.n_heads, mod.head_dim)
+        q_pass, q_rot = torch.split(q, [mod.head_dim - mod.qk_rope_head_dim, mod.qk_rope_head_dim], dim=-1)
+        key = mod.k_norm(mod.wk(x)).unsqueeze(2)
+        k_pass, k_rot = torch.split(key, [mod.head_dim - mod.qk_rope_head_dim, mod.qk_rope_head_dim], dim=-1)
+        q_rot, k_rot = hy_v4_rope(q_rot, k_rot, cos, sin)
+        q = torch.cat([q_pass, q_rot], dim=-1)
+        key = torch.cat([k_pass, k_rot], dim=-1).squeeze(2)
+        sc = torch.relu(torch.matmul(q.float(), key.transpose(-1, -2).float().unsqueeze(1)))
+        w = mod.weights_proj(x).float() * mod.n_heads ** -0.5 * mod.softmax_scale
+        sc = torch.matmul(w.unsqueeze(-2), sc).squeeze(-2)[0]  # [T, T]
+        for i in range(t):
+            if i + 1 > k:
+                top = torch.sort(sc[i, : i + 1], descending=True).values
+                gaps.append(float(top[k - 1] - top[k]))
+
+    import transformers.models.hy_v4.modeling_hy_v4 as hy
+    hy_v4_rope = functools.partial(hy.apply_rotary_pos_emb_interleave, unsqueeze_dim=2)
+    hooks = [layer.self_attn.indexer.register_forward_hook(hook, with_kwargs=True)
+             for layer in model.model.layers if layer.self_attn.indexer is not None]
+    for ids in seqs:
+        forward_logits(model, ids)
+    for h in hooks:
+        h.remove()
+    return min(gaps)
 
 
 @torch.no_grad()
@@ -2975,6 +3036,13 @@ def make_family(family, out_root, seed):
             model, ps[-1], rope_parameters={**model.config.rope_parameters, "partial_rotary_factor": 1.0})
     if family == "deepseek_v32":
         summary["sensitivity_index_topk_8"] = sensitivity(model, ps[-1], index_topk=8)
+    if family == "hy_v4":
+        summary["index_tie_gap"] = hy_v4_index_tie_gap(model, [e["ids"] + e["greedy_ids"][:-1] for e in entries])
+        assert summary["index_tie_gap"] > 0.0, "hy_v4: an exact tie at the indexer's k-th score"
+        summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
+        summary["sensitivity_index_topk_8"] = sensitivity(model, ps[-1], index_topk=8)
+        summary["sensitivity_hc_magnitude_2"] = sensitivity(model, ps[-1], hc_magnitude=2.0)
+        summary["sensitivity_swiglu_limit_10"] = sensitivity(model, ps[-1], swiglu_limit=10.0)
     if family == "glm_moe_dsa":
         summary["sensitivity_no_correction_bias"] = sensitivity_no_correction_bias(model, ps[-1])
         summary["sensitivity_index_topk_8"] = sensitivity(model, ps[-1], index_topk=8)
@@ -3491,7 +3559,7 @@ def sensitivity(model, ids, **overrides):
 # into gate_up_proj / down_proj, and the expert GEMMs then round differently (seen on qwen2_moe).
 RELOAD_TOLERANCE = {"qwen3_moe": 1e-5, "qwen2_moe": 1e-5, "mixtral": 1e-5, "deepseek_v2": 1e-5, "deepseek_v2_lite": 1e-5,
                     "olmoe": 1e-5, "granitemoe": 1e-5, "jetmoe": 1e-5, "granitemoeshared": 1e-5, "granitemoe_swa": 1e-5, "flint": 1e-5, "hy_v3": 1e-5, "cohere2_moe": 1e-5, "cohere2_moe_sigmoid": 1e-5, "granitemoehybrid": 1e-5, "glm4_moe": 1e-5,
-                    "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5, "sarvam_mla": 1e-5, "axk1": 1e-5, "axk2": 1e-5, "beam": 1e-5, "glm_moe_dsa": 1e-5, "deepseek_v32": 1e-5, "longcat_flash": 1e-5,
+                    "glm4_moe_lite": 1e-5, "exaone_moe": 1e-5, "sarvam_mla": 1e-5, "axk1": 1e-5, "axk2": 1e-5, "beam": 1e-5, "glm_moe_dsa": 1e-5, "deepseek_v32": 1e-5, "hy_v4": 1e-5, "longcat_flash": 1e-5,
                     "ernie4_5_moe": 1e-5, "phimoe": 1e-5, "dbrx": 1e-5, "flex_olmo": 1e-5, "dots1": 1e-5, "solar_open": 1e-5,
                     "sarvam_moe": 1e-5, "param2moe": 1e-5, "minicpm5_moe": 1e-5, "kolibri1": 1e-5,
                     "hunyuan_v1_moe": 1e-5, "minimax_m2": 1e-5, "lfm2_moe": 1e-5, "nemotron_h_moe": 1e-5,
@@ -3545,7 +3613,7 @@ def main():
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "openai_gpt", "ctrl", "gpt_neox_japanese", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
-                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "axk2", "beam", "glm_moe_dsa", "deepseek_v32", "sarvam_moe", "param2moe",
+                               "dbrx", "opt_350m", "nanochat", "youtu", "minicpm3", "afmoe", "sarvam_mla", "axk1", "axk2", "beam", "glm_moe_dsa", "deepseek_v32", "hy_v4", "sarvam_moe", "param2moe",
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
                                "bert", "roberta", "ernie", "megatron_bert", "roberta_prelayernorm", "minimax",
                                "gemma3n", "gemma4_unified",
