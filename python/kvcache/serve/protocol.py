@@ -171,12 +171,14 @@ def _int(body, name, default, lo, hi):
     return v
 
 
-def _bool(body, name, default=False):
+def _bool(body, name, default=False, parent=None):
+    """A boolean field of body (parent: the field body is, named by a refusal as OpenAI's param does)."""
     v = body.get(name, default)
     if v is None:
         return default
     if not isinstance(v, bool):
-        raise bad(f"{name} must be true or false, got {v!r}", name)
+        field = f"{parent}.{name}" if parent else name
+        raise bad(f"{field} must be true or false, got {v!r}", parent or name)
     return v
 
 
@@ -369,8 +371,9 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
     prompt_logprobs = _logprob_count(body, "prompt_logprobs", None, vocab_size)
     if prompt_logprobs is not None and stream:  # vLLM refuses them streamed too
         raise bad("prompt_logprobs are not available with stream: true", "prompt_logprobs")
-    return Generation(model=model, stream=stream, include_usage=bool(options and _bool(options, "include_usage")),
-                      continuous_usage=bool(options and _bool(options, "continuous_usage_stats")),
+    return Generation(model=model, stream=stream, include_usage=bool(options and _bool(options, "include_usage", parent="stream_options")),
+                      continuous_usage=bool(options and _bool(options, "continuous_usage_stats",
+                                                              parent="stream_options")),
                       max_tokens=max_tokens, temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
                       top_p=_number(body, "top_p", 1.0, 1e-9, 1.0), top_k=max(top_k, 0),
                       seed=_int(body, "seed", None, -(2**63), 2**63 - 1), stop=_stop(body),
@@ -582,10 +585,12 @@ def chat_request(body, vocab_size, auto_tools=False):
     gen.include_reasoning = _bool(body, "include_reasoning", True)
     # what a client asks for that the server does not have: the deprecated function calling, audio output
     if body.get("functions") or body.get("function_call") not in (None, "none"):
-        raise bad("functions and function_call are not supported", "functions")
+        raise bad("functions and function_call are not supported", "functions" if body.get("functions") else
+                  "function_call")
     modalities = body.get("modalities")
     if modalities not in (None, ["text"]) or body.get("audio") is not None:
-        raise bad("only text output is supported (modalities [\"text\"], no audio)", "modalities")
+        raise bad("only text output is supported (modalities [\"text\"], no audio)",
+                  "modalities" if modalities not in (None, ["text"]) else "audio")
     return gen, messages, kwargs
 
 
