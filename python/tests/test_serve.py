@@ -374,6 +374,10 @@ def test_hostile_field_values_are_400_naming_the_field(server):
             ("/v1/chat/completions", {**chat, "stream": True, "stream_options": {"continuous_usage_stats": 1}},
              "stream_options")):
         assert error_of(httpx.post(server[0] + path, json=body), 400)["param"] == param, (path, body)
+    for key, value in (("name", {"a": 1}), ("name", 5), ("reasoning_content", [1])):  # were written by the template
+        messages = [{"role": "user" if key == "name" else "assistant", "content": "hi", key: value}]
+        err = error_of(httpx.post(server[0] + "/v1/chat/completions", json={**chat, "messages": messages}), 400)
+        assert err["param"] == "messages" and f"messages[0].{key} must be a string" in err["message"], err
     assert httpx.post(server[0] + "/v1/completions", json=ok).status_code == 200
 
 

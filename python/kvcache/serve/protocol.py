@@ -446,8 +446,9 @@ def _message(m, i):
         content = "".join(p["text"] for p in content)
     elif content is not None and not isinstance(content, str):
         raise bad(f"messages[{i}].content must be a string, a list of text parts or null", "messages")
-    if m.get("tool_call_id") is not None and not isinstance(m["tool_call_id"], str):
-        raise bad(f"messages[{i}].tool_call_id must be a string", "messages")
+    for key in ("name", "tool_call_id", "reasoning_content"):  # text a template writes (vLLM's types: str)
+        if m.get(key) is not None and not isinstance(m[key], str):
+            raise bad(f"messages[{i}].{key} must be a string", "messages")
     out = {**m, "content": content if content is not None else ""}
     if m.get("tool_calls") is not None:
         out["tool_calls"] = _tool_calls(m["tool_calls"], f"messages[{i}].tool_calls")
