@@ -305,9 +305,10 @@ class Server:
             return None
         if self._grammar_threads is None:
             self._grammar_threads = anyio.CapacityLimiter(GRAMMAR_THREADS)
+        text = await anyio.to_thread.run_sync(protocol.compile_grammar, gen, limiter=self._grammar_threads)
         try:
             vocabulary = await anyio.to_thread.run_sync(self._vocabulary.get, limiter=self._grammar_threads)
-            grammar = structured.Grammar(vocabulary, gen.grammar)
+            grammar = structured.Grammar(vocabulary, text)
             # a matcher and its first mask here too: one that fails (a lexer out of fuel, too many symbols) is
             # refused before the engine's thread, which every request shares, spends seconds on it
             await anyio.to_thread.run_sync(grammar.check, limiter=self._grammar_threads)

@@ -109,7 +109,7 @@ class Generation:
     tool_calls: bool = False  # chat: the reply's text is parsed for tool calls (tools with tool_choice auto)
     required_calls: bool = False  # chat: tool_choice "required", the reply is a list of calls (forced_calls)
     named_call: str = None  # chat: tool_choice names this function, the reply is its arguments (forced_calls)
-    grammar: str = None  # structured outputs: the llguidance grammar every choice follows (None: free text)
+    grammar: tuple = None  # structured outputs: (structured.*_grammar, its argument), compile_grammar's (None: free)
     allowed_token_ids: tuple = None  # vLLM's: the only tokens sampled (None: all)
     bad_words: tuple = ()  # vLLM's: words never generated (the server tokenizes them: bad_word_ids)
     bad_word_ids: tuple = ()  # the token sequences of bad_words
@@ -332,10 +332,17 @@ def _asked(body):
 
 
 def _grammar(body):
-    """(the llguidance grammar of the structured output a body asks for (None: free text), the field that asked);
-    400 naming the field for one that does not compile."""
+    """((the structured.*_grammar maker, its argument) of the structured output a body asks for (None: free
+    text), the field that asked); compile_grammar compiles it."""
     asked = _asked(body)
-    return (None, None) if asked is None else (_compiled(*asked), asked[2])
+    return (None, None) if asked is None else (asked[:2], asked[2])
+
+
+def compile_grammar(gen):
+    """The llguidance grammar of gen.grammar; 400 naming the field for one that does not compile. Seconds for a
+    large one (20,000 guided_choice options: 2 s): app.py runs it on the grammar threads, not on those that parse
+    every request."""
+    return _compiled(*gen.grammar, gen.grammar_field)
 
 
 def _compiled(make, value, field):
@@ -557,7 +564,7 @@ def _forced_calls(body, tools, gen):
         gen.required_calls, schema = True, forced_calls.required_schema(tools)
     else:
         gen.named_call, schema = name, forced_calls.parameters(tools[0])
-    gen.grammar, gen.grammar_field = _compiled(structured.json_grammar, schema, "tool_choice"), "tool_choice"
+    gen.grammar, gen.grammar_field = (structured.json_grammar, schema), "tool_choice"
 
 
 def chat_request(body, vocab_size, auto_tools=False):
