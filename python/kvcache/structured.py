@@ -149,9 +149,16 @@ class Grammar:
 
     def __init__(self, vocabulary, grammar):
         self.vocabulary, self.grammar = vocabulary, grammar
+        self._first, self._lock = None, threading.Lock()  # the matcher compiled on first use, never advanced
 
     def matcher(self):
-        return Matcher(_llguidance().LLMatcher(self.vocabulary.ll, self.grammar, log_level=0), self.vocabulary.eos)
+        """A matcher at the grammar's start: a copy of the one compiled on first use. Compiling takes seconds for a
+        large grammar (20,000 guided_choice options: 3 s) and ran for each choice on the engine's thread, which every
+        request waits for; check() on a worker thread compiles it, a copy takes nothing."""
+        with self._lock:
+            if self._first is None:
+                self._first = _llguidance().LLMatcher(self.vocabulary.ll, self.grammar, log_level=0)
+            return Matcher(self._first.deep_copy(), self.vocabulary.eos)
 
     def check(self):
         """Makes a matcher and its first mask; InvalidArgument with the reason when either fails."""

@@ -48,6 +48,16 @@ def test_a_config_without_positions_runs_through_the_engine():
         kvcache.run(model, [p], 3)[0].tolist() for p in PROMPTS[:2]]
 
 
+def test_max_model_len_beyond_learned_positions_is_refused_at_creation():
+    """GPT-2 has a table of 64 learned positions: an engine (and so `kvcache serve --max-model-len 300`) took a
+    longer max_model_len and every request past position 63 failed its step (a 500 from the server)."""
+    model = DATA / "oracle" / "gpt2"
+    with pytest.raises(kvcache.InvalidArgument, match="max_model_len 65 is beyond the 64 learned positions"):
+        kvcache.Engine(model, max_model_len=65, block_size=4)
+    e = kvcache.Engine(model, max_model_len=64, block_size=4)  # the whole table still serves
+    assert len(e.generate([[5] * 60], kvcache.SamplingParams(max_tokens=4))[0]) == 4
+
+
 def test_stop_token_ends_the_request_and_is_its_last_token():
     e = engine()
     free = e.generate([PROMPTS[0]], kvcache.SamplingParams(max_tokens=6))[0]

@@ -327,6 +327,8 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
     for extra, param in (({"tools": tools}, "tool_choice"), ({"tools": tools, "tool_choice": "auto"}, "tool_choice"),
                          ({"functions": [{"name": "f"}]}, "functions"),
+                         ({"function_call": "auto"}, "function_call"),  # named functions, a field not given
+                         ({"audio": {"voice": "alloy"}}, "audio"),  # named modalities
                          ({"modalities": ["text", "audio"]}, "modalities")):
         assert error_of(httpx.post(chat, json={**chat_ok, **extra}), 400)["param"] == param
     shown = {"tools": tools, "tool_choice": "none", "modalities": ["text"], "function_call": "none"}
@@ -366,8 +368,16 @@ def test_hostile_field_values_are_400_naming_the_field(server):
             ("/v1/chat/completions", {**chat, "messages": tool, "chat_template_kwargs": {"raise_exception": 1}},
              "chat_template_kwargs"),  # was 500: 'int' object is not callable
             ("/tokenize", {"messages": chat["messages"], "chat_template_kwargs": {"strftime_now": "x"}},
-             "chat_template_kwargs")):
+             "chat_template_kwargs"),
+            # named include_usage, which is no field of the request: stream_options is
+            ("/v1/completions", {**ok, "stream": True, "stream_options": {"include_usage": "yes"}}, "stream_options"),
+            ("/v1/chat/completions", {**chat, "stream": True, "stream_options": {"continuous_usage_stats": 1}},
+             "stream_options")):
         assert error_of(httpx.post(server[0] + path, json=body), 400)["param"] == param, (path, body)
+    for key, value in (("name", {"a": 1}), ("name", 5), ("reasoning_content", [1])):  # were written by the template
+        messages = [{"role": "user" if key == "name" else "assistant", "content": "hi", key: value}]
+        err = error_of(httpx.post(server[0] + "/v1/chat/completions", json={**chat, "messages": messages}), 400)
+        assert err["param"] == "messages" and f"messages[0].{key} must be a string" in err["message"], err
     assert httpx.post(server[0] + "/v1/completions", json=ok).status_code == 200
 
 

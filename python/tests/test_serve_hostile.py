@@ -6,6 +6,7 @@ import contextlib
 import json
 import logging
 import socket
+import threading
 import time
 
 import pytest
@@ -145,3 +146,31 @@ def test_connections_beyond_max_connections_are_answered_503(tmp_path):
             assert time.monotonic() < deadline, "a connection below the cap was refused"
             time.sleep(0.02)
         idle[1].close()
+
+
+def test_structured_outputs_that_compile_slowly_do_not_hold_every_worker_thread(tmp_path, monkeypatch):
+    """Grammars are compiled and checked on worker threads; 41 requests whose grammars took long (20,000
+    guided_choice options take seconds each, and the work goes on when the client leaves) held all of anyio's 40
+    default threads, which also parse every request: a plain request waited for them (36 s here with 45). They now
+    queue on threads of their own."""
+    from kvcache import structured
+
+    release = threading.Event()
+    check, choices = structured.Grammar.check, structured.choice_grammar  # compiled, then checked: both held
+    monkeypatch.setattr(structured.Grammar, "check", lambda self: (release.wait(30), check(self)))
+    monkeypatch.setattr(structured, "choice_grammar", lambda value: release.wait(30) and choices(value))
+    with running(make_model_dir(tmp_path / "m")) as (url, _):
+        slow = json.dumps({"model": "test", "prompt": "hi", "max_tokens": 1, "guided_choice": ["a", "b"]}).encode()
+        socks = [socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=30) for _ in range(41)]
+        try:
+            for s in socks:
+                s.sendall(HEAD.replace(b"Host: x", b"Host: x\r\nConnection: close") % len(slow) + slow)
+            time.sleep(0.2)
+            t0 = time.monotonic()
+            assert httpx.post(url + "/v1/completions", content=BODY, timeout=10).status_code == 200
+            assert time.monotonic() - t0 < 5
+        finally:
+            release.set()
+        for s in socks:
+            assert answer(s)[0].startswith(b"HTTP/1.1 200")
+            s.close()

@@ -178,6 +178,7 @@ REFUSED = [
     ({"include": [{}]}, "include"),  # was a 500 (a set of unhashable values)
     ({"top_logprobs": 2}, "top_logprobs"),
     ({"max_output_tokens": 10**6}, "max_output_tokens"),
+    ({"max_output_tokens": -1}, "max_output_tokens"),  # its message named max_completion_tokens
     ({"text": {"format": {"type": "yaml"}}}, "text"),
     ({"text": {"format": {"type": "json_schema", "name": "x", "schema": 5}}}, "text"),
     ({"metadata": {str(i): "v" for i in range(17)}}, "metadata"),
@@ -193,3 +194,4 @@ def test_refusals_name_the_field(server):
             r = http.post("/v1/responses", json={"model": "test", "input": "Hi", "max_output_tokens": 4, **fields})
             assert r.status_code == (404 if param == "previous_response_id" else 400), r.text
             assert r.json()["error"]["param"] == param, (fields, r.text)
+            assert "max_completion_tokens" not in r.json()["error"]["message"], r.text  # a chat field

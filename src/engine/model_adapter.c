@@ -161,6 +161,11 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
         p->self_managed ? "by self-managed caches" : (p->latent ? "by MLA latent caches" : "by managed caches"));
     if (st != KVC_OK) return st;
     const kvc_model_config *c = kvc_model_config_of(m);
+    if (c->pos_learned && ep->max_model_len > c->max_position_embeddings) /* forward refuses those positions */
+        return kvci_fail(KVC_EINVAL,
+                         "engine adapter: max_model_len %lld is beyond the %lld learned positions of %s "
+                         "(max_position_embeddings, n_positions)",
+                         (long long)ep->max_model_len, (long long)c->max_position_embeddings, c->model_type);
     const int64_t first = kvci_model_first_state(c);
     if (first >= 0 && p->self_managed) /* docs/runtime.md, "State layers" */
         return kvci_fail(KVC_EINVAL,

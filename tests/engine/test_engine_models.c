@@ -6,6 +6,7 @@
  * batch. */
 #include <cjson/cJSON.h>
 #include <omp.h>
+#include <string.h>
 
 #include "engine_models.h"
 
@@ -120,6 +121,25 @@ static void test_adapter_costs(void **state) {
                  "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
                  "\"max_position_embeddings\":512}",
                  2.0 * (2 * 64 * 64 + 2 * 64 * 32 + 2 * 64 * 96), 64.0 * 128 + 128, 2.0 * 4 * 32);
+}
+
+/* GPT-2 reads a table of n_positions learned positions: an engine of a longer max_model_len is refused at creation
+ * (it was taken, and each request past the table failed its step) */
+static void test_adapter_refuses_len_beyond_learned_positions(void **state) {
+    (void)state;
+    kvc_model *m = em_random_model("{\"model_type\":\"gpt2\",\"vocab_size\":128,\"n_embd\":64,\"n_layer\":1,"
+                                   "\"n_head\":4,\"n_positions\":32}",
+                                   5);
+    kvc_engine_adapter_params ap = {.cache = {.block_size = 16}};
+    kvc_engine_adapter *a = NULL;
+    kvc_engine_params ep = em_params(33, 1, 8);
+    assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_EINVAL);
+    assert_null(a);
+    assert_non_null(strstr(kvc_last_error(), "max_model_len 33 is beyond the 32 learned positions of gpt2"));
+    ep = em_params(32, 1, 8);
+    assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_OK);
+    kvc_engine_adapter_destroy(a);
+    kvc_model_destroy(m);
 }
 
 static void test_random_deepseek_v3(void **state) {
@@ -262,7 +282,7 @@ int main(void) {
         cmocka_unit_test(test_oracle_phi3),        cmocka_unit_test(test_oracle_dense_more),
         cmocka_unit_test(test_oracle_glm4_cohere), cmocka_unit_test(test_oracle_glm_to_ministral3),
         cmocka_unit_test(test_adapter_costs),      cmocka_unit_test(test_oracle_olmoe_to_glm4_moe),
-        cmocka_unit_test(test_oracle_llama4),
+        cmocka_unit_test(test_oracle_llama4),      cmocka_unit_test(test_adapter_refuses_len_beyond_learned_positions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

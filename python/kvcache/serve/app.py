@@ -30,6 +30,10 @@ from . import choices, forced_calls, http, prompt_cuts, protocol, reasoning, res
 from .metrics import Metrics
 from .protocol import ApiError, bad
 
+# threads that build and check structured-output grammars at once; more wait their turn: a grammar can take seconds
+# (and goes on when its client leaves), and on anyio's default threads, which parse every request, enough of them
+# held those all and stalled every client
+GRAMMAR_THREADS = 4
 _RESERVED_TEMPLATE_ARGS = {"messages", "tools", "documents", "add_generation_prompt", "special_tokens",
                            "bos_token", "eos_token", "unk_token", "pad_token"} | TEMPLATE_GLOBALS
 
@@ -182,6 +186,7 @@ class Server:
         self.created = int(time.time())
         self.vocab_size = self.engine.engine.vocab_size
         self.max_model_len = self.engine.engine.max_model_len
+        self._grammar_threads = None  # the anyio.CapacityLimiter of GRAMMAR_THREADS, made on the event loop
         self._vocabulary = structured.Lazy(lambda: structured.Vocabulary(self.tokenizer.json(), self.vocab_size,
                                                                          self.tokenizer.eos_token_ids))
         routes = [Route("/v1/completions", self.completions, methods=["POST"]),
@@ -298,12 +303,15 @@ class Server:
         model's llguidance vocabulary is built by the first one, on a worker thread."""
         if gen.grammar is None:
             return None
+        if self._grammar_threads is None:
+            self._grammar_threads = anyio.CapacityLimiter(GRAMMAR_THREADS)
+        text = await anyio.to_thread.run_sync(protocol.compile_grammar, gen, limiter=self._grammar_threads)
         try:
-            vocabulary = await anyio.to_thread.run_sync(self._vocabulary.get)
-            grammar = structured.Grammar(vocabulary, gen.grammar)
+            vocabulary = await anyio.to_thread.run_sync(self._vocabulary.get, limiter=self._grammar_threads)
+            grammar = structured.Grammar(vocabulary, text)
             # a matcher and its first mask here too: one that fails (a lexer out of fuel, too many symbols) is
             # refused before the engine's thread, which every request shares, spends seconds on it
-            await anyio.to_thread.run_sync(grammar.check)
+            await anyio.to_thread.run_sync(grammar.check, limiter=self._grammar_threads)
         except InvalidArgument as exc:
             raise bad(exc.message, gen.grammar_field) from None
         return grammar

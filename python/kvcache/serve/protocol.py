@@ -109,7 +109,7 @@ class Generation:
     tool_calls: bool = False  # chat: the reply's text is parsed for tool calls (tools with tool_choice auto)
     required_calls: bool = False  # chat: tool_choice "required", the reply is a list of calls (forced_calls)
     named_call: str = None  # chat: tool_choice names this function, the reply is its arguments (forced_calls)
-    grammar: str = None  # structured outputs: the llguidance grammar every choice follows (None: free text)
+    grammar: tuple = None  # structured outputs: (structured.*_grammar, its argument), compile_grammar's (None: free)
     allowed_token_ids: tuple = None  # vLLM's: the only tokens sampled (None: all)
     bad_words: tuple = ()  # vLLM's: words never generated (the server tokenizes them: bad_word_ids)
     bad_word_ids: tuple = ()  # the token sequences of bad_words
@@ -171,12 +171,14 @@ def _int(body, name, default, lo, hi):
     return v
 
 
-def _bool(body, name, default=False):
+def _bool(body, name, default=False, parent=None):
+    """A boolean field of body (parent: the field body is, named by a refusal as OpenAI's param does)."""
     v = body.get(name, default)
     if v is None:
         return default
     if not isinstance(v, bool):
-        raise bad(f"{name} must be true or false, got {v!r}", name)
+        field = f"{parent}.{name}" if parent else name
+        raise bad(f"{field} must be true or false, got {v!r}", parent or name)
     return v
 
 
@@ -330,10 +332,17 @@ def _asked(body):
 
 
 def _grammar(body):
-    """(the llguidance grammar of the structured output a body asks for (None: free text), the field that asked);
-    400 naming the field for one that does not compile."""
+    """((the structured.*_grammar maker, its argument) of the structured output a body asks for (None: free
+    text), the field that asked); compile_grammar compiles it."""
     asked = _asked(body)
-    return (None, None) if asked is None else (_compiled(*asked), asked[2])
+    return (None, None) if asked is None else (asked[:2], asked[2])
+
+
+def compile_grammar(gen):
+    """The llguidance grammar of gen.grammar; 400 naming the field for one that does not compile. Seconds for a
+    large one (20,000 guided_choice options: 2 s): app.py runs it on the grammar threads, not on those that parse
+    every request."""
+    return _compiled(*gen.grammar, gen.grammar_field)
 
 
 def _compiled(make, value, field):
@@ -369,8 +378,9 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
     prompt_logprobs = _logprob_count(body, "prompt_logprobs", None, vocab_size)
     if prompt_logprobs is not None and stream:  # vLLM refuses them streamed too
         raise bad("prompt_logprobs are not available with stream: true", "prompt_logprobs")
-    return Generation(model=model, stream=stream, include_usage=bool(options and _bool(options, "include_usage")),
-                      continuous_usage=bool(options and _bool(options, "continuous_usage_stats")),
+    return Generation(model=model, stream=stream, include_usage=bool(options and _bool(options, "include_usage", parent="stream_options")),
+                      continuous_usage=bool(options and _bool(options, "continuous_usage_stats",
+                                                              parent="stream_options")),
                       max_tokens=max_tokens, temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
                       top_p=_number(body, "top_p", 1.0, 1e-9, 1.0), top_k=max(top_k, 0),
                       seed=_int(body, "seed", None, -(2**63), 2**63 - 1), stop=_stop(body),
@@ -443,8 +453,9 @@ def _message(m, i):
         content = "".join(p["text"] for p in content)
     elif content is not None and not isinstance(content, str):
         raise bad(f"messages[{i}].content must be a string, a list of text parts or null", "messages")
-    if m.get("tool_call_id") is not None and not isinstance(m["tool_call_id"], str):
-        raise bad(f"messages[{i}].tool_call_id must be a string", "messages")
+    for key in ("name", "tool_call_id", "reasoning_content"):  # text a template writes (vLLM's types: str)
+        if m.get(key) is not None and not isinstance(m[key], str):
+            raise bad(f"messages[{i}].{key} must be a string", "messages")
     out = {**m, "content": content if content is not None else ""}
     if m.get("tool_calls") is not None:
         out["tool_calls"] = _tool_calls(m["tool_calls"], f"messages[{i}].tool_calls")
@@ -553,7 +564,7 @@ def _forced_calls(body, tools, gen):
         gen.required_calls, schema = True, forced_calls.required_schema(tools)
     else:
         gen.named_call, schema = name, forced_calls.parameters(tools[0])
-    gen.grammar, gen.grammar_field = _compiled(structured.json_grammar, schema, "tool_choice"), "tool_choice"
+    gen.grammar, gen.grammar_field = (structured.json_grammar, schema), "tool_choice"
 
 
 def chat_request(body, vocab_size, auto_tools=False):
@@ -582,10 +593,12 @@ def chat_request(body, vocab_size, auto_tools=False):
     gen.include_reasoning = _bool(body, "include_reasoning", True)
     # what a client asks for that the server does not have: the deprecated function calling, audio output
     if body.get("functions") or body.get("function_call") not in (None, "none"):
-        raise bad("functions and function_call are not supported", "functions")
+        raise bad("functions and function_call are not supported", "functions" if body.get("functions") else
+                  "function_call")
     modalities = body.get("modalities")
     if modalities not in (None, ["text"]) or body.get("audio") is not None:
-        raise bad("only text output is supported (modalities [\"text\"], no audio)", "modalities")
+        raise bad("only text output is supported (modalities [\"text\"], no audio)",
+                  "modalities" if modalities not in (None, ["text"]) else "audio")
     return gen, messages, kwargs
 
 

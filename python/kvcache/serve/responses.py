@@ -241,6 +241,8 @@ def request(body, store, tenant):
 def renamed(exc):
     """A chat refusal of a Responses request, naming the Responses field (input for messages, ...)."""
     if isinstance(exc, ApiError) and exc.param in FIELDS:
+        if exc.param.startswith("max_") and exc.message.startswith(exc.param + " "):  # names the field too
+            exc.message = FIELDS[exc.param] + exc.message[len(exc.param):]
         exc.param = FIELDS[exc.param]
     return exc
 
