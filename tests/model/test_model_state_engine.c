@@ -393,6 +393,7 @@ static void test_plan_agrees(void **state) {
     plan_agrees("falcon_mamba", 3, 3 * ((3 - 1) * 64 + 64 * 16) * 4);
     plan_agrees("jamba", 4, 3 * ((4 - 1) * 128 + 128 * 8) * 4);    /* 3 mixers beside the attention layer */
     plan_agrees("zamba2", 5, 3 * ((3 - 1) * 96 + 4 * 16 * 8) * 4); /* 3 mixers, 2 sites' K/V beside theirs */
+    plan_agrees("zamba", 5, 3 * ((3 - 1) * 64 + 64 * 8) * 4);      /* Mamba-1 states: conv [2, 64], ssm [64, 8] */
 }
 
 int main(void) {
