@@ -629,6 +629,8 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"qwen4_exp\",\"text_config\":{\"model_type\":\"qwen4_exp_text\"}}",
                    "\"qwen4_exp_text\" is planned only, not run: its indexed_attention layers' QSA token indexer");
     expect_refusal("{\"model_type\":\"qwen4_exp\"}", "\"qwen4_exp\" is planned only, not run");
+    expect_refusal("{\"model_type\":\"mllama\",\"text_config\":{\"model_type\":\"mllama_text_model\"}}",
+                   "\"mllama_text_model\" is planned only, not run: its cross-attention layers");
     expect_refusal("{\"model_type\":\"deepseek_v4\"}",
                    "\"deepseek_v4\" is planned only, not run: its hyper-connection residual streams");
     expect_refusal("{\"model_type\":\"hy_v4\"}", "\"hy_v4\" is planned only, not run: its hyper-connection");
