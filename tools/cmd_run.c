@@ -60,7 +60,7 @@ static void run_usage(FILE *f) {
             "gpt_neox_japanese,\n"
             "llama4_text, llama4 (its text model), phi, gpt_neox, gpt2, opt, gpt_bigcode, falcon, gptj, nemotron,\n"
             "ernie4_5_moe, phimoe, dbrx, bloom, mpt, gpt_neo, codegen, biogpt, lfm2, lfm2_moe, lfm3, bamba,\n"
-            "granitemoehybrid, nemotron_h, falcon_h1, mamba2, zamba2, mamba, falcon_mamba, jamba, rwkv,\n"
+            "granitemoehybrid, nemotron_h, falcon_h1, mamba2, zamba2, zamba, mamba, falcon_mamba, jamba, rwkv,\n"
             "qwen3_next, qwen3_5_text, qwen3_5_moe_text, kimi_linear, recurrent_gemma,\n"
             "qwen3_5, qwen3_5_moe (their text models), olmo_hybrid,\n"
             "nanochat, youtu, minicpm3, granite_swa, granitemoe_swa, flint, hy_v3, cohere2_moe, afmoe,\n"

@@ -303,7 +303,9 @@ typedef struct kvc_model_config {
      * weights, jamba with its dt_layernorm, b_layernorm, c_layernorm); dt_proj [I, R] and its bias, softplus; per
      * channel state = state exp(dt A) + dt B x (A = -exp(A_log) [I, N]), y = C . state + D x; y silu(z); out_proj [H,
      * I]. Such a layer keeps no K/V but a conv state (kvc_layer_cache.state [conv_kernel - 1, I]) and an ssm state
-     * (.recurrent [I, N]) per sequence. Last, as above. */
+     * (.recurrent [I, N]) per sequence. mamba_heads > 0 (Zamba, with its shared block: num_mem_blocks 1): the
+     * channels in mamba_heads heads, each with its own x_proj [R + 2 N, I / mamba_heads] and dt_proj, and in_proj's x
+     * and z rows alternating per channel; 0: one head, as above. Last, as above. */
     bool layer_mamba1[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     int64_t mamba_inner, mamba_dt_rank;
     bool mamba_bcdt_norm;
@@ -390,10 +392,11 @@ typedef struct kvc_model_config {
      * (layer_scalar); the KV-shared layers' MLP twice intermediate_size wide (mlp_double_shared). Last, as above. */
     bool v_norm, attn_k_eq_v, layer_scalar, mlp_double_shared;
     int64_t kv_shared_layers, ple_dim, ple_vocab;
-    /* Zamba2 (model_type zamba2): a Mamba2 mixer (layer_mamba) with its input_layernorm and residual in every layer
-     * (layer_no_ffn); on the layers layer_shared_block marks (layers_block_type "hybrid") the mixer reads h +
-     * linear(S) instead of h (its residual stays h), S the shared transformer block of that use site: an RMSNorm
-     * [2H] of [h | the embeddings], GQA attention from 2H (q, k, v each plus its LoRA adapter B A x under
+    /* Zamba2 (model_type zamba2; Zamba, zamba, alike over Mamba-1 mixers, layer_mamba1, with one block, no
+     * adapters: adapter_rank 0, gate and up apart): a Mamba2 mixer (layer_mamba) with its input_layernorm and residual
+     * in every layer (layer_no_ffn); on the layers layer_shared_block marks (layers_block_type "hybrid") the mixer
+     * reads h + linear(S) instead of h (its residual stays h), S the shared transformer block of that use site: an
+     * RMSNorm [2H] of [h | the embeddings], GQA attention from 2H (q, k, v each plus its LoRA adapter B A x under
      * shared_attn_adapter; RoPE only without layer_nope), o_proj, an RMSNorm [H], then act(gate) * up (gate | up
      * plus the site's adapter B A x; shared_act: silu, gelu (erf) or gelu_tanh) and down_proj, no residual inside.
      * num_mem_blocks blocks serve the use sites in turn (site i: block i % num_mem_blocks), loaded once; each site

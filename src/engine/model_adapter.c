@@ -97,7 +97,8 @@ static void set_costs(kvc_engine_model *em, const kvc_model_config *c, bool late
             const double I = (double)c->mamba_inner, X = (double)(c->mamba_dt_rank + 2 * c->mamba_d_state);
             token += 3.0 * H * I + I * X + I * (double)c->mamba_dt_rank + I * (double)c->conv_kernel +
                      3.0 * I * (double)c->mamba_d_state + mlp;
-            continue;
+            if (!c->layer_shared_block[l]) continue;
+            mlp = 0.0; /* Zamba's hybrid layers: the shared block's attention too */
         }
         if (!mla) { /* the layer's own heads and dims (kvci_layer_shape); AFMoE's gate */
             const kvci_attn_shape sh = kvci_layer_shape(c, l);

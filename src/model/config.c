@@ -180,23 +180,24 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
     KVC_TRY(rope_entries(hp, kinds, cfg->num_layers));
     bool any_sliding = false, any_chunked = false;
     /* a mixer, attention or MLP per layer (Nemotron-H), a mixer alone (Mamba2, Mamba, FalconMamba) */
-    const bool zamba2 = strcmp(cfg->model_type, "zamba2") == 0; /* hybrid layers: the shared block, the mixer */
+    const bool zamba = strcmp(cfg->model_type, "zamba2") == 0 || /* hybrid layers: the shared block, the mixer */
+                       strcmp(cfg->model_type, "zamba") == 0;
     const bool one_block = strcmp(cfg->model_type, "nemotron_h") == 0 || strcmp(cfg->model_type, "mamba2") == 0 ||
-                           zamba2 || (cfg->family == KVC_FAMILY_JAMBA && strcmp(cfg->model_type, "jamba") != 0);
+                           zamba || (cfg->family == KVC_FAMILY_JAMBA && strcmp(cfg->model_type, "jamba") != 0);
     for (int64_t i = 0; i < cfg->num_layers; i++) {
         cfg->layer_no_mixer[i] = one_block && kinds[i] == KVC_LK_NONE; /* an MLP or, "E", experts alone */
         cfg->layer_no_ffn[i] = one_block && kinds[i] != KVC_LK_NONE;
         const bool conv = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_LFM2;
         const bool gdn =
             kinds[i] == KVC_LK_STATE && (cfg->family == KVC_FAMILY_QWEN3_NEXT || cfg->family == KVC_FAMILY_KIMI_LINEAR);
-        const bool both = kinds[i] == KVC_LK_PARALLEL && (cfg->mamba_parallel_attn || zamba2); /* Falcon-H1, Zamba2 */
+        const bool both = kinds[i] == KVC_LK_PARALLEL && (cfg->mamba_parallel_attn || zamba); /* Falcon-H1, Zambas */
         const bool mamba = (kinds[i] == KVC_LK_STATE || both) && cfg->family == KVC_FAMILY_MAMBA2_HYBRID;
-        const bool mamba1 = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_JAMBA;
+        const bool mamba1 = (kinds[i] == KVC_LK_STATE || both) && cfg->family == KVC_FAMILY_JAMBA;
         const bool lightning = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_MINIMAX;
         const bool rwkv = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_RWKV; /* state_layers.c */
         const bool rglru = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_RECURRENT_GEMMA;
         if ((kinds[i] == KVC_LK_STATE && !conv && !gdn && !mamba && !mamba1 && !lightning && !rwkv && !rglru) ||
-            (kinds[i] == KVC_LK_NONE && !one_block) || (kinds[i] == KVC_LK_PARALLEL && !mamba))
+            (kinds[i] == KVC_LK_NONE && !one_block) || (kinds[i] == KVC_LK_PARALLEL && !mamba && !mamba1))
             return kvci_fail(KVC_EINVAL, "%s: layer %lld is a %s layer, which the runtime does not run", hp->cfg.doc,
                              (long long)i,
                              kinds[i] == KVC_LK_NONE ? "cache-less (MLP/MoE)" : "state (linear_attention or mamba)");
@@ -211,7 +212,7 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
         cfg->layer_mamba1[i] = mamba1;
         cfg->layer_lightning[i] = lightning;
         cfg->layer_rglru[i] = rglru;
-        cfg->layer_shared_block[i] = both && zamba2;
+        cfg->layer_shared_block[i] = both && zamba;
         cfg->layer_sliding[i] = kinds[i] == KVC_LK_SLIDING;
         cfg->layer_chunked[i] = kinds[i] == KVC_LK_CHUNKED;
         any_sliding |= cfg->layer_sliding[i];
@@ -327,7 +328,7 @@ static kvc_status parse_sizes(const kvc_hparams *hp, kvc_model_config *cfg) {
                strcmp(cfg->model_type, "mamba2") == 0 || strcmp(cfg->model_type, "zamba2") == 0 ||
                (cfg->family == KVC_FAMILY_JAMBA && strcmp(cfg->model_type, "jamba") != 0)) {
         /* no dense MLP, no key: Solar Open's and Kolibri 1's hooks set the experts' width; Mamba2 and Mamba have mixers
-         * alone; Zamba2's hook reads its shared MLP's (4 hidden_size when absent or null) */
+         * alone; Zamba2's and Zamba's hooks read their shared MLP's */
         cfg->intermediate_size = 1;
     } else {
         KVC_TRY(kvci_json_int(c, "intermediate_size", 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size, NULL));

@@ -416,11 +416,16 @@ bool kvci_is_zamba2(const kvc_hparams *hp);
 kvc_status kvci_zamba_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
 kvc_status kvci_zamba2_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s);
 kvc_status kvci_zamba_softmax_scale(const kvc_family_ctx *ctx, int64_t head_dim, double *scale);
-/* Zamba2's runtime keys (its mixer, the shared block, its adapters) into cfg. */
+/* Zamba2's and Zamba's runtime keys (the mixer, the shared block, Zamba2's adapters) into cfg. */
 kvc_status kvci_zamba2_parse(const kvc_hparams *hp, kvc_model_config *cfg);
-/* Zamba2's layer l (zamba.c): on a hybrid layer the shared block of its use site and the linear before the mixer,
- * into ws->proj; layer 0 keeps the step's embeddings for them. */
-kvc_status kvci_zamba2_layer(const struct kvc_fwd_step *s, int64_t l);
+kvc_status kvci_zamba_parse(const kvc_hparams *hp, kvc_model_config *cfg);
+/* Zamba's and Zamba2's layer l (zamba.c): on a hybrid layer the shared block of its use site and the linear before
+ * the mixer, then the mixer (Mamba-1 or Mamba2), into ws->proj; layer 0 keeps the step's embeddings for them. */
+kvc_status kvci_zamba_layer(const struct kvc_fwd_step *s, int64_t l);
+/* JambaConfig's and ZambaConfig's mixer keys (family_mamba1.c; their defaults when absent): mamba_expand (2) x
+ * hidden_size channels (mamba_inner), mamba_d_state (16), mamba_d_conv (4), mamba_conv_bias (true), mamba_proj_bias
+ * (false), mamba_dt_rank ("auto": ceil(hidden_size / 16)). */
+kvc_status kvci_mamba1_prefixed_keys(const kvc_json_obj *c, kvc_model_config *cfg);
 
 /* Whether cfg is DeepSeek-V2's (family_deepseek_v3.c): the softmax router, no e_score_correction_bias. */
 bool kvci_deepseek_v2(const kvc_model_config *cfg);

@@ -62,7 +62,7 @@ static kvc_status mamba1_states(const kvc_hparams *hp, int64_t hidden_size, int6
     return KVC_OK;
 }
 
-/* key (time_step_rank, Jamba's mamba_dt_rank): a rank, or "auto" (the default): ceil(hidden_size / 16). */
+/* key (time_step_rank, Jamba's and Zamba's mamba_dt_rank): a rank, or "auto" (the default): ceil(hidden_size / 16). */
 static kvc_status read_dt_rank(const kvc_json_obj *c, const char *key, kvc_model_config *cfg) {
     const cJSON *v = kvci_json_find(c, key);
     if (v == NULL || (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0)) {
@@ -70,6 +70,18 @@ static kvc_status read_dt_rank(const kvc_json_obj *c, const char *key, kvc_model
         return KVC_OK;
     }
     return kvci_json_int_value(v, key, 1, KVC_HP_MAX_DIM, &cfg->mamba_dt_rank);
+}
+
+kvc_status kvci_mamba1_prefixed_keys(const kvc_json_obj *c, kvc_model_config *cfg) {
+    int64_t expand = 2;
+    KVC_TRY(kvci_family_opt_int(c, "mamba_expand", 2, 1, KVC_HP_MAX_DIM, &expand));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_d_state", 16, 1, KVC_HP_MAX_DIM, &cfg->mamba_d_state));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_d_conv", 4, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel));
+    KVC_TRY(kvci_family_opt_bool(c, "mamba_conv_bias", true, &cfg->mamba_conv_bias));
+    KVC_TRY(kvci_family_opt_bool(c, "mamba_proj_bias", false, &cfg->mamba_proj_bias));
+    KVC_TRY(read_dt_rank(c, "mamba_dt_rank", cfg));
+    cfg->mamba_inner = expand * cfg->hidden_size; /* each below 2^20: no overflow */
+    return KVC_OK;
 }
 
 /* Jamba (JambaConfig): the mixer's keys mamba_d_state (16), mamba_d_conv (4), mamba_expand (2), mamba_dt_rank
@@ -83,18 +95,12 @@ static kvc_status parse_jamba(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     static const char *const experts_n[KVC_HP_ALIASES] = {"num_experts", "num_local_experts"};
     const kvc_json_range eps = {0.0, 1.0, false};
-    int64_t expand = 2, experts = 16, period = 2, offset = 1;
+    int64_t experts = 16, period = 2, offset = 1;
     bool have = false;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));
     KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-6, eps, &cfg->rms_norm_eps));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_expand", 2, 1, KVC_HP_MAX_DIM, &expand));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_d_state", 16, 1, KVC_HP_MAX_DIM, &cfg->mamba_d_state));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_d_conv", 4, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel));
-    KVC_TRY(kvci_family_opt_bool(c, "mamba_conv_bias", true, &cfg->mamba_conv_bias));
-    KVC_TRY(kvci_family_opt_bool(c, "mamba_proj_bias", false, &cfg->mamba_proj_bias));
-    KVC_TRY(read_dt_rank(c, "mamba_dt_rank", cfg));
-    cfg->mamba_inner = expand * cfg->hidden_size; /* each below 2^20: no overflow */
+    KVC_TRY(kvci_mamba1_prefixed_keys(c, cfg));
     cfg->mamba_bcdt_norm = true, cfg->mamba_bcdt_eps = cfg->rms_norm_eps;
     KVC_TRY(kvci_hparams_int(c, experts_n, 1, KVC_HP_MAX_EXPERTS, &experts, &have));
     KVC_TRY(kvci_family_opt_int(c, "num_experts_per_tok", 2, 1, experts, &cfg->experts_per_tok));
@@ -123,6 +129,7 @@ static kvc_status parse_mamba1(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_range eps = {0.0, 1.0, false};
     int64_t expand = 2;
     if (strcmp(cfg->model_type, "jamba") == 0) return parse_jamba(hp, cfg);
+    if (strcmp(cfg->model_type, "zamba") == 0) return kvci_zamba_parse(hp, cfg);
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
     KVC_TRY(kvci_family_opt_int(c, "expand", 2, 1, KVC_HP_MAX_DIM, &expand));
     KVC_TRY(kvci_family_opt_int(c, "state_size", 16, 1, KVC_HP_MAX_DIM, &cfg->mamba_d_state));
@@ -152,10 +159,17 @@ static kvc_status check_mamba1(const kvc_model_config *c, const char *doc) {
                          "mamba_bcdt_eps %g outside the reader's bounds",
                          doc, (long long)c->mamba_inner, (long long)c->mamba_dt_rank, (long long)c->mamba_d_state,
                          (long long)c->conv_kernel, c->mamba_bcdt_eps);
+    /* Zamba's heads: whole channels each, and only with its shared block (which has no tensor-parallel rule) */
+    if (c->mamba_heads < 0 || (c->mamba_heads > 0 && (c->mamba_inner % c->mamba_heads != 0 || c->num_mem_blocks != 1)))
+        return kvci_fail(KVC_EINVAL,
+                         "%s: mamba_heads %lld on Mamba-1 layers must be 0, or divide mamba_inner %lld with "
+                         "num_mem_blocks 1 (zamba's)",
+                         doc, (long long)c->mamba_heads, (long long)c->mamba_inner);
     return KVC_OK;
 }
 
 static kvc_status mamba1_operator(const kvc_fwd_step *s, int64_t l) {
+    if (s->m->cfg.num_mem_blocks > 0) return kvci_zamba_layer(s, l); /* Zamba: hybrid layers' shared block too */
     return s->m->cfg.layer_mamba1[l] ? kvci_mamba1_mixer(s, l) : kvci_attn_gqa(s, l);
 }
 
@@ -167,7 +181,7 @@ static kvc_status mamba1_ffn(const kvc_fwd_step *s, int64_t l) {
 static const kvc_family_alias MAMBA1[] = {{"mamba", "MambaForCausalLM", "mamba", true},
                                           {"falcon_mamba", "FalconMambaForCausalLM", "falcon_mamba", true},
                                           {"jamba", "JambaForCausalLM", "jamba", true},
-                                          {"zamba", "ZambaForCausalLM", "zamba", false}};
+                                          {"zamba", "ZambaForCausalLM", "zamba", true}};
 
 const kvc_family_desc kvc_family_jamba = {
     .id = KVC_FAMILY_JAMBA,

@@ -269,7 +269,7 @@ kvc_status kvci_mamba2_softmax_scale(const kvc_family_ctx *ctx, int64_t head_dim
 }
 
 kvc_status kvci_mamba2_operator(const kvc_fwd_step *s, int64_t l) {
-    if (s->m->cfg.num_mem_blocks > 0) return kvci_zamba2_layer(s, l); /* Zamba2: hybrid layers' shared block too */
+    if (s->m->cfg.num_mem_blocks > 0) return kvci_zamba_layer(s, l); /* Zamba2: hybrid layers' shared block too */
     if (s->m->cfg.layer_mamba[l] && s->m->cfg.mamba_parallel_attn) return kvci_falcon_h1_layer(s, l);
     return s->m->cfg.layer_mamba[l] ? kvci_mamba2_mixer(s, l) : kvci_attn_gqa(s, l);
 }

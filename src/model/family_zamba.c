@@ -3,7 +3,7 @@
  * MLP, its weights shared by its use sites) over the concatenation of the hidden state and the embeddings. Each use
  * site keeps its own K/V (transformers' cache.update at the hybrid layer's index), beside the layer's mixer states:
  * a hybrid layer is KVC_LK_PARALLEL. This file: the layer kinds, Zamba2's state shapes and the softmax scale, shared
- * by the planner and the runtime. */
+ * by the planner and the runtime, and both types' runtime keys. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -110,7 +110,7 @@ kvc_status kvci_zamba_softmax_scale(const kvc_family_ctx *ctx, int64_t head_dim,
     return KVC_OK;
 }
 
-/* Zamba2ForCausalLM's hidden_act for the shared MLP: gelu (GELU by erf, the default), silu, or a tanh GELU. */
+/* Zamba's and Zamba2's hidden_act for the shared MLP: gelu (GELU by erf, the default), silu, or a tanh GELU. */
 static kvc_status read_shared_act(const kvc_json_obj *c, kvc_model_config *cfg) {
     const char *act = "gelu";
     bool have = false;
@@ -122,8 +122,8 @@ static kvc_status read_shared_act(const kvc_json_obj *c, kvc_model_config *cfg) 
     else if (strcmp(act, "gelu_pytorch_tanh") == 0 || strcmp(act, "gelu_new") == 0 || strcmp(act, "gelu_fast") == 0)
         cfg->shared_act = KVC_MLP_GELU_TANH;
     else
-        return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (zamba2: gelu, silu or a tanh GELU)",
-                         c->doc, act);
+        return kvci_fail(KVC_EINVAL, "%s: hidden_act \"%s\" is not supported (%s: gelu, silu or a tanh GELU)", c->doc,
+                         act, cfg->model_type);
     return KVC_OK;
 }
 
@@ -171,6 +171,46 @@ kvc_status kvci_zamba2_parse(const kvc_hparams *hp, kvc_model_config *cfg) {
     if (long_ctx) cfg->max_position_embeddings = 16384;
     cfg->query_pre_attn_scalar = (double)cfg->head_dim / 2.0;
     cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = cfg->mamba_proj_bias = false;
+    return KVC_OK;
+}
+
+/* ZambaConfig's keys (its defaults when absent): the Mamba-1 mixer's mamba_expand (2) x hidden_size channels in
+ * n_mamba_heads (2) heads, mamba_d_state (16), mamba_d_conv (4), mamba_dt_rank ("auto"), mamba_conv_bias (true),
+ * mamba_proj_bias (false), hidden_mamba_act silu (the only one run); the shared block: attention_hidden_size 2
+ * hidden_size (null or absent; the block reads [h | embeddings]), attention_head_dim (hparams), softmax scale
+ * (head_dim / 2)^-1/2, no positions, intermediate_size (14848), hidden_act (gelu); rms_norm_eps (1e-5), tied
+ * (true); max_position_embeddings 4096 when absent (hparams.c). One block serves every hybrid layer (loaded once when
+ * tied: transformers 5.25 ties the sites only then), no adapters. use_mamba_kernels, use_associative_scan and the
+ * time_step_* keys choose kernels or initial weights only. */
+kvc_status kvci_zamba_parse(const kvc_hparams *hp, kvc_model_config *cfg) {
+    const kvc_json_obj *c = &hp->cfg;
+    const kvc_json_range eps = {0.0, 1.0, false};
+    int64_t att = 0;
+    bool have = false;
+    const char *act = "silu";
+    KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
+    KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    KVC_TRY(kvci_family_opt_num(c, "rms_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
+    KVC_TRY(kvci_json_int(c, "attention_hidden_size", 1, KVC_HP_MAX_WIDTH, &att, &have));
+    if (have && att != 2 * cfg->hidden_size)
+        return kvci_fail(KVC_EINVAL,
+                         "%s: attention_hidden_size %lld is not supported (zamba: 2 hidden_size = %lld, the width of "
+                         "[h | embeddings])",
+                         c->doc, (long long)att, (long long)(2 * cfg->hidden_size));
+    KVC_TRY(kvci_json_str(c, "hidden_mamba_act", KVC_HP_NAME_MAX, &act, &have));
+    if (strcmp(act, "silu") != 0 && strcmp(act, "swish") != 0)
+        return kvci_fail(KVC_EINVAL, "%s: hidden_mamba_act \"%s\" is not supported (zamba: silu)", c->doc, act);
+    KVC_TRY(kvci_mamba1_prefixed_keys(c, cfg));
+    KVC_TRY(kvci_family_opt_int(c, "n_mamba_heads", 2, 1, KVC_HP_MAX_DIM, &cfg->mamba_heads));
+    if (cfg->mamba_inner % cfg->mamba_heads != 0)
+        return kvci_fail(KVC_EINVAL, "%s: n_mamba_heads %lld does not divide mamba_expand * hidden_size %lld", c->doc,
+                         (long long)cfg->mamba_heads, (long long)cfg->mamba_inner);
+    KVC_TRY(kvci_family_opt_int(c, "intermediate_size", 14848, 1, KVC_HP_MAX_WIDTH, &cfg->intermediate_size));
+    KVC_TRY(read_shared_act(c, cfg));
+    cfg->num_mem_blocks = 1;
+    for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
+    cfg->query_pre_attn_scalar = (double)cfg->head_dim / 2.0;
+    cfg->qkv_bias = cfg->o_bias = cfg->mlp_bias = false;
     return KVC_OK;
 }
 

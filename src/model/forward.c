@@ -124,7 +124,7 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
     A(yg, Tm * mw);
     A(lat, Tm * c->moe_latent_size);
     A(shortcut, c->moe_shortcut ? Tm * H : 1); /* LongCat-Flash's MoE output held for the odd sub-layer */
-    A(zamba, c->num_mem_blocks > 0 ? kvci_zamba2_scratch(c, Tm) : 1);
+    A(zamba, c->num_mem_blocks > 0 ? kvci_zamba_scratch(c, Tm) : 1);
     A(router, Tm * E);
     A(route_tmp, 2 * E);
     A(selw, Tm * K);

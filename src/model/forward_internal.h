@@ -45,7 +45,7 @@ struct kvc_model_workspace {
     float *router;          /* [Tm, E] router logits / scores (E: with LongCat-Flash's zero experts) */
     float *route_tmp;       /* [2E] */
     float *shortcut;        /* [Tm, H] LongCat-Flash: the MoE output of the even sub-layer, else unused */
-    float *zamba;           /* [kvci_zamba2_scratch(Tm)] Zamba2: embeddings, shared block input, adapters */
+    float *zamba;           /* [kvci_zamba_scratch(Tm)] Zamba(2): embeddings, shared block input, adapters */
     int32_t *sel;           /* [Tm, k] chosen experts */
     float *selw;            /* [Tm, k] their weights */
     int32_t *tok;           /* [Tm] tokens routed to one expert */
@@ -160,8 +160,8 @@ kvc_status kvci_mamba2_mixer(const kvc_fwd_step *s, int64_t l);
 /* The in_proj rows of c's mixer (I + C + nh) and the floats of ws->mamba for `tokens` tokens. */
 int64_t kvci_mamba2_in_width(const kvc_model_config *c);
 int64_t kvci_mamba2_scratch(const kvc_model_config *c, int64_t tokens);
-/* Zamba2's scratch floats for a step of `tokens` (zamba.c). */
-int64_t kvci_zamba2_scratch(const kvc_model_config *c, int64_t tokens);
+/* Zamba's and Zamba2's scratch floats for a step of `tokens` (zamba.c). */
+int64_t kvci_zamba_scratch(const kvc_model_config *c, int64_t tokens);
 /* The Mamba-1 mixer in place of attention (mamba1.c): reads ws->xn, writes ws->proj, uses ws->fused [T, 2 I] and
  * ws->mamba [kvci_mamba1_scratch(T)], reads and rewrites each row's conv and ssm states when the step has caches. */
 kvc_status kvci_mamba1_mixer(const kvc_fwd_step *s, int64_t l);

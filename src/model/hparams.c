@@ -389,7 +389,9 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     int64_t offset = 0; /* RoBERTa's positions from pad_token_id + 1 on: fewer than its table's rows */
     if (kvci_family_is_bert(mt)) KVC_TRY(kvci_family_bert_positions(hp, &hp->max_pos, &offset));
     if (!hp->have_max_pos && jetmoe) hp->max_pos = 4096, hp->have_max_pos = true; /* JetMoeConfig's */
-    if (!hp->have_max_pos && mt != NULL && strcmp(mt, "openai-gpt") == 0)         /* OpenAIGPTConfig's n_positions */
+    if (!hp->have_max_pos && mt != NULL && strcmp(mt, "zamba") == 0)              /* ZambaConfig's */
+        hp->max_pos = 4096, hp->have_max_pos = true;
+    if (!hp->have_max_pos && mt != NULL && strcmp(mt, "openai-gpt") == 0) /* OpenAIGPTConfig's n_positions */
         hp->max_pos = 512, hp->have_max_pos = true;
     if (!hp->have_max_pos && mt != NULL && strcmp(mt, "ctrl") == 0) /* CTRLConfig's n_positions: its table's rows */
         hp->max_pos = 256, hp->have_max_pos = true;

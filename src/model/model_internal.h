@@ -160,9 +160,10 @@ typedef struct kvc_layer_weights {
     float *ssm_dt_bias, *ssm_a_log, *ssm_d, *ssm_norm;
     kvc_wmat ssm_out; /* the mixer's out_proj [H, I] (beside Falcon-H1's attention o_proj, wo) */
     float *ssm_out_b; /* its bias [H] (mamba_proj_bias; Falcon-H1: projectors_bias), else NULL */
-    /* A Mamba-1 mixer (layer_mamba1) reads conv_in (in_proj [2 I, H]), conv_w / conv_b ([I, L], [I]), wo / bo,
-     * these two, x_proj [R + 2 N, I] and dt_proj [I, R], and ssm_dt_bias (dt_proj's bias [I]), ssm_a_log [I, N] and
-     * ssm_d [I]; Jamba's dt, B and C norm weights [R], [N], [N] (else NULL) */
+    /* A Mamba-1 mixer (layer_mamba1) reads conv_in (in_proj [2 I, H]), conv_w / conv_b ([I, L], [I]), ssm_out /
+     * ssm_out_b (out_proj; Zamba's hybrid layers keep the shared block's o_proj in wo), these two, x_proj
+     * [R + 2 N, I] and dt_proj [I, R] (Zamba's per head: [nh][R + 2 N, P] and [nh][P, R]), and ssm_dt_bias (dt_proj's
+     * bias [I]), ssm_a_log [I, N] and ssm_d [I]; Jamba's dt, B and C norm weights [R], [N], [N] (else NULL) */
     kvc_wmat ssm_x_proj, ssm_dt_proj;
     float *ssm_dt_norm, *ssm_b_norm, *ssm_c_norm;
     /* RWKV-4 (rwkv.c): time mixing reads wk, wv, wq (its key, value and receptance [H, H]) and wo (output [H, H]),

@@ -8,9 +8,9 @@
 
 kvc_status kvci_shard_state_config(const kvc_model_config *full, int64_t tp, kvc_model_config *c) {
     if (tp == 1) return KVC_OK;
-    if (full->num_mem_blocks > 0) /* Zamba2: the shared block reads the whole [h | embeddings] */
+    if (full->num_mem_blocks > 0) /* Zamba, Zamba2: the shared block reads the whole [h | embeddings] */
         return kvci_fail(KVC_EINVAL,
-                         "model: tensor parallelism %lld over %s: its state layers (Mamba2 mixers with the shared "
+                         "model: tensor parallelism %lld over %s: its state layers (mixers with the shared "
                          "transformer block on the hybrid layers) have no shard rule",
                          (long long)tp, full->model_type);
     if (full->gdn_kda) /* transformers replicates Kimi-Linear's attention; no shard rule here either */

@@ -766,12 +766,27 @@ static kvc_status visit_mamba2(visitor *v, const kvc_model_config *c, kvc_layer_
     return KVC_OK;
 }
 
-/* A Mamba-1 mixer (mamba1.c): mamba.in_proj [2 I, H], the depthwise mamba.conv1d [I, 1, L], x_proj [R + 2 N, I],
- * dt_proj [I, R] and its bias [I], A_log [I, N], D [I], out_proj [H, I] (Jamba: the weights of its dt, B and C
- * norms, [R], [N], [N]); in_proj / out_proj biases under
- * mamba_proj_bias, the conv's under mamba_conv_bias. A rank: its channels (I of the config) of in_proj's x and z,
- * the conv, dt_proj, A_log and D; x_proj and out_proj by those input columns (their partial sums added over the
- * ranks), the dt / B / C norms whole, out_proj's bias on rank 0. */
+/* The rest of Zamba's Mamba-1 mixer of nh = mamba_heads heads of P channels (no tensor parallelism): per head its
+ * x_proj_weight [nh, R + 2 N, P] and dt_proj_weight [nh, P, R], dt_proj_bias and D [nh, P], A_log [nh, P, N]. */
+static kvc_status visit_zamba_mixer(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
+    const int64_t H = c->hidden_size, I = c->mamba_inner, N = c->mamba_d_state, R = c->mamba_dt_rank;
+    const int64_t nh = c->mamba_heads, P = I / nh, a_log[3] = {nh, P, N};
+    TRY(m3(v, "mamba.x_proj_weight", nh, R + 2 * N, P, &w->ssm_x_proj, false, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(m3(v, "mamba.dt_proj_weight", nh, P, R, &w->ssm_dt_proj, false, KVC_WINIT_WEIGHT, WHOLE));
+    TRY(v2(v, "mamba.dt_proj_bias", nh, P, &w->ssm_dt_bias, KVC_WINIT_BIAS, WHOLE));
+    TRY(visit(v, "mamba.A_log", 3, a_log, &w->ssm_a_log, NULL, false, KVC_WINIT_BIAS, WHOLE));
+    TRY(v2(v, "mamba.D", nh, P, &w->ssm_d, KVC_WINIT_NORM, WHOLE));
+    TRY(m2(v, "mamba.out_proj.weight", H, I, &w->ssm_out, WHOLE));
+    if (c->mamba_proj_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->ssm_out_b, KVC_WINIT_BIAS, WHOLE));
+    return KVC_OK;
+}
+
+/* A Mamba-1 mixer (mamba1.c): mamba.in_proj [2 I, H] (Zamba's: x and z rows alternating), the depthwise mamba.conv1d
+ * [I, 1, L], x_proj [R + 2 N, I], dt_proj [I, R] and its bias [I], A_log [I, N], D [I], out_proj [H, I] (Jamba: the
+ * weights of its dt, B and C norms, [R], [N], [N]); in_proj / out_proj biases under mamba_proj_bias, the conv's under
+ * mamba_conv_bias. A rank: its channels (I of the config) of in_proj's x and z, the conv, dt_proj, A_log and D; x_proj
+ * and out_proj by those input columns (their partial sums added over the ranks), the dt / B / C norms whole, out_proj's
+ * bias on rank 0. */
 static kvc_status visit_mamba1(visitor *v, const kvc_model_config *c, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, I = c->mamba_inner, N = c->mamba_d_state, R = c->mamba_dt_rank;
     const int64_t taps[3] = {I, 1, c->conv_kernel};
@@ -780,6 +795,7 @@ static kvc_status visit_mamba1(visitor *v, const kvc_model_config *c, kvc_layer_
     if (c->mamba_proj_bias) TRY(v1(v, "mamba.in_proj.bias", 2 * I, &w->conv_in_b, KVC_WINIT_BIAS, in));
     TRY(visit(v, "mamba.conv1d.weight", 3, taps, &w->conv_w, NULL, false, KVC_WINIT_WEIGHT, rows));
     if (c->mamba_conv_bias) TRY(v1(v, "mamba.conv1d.bias", I, &w->conv_b, KVC_WINIT_BIAS, rows));
+    if (c->mamba_heads > 0) return visit_zamba_mixer(v, c, w);
     TRY(m2(v, "mamba.x_proj.weight", R + 2 * N, I, &w->ssm_x_proj, even(v, 1, I)));
     if (strcmp(c->model_type, "jamba") == 0) { /* Jamba's dt / B / C norms have weights */
         TRY(v1(v, "mamba.dt_layernorm.weight", R, &w->ssm_dt_norm, KVC_WINIT_NORM, WHOLE));
@@ -790,8 +806,8 @@ static kvc_status visit_mamba1(visitor *v, const kvc_model_config *c, kvc_layer_
     TRY(v1(v, "mamba.dt_proj.bias", I, &w->ssm_dt_bias, KVC_WINIT_BIAS, rows));
     TRY(v2(v, "mamba.A_log", I, N, &w->ssm_a_log, KVC_WINIT_BIAS, rows));
     TRY(v1(v, "mamba.D", I, &w->ssm_d, KVC_WINIT_NORM, rows));
-    TRY(m2(v, "mamba.out_proj.weight", H, I, &w->wo, even(v, 1, I)));
-    if (c->mamba_proj_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->bo, KVC_WINIT_BIAS, rank0_bias(v)));
+    TRY(m2(v, "mamba.out_proj.weight", H, I, &w->ssm_out, even(v, 1, I)));
+    if (c->mamba_proj_bias) TRY(v1(v, "mamba.out_proj.bias", H, &w->ssm_out_b, KVC_WINIT_BIAS, rank0_bias(v)));
     return KVC_OK;
 }
 
@@ -821,25 +837,27 @@ static kvc_status visit_rwkv_channel_mix(visitor *v, const kvc_model_config *c, 
     return m2(v, "feed_forward.value.weight", H, I, &w->w_down, WHOLE);
 }
 
-/* Zamba2's layer l: its mixer and input_layernorm (a hybrid layer's under mamba_decoder.); a hybrid layer's linear
- * [H, H] and its use site i's adapters (linear_{q,k,v}_adapter_list.i under shared_attn_adapter,
- * gate_up_proj_adapter_list.i: .0 [r, in], .1 [out, r]), read, with the shared block itself at its first use site
- * only, from model.layers.F.shared_transformer. of that first site F (transformers ties the later sites' copies to
+/* Zamba's and Zamba2's layer l: its mixer (Zamba: Mamba-1, Zamba2: Mamba2) and input_layernorm (a hybrid layer's
+ * under mamba_decoder.); a hybrid layer's linear [H, H] and Zamba2's adapters of its use site i
+ * (linear_{q,k,v}_adapter_list.i under shared_attn_adapter, gate_up_proj_adapter_list.i: .0 [r, in], .1 [out, r]),
+ * read, with the shared block itself at its first use site only, from model.layers.F.shared_transformer. (Zamba:
+ * shared_transf., gate_proj and up_proj apart) of that first site F (transformers ties the later sites' copies to
  * it). No tensor parallelism (shard_state.c). */
-static kvc_status visit_zamba2(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
+static kvc_status visit_zamba(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size, A = 2 * H, I = c->intermediate_size, r = c->adapter_rank;
     const int64_t nq = c->num_heads * c->head_dim, nk = c->num_kv_heads * c->head_dim;
-    const bool hybrid = c->layer_shared_block[l];
+    const bool hybrid = c->layer_shared_block[l], zamba1 = c->layer_mamba1[l];
     snprintf(v->prefix, sizeof v->prefix, hybrid ? "model.layers.%lld.mamba_decoder." : "model.layers.%lld.",
              (long long)l);
     TRY(v1(v, "input_layernorm.weight", H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
-    TRY(visit_mamba2(v, c, w));
+    TRY(zamba1 ? visit_mamba1(v, c, w) : visit_mamba2(v, c, w));
     if (!hybrid) return KVC_OK;
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
     TRY(m2(v, "linear.weight", H, H, &w->zamba_linear, WHOLE));
     int64_t first = l;
     const int64_t site = kvci_zamba_site(c, l, &first);
-    snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.shared_transformer.", (long long)first);
+    snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.%s.", (long long)first,
+             zamba1 ? "shared_transf" : "shared_transformer");
     if (first == l) { /* the block, once */
         TRY(v1(v, "input_layernorm.weight", A, &w->post_norm, KVC_WINIT_NORM, WHOLE));
         TRY(m2(v, "self_attn.q_proj.weight", nq, A, &w->wq, WHOLE));
@@ -847,7 +865,7 @@ static kvc_status visit_zamba2(visitor *v, const kvc_model_config *c, int64_t l,
         TRY(m2(v, "self_attn.v_proj.weight", nk, A, &w->wv, WHOLE));
         TRY(m2(v, "self_attn.o_proj.weight", H, nq, &w->wo, WHOLE));
         TRY(v1(v, "pre_ff_layernorm.weight", H, &w->pre_ff_norm, KVC_WINIT_NORM, WHOLE));
-        const char *gu = "feed_forward.gate_up_proj.weight";
+        const char *gu = zamba1 ? NULL : "feed_forward.gate_up_proj.weight"; /* Zamba2's fused */
         TRY(m2_in(v, "feed_forward.gate_proj.weight", I, H, &w->w_gate, WHOLE, (kvc_wfused){gu, 2 * I, 0, 0, 0}));
         TRY(m2_in(v, "feed_forward.up_proj.weight", I, H, &w->w_up, WHOLE, (kvc_wfused){gu, 2 * I, I, 0, 0}));
         TRY(m2(v, "feed_forward.down_proj.weight", H, I, &w->w_down, WHOLE));
@@ -855,7 +873,7 @@ static kvc_status visit_zamba2(visitor *v, const kvc_model_config *c, int64_t l,
     static const char *const list[4] = {"self_attn.linear_q_adapter_list", "self_attn.linear_k_adapter_list",
                                         "self_attn.linear_v_adapter_list", "feed_forward.gate_up_proj_adapter_list"};
     const int64_t in[4] = {A, A, A, H}, out[4] = {A, A, A, 2 * I};
-    for (int j = c->shared_attn_adapter ? 0 : 3; j < 4; j++) {
+    for (int j = c->shared_attn_adapter ? 0 : 3; r > 0 && j < 4; j++) {
         char n[96];
         snprintf(n, sizeof n, "%s.%lld.0.weight", list[j], (long long)site);
         TRY(m2(v, n, r, in[j], &w->zamba_ad_a[j], WHOLE));
@@ -887,7 +905,7 @@ static kvc_status visit_mixer(visitor *v, const kvc_model_config *c, int64_t l, 
 
 static kvc_status visit_layer(visitor *v, const kvc_model_config *c, int64_t l, kvc_layer_weights *w) {
     const int64_t H = c->hidden_size;
-    if (c->num_mem_blocks > 0) return visit_zamba2(v, c, l, w); /* Zamba2: its names, its shared block */
+    if (c->num_mem_blocks > 0) return visit_zamba(v, c, l, w); /* Zamba(2): its names, its shared block */
     snprintf(v->prefix, sizeof v->prefix, "model.layers.%lld.", (long long)l);
     TRY(visit_layer_norms(v, c, l, w));
     if (c->residual_gates) {
@@ -985,7 +1003,7 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     if (strcmp(c->model_type, "bamba") == 0 || strcmp(c->model_type, "falcon_h1") == 0 || c->num_mem_blocks > 0)
         final = "model.final_layernorm.weight";
     if (strcmp(c->model_type, "nemotron_h") == 0 || strcmp(c->model_type, "mamba2") == 0 ||
-        (c->family == KVC_FAMILY_JAMBA && strcmp(c->model_type, "jamba") != 0))
+        (c->family == KVC_FAMILY_JAMBA && strcmp(c->model_type, "jamba") != 0 && c->num_mem_blocks == 0))
         final = "model.norm_f.weight";
     if (c->hc_mult > 0) { /* HY V4's hc_head */
         TRY(v2(&v, "model.hc_head.hc_fn", c->hc_mult, c->hc_mult * c->hidden_size, &m->hc_head_fn, KVC_WINIT_WEIGHT,
@@ -1176,30 +1194,35 @@ static kvc_status check_extras(const kvc_model_config *c) {
     return KVC_OK;
 }
 
-/* Zamba2's fields (num_mem_blocks > 0): zamba2's only, every layer a Mamba2 mixer without its own MLP, the hybrid
- * layers marked by layer_shared_block alone, an adapter_rank, the shared MLP's activation, attention adapters only
- * where every head count x head_dim is 2 hidden_size. */
-static kvc_status check_zamba2(const kvc_model_config *c) {
+/* Zamba's and Zamba2's fields (num_mem_blocks > 0): theirs only, every layer a mixer (Zamba: Mamba-1, Zamba2:
+ * Mamba2) without its own MLP, the hybrid layers marked by layer_shared_block alone, the shared MLP's activation;
+ * Zamba2 an adapter_rank and attention adapters only where every head count x head_dim is 2 hidden_size, Zamba one
+ * block and no adapters. */
+static kvc_status check_zamba(const kvc_model_config *c) {
     bool any = false;
     for (int64_t l = 0; l < c->num_layers; l++) any |= c->layer_shared_block[l];
-    if (c->num_mem_blocks == 0 && !any && !c->shared_attn_adapter) return KVC_OK;
+    if (c->num_mem_blocks == 0 && !any && !c->shared_attn_adapter && c->adapter_rank == 0) return KVC_OK;
     const int64_t A = 2 * c->hidden_size;
-    if (strcmp(c->model_type, "zamba2") != 0 || c->num_mem_blocks < 1 || c->num_mem_blocks > KVC_MODEL_MAX_LAYERS ||
-        c->adapter_rank < 1 || c->adapter_rank > KVC_MODEL_MAX_DIM ||
+    const bool z2 = strcmp(c->model_type, "zamba2") == 0, z1 = strcmp(c->model_type, "zamba") == 0;
+    if ((!z1 && !z2) || c->num_mem_blocks < 1 || c->num_mem_blocks > KVC_MODEL_MAX_LAYERS ||
+        (z2 && (c->adapter_rank < 1 || c->adapter_rank > KVC_MODEL_MAX_DIM)) ||
+        (z1 && (c->adapter_rank != 0 || c->num_mem_blocks != 1 || c->shared_attn_adapter)) ||
         (c->shared_act != KVC_MLP_SILU && c->shared_act != KVC_MLP_GELU && c->shared_act != KVC_MLP_GELU_TANH) ||
         (c->shared_attn_adapter && (c->num_heads * c->head_dim != A || c->num_kv_heads * c->head_dim != A)))
         return kvci_fail(KVC_EINVAL,
                          "model: num_mem_blocks %lld, adapter_rank %lld, shared_act %d, shared_attn_adapter: zamba2's "
-                         "only, num_mem_blocks in [1, %d], adapter_rank >= 1, shared_act silu, gelu or gelu_tanh, "
-                         "attention adapters with heads x head_dim 2 hidden_size",
+                         "and zamba's only, num_mem_blocks in [1, %d] (zamba: 1), adapter_rank >= 1 (zamba: 0), "
+                         "shared_act silu, gelu or gelu_tanh, attention adapters (zamba2's) with heads x head_dim 2 "
+                         "hidden_size",
                          (long long)c->num_mem_blocks, (long long)c->adapter_rank, (int)c->shared_act,
                          KVC_MODEL_MAX_LAYERS);
     for (int64_t l = 0; l < c->num_layers; l++)
-        if (!c->layer_mamba[l] || !c->layer_no_ffn[l] || c->layer_no_mixer[l])
+        if (!(z1 ? c->layer_mamba1[l] : c->layer_mamba[l]) || !c->layer_no_ffn[l] || c->layer_no_mixer[l])
             return kvci_fail(KVC_EINVAL,
-                             "model: zamba2 layer %lld must be a Mamba2 mixer alone (layer_mamba, "
-                             "layer_no_ffn), its shared block by layer_shared_block",
-                             (long long)l);
+                             "model: %s layer %lld must be a %s mixer alone (%s, layer_no_ffn), its shared block by "
+                             "layer_shared_block",
+                             c->model_type, (long long)l, z1 ? "Mamba-1" : "Mamba2",
+                             z1 ? "layer_mamba1" : "layer_mamba");
     return KVC_OK;
 }
 
@@ -1280,7 +1303,7 @@ static kvc_status check_fields(const kvc_model_config *c) {
     if (!(c->global_attention_scale >= 0.0 && c->global_attention_scale <= KVC_HP_MAX_FACTOR))
         return kvci_fail(KVC_EINVAL, "model: global_attention_scale %g must be in [0, %g]", c->global_attention_scale,
                          KVC_HP_MAX_FACTOR);
-    TRY(check_zamba2(c));
+    TRY(check_zamba(c));
     if (c->rwkv_rescale_every != 0 && c->family != KVC_FAMILY_RWKV)
         return kvci_fail(KVC_EINVAL, "model: rwkv_rescale_every is rwkv's only");
     if (c->moe_latent_size > 0 && (!one_block || strcmp(c->model_type, "nemotron_h") != 0))

@@ -629,6 +629,8 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"qwen4_exp\",\"text_config\":{\"model_type\":\"qwen4_exp_text\"}}",
                    "\"qwen4_exp_text\" is planned only, not run: its indexed_attention layers' QSA token indexer");
     expect_refusal("{\"model_type\":\"qwen4_exp\"}", "\"qwen4_exp\" is planned only, not run");
+    expect_refusal("{\"model_type\":\"mllama\",\"text_config\":{\"model_type\":\"mllama_text_model\"}}",
+                   "\"mllama_text_model\" is planned only, not run: its cross-attention layers");
     expect_refusal("{\"model_type\":\"deepseek_v4\"}",
                    "\"deepseek_v4\" is planned only, not run: its hyper-connection residual streams");
     expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE
@@ -3751,6 +3753,64 @@ static void test_zamba2_fields(void **state) {
     assert_non_null(strstr(kvc_last_error(), "zamba2"));
 }
 
+#define ZAMBA_BASE                                                                                                     \
+    "{\"model_type\":\"zamba\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,\"num_attention_heads\":4," \
+    "\"layers_block_type\":[\"mamba\",\"hybrid\",\"hybrid\"]"
+
+/* Zamba (ZambaForCausalLM) with ZambaConfig's defaults (76 layers: 0, 1 mixers alone, 2 and 3 + i hybrid where i % 6
+ * == 4; Mamba-1 mixers of expand 2 x hidden in 2 heads, state 16, kernel 4, dt rank ceil(hidden / 16), conv bias;
+ * head_dim attention_head_dim or 2 hidden / heads, scale (head_dim / 2)^-1/2, no RoPE, one block, the GELU MLP of
+ * 14848, eps 1e-5, 4096 positions, tied), its keys set; refused by name: another attention_hidden_size,
+ * hidden_mamba_act or hidden_act, heads that do not divide the channels, tensor parallelism. */
+static void test_zamba_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"zamba\",\"vocab_size\":8,\"hidden_size\":3712,"
+                                            "\"num_hidden_layers\":76,\"num_attention_heads\":16}",
+                                            "zamba-defaults", &c),
+                     KVC_OK);
+    assert_true(c.family == KVC_FAMILY_JAMBA && c.num_mem_blocks == 1 && c.adapter_rank == 0);
+    for (int l = 0; l < 76; l++) {
+        const bool hybrid = l == 2 || (l > 2 && (l - 3) % 6 == 4);
+        assert_true(c.layer_mamba1[l] && c.layer_no_ffn[l] && c.layer_shared_block[l] == hybrid && c.layer_nope[l]);
+    }
+    assert_true(c.mamba_inner == 7424 && c.mamba_heads == 2 && c.mamba_d_state == 16 && c.conv_kernel == 4);
+    assert_true(c.mamba_dt_rank == 232 && c.mamba_conv_bias && !c.mamba_proj_bias && !c.mamba_bcdt_norm);
+    assert_true(c.head_dim == 464 && c.num_kv_heads == 16 && c.intermediate_size == 14848 && c.tie_word_embeddings);
+    assert_true(c.shared_act == KVC_MLP_GELU && c.rms_norm_eps == 1e-5 && c.max_position_embeddings == 4096);
+    assert_true(fabs(kvc_model_attn_scale(&c) - 1.0 / sqrt(232.0)) < 1e-12);
+    assert_int_equal(kvc_model_config_parse(ZAMBA_BASE ",\"num_key_value_heads\":2,\"attention_head_dim\":8,"
+                                                       "\"attention_hidden_size\":64,\"n_mamba_heads\":4,"
+                                                       "\"mamba_d_state\":8,\"mamba_d_conv\":3,\"mamba_expand\":3,"
+                                                       "\"mamba_dt_rank\":5,\"mamba_proj_bias\":true,"
+                                                       "\"mamba_conv_bias\":false,\"intermediate_size\":48,"
+                                                       "\"hidden_act\":\"silu\",\"rms_norm_eps\":1e-6,"
+                                                       "\"tie_word_embeddings\":false}",
+                                            "zamba-set", &c),
+                     KVC_OK);
+    assert_true(!c.layer_shared_block[0] && c.layer_shared_block[1] && c.layer_shared_block[2]);
+    assert_true(c.mamba_inner == 96 && c.mamba_heads == 4 && c.mamba_d_state == 8 && c.conv_kernel == 3);
+    assert_true(c.mamba_dt_rank == 5 && c.mamba_proj_bias && !c.mamba_conv_bias && c.head_dim == 8);
+    assert_true(c.num_kv_heads == 2 && c.intermediate_size == 48 && c.shared_act == KVC_MLP_SILU);
+    assert_true(c.rms_norm_eps == 1e-6 && !c.tie_word_embeddings && fabs(kvc_model_attn_scale(&c) - 0.5) < 1e-12);
+    expect_refusal(ZAMBA_BASE ",\"attention_hidden_size\":48}", "attention_hidden_size 48");
+    expect_refusal(ZAMBA_BASE ",\"hidden_mamba_act\":\"gelu\"}", "hidden_mamba_act \"gelu\"");
+    expect_refusal(ZAMBA_BASE ",\"hidden_act\":\"relu\"}", "hidden_act \"relu\"");
+    expect_refusal(ZAMBA_BASE ",\"n_mamba_heads\":5}", "n_mamba_heads 5");
+    expect_refusal("{\"model_type\":\"zamba\",\"vocab_size\":8,\"hidden_size\":32,\"num_hidden_layers\":3,"
+                   "\"num_attention_heads\":4,\"layers_block_type\":[\"mamba\",\"attention\",\"hybrid\"]}",
+                   "layers_block_type[1]");
+    kvc_model_config full;
+    assert_int_equal(kvc_model_config_parse(ZAMBA_BASE "}", "zamba-tp", &full), KVC_OK);
+    assert_int_equal(kvci_shard_state_config(&full, 2, &c), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "zamba"));
+    /* a caller's own struct: Mamba-1 heads that do not divide the channels, or without Zamba's one block */
+    full.mamba_heads = 3;
+    expect_create_refusal(&full, "mamba_heads 3");
+    full.mamba_heads = 2, full.num_mem_blocks = 2;
+    expect_create_refusal(&full, "num_mem_blocks");
+}
+
 #define MAMBA1_BASE "{\"model_type\":\"mamba\",\"vocab_size\":8,\"hidden_size\":40,\"num_hidden_layers\":2"
 
 /* Mamba (MambaConfig's defaults: expand 2, state 16, kernel 4, time_step_rank auto = ceil(hidden / 16), conv bias, no
@@ -4911,6 +4971,7 @@ int main(void) {
         cmocka_unit_test(test_falcon_h1_fields),
         cmocka_unit_test(test_mamba2_fields),
         cmocka_unit_test(test_zamba2_fields),
+        cmocka_unit_test(test_zamba_fields),
         cmocka_unit_test(test_mamba_fields),
         cmocka_unit_test(test_jamba_fields),
         cmocka_unit_test(test_granitemoehybrid_fields),

@@ -1099,6 +1099,17 @@ static void test_zamba2(void **state) {
     kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
 }
 
+/* Zamba: 3 layers, each a multi-head Mamba-1 mixer (2 heads of 32 channels, each its own x_proj / dt_proj; state
+ * 8, kernel 3, dt rank 2, in/out_proj biases; in_proj's x and z rows alternating), layers 1-2 hybrid: the one shared
+ * block over [h | embeddings] (GQA 4 / 2 heads of 16, no positions, scale (16 / 2)^-1/2, the GELU MLP), the site's
+ * linear, then the mixer; the block loaded once for both sites, each site its own K/V; tied */
+static void test_zamba(void **state) {
+    (void)state;
+    kvc_test_oracle_abs_floor = 1e-4; /* transformers' float32 prefill is itself 2.8e-5 off its float64 here */
+    run_dir("zamba");
+    kvc_test_oracle_abs_floor = KVC_TEST_ORACLE_ABS_FLOOR;
+}
+
 /* Mamba (Mamba-1): 3 layers, each one selective-scan mixer alone (96 channels, state 8, kernel 4 with its bias,
  * time_step_rank auto = 3, in/out_proj biases) with its pre-norm and residual; the head tied. The conv and ssm states
  * in every mode's caches. */
@@ -1533,6 +1544,7 @@ int main(void) {
         cmocka_unit_test(test_falcon_h1_gated),
         cmocka_unit_test(test_mamba2),
         cmocka_unit_test(test_zamba2),
+        cmocka_unit_test(test_zamba),
         cmocka_unit_test(test_mamba),
         cmocka_unit_test(test_falcon_mamba),
         cmocka_unit_test(test_jamba),

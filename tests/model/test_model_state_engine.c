@@ -396,6 +396,7 @@ static void test_plan_agrees(void **state) {
     plan_agrees("jamba", 4, 3 * ((4 - 1) * 128 + 128 * 8) * 4);    /* 3 mixers beside the attention layer */
     plan_agrees("zamba2", 5, 3 * ((3 - 1) * 96 + 4 * 16 * 8) * 4); /* 3 mixers, 2 sites' K/V beside theirs */
     plan_agrees("rwkv", 3, 3 * (2 * 32 + 3 * 32) * 4);             /* shift [2, 32], WKV [3, 32] per layer */
+    plan_agrees("zamba", 5, 3 * ((3 - 1) * 64 + 64 * 8) * 4);      /* Mamba-1 states: conv [2, 64], ssm [64, 8] */
 }
 
 int main(void) {

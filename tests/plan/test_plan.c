@@ -904,6 +904,32 @@ static void test_family_rules(void **state) {
     assert_true(fabs(p->scale - 1.0 / sqrt(16.0)) < 1e-12);
     kvc_model_plan_destroy(p);
 
+    /* Llama 3.2 Vision's text model, text-only: its cross_attention_layers keep no cache (transformers skips them
+     * without an image); the other layers keep K/V under their own indices. Nested (mllama) or alone, the class
+     * default list [3, 8, ..., 38] when absent. */
+    p = plan_text("{\"model_type\": \"mllama\", \"text_config\": {\"model_type\": \"mllama_text_model\","
+                  " \"num_hidden_layers\": 6, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+                  " \"hidden_size\": 256, \"max_position_embeddings\": 4096, \"cross_attention_layers\": [1, 4]}}",
+                  &o);
+    assert_string_equal(p->family, "mllama_text_model");
+    assert_int_equal(p->n_layers, 4);
+    const int want_layers[4] = {0, 2, 3, 5};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(p->layers[i].layer, want_layers[i]);
+        assert_int_equal(p->layers[i].attn_type, KVC_ATTN_FULL);
+        assert_int_equal(p->layers[i].caches[0].dim, 64);
+    }
+    kvc_model_plan_destroy(p);
+    p = plan_text("{\"model_type\": \"mllama_text_model\", \"num_hidden_layers\": 40, \"num_attention_heads\": 32,"
+                  " \"num_key_value_heads\": 8, \"hidden_size\": 4096, \"max_position_embeddings\": 4096}",
+                  &o);
+    assert_int_equal(p->n_layers, 32);
+    for (int i = 0; i < p->n_layers; i++) assert_true(p->layers[i].layer % 5 != 3);
+    kvc_model_plan_destroy(p);
+    expect_refusal_text("{\"model_type\": \"mllama_text_model\", \"num_hidden_layers\": 4, \"num_attention_heads\": 4,"
+                        " \"hidden_size\": 64, \"max_position_embeddings\": 64, \"cross_attention_layers\": [4]}",
+                        "cross_attention_layers lists layer 4");
+
     /* MLA outside the absorbed operator's shapes: legacy latent caches, non-absorbed v1. */
     p = plan_text("{\"model_type\": \"deepseek_v2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 16,"
                   " \"kv_lora_rank\": 256, \"qk_rope_head_dim\": 32, \"qk_nope_head_dim\": 64, \"v_head_dim\": 64,"

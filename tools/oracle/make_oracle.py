@@ -54,6 +54,8 @@ from transformers import (
     RobertaForCausalLM,
     Zamba2Config,
     Zamba2ForCausalLM,
+    ZambaConfig,
+    ZambaForCausalLM,
     DeepseekV3Config,
     DeepseekV3ForCausalLM,
     KimiLinearConfig,
@@ -2095,6 +2097,20 @@ def zamba2_config():
                         bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def zamba_config():
+    # Zamba at toy size: 3 layers, a multi-head Mamba-1 mixer in each (expand 2 x 32 = 64 channels in 2 heads of 32,
+    # each head its own x_proj / dt_proj; state 8, conv kernel 3 with its bias, mamba_dt_rank "auto" = 2, in/out_proj
+    # biases; in_proj rows alternating x and z), layer 0 the mixer alone, layers 1-2 hybrid: the one shared block
+    # (RMSNorm of [h | embeddings], 4 query heads / 2 KV heads of attention_head_dim 16 from 64, no positions, scale
+    # (16 / 2)^-1/2, o_proj, the GELU MLP of 48), the site's linear, then the mixer. Tied (the default: transformers
+    # 5.25 ties the block across its use sites only then); each site keeps its own K/V.
+    return ZambaConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=3,
+                       layers_block_type=["mamba", "hybrid", "hybrid"], num_attention_heads=4,
+                       num_key_value_heads=2, n_mamba_heads=2, mamba_d_state=8, mamba_d_conv=3, mamba_proj_bias=True,
+                       intermediate_size=48, max_position_embeddings=64,
+                       bos_token_id=None, eos_token_id=None, pad_token_id=None)
+
+
 def mamba_config():
     # Mamba (Mamba-1) at toy size: 3 layers, each one selective-scan mixer (expand 2 x 48 = 96 channels, state 8,
     # conv kernel 4 with its bias, time_step_rank "auto" = 3, in/out_proj biases by use_bias) with its pre-norm and
@@ -2406,6 +2422,7 @@ FAMILIES = {
     "falcon_h1_gated": (falcon_h1_gated_config, FalconH1ForCausalLM),
     "mamba2": (mamba2_config, Mamba2ForCausalLM),
     "zamba2": (zamba2_config, Zamba2ForCausalLM),
+    "zamba": (zamba_config, ZambaForCausalLM),
     "mamba": (mamba_config, MambaForCausalLM),
     "falcon_mamba": (falcon_mamba_config, FalconMambaForCausalLM),
     "jamba": (jamba_config, JambaForCausalLM),
@@ -2586,6 +2603,8 @@ def param_std(name, shape, config):
     if name.endswith(("forget_gate.A_log", "forget_gate.dt_bias")):  # Kimi-Linear: A_log shifted by -2 as above
         return 0.5
     if name.endswith(("mamba.conv1d.weight", "mixer.conv1d.weight")):  # Mamba2's depthwise taps [C, 1, L]: fan-in L
+        return 1.0 / math.sqrt(shape[2])
+    if name.endswith(("mamba.x_proj_weight", "mamba.dt_proj_weight")):  # Zamba's per head [nh, out, in]: fan-in last
         return 1.0 / math.sqrt(shape[2])
     if name.endswith(("mamba.A_log", "mamba.D", "mamba.dt_bias", "mixer.A_log", "mixer.D", "mixer.dt_bias")):
         # Mamba2: A = -exp(A_log) spread around -1, dt = softplus(dt + dt_bias) spread over (0, 3) (some clamped),
@@ -3609,7 +3628,7 @@ def main():
                                "deepseek_v2", "deepseek_v2_lite", "olmoe", "granitemoe", "granitemoeshared", "glm4_moe", "glm4_moe_lite", "exaone_moe",
                                "llama4", "phi", "gpt_neox", "gpt_neox_seq", "gpt2", "gpt2_layer_scale", "gpt2_unscaled", "opt", "gpt_bigcode",
                                "gpt_bigcode_mha", "falcon", "falcon_new", "falcon_alibi", "bloom", "mpt", "gptj",
-                               "nemotron", "lfm2", "lfm3", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "olmo_hybrid", "bamba", "granitemoehybrid", "nemotron_h", "nemotron_h_moe", "falcon_h1", "falcon_h1_gated", "mamba2", "zamba2", "mamba", "falcon_mamba", "jamba", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
+                               "nemotron", "lfm2", "lfm3", "qwen3_next", "qwen3_5_text", "qwen3_5_moe", "olmo_hybrid", "bamba", "granitemoehybrid", "nemotron_h", "nemotron_h_moe", "falcon_h1", "falcon_h1_gated", "mamba2", "zamba2", "zamba", "mamba", "falcon_mamba", "jamba", "gpt_neo", "codegen", "vaultgemma", "flex_olmo",
                                "hunyuan_v1_dense", "biogpt", "dots1", "hunyuan_v1_moe",
                                "minimax_m2", "exaone", "internlm3", "apertus", "persimmon", "xglm", "openai_gpt", "ctrl", "gpt_neox_japanese", "phi_qk", "lfm2_moe", "cwm", "solar_open", "jais2", "iquestcoder", "hyperclovax",
                                "qwen2_5_vl", "qwen2_vl", "qwen3_vl", "llava", "llava_next", "ernie4_5_moe", "phimoe",
