@@ -457,6 +457,12 @@ typedef struct kvc_model_config {
      * pruned head: output_vocab_size logits over the ids of vocab_size; never with a tied head); 0: vocab_size.
      * Last, as above. */
     int64_t input_vocab_size;
+    /* DiffLlama's differential attention (attn_diff.c): each query head's softmax over its key head applied to the
+     * values of both halves of the KV heads, head i's pair minus lambda times head i + num_heads / 2's, then a
+     * weightless RMSNorm over the pair times (1 - lambda_init) (lambda_q1 / k1 / q2 / k2 per layer; lambda_init =
+     * 0.8 - 0.6 exp(-0.3 l)). Its caches hold num_key_value_heads / 2 heads of 2 head_dim (key heads j and
+     * j + num_key_value_heads / 2 side by side). Last, as above. */
+    bool diff_attn;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -354,6 +354,9 @@ kvc_cache_dims kvci_family_cache_dims(const kvc_family_desc *d, const kvc_family
 }
 
 kvc_cache_dims kvci_model_cache_dims(const kvc_model_config *c, bool latent) {
+    if (c->diff_attn) /* DiffLlama: KV heads j and j + nKV / 2 side by side (attn_diff.c) */
+        return (kvc_cache_dims){.heads = {c->num_kv_heads / 2, c->num_kv_heads / 2},
+                                .dim = {2 * c->head_dim, 2 * c->head_dim}};
     const kvc_family_dims d = {.num_heads = c->num_heads,
                                .num_kv_heads = c->num_kv_heads,
                                .head_dim = c->head_dim,

@@ -271,6 +271,8 @@ kvc_status kvci_family_bert_positions(const kvc_hparams *hp, int64_t *max_pos, i
  */
 bool kvci_family_is_granite_swa(const char *model_type);
 kvc_status kvci_family_parse_granite_swa(const kvc_hparams *hp, kvc_model_config *cfg);
+/* DiffLlama (family_diffllama.c; run by the dense family): its keys and refusals. */
+kvc_status kvci_family_parse_diffllama(const kvc_hparams *hp, kvc_model_config *cfg);
 /* Mellum (family_mellum.c; run by the dense family): whether model_type is mellum, and its keys. */
 bool kvci_family_is_mellum(const char *model_type);
 kvc_status kvci_family_parse_mellum(const kvc_hparams *hp, kvc_model_config *cfg);

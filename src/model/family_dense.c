@@ -1031,6 +1031,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (kvci_family_is_bert(mt)) return kvci_family_parse_bert(hp, cfg);
     if (strcmp(mt, "nanochat") == 0) return kvci_family_parse_nanochat(hp, cfg);
+    if (strcmp(mt, "diffllama") == 0) return kvci_family_parse_diffllama(hp, cfg);
     if (strcmp(mt, "jetmoe") == 0) return kvci_family_parse_jetmoe(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
@@ -1105,8 +1106,11 @@ static kvc_status dense_attention(const kvc_fwd_step *s, int64_t l) {
     return s->m->cfg.attention_experts ? kvci_attn_moa(s, l) : kvci_attn_gqa(s, l);
 }
 
-/* GLM-4.5's routing sizes: DeepSeek-V3's rules; AFMoE's its own (one group). */
+/* GLM-4.5's routing sizes: DeepSeek-V3's rules; AFMoE's its own (one group); DiffLlama's KV heads in two halves. */
 static kvc_status dense_check(const kvc_model_config *cfg, const char *doc) {
+    if (cfg->diff_attn && (cfg->num_kv_heads % 2 != 0 || cfg->num_heads % cfg->num_kv_heads != 0))
+        return kvci_fail(KVC_EINVAL, "%s: diff_attn needs an even num_kv_heads (%lld) dividing num_heads (%lld)", doc,
+                         (long long)cfg->num_kv_heads, (long long)cfg->num_heads);
     if (strcmp(cfg->model_type, "afmoe") == 0 || strcmp(cfg->model_type, "ergo") == 0)
         return kvci_afmoe_check(cfg, doc);
     return cfg->n_group > 0 ? kvci_family_check_grouped_router(cfg, doc) : KVC_OK;
@@ -1276,6 +1280,7 @@ static const kvc_family_alias ALIASES[] = {
     {"iquestcoder", "IQuestCoderForCausalLM", "iquestcoder", true},
     {"hyperclovax", "HyperCLOVAXForCausalLM", "hyperclovax", true},
     {"nanochat", "NanoChatForCausalLM", "nanochat", true},
+    {"diffllama", "DiffLlamaForCausalLM", "diffllama", true},
     {"flint", "FlintForCausalLM", "flint", true},
     {"hy_v3", "HYV3ForCausalLM", "hy_v3", true},
     {"cohere2_moe", "Cohere2MoeForCausalLM", "cohere2_moe", true},
@@ -1326,11 +1331,14 @@ static kvc_status dense_scale(const kvc_family_ctx *ctx, int64_t head_dim, doubl
     return KVC_OK;
 }
 
-/* The per-layer dims of the types whose layers differ (MiMo-V2-Flash's); the others keep the model's. */
+/* The per-layer dims of the types whose layers differ (MiMo-V2-Flash's); DiffLlama's caches (attn_diff.c: KV heads j
+ * and j + nKV / 2 side by side, nKV / 2 heads of 2 head_dim); the others keep the model's. */
 static kvc_status dense_layer_dims(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, int64_t *head_dim,
                                    int64_t *kv_heads, int64_t *v_head_dim) {
     if (kvci_family_is_mimo(ctx->hp->model_type))
         return kvci_family_mimo_layer_dims(ctx, kinds, head_dim, kv_heads, v_head_dim);
+    if (ctx->hp->model_type == NULL || strcmp(ctx->hp->model_type, "diffllama") != 0) return KVC_OK;
+    for (int64_t l = 0; l < ctx->n_layers; l++) head_dim[l] *= 2, kv_heads[l] /= 2; /* v_head_dim 0: head_dim's */
     return KVC_OK;
 }
 

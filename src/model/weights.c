@@ -231,6 +231,9 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, int64_t 
     }
     if (c->family == KVC_FAMILY_GPT_OSS || (c->attn_sinks && (!c->sinks_sliding_only || c->layer_sliding[l])))
         TRY(v1(v, "self_attn.sinks", nH, &w->sinks, KVC_WINIT_SINK, even(v, 0, nH)));
+    static const char *const lambdas[4] = {"self_attn.lambda_q1", "self_attn.lambda_k1", "self_attn.lambda_q2",
+                                           "self_attn.lambda_k2"};
+    for (int i = 0; c->diff_attn && i < 4; i++) TRY(v1(v, lambdas[i], D, &w->lambda[i], KVC_WINIT_BIAS, WHOLE));
     return KVC_OK;
 }
 

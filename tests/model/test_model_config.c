@@ -2226,6 +2226,39 @@ static void test_mellum_fields(void **state) {
                    "mlp_layer_types[1] must be \"dense\" or \"sparse\"");
 }
 
+/* DiffLlama under DiffLlamaConfig's defaults (32 heads of 64, as many KV heads, rms_norm_eps 1e-5, untied): the
+ * differential attention flag, the caches of 16 pair heads of 128 in the runtime and the plan (the bytes of 32 of
+ * 64), refusals by name (attention_dropout, an odd num_key_value_heads). */
+static void test_diffllama_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"diffllama\",\"vocab_size\":32000,\"hidden_size\":2048,"
+                      "\"intermediate_size\":8192,\"num_attention_heads\":32,\"num_hidden_layers\":16,"
+                      "\"max_position_embeddings\":2048}";
+    assert_int_equal(kvc_model_config_parse(def, "diffllama", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.diff_attn && c.head_dim == 64 && c.num_kv_heads == 32);
+    assert_true(c.rms_norm_eps == 1e-5 && !c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
+    const kvc_cache_dims d = kvci_model_layer_cache_dims(&c, 3, false);
+    assert_true(d.heads[0] == 16 && d.heads[1] == 16 && d.dim[0] == 128 && d.dim[1] == 128);
+    kvc_model_plan *plan = plan_of(def, "diffllama");
+    assert_true(plan->layers[15].caches[0].num_head == 16 && plan->layers[15].caches[0].dim == 128);
+    assert_true(plan->layers[15].caches[1].num_head == 16 && plan->layers[15].caches[1].dim == 128);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"diffllama\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"head_dim\":8,\"attention_bias\":true}",
+                                            "diffllama-set", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && !c.mlp_bias && c.head_dim == 8);
+    kvc_model_config sh;
+    assert_int_equal(kvci_model_shard_config(&c, 2, &sh), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "differential attention pairs"));
+    expect_refusal("{\"model_type\":\"diffllama\"," MOE_BASE "\"num_hidden_layers\":2,\"attention_dropout\":0.1}",
+                   "diffllama with attention_dropout 0.1 is not supported");
+    expect_refusal("{\"model_type\":\"diffllama\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":96,"
+                   "\"num_attention_heads\":8,\"num_key_value_heads\":1,\"num_hidden_layers\":2}",
+                   "diffllama with num_key_value_heads 1 is not supported");
+}
+
 /* Laguna under LagunaConfig's defaults (head_dim 128, 8 KV heads, every layer full, window 512 for sliding ones,
  * ropes theta 5e5 over half the head on full layers and 1e4 over all of it on sliding ones, softplus gates per head,
  * q/k norms, 256 experts of 512, top 8, a shared expert of 512, the first layer dense, eps 1e-6): per-layer query
@@ -4798,6 +4831,7 @@ int main(void) {
         cmocka_unit_test(test_mimo_fields),
         cmocka_unit_test(test_laguna_fields),
         cmocka_unit_test(test_mellum_fields),
+        cmocka_unit_test(test_diffllama_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -749,6 +749,13 @@ static void test_mellum(void **state) {
     run_dir("mellum");
 }
 
+/* DiffLlama-like: differential attention over 8 heads of 16 and 4 KV heads (the value halves and the head pairs
+ * cross the key groups), q/k/v/o biases, 3 layers (each its own lambda_init), untied */
+static void test_diffllama(void **state) {
+    (void)state;
+    run_dir("diffllama");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -1514,6 +1521,7 @@ int main(void) {
         cmocka_unit_test(test_phimoe),
         cmocka_unit_test(test_dbrx),
         cmocka_unit_test(test_nanochat),
+        cmocka_unit_test(test_diffllama),
         cmocka_unit_test(test_youtu),
         cmocka_unit_test(test_minicpm3),
         cmocka_unit_test(test_afmoe),

@@ -162,6 +162,8 @@ from transformers import (
     GraniteMoeHybridForCausalLM,
     NanoChatConfig,
     NanoChatForCausalLM,
+    DiffLlamaConfig,
+    DiffLlamaForCausalLM,
     OPTConfig,
     OPTForCausalLM,
     AXK1Config,
@@ -2121,6 +2123,14 @@ def nanochat_config():
                           bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def diffllama_config():
+    # DiffLlama at toy size: differential attention over 8 heads of 16 and 4 KV heads (two query heads per key head,
+    # so the value halves and the head pairs cross groups), 3 layers (lambda_init 0.2, 0.36, 0.47), lambdas drawn at
+    # std 0.3 (lambda moves by tens of percent), q/k/v/o biases (attention_bias), a SwiGLU MLP of 96, untied.
+    return DiffLlamaConfig(**DENSE_TOY_SHAPE | {"num_attention_heads": 8, "num_key_value_heads": 4}, head_dim=16,
+                           num_hidden_layers=3, attention_bias=True)
+
+
 def youtu_config():
     # Youtu-LLM at toy size: DeepSeek-V3's MLA attention (q LoRA 32, latent 32, nope 16 + rope 8 per head, v 16,
     # rope_interleave true: the default) in Llama's layers, each with the dense SwiGLU MLP of 96, 2 layers, 4 heads,
@@ -2326,6 +2336,7 @@ FAMILIES = {
     "opt": (opt_config, OPTForCausalLM),
     "opt_350m": (opt_350m_config, OPTForCausalLM),
     "nanochat": (nanochat_config, NanoChatForCausalLM),
+    "diffllama": (diffllama_config, DiffLlamaForCausalLM),
     "youtu": (youtu_config, YoutuForCausalLM),
     "minicpm3": (minicpm3_config, MiniCPM3ForCausalLM),
     "gpt_bigcode": (gpt_bigcode_config, GPTBigCodeForCausalLM),
@@ -2524,6 +2535,8 @@ def param_std(name, shape, config):
         return 1.0
     if name.endswith("sinks"):
         return 1.0
+    if name.endswith(("lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2")):  # DiffLlama: lambda = exp(q1.k1) - ...
+        return 0.3
     if name.endswith(("act_fn.alpha_p", "act_fn.alpha_n")):  # Apertus's xIELU: softplus'd scalars, one per layer
         return None
     if name.endswith("self_attn.gate_bias") and config.model_type == "beam":  # a gate bias per head: spread it
@@ -3500,7 +3513,7 @@ def main():
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
                                "bert", "roberta", "ernie", "megatron_bert", "roberta_prelayernorm", "minimax",
                                "gemma3n", "gemma4_unified",
-                               "emu3", "aria", "phi4_multimodal", "apertus1p5_text"]:
+                               "emu3", "aria", "phi4_multimodal", "apertus1p5_text", "diffllama"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
