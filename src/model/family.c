@@ -150,6 +150,11 @@ static const type_reason NOT_RUN[] = {
     {"hy_v4", "its hyper-connection residual streams (hc_mult, hc_magnitude) and its latent attention's learned "
               "sinks and per-head sigmoid output gate (gate_proj) are not in the runtime yet (GLM-5's sparse "
               "attention and shared indexer run)"},
+    {"doge", "its dynamic mask attention adds to every score a bias per key and KV head, exp(A * softplus(dt_proj(the "
+             "key's values of every KV head))), and past keep_window_size keys keeps only each query's top "
+             "keep_window_size keys by that bias (transformers recomputes it from the whole value cache each step); "
+             "the attention kernels take no per-key bias or top-k mask, and the residual adds scale the residual by "
+             "input_residual / post_attention_residual, with CDMoE's product-key experts when is_moe"},
     {"dory", "its recurrent section (n_recurrent_loops passes over weight-shared layers, one cache per loop) and its "
              "nGPT layers (unit-norm hidden states, interpolated residuals lambda_1 / lambda_2, sqk, s_gate, suv and "
              "logit_scale) are not in the runtime's layer stack yet"},

@@ -626,6 +626,7 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"bailing_hybrid\"}",
                    "\"bailing_hybrid\" is planned only, not run: its Kimi Delta");
     expect_refusal("{\"model_type\":\"dory\"}", "\"dory\" is planned only, not run: its recurrent section");
+    expect_refusal("{\"model_type\":\"doge\"}", "\"doge\" is planned only, not run: its dynamic mask attention");
     expect_refusal("{\"model_type\":\"qwen4_exp\",\"text_config\":{\"model_type\":\"qwen4_exp_text\"}}",
                    "\"qwen4_exp_text\" is planned only, not run: its indexed_attention layers' QSA token indexer");
     expect_refusal("{\"model_type\":\"qwen4_exp\"}", "\"qwen4_exp\" is planned only, not run");
