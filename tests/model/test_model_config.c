@@ -2260,6 +2260,42 @@ static void test_diffllama_fields(void **state) {
                    "diffllama with num_key_value_heads 1 is not supported");
 }
 
+/* Cohere Compass's text model: the hub's form (rope_theta / rope_type beside the entries, dropped; the full layers'
+ * entry null: NoPE), head_dim from hidden_size whatever the key says, half-split RoPE, logit_scale 1 when absent, tied,
+ * every layer full without layer_types; the class default ({}), a flat dict and a missing entry refused by name. */
+static void test_cohere_compass_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *hub = "{\"model_type\":\"cohere_compass_text\"," MOE_BASE "\"num_hidden_layers\":4,\"head_dim\":2,"
+                      "\"layer_types\":[\"sliding_attention\",\"sliding_attention\",\"sliding_attention\","
+                      "\"full_attention\"],\"rope_parameters\":{\"rope_theta\":1e4,\"rope_type\":\"default\","
+                      "\"full_attention\":null,\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":5e4,"
+                      "\"mrope_section\":[24,20,20],\"mrope_interleaved\":true}}}";
+    assert_int_equal(kvc_model_config_parse(hub, "compass", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 4 && c.layer_norm && c.parallel_block && !c.qk_norm);
+    assert_true(c.rope_form == KVC_ROPE_HALF && c.logit_scale == 1.0 && c.tie_word_embeddings);
+    assert_true(c.rope_sliding.theta == 5e4 && c.sliding_window == 4096 && c.layer_sliding[0] && !c.layer_sliding[3]);
+    assert_true(!c.layer_nope[0] && !c.layer_nope[2] && c.layer_nope[3]);
+    kvc_model_plan *plan = plan_of(hub, "cohere_compass_text");
+    assert_true(plan->layers[0].sliding_window == 4096 && plan->layers[3].sliding_window == 0);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"cohere_compass_text\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"logit_scale\":null,\"rope_parameters\":{"
+                                            "\"full_attention\":{\"rope_theta\":2e5}}}",
+                                            "compass-full", &c),
+                     KVC_OK);
+    assert_true(c.rope.theta == 2e5 && !c.layer_nope[0] && !c.layer_sliding[1] && c.logit_scale == 1.0);
+    expect_refusal("{\"model_type\":\"cohere_compass_text\"," MOE_BASE "\"num_hidden_layers\":2}",
+                   "cohere_compass_text needs rope_parameters with an entry");
+    expect_refusal("{\"model_type\":\"cohere_compass_text\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":1e4}}",
+                   "cohere_compass_text needs rope_parameters with an entry");
+    expect_refusal("{\"model_type\":\"cohere_compass_text\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"layer_types\":[\"sliding_attention\",\"full_attention\"],"
+                   "\"rope_parameters\":{\"full_attention\":{\"rope_theta\":1e4}}}",
+                   "rope_parameters has no \"sliding_attention\" entry (layer 0 is one)");
+}
+
 /* Laguna under LagunaConfig's defaults (head_dim 128, 8 KV heads, every layer full, window 512 for sliding ones,
  * ropes theta 5e5 over half the head on full layers and 1e4 over all of it on sliding ones, softplus gates per head,
  * q/k norms, 256 experts of 512, top 8, a shared expert of 512, the first layer dense, eps 1e-6): per-layer query
@@ -4833,6 +4869,7 @@ int main(void) {
         cmocka_unit_test(test_laguna_fields),
         cmocka_unit_test(test_mellum_fields),
         cmocka_unit_test(test_diffllama_fields),
+        cmocka_unit_test(test_cohere_compass_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

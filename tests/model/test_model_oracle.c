@@ -756,6 +756,13 @@ static void test_diffllama(void **state) {
     run_dir("diffllama");
 }
 
+/* Cohere Compass text-like: Cohere 2's parallel blocks, layers [sliding, full, sliding] over 8 keys, RoPE half-split
+ * at theta 5e4 on the sliding layers and none on the full one (its rope entry null), logit_scale 0.5, tied */
+static void test_cohere_compass_text(void **state) {
+    (void)state;
+    run_dir("cohere_compass_text");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -1522,6 +1529,7 @@ int main(void) {
         cmocka_unit_test(test_dbrx),
         cmocka_unit_test(test_nanochat),
         cmocka_unit_test(test_diffllama),
+        cmocka_unit_test(test_cohere_compass_text),
         cmocka_unit_test(test_youtu),
         cmocka_unit_test(test_minicpm3),
         cmocka_unit_test(test_afmoe),

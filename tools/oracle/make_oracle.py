@@ -164,6 +164,8 @@ from transformers import (
     NanoChatForCausalLM,
     DiffLlamaConfig,
     DiffLlamaForCausalLM,
+    CohereCompassTextConfig,
+    CohereCompassForCausalLM,
     OPTConfig,
     OPTForCausalLM,
     AXK1Config,
@@ -2131,6 +2133,19 @@ def diffllama_config():
                            num_hidden_layers=3, attention_bias=True)
 
 
+def cohere_compass_config():
+    # Cohere Compass's text model at toy size: Cohere 2's parallel blocks (bias-free LayerNorms), 4 heads of 16 over
+    # 2 KV heads, 3 layers [sliding, full, sliding] over sliding_window 8, RoPE half-split at theta 5e4 on the
+    # sliding layers (their M-RoPE sections, one position on text) and none on the full one (its entry null),
+    # logit_scale 0.5, tied (the default).
+    return CohereCompassTextConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3, sliding_window=8, logit_scale=0.5,
+                                   layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                                   rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 5e4,
+                                                                          "mrope_section": [4, 2, 2],
+                                                                          "mrope_interleaved": True},
+                                                    "full_attention": None})
+
+
 def youtu_config():
     # Youtu-LLM at toy size: DeepSeek-V3's MLA attention (q LoRA 32, latent 32, nope 16 + rope 8 per head, v 16,
     # rope_interleave true: the default) in Llama's layers, each with the dense SwiGLU MLP of 96, 2 layers, 4 heads,
@@ -2337,6 +2352,7 @@ FAMILIES = {
     "opt_350m": (opt_350m_config, OPTForCausalLM),
     "nanochat": (nanochat_config, NanoChatForCausalLM),
     "diffllama": (diffllama_config, DiffLlamaForCausalLM),
+    "cohere_compass_text": (cohere_compass_config, CohereCompassForCausalLM),
     "youtu": (youtu_config, YoutuForCausalLM),
     "minicpm3": (minicpm3_config, MiniCPM3ForCausalLM),
     "gpt_bigcode": (gpt_bigcode_config, GPTBigCodeForCausalLM),
@@ -3513,7 +3529,7 @@ def main():
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
                                "bert", "roberta", "ernie", "megatron_bert", "roberta_prelayernorm", "minimax",
                                "gemma3n", "gemma4_unified",
-                               "emu3", "aria", "phi4_multimodal", "apertus1p5_text", "diffllama"]:
+                               "emu3", "aria", "phi4_multimodal", "apertus1p5_text", "diffllama", "cohere_compass_text"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
