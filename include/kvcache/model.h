@@ -463,6 +463,10 @@ typedef struct kvc_model_config {
      * 0.8 - 0.6 exp(-0.3 l)). Its caches hold num_key_value_heads / 2 heads of 2 head_dim (key heads j and
      * j + num_key_value_heads / 2 side by side). Last, as above. */
     bool diff_attn;
+    /* ModernBERT's decoder: layer 0's attention reads the embedded (LayerNormed) rows without a norm of its own
+     * (attn_norm_first_none), and the head transform's dense has no bias (head_dense_unbiased: classifier_bias
+     * false). Last, as above. */
+    bool attn_norm_first_none, head_dense_unbiased;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

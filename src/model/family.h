@@ -276,6 +276,11 @@ kvc_status kvci_family_parse_granite_swa(const kvc_hparams *hp, kvc_model_config
  * index by layer type. */
 bool kvci_family_is_cohere_compass(const char *model_type);
 kvc_status kvci_family_cohere_compass_ropes(const kvc_hparams *hp, kvc_model_config *cfg);
+/* ModernBERT's decoder (family_modernbert.c; run by the dense family): whether model_type is modernbert-decoder, its
+ * keys, and its layer kinds without layer_types. */
+bool kvci_family_is_modernbert(const char *model_type);
+kvc_status kvci_family_parse_modernbert(const kvc_hparams *hp, kvc_model_config *cfg);
+kvc_status kvci_family_modernbert_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
 /* DiffLlama (family_diffllama.c; run by the dense family): its keys and refusals. */
 kvc_status kvci_family_parse_diffllama(const kvc_hparams *hp, kvc_model_config *cfg);
 /* Mellum (family_mellum.c; run by the dense family): whether model_type is mellum, and its keys. */

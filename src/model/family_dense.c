@@ -1036,6 +1036,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (kvci_family_is_bert(mt)) return kvci_family_parse_bert(hp, cfg);
     if (strcmp(mt, "nanochat") == 0) return kvci_family_parse_nanochat(hp, cfg);
     if (strcmp(mt, "diffllama") == 0) return kvci_family_parse_diffllama(hp, cfg);
+    if (kvci_family_is_modernbert(mt)) return kvci_family_parse_modernbert(hp, cfg);
     if (strcmp(mt, "jetmoe") == 0) return kvci_family_parse_jetmoe(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
@@ -1149,6 +1150,7 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0 || strcmp(mt, "exaone_moe") == 0))
         return cohere2_kinds(ctx, kinds);
     if (mt && strcmp(mt, "flint") == 0) return kvci_family_flint_kinds(ctx, kinds);
+    if (kvci_family_is_modernbert(mt)) return kvci_family_modernbert_kinds(ctx, kinds);
     /* Kolibri1Config's and Kolibri1_1Config's layer_types: four sliding layers, then one full (1.1: indexed) */
     if (mt && (strcmp(mt, "kolibri1") == 0 || strcmp(mt, "kolibri1_1") == 0))
         return kvci_family_every_nth_full(ctx, 5, kinds);
@@ -1218,7 +1220,8 @@ static bool dense_reads_window(const kvc_hparams *hp) {
                                                "mellum",
                                                "beam",
                                                "phi4_multimodal",
-                                               "cohere_compass_text"};
+                                               "cohere_compass_text",
+                                               "modernbert-decoder"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -1317,6 +1320,7 @@ static const kvc_family_alias ALIASES[] = {
     {"hyperclovax", "HyperCLOVAXForCausalLM", "hyperclovax", true},
     {"nanochat", "NanoChatForCausalLM", "nanochat", true},
     {"diffllama", "DiffLlamaForCausalLM", "diffllama", true},
+    {"modernbert-decoder", "ModernBertDecoderForCausalLM", "modernbert-decoder", true},
     {"flint", "FlintForCausalLM", "flint", true},
     {"hy_v3", "HYV3ForCausalLM", "hy_v3", true},
     {"cohere2_moe", "Cohere2MoeForCausalLM", "cohere2_moe", true},

@@ -143,6 +143,8 @@ static const type_defaults DEFAULTS[] = {
     {"laguna", 128, 500000.0, 512, false, 8, false, false},           /* LagunaConfig's (ropes: laguna_ropes) */
     {"mellum", 128, 500000.0, 1024, false, 4, false, false},          /* MellumConfig's (ropes: laguna_ropes, whole) */
     {"cohere_compass_text", 0, 10000.0, 4096, false, 0, true, false}, /* CohereCompassTextConfig's */
+    {"modernbert-decoder", 0, 160000.0, 0, false, 0, true,
+     true}, /* ModernBertDecoderConfig's (window: hparams_window) */
     /* the BERT types (family_bert.c): learned positions, hidden / heads, one KV head per head */
     {"bert", 0, 10000.0, 0, false, 0, true, true},
     {"roberta", 0, 10000.0, 0, false, 0, true, true},
@@ -459,6 +461,12 @@ kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwe
     /* the class default applies when the key is absent; an explicit null is no window (Mistral v0.2 on) */
     *window = cJSON_GetObjectItemCaseSensitive(hp->cfg.obj, key) != NULL ? 0 : d.sliding_window;
     KVC_TRY(kvci_json_int(&hp->cfg, key, 1, KVC_HP_MAX_POSITIONS, window, &have));
+    if (kvci_family_is_modernbert(hp->model_type)) { /* ModernBertDecoderConfig: local_attention // 2 (128 // 2) */
+        *window = 128;
+        KVC_TRY(kvci_json_int(&hp->cfg, "local_attention", 2, KVC_HP_MAX_POSITIONS, window, &have));
+        if (!have && cJSON_GetObjectItemCaseSensitive(hp->cfg.obj, "local_attention") != NULL) *window = 0; /* null */
+        *window /= 2;
+    }
     if (hp->model_type != NULL && strcmp(hp->model_type, "mimo_v2_flash") == 0) { /* SGLang's count: + the query */
         int64_t size = 0;
         KVC_TRY(kvci_json_int(&hp->cfg, "sliding_window_size", 0, KVC_HP_MAX_POSITIONS - 1, &size, &have));
@@ -855,6 +863,34 @@ static void laguna_ropes(kvc_hparams *hp) {
     hp->rope_entry = "full_attention";
 }
 
+/* ModernBertDecoderConfig's ropes: without rope_parameters the default rope at global_rope_theta (160000) on the full
+ * layers and local_rope_theta (10000) on the sliding ones; with it, one dict per layer type, both present (a flat one,
+ * or one without an entry, is refused: the class fills the missing one in a way this reader does not follow). */
+static kvc_status modernbert_ropes(kvc_hparams *hp, const kvc_json_obj *dict, const kvc_json_obj *sliding,
+                                   bool have_sliding) {
+    const kvc_json_range theta = {0.0, 1e12, true};
+    if (hp->rope_source != NULL) {
+        if (!hp->rope_per_layer_type || !have_sliding || strcmp(hp->rope_entry, "full_attention") != 0)
+            return kvci_fail(KVC_EINVAL,
+                             "%s: modernbert-decoder with %s not holding a full_attention and a sliding_attention "
+                             "dict is not supported",
+                             hp->cfg.doc, hp->rope_source);
+        KVC_TRY(read_rope_entry(hp, dict, &hp->rope));
+        hp->rope_sliding_given = true;
+        return read_rope_entry(hp, sliding, &hp->rope_sliding);
+    }
+    const kvc_rope_config base = {
+        .factor = 1.0, .beta_fast = 32.0, .beta_slow = 1.0, .truncate = true, .partial_rotary_factor = 1.0};
+    hp->rope = base, hp->rope_sliding = base;
+    hp->rope.theta = 160000.0, hp->rope_sliding.theta = 10000.0;
+    bool have = false;
+    KVC_TRY(kvci_json_num(&hp->cfg, "global_rope_theta", theta, &hp->rope.theta, &have));
+    KVC_TRY(kvci_json_num(&hp->cfg, "local_rope_theta", theta, &hp->rope_sliding.theta, &have));
+    hp->rope_per_layer_type = hp->rope_sliding_given = true;
+    hp->rope_entry = "full_attention";
+    return KVC_OK;
+}
+
 kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
     kvc_json_obj dict = {0}, sliding = {0};
     char dict_path[64], sliding_path[64];
@@ -880,6 +916,7 @@ kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
         hp->rope.partial_rotary_factor = 1.0;
         return KVC_OK;
     }
+    if (kvci_family_is_modernbert(hp->model_type)) return modernbert_ropes(hp, &dict, &sliding, have_sliding);
     if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "mimo_v2_flash") == 0) {
         mimo_ropes(hp);
         return KVC_OK;

@@ -494,8 +494,8 @@ kvc_status kvci_linear(const float *x, int64_t T, const kvc_wmat *w, const float
  * parallel region, x quantized once), the others one call each. */
 kvc_status kvci_linear_shared(const float *x, int64_t T, int n, const kvc_wmat *const *w, const float *const *b,
                               float *const *y);
-/* out[T, n] = act(g) * u (silu: SwiGLU; gelu_tanh: GeGLU), g/u rows with stride ld (may equal out);
- * the kernels are act.h's. */
+/* out[T, n] = act(g) * u (silu: SwiGLU; gelu_tanh: GeGLU; gelu: GeGLU by erf, scalar), g/u rows with stride ld (may
+ * equal out); the kernels are act.h's. */
 void kvci_glu(kvc_mlp_act act, const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out,
               int64_t ld_out);
 /* x[T, n] = act(x) in place (StarCoder2's and Arcee's plain MLP): act(a) * 1, kvci_glu's element function with

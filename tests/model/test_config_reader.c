@@ -477,6 +477,7 @@ static void test_published_configs_agree(void **state) {
         "oracle/zamba2/config.json",
         "oracle/diffllama/config.json",
         "oracle/cohere_compass_text/config.json",
+        "oracle/modernbert_decoder/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

@@ -1495,8 +1495,8 @@ static void test_gpt_neox_fields(void **state) {
     assert_int_equal(kvc_model_config_parse(NEOX_BASE ",\"use_parallel_residual\":false}", "neox", &c), KVC_OK);
     c.parallel_mlp_norm = true;
     expect_create_refusal(&c, "parallel_mlp_norm needs parallel_block");
-    c.parallel_mlp_norm = false, c.mlp_act = KVC_MLP_GELU, c.mlp_plain = false;
-    expect_create_refusal(&c, "with mlp_plain, 2 (relu2), 3 (gelu), 4 (relu) or 5 (xielu)");
+    c.parallel_mlp_norm = false, c.mlp_act = KVC_MLP_RELU, c.mlp_plain = false; /* gelu gated: ModernBERT's GeGLU */
+    expect_create_refusal(&c, "3 (gelu) or, with mlp_plain, 2 (relu2), 4 (relu) or 5 (xielu)");
 }
 
 /* One forward of T <= 8 tokens at positions 0..T-1 of a random model of cfg (vocab_size <= 8): its status. */
@@ -2294,6 +2294,48 @@ static void test_cohere_compass_fields(void **state) {
                    "\"layer_types\":[\"sliding_attention\",\"full_attention\"],"
                    "\"rope_parameters\":{\"full_attention\":{\"rope_theta\":1e4}}}",
                    "rope_parameters has no \"sliding_attention\" entry (layer 0 is one)");
+}
+
+/* ModernBERT's decoder under ModernBertDecoderConfig's sizes without layer_types or rope_parameters (the hub's form):
+ * full every third layer from layer 0, the others sliding over local_attention / 2 = 64, ropes 160000 / 10000 (or
+ * global_rope_theta / local_rope_theta), head_dim 64, one KV head per head, GeGLU by erf, LayerNorms without bias,
+ * the head transform without its dense's bias, the decoder's bias, tied, layer 0's attention unnormed; mlp_bias,
+ * another head act and a flat rope dict refused by name. */
+static void test_modernbert_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"modernbert-decoder\",\"vocab_size\":50368,\"hidden_size\":768,"
+                      "\"intermediate_size\":1152,\"num_attention_heads\":12,\"num_hidden_layers\":22,"
+                      "\"max_position_embeddings\":8192}";
+    assert_int_equal(kvc_model_config_parse(def, "modernbert", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 64 && c.num_kv_heads == 12 && c.rms_norm_eps == 1e-5);
+    assert_true(c.layer_norm && !c.norm_bias && c.embed_norm && c.head_transform && c.head_dense_unbiased);
+    assert_true(c.head_bias && c.tie_word_embeddings && c.attn_norm_first_none && !c.qkv_bias && !c.o_bias);
+    assert_true(c.mlp_act == KVC_MLP_GELU && !c.mlp_plain && c.head_act == KVC_MLP_GELU && c.sliding_window == 64);
+    assert_true(!c.layer_sliding[0] && c.layer_sliding[1] && c.layer_sliding[2] && !c.layer_sliding[3]);
+    assert_true(c.rope.theta == 160000.0 && c.rope_sliding.theta == 10000.0);
+    kvc_model_plan *plan = plan_of(def, "modernbert-decoder");
+    assert_true(plan->layers[0].sliding_window == 0 && plan->layers[1].sliding_window == 64);
+    assert_true(plan->layers[21].sliding_window == 0 && plan->layers[0].caches[0].num_head == 12);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"modernbert-decoder\"," MOE_BASE
+                                            "\"num_hidden_layers\":3,\"global_attn_every_n_layers\":2,"
+                                            "\"local_attention\":10,\"global_rope_theta\":5e4,"
+                                            "\"local_rope_theta\":500,\"norm_bias\":true,\"classifier_bias\":true,"
+                                            "\"classifier_activation\":\"silu\",\"decoder_bias\":false}",
+                                            "modernbert-set", &c),
+                     KVC_OK);
+    assert_true(!c.layer_sliding[0] && c.layer_sliding[1] && !c.layer_sliding[2] && c.sliding_window == 5);
+    assert_true(c.rope.theta == 5e4 && c.rope_sliding.theta == 500.0 && c.norm_bias && !c.head_dense_unbiased);
+    assert_true(c.head_act == KVC_MLP_SILU && !c.head_bias);
+    expect_refusal("{\"model_type\":\"modernbert-decoder\"," MOE_BASE "\"num_hidden_layers\":2,\"mlp_bias\":true}",
+                   "modernbert-decoder with mlp_bias true is not supported");
+    expect_refusal("{\"model_type\":\"modernbert-decoder\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"classifier_activation\":\"tanh\"}",
+                   "classifier_activation \"tanh\" is not supported");
+    expect_refusal("{\"model_type\":\"modernbert-decoder\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":1e4}}",
+                   "modernbert-decoder with rope_parameters not holding a full_attention and a sliding_attention");
 }
 
 /* Laguna under LagunaConfig's defaults (head_dim 128, 8 KV heads, every layer full, window 512 for sliding ones,
@@ -4870,6 +4912,7 @@ int main(void) {
         cmocka_unit_test(test_mellum_fields),
         cmocka_unit_test(test_diffllama_fields),
         cmocka_unit_test(test_cohere_compass_fields),
+        cmocka_unit_test(test_modernbert_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

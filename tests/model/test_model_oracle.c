@@ -763,6 +763,14 @@ static void test_cohere_compass_text(void **state) {
     run_dir("cohere_compass_text");
 }
 
+/* ModernBERT decoder-like: LayerNormed embeddings, layer 0's attention unnormed, layers [full, sliding, sliding,
+ * full] over 8 keys with ropes 160000 / 10000, GeGLU (erf), LayerNorms with biases, the head LN(gelu(dense x)) with
+ * the decoder's bias, tied */
+static void test_modernbert_decoder(void **state) {
+    (void)state;
+    run_dir("modernbert_decoder");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -1530,6 +1538,7 @@ int main(void) {
         cmocka_unit_test(test_nanochat),
         cmocka_unit_test(test_diffllama),
         cmocka_unit_test(test_cohere_compass_text),
+        cmocka_unit_test(test_modernbert_decoder),
         cmocka_unit_test(test_youtu),
         cmocka_unit_test(test_minicpm3),
         cmocka_unit_test(test_afmoe),

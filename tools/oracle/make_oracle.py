@@ -166,6 +166,8 @@ from transformers import (
     DiffLlamaForCausalLM,
     CohereCompassTextConfig,
     CohereCompassForCausalLM,
+    ModernBertDecoderConfig,
+    ModernBertDecoderForCausalLM,
     OPTConfig,
     OPTForCausalLM,
     AXK1Config,
@@ -2146,6 +2148,17 @@ def cohere_compass_config():
                                                     "full_attention": None})
 
 
+def modernbert_decoder_config():
+    # ModernBERT's decoder at toy size: LayerNormed embeddings, 4 pre-norm layers (layer 0's attention unnormed) with
+    # layers 0 and 3 full (global_attn_every_n_layers 3) and 1-2 sliding over local_attention 16 / 2 = 8 keys, ropes
+    # theta 160000 / 10000 (the class's), 4 heads of 16, GeGLU (gelu) of 96, the head LN(gelu(dense x)) and the
+    # decoder's bias, tied; norm_bias true (every LayerNorm with a bias) and classifier_bias true.
+    # Its class takes integer special ids only: the last ids of the vocabulary, which the forward does not treat apart.
+    ids = dict(pad_token_id=VOCAB - 1, bos_token_id=VOCAB - 2, cls_token_id=VOCAB - 2, sep_token_id=VOCAB - 3)
+    return ModernBertDecoderConfig(**DENSE_TOY_SHAPE | ids, num_hidden_layers=4, local_attention=16, norm_bias=True,
+                                   classifier_bias=True)
+
+
 def youtu_config():
     # Youtu-LLM at toy size: DeepSeek-V3's MLA attention (q LoRA 32, latent 32, nope 16 + rope 8 per head, v 16,
     # rope_interleave true: the default) in Llama's layers, each with the dense SwiGLU MLP of 96, 2 layers, 4 heads,
@@ -2353,6 +2366,7 @@ FAMILIES = {
     "nanochat": (nanochat_config, NanoChatForCausalLM),
     "diffllama": (diffllama_config, DiffLlamaForCausalLM),
     "cohere_compass_text": (cohere_compass_config, CohereCompassForCausalLM),
+    "modernbert_decoder": (modernbert_decoder_config, ModernBertDecoderForCausalLM),
     "youtu": (youtu_config, YoutuForCausalLM),
     "minicpm3": (minicpm3_config, MiniCPM3ForCausalLM),
     "gpt_bigcode": (gpt_bigcode_config, GPTBigCodeForCausalLM),
@@ -3529,7 +3543,7 @@ def main():
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
                                "bert", "roberta", "ernie", "megatron_bert", "roberta_prelayernorm", "minimax",
                                "gemma3n", "gemma4_unified",
-                               "emu3", "aria", "phi4_multimodal", "apertus1p5_text", "diffllama", "cohere_compass_text"]:
+                               "emu3", "aria", "phi4_multimodal", "apertus1p5_text", "diffllama", "cohere_compass_text", "modernbert_decoder"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
