@@ -467,6 +467,10 @@ typedef struct kvc_model_config {
      * (attn_norm_first_none), and the head transform's dense has no bias (head_dense_unbiased: classifier_bias
      * false). Last, as above. */
     bool attn_norm_first_none, head_dense_unbiased;
+    /* BitNet (unquantized: its weights as plain matrices): an RMSNorm of the attention output [nH Dv] before o_proj
+     * (attn_sub_norm) and of the gated MLP's act(gate) * up [I] before down_proj (ffn_sub_norm), both at
+     * rms_norm_eps. Last, as above. */
+    bool sub_norms;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -221,6 +221,8 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
             ws->att[i] *= gate_of(c, w->gate_b ? ws->gate[i] + w->gate_b[i / Dv % nH] : ws->gate[i]);
     if (c->attn_head_gate) /* LFM3: each head's output times sigmoid of its gate, f32 as transformers */
         for (int64_t i = 0; i < T * nH * Dv; i++) ws->att[i] *= gate_of(c, ws->gate[i / Dv]);
+    if (w->attn_sub_norm) /* BitNet: an RMSNorm of the attention output [T, nH Dv] before o_proj */
+        kvci_rmsnorm_rows(ws->att, T, nH * Dv, nH * Dv, w->attn_sub_norm, (float)c->rms_norm_eps);
     if (c->diff_attn) kvci_diff_combine(s, l, ws->att, ws->q); /* [T, nH D] */
     st = kvci_linear(c->diff_attn ? ws->q : ws->att, T, &w->wo, w->bo, ws->proj);
     kvci_sp_end(KVC_SP_O, t0);

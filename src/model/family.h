@@ -281,6 +281,8 @@ kvc_status kvci_family_cohere_compass_ropes(const kvc_hparams *hp, kvc_model_con
 bool kvci_family_is_modernbert(const char *model_type);
 kvc_status kvci_family_parse_modernbert(const kvc_hparams *hp, kvc_model_config *cfg);
 kvc_status kvci_family_modernbert_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+/* BitNet without a quantization_config (family_bitnet.c; run by the dense family): its keys and refusals. */
+kvc_status kvci_family_parse_bitnet(const kvc_hparams *hp, kvc_model_config *cfg);
 /* DiffLlama (family_diffllama.c; run by the dense family): its keys and refusals. */
 kvc_status kvci_family_parse_diffllama(const kvc_hparams *hp, kvc_model_config *cfg);
 /* Mellum (family_mellum.c; run by the dense family): whether model_type is mellum, and its keys. */

@@ -1036,6 +1036,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (kvci_family_is_bert(mt)) return kvci_family_parse_bert(hp, cfg);
     if (strcmp(mt, "nanochat") == 0) return kvci_family_parse_nanochat(hp, cfg);
     if (strcmp(mt, "diffllama") == 0) return kvci_family_parse_diffllama(hp, cfg);
+    if (strcmp(mt, "bitnet") == 0) return kvci_family_parse_bitnet(hp, cfg);
     if (kvci_family_is_modernbert(mt)) return kvci_family_parse_modernbert(hp, cfg);
     if (strcmp(mt, "jetmoe") == 0) return kvci_family_parse_jetmoe(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
@@ -1320,6 +1321,7 @@ static const kvc_family_alias ALIASES[] = {
     {"hyperclovax", "HyperCLOVAXForCausalLM", "hyperclovax", true},
     {"nanochat", "NanoChatForCausalLM", "nanochat", true},
     {"diffllama", "DiffLlamaForCausalLM", "diffllama", true},
+    {"bitnet", "BitNetForCausalLM", "bitnet", true},
     {"modernbert-decoder", "ModernBertDecoderForCausalLM", "modernbert-decoder", true},
     {"flint", "FlintForCausalLM", "flint", true},
     {"hy_v3", "HYV3ForCausalLM", "hy_v3", true},

@@ -87,6 +87,8 @@ typedef struct kvc_layer_weights {
     kvc_wmat wqkv;          /* [nH*D + 2*nKV*D, H]: one view over wq, wk, wv (fuse.c); data NULL: not fused */
     float *bo;              /* [H] */
     float *gate_b;          /* [nH] Beam's self_attn.gate_bias (attn_gate_bias), else NULL */
+    float *attn_sub_norm;   /* [nH*Dv] BitNet's self_attn.attn_sub_norm (sub_norms), else NULL */
+    float *ffn_sub_norm;    /* [I] BitNet's mlp.ffn_sub_norm (sub_norms), else NULL */
     float *lambda[4];       /* [D] each: DiffLlama's self_attn.lambda_q1, lambda_k1, lambda_q2, lambda_k2 (diff_attn) */
     kvc_wmat wg;            /* self_attn.gate_proj, no bias: [nH*D, H] AFMoE's (attn_gate_proj), [nH, H] LFM3's g_proj
                                (attn_head_gate) */

@@ -234,6 +234,7 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, int64_t 
     static const char *const lambdas[4] = {"self_attn.lambda_q1", "self_attn.lambda_k1", "self_attn.lambda_q2",
                                            "self_attn.lambda_k2"};
     for (int i = 0; c->diff_attn && i < 4; i++) TRY(v1(v, lambdas[i], D, &w->lambda[i], KVC_WINIT_BIAS, WHOLE));
+    if (c->sub_norms) TRY(v1(v, "self_attn.attn_sub_norm.weight", nH * Dv, &w->attn_sub_norm, KVC_WINIT_NORM, WHOLE));
     return KVC_OK;
 }
 
@@ -432,6 +433,7 @@ static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_lay
         snprintf(n, sizeof n, "%s%s%s.bias", ff, sub, part[i]);
         if (c->mlp_bias) TRY(v1(v, n, i < 2 ? I : H, bias[i], KVC_WINIT_BIAS, i < 2 ? even(v, 0, I) : rank0_bias(v)));
     }
+    if (c->sub_norms && !*sub) TRY(v1(v, "mlp.ffn_sub_norm.weight", I, &w->ffn_sub_norm, KVC_WINIT_NORM, WHOLE));
     return KVC_OK;
 }
 
@@ -1258,12 +1260,13 @@ static kvc_status check_fields(const kvc_model_config *c) {
     if (!(c->clip_qkv >= 0.0 && c->clip_qkv <= 3.4e38) || (c->clip_qkv > 0.0 && fam->mla))
         return kvci_fail(KVC_EINVAL, "model: clip_qkv %g must be in [0, 3.4e38] (0: none) outside MLA", c->clip_qkv);
     if ((unsigned)c->mlp_act > KVC_MLP_XIELU ||
-        (c->mlp_act >= KVC_MLP_RELU2 && c->mlp_act != KVC_MLP_GELU && !c->mlp_plain))
-        return kvci_fail(KVC_EINVAL,
-                         "model: mlp_act %d must be %d (silu), %d (gelu_tanh), %d (gelu) or, with mlp_plain, %d "
-                         "(relu2), %d (relu) or %d (xielu)",
-                         (int)c->mlp_act, (int)KVC_MLP_SILU, (int)KVC_MLP_GELU_TANH, (int)KVC_MLP_GELU,
-                         (int)KVC_MLP_RELU2, (int)KVC_MLP_RELU, (int)KVC_MLP_XIELU);
+        (c->mlp_act >= KVC_MLP_RELU2 && c->mlp_act != KVC_MLP_GELU && c->mlp_act != KVC_MLP_RELU2 && !c->mlp_plain))
+        return kvci_fail(
+            KVC_EINVAL,
+            "model: mlp_act %d must be %d (silu), %d (gelu_tanh), %d (relu2), %d (gelu) or, with mlp_plain, "
+            "%d (relu) or %d (xielu)",
+            (int)c->mlp_act, (int)KVC_MLP_SILU, (int)KVC_MLP_GELU_TANH, (int)KVC_MLP_RELU2, (int)KVC_MLP_GELU,
+            (int)KVC_MLP_RELU, (int)KVC_MLP_XIELU);
     if ((unsigned)c->rope_form > KVC_ROPE_PAIRS || (c->rope_form == KVC_ROPE_INTERLEAVED && !fam->mla))
         return kvci_fail(KVC_EINVAL,
                          "model: rope_form %d must be %d (half-split), %d (pairs) or, in an MLA family, %d "

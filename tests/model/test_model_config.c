@@ -979,8 +979,8 @@ static void test_helium_arcee_fields(void **state) {
     assert_true(c.qkv_bias && c.o_bias && c.mlp_bias);
     expect_refusal(ARCEE_BASE ",\"hidden_act\":\"silu\"}", "hidden_act \"silu\" is not supported (arcee: relu2)");
     assert_int_equal(kvc_model_config_parse(ARCEE_BASE "}", "arcee", &c), KVC_OK);
-    c.mlp_plain = false;
-    expect_create_refusal(&c, "with mlp_plain, 2 (relu2)");
+    c.mlp_plain = false, c.mlp_act = KVC_MLP_RELU; /* relu2 gated: BitNet's */
+    expect_create_refusal(&c, "with mlp_plain, 4 (relu)");
 }
 
 /* StableLM with StableLmConfig's defaults (LayerNorms with bias, eps 1e-5, RoPE on a quarter of each head,
@@ -1496,7 +1496,7 @@ static void test_gpt_neox_fields(void **state) {
     c.parallel_mlp_norm = true;
     expect_create_refusal(&c, "parallel_mlp_norm needs parallel_block");
     c.parallel_mlp_norm = false, c.mlp_act = KVC_MLP_RELU, c.mlp_plain = false; /* gelu gated: ModernBERT's GeGLU */
-    expect_create_refusal(&c, "3 (gelu) or, with mlp_plain, 2 (relu2), 4 (relu) or 5 (xielu)");
+    expect_create_refusal(&c, "2 (relu2), 3 (gelu) or, with mlp_plain, 4 (relu) or 5 (xielu)");
 }
 
 /* One forward of T <= 8 tokens at positions 0..T-1 of a random model of cfg (vocab_size <= 8): its status. */
@@ -2336,6 +2336,31 @@ static void test_modernbert_fields(void **state) {
     expect_refusal("{\"model_type\":\"modernbert-decoder\"," MOE_BASE "\"num_hidden_layers\":2,"
                    "\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":1e4}}",
                    "modernbert-decoder with rope_parameters not holding a full_attention and a sliding_attention");
+}
+
+/* BitNet under BitNetConfig's defaults (20 heads of 128 over 5 KV heads, relu2, rms_norm_eps 1e-5, untied): the
+ * sub-norms, the gated relu2 MLP; a quantization_config, another act, heads x head_dim other than hidden_size and
+ * tensor parallelism refused by name. */
+static void test_bitnet_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"bitnet\",\"vocab_size\":128256,\"hidden_size\":2560,"
+                      "\"intermediate_size\":6912,\"num_attention_heads\":20,\"num_key_value_heads\":5,"
+                      "\"num_hidden_layers\":30,\"hidden_act\":\"relu2\",\"max_position_embeddings\":2048}";
+    assert_int_equal(kvc_model_config_parse(def, "bitnet", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.sub_norms && c.head_dim == 128 && c.num_kv_heads == 5);
+    assert_true(c.mlp_act == KVC_MLP_RELU2 && !c.mlp_plain && c.rms_norm_eps == 1e-5 && !c.tie_word_embeddings);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    kvc_model_config sh;
+    assert_int_equal(kvci_model_shard_config(&c, 5, &sh), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "attn_sub_norm and ffn_sub_norm"));
+    expect_refusal("{\"model_type\":\"bitnet\"," MOE_BASE "\"num_hidden_layers\":2,\"quantization_config\":{"
+                   "\"quant_method\":\"bitnet\",\"linear_class\":\"autobitlinear\",\"quantization_mode\":\"offline\"}}",
+                   "bitnet with a quantization_config is not supported");
+    expect_refusal("{\"model_type\":\"bitnet\"," MOE_BASE "\"num_hidden_layers\":2,\"hidden_act\":\"relu\"}",
+                   "hidden_act \"relu\" is not supported (bitnet: relu2");
+    expect_refusal("{\"model_type\":\"bitnet\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":8}",
+                   "bitnet with num_attention_heads x head_dim 16 other than hidden_size 8 is not supported");
 }
 
 /* Laguna under LagunaConfig's defaults (head_dim 128, 8 KV heads, every layer full, window 512 for sliding ones,
@@ -4913,6 +4938,7 @@ int main(void) {
         cmocka_unit_test(test_diffllama_fields),
         cmocka_unit_test(test_cohere_compass_fields),
         cmocka_unit_test(test_modernbert_fields),
+        cmocka_unit_test(test_bitnet_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

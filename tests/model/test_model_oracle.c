@@ -771,6 +771,13 @@ static void test_modernbert_decoder(void **state) {
     run_dir("modernbert_decoder");
 }
 
+/* BitNet-like without a quantization_config: Llama's layers with RMSNorms of the attention output and of
+ * relu2(gate) * up before their projections, GQA 4/2, untied */
+static void test_bitnet(void **state) {
+    (void)state;
+    run_dir("bitnet");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -1539,6 +1546,7 @@ int main(void) {
         cmocka_unit_test(test_diffllama),
         cmocka_unit_test(test_cohere_compass_text),
         cmocka_unit_test(test_modernbert_decoder),
+        cmocka_unit_test(test_bitnet),
         cmocka_unit_test(test_youtu),
         cmocka_unit_test(test_minicpm3),
         cmocka_unit_test(test_afmoe),

@@ -168,6 +168,8 @@ from transformers import (
     CohereCompassForCausalLM,
     ModernBertDecoderConfig,
     ModernBertDecoderForCausalLM,
+    BitNetConfig,
+    BitNetForCausalLM,
     OPTConfig,
     OPTForCausalLM,
     AXK1Config,
@@ -2159,6 +2161,13 @@ def modernbert_decoder_config():
                                    classifier_bias=True)
 
 
+def bitnet_config():
+    # BitNet without a quantization_config (its weights plain matrices) at toy size: Llama's layers with the RMSNorms
+    # of the attention output (attn_sub_norm) and of relu2(gate) * up (ffn_sub_norm), GQA 4/2 of 16, 3 layers, theta
+    # 5e5 (the class's), untied.
+    return BitNetConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3)
+
+
 def youtu_config():
     # Youtu-LLM at toy size: DeepSeek-V3's MLA attention (q LoRA 32, latent 32, nope 16 + rope 8 per head, v 16,
     # rope_interleave true: the default) in Llama's layers, each with the dense SwiGLU MLP of 96, 2 layers, 4 heads,
@@ -2367,6 +2376,7 @@ FAMILIES = {
     "diffllama": (diffllama_config, DiffLlamaForCausalLM),
     "cohere_compass_text": (cohere_compass_config, CohereCompassForCausalLM),
     "modernbert_decoder": (modernbert_decoder_config, ModernBertDecoderForCausalLM),
+    "bitnet": (bitnet_config, BitNetForCausalLM),
     "youtu": (youtu_config, YoutuForCausalLM),
     "minicpm3": (minicpm3_config, MiniCPM3ForCausalLM),
     "gpt_bigcode": (gpt_bigcode_config, GPTBigCodeForCausalLM),
@@ -3543,7 +3553,7 @@ def main():
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
                                "bert", "roberta", "ernie", "megatron_bert", "roberta_prelayernorm", "minimax",
                                "gemma3n", "gemma4_unified",
-                               "emu3", "aria", "phi4_multimodal", "apertus1p5_text", "diffllama", "cohere_compass_text", "modernbert_decoder"]:
+                               "emu3", "aria", "phi4_multimodal", "apertus1p5_text", "diffllama", "cohere_compass_text", "modernbert_decoder", "bitnet"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
