@@ -143,8 +143,8 @@ static const type_defaults DEFAULTS[] = {
     {"laguna", 128, 500000.0, 512, false, 8, false, false},           /* LagunaConfig's (ropes: laguna_ropes) */
     {"mellum", 128, 500000.0, 1024, false, 4, false, false},          /* MellumConfig's (ropes: laguna_ropes, whole) */
     {"cohere_compass_text", 0, 10000.0, 4096, false, 0, true, false}, /* CohereCompassTextConfig's */
-    {"modernbert-decoder", 0, 160000.0, 0, false, 0, true,
-     true}, /* ModernBertDecoderConfig's (window: hparams_window) */
+    {"modernbert-decoder", 0, 160000.0, 0, false, 0, true, true},     /* its window: kvci_hparams_window */
+    {"bitnet", 0, 500000.0, 0, false, 5, false, false},               /* BitNetConfig's */
     /* the BERT types (family_bert.c): learned positions, hidden / heads, one KV head per head */
     {"bert", 0, 10000.0, 0, false, 0, true, true},
     {"roberta", 0, 10000.0, 0, false, 0, true, true},

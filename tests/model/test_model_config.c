@@ -2351,6 +2351,13 @@ static void test_bitnet_fields(void **state) {
     assert_true(c.family == KVC_FAMILY_DENSE && c.sub_norms && c.head_dim == 128 && c.num_kv_heads == 5);
     assert_true(c.mlp_act == KVC_MLP_RELU2 && !c.mlp_plain && c.rms_norm_eps == 1e-5 && !c.tie_word_embeddings);
     assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"bitnet\",\"vocab_size\":8,\"hidden_size\":80,"
+                                            "\"intermediate_size\":8,\"num_attention_heads\":10,"
+                                            "\"num_hidden_layers\":2}",
+                                            "bitnet-keys", &c),
+                     KVC_OK); /* the class's 5 KV heads and theta 5e5 when the keys are absent */
+    assert_true(c.num_kv_heads == 5 && c.rope.theta == 500000.0);
+    assert_int_equal(kvc_model_config_parse(def, "bitnet", &c), KVC_OK);
     kvc_model_config sh;
     assert_int_equal(kvci_model_shard_config(&c, 5, &sh), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "attn_sub_norm and ffn_sub_norm"));
