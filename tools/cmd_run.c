@@ -65,7 +65,7 @@ static void run_usage(FILE *f) {
             "qwen3_5, qwen3_5_moe (their text models), olmo_hybrid,\n"
             "nanochat, youtu, minicpm3, granite_swa, granitemoe_swa, flint, hy_v3, cohere2_moe, afmoe,\n"
             "ergo, sarvam_mla, axk1, axk2, glm_moe_dsa (dense below index_topk), longcat_flash, mimo_v2_flash,\n"
-            "laguna, mellum, beam,\n"
+            "laguna, mellum, beam, diffllama, cohere_compass_text, modernbert-decoder, bitnet,\n"
             "bert, roberta, xlm-roberta, camembert, data2vec-text, ernie, bert-generation, megatron-bert,\n"
             "xlm-roberta-xl, roberta-prelayernorm (with is_decoder true),\n"
             "qwen2_vl, qwen2_5_vl, qwen3_vl, llava, llava_next, emu3, aria, phi4_multimodal, apertus1p5\n"

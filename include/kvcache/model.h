@@ -486,6 +486,20 @@ typedef struct kvc_model_config {
     double hc_magnitude, hc_eps;
     bool index_rope_last;
     double index_norm_eps;
+    /* DiffLlama's differential attention (attn_diff.c): each query head's softmax over its key head applied to the
+     * values of both halves of the KV heads, head i's pair minus lambda times head i + num_heads / 2's, then a
+     * weightless RMSNorm over the pair times (1 - lambda_init) (lambda_q1 / k1 / q2 / k2 per layer; lambda_init =
+     * 0.8 - 0.6 exp(-0.3 l)). Its caches hold num_key_value_heads / 2 heads of 2 head_dim (key heads j and
+     * j + num_key_value_heads / 2 side by side). Last, as above. */
+    bool diff_attn;
+    /* ModernBERT's decoder: layer 0's attention reads the embedded (LayerNormed) rows without a norm of its own
+     * (attn_norm_first_none), and the head transform's dense has no bias (head_dense_unbiased: classifier_bias
+     * false). Last, as above. */
+    bool attn_norm_first_none, head_dense_unbiased;
+    /* BitNet (unquantized: its weights as plain matrices): an RMSNorm of the attention output [nH Dv] before o_proj
+     * (attn_sub_norm) and of the gated MLP's act(gate) * up [I] before down_proj (ffn_sub_norm), both at
+     * rms_norm_eps. Last, as above. */
+    bool sub_norms;
 } kvc_model_config;
 
 /* Parses config.json text (name: used in messages) through the one config

@@ -64,6 +64,15 @@ void kvci_xielu_rows(const float *const p[4], float *x, int64_t T, int64_t n) {
 
 void kvci_glu(kvc_mlp_act act, const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out,
               int64_t ld_out) {
+    if (act == KVC_MLP_GELU || act == KVC_MLP_RELU2) { /* ModernBERT's GeGLU by erf, BitNet's relu2: act(g) * u */
+#pragma omp parallel for schedule(static) if (T > 16 && T * n >= SWIGLU_PARALLEL_ELEMS)
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t j = 0; j < n; j++) {
+                const float x = g[t * ld + j];
+                out[t * ld_out + j] = (act == KVC_MLP_GELU ? kvci_gelu_erf(x) : kvci_relu2(x)) * u[t * ld + j];
+            }
+        return;
+    }
     const kvc_act_kernel *k = kvci_act_active();
     const kvc_swiglu_row_fn row = act == KVC_MLP_GELU_TANH ? k->geglu : k->swiglu;
 #pragma omp parallel for schedule(static) if (T > 16 && T * n >= SWIGLU_PARALLEL_ELEMS)

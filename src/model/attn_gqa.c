@@ -160,10 +160,11 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     const kvc_layer_weights *w = &m->layers[l];
     kvc_model_workspace *ws = s->ws;
     const kvci_attn_shape sh = kvci_layer_shape(c, l); /* the layer's own heads and dims */
-    const int64_t T = s->T, nH = sh.nH, nKV = sh.nKV, D = sh.D, Dv = sh.Dv;
-    float *q = ws->q; /* [T, nH, D] */
-    float *k = ws->k; /* [T, nKV, D] */
-    float *v = ws->v; /* [T, nKV, Dv] */
+    const int64_t T = s->T, nH = sh.nH;
+    int64_t nKV = sh.nKV, D = sh.D, Dv = sh.Dv; /* DiffLlama's pair heads: nKV / 2 of 2D */
+    float *q = ws->q;                           /* [T, nH, D] */
+    float *k = ws->k;                           /* [T, nKV, D] */
+    float *v = ws->v;                           /* [T, nKV, Dv] */
     double t0 = kvci_sp_begin();
     const float *fused = NULL;
     KVC_TRY(project_qkv(s, w, q, k, v, &fused));
@@ -190,6 +191,11 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
     /* Ergo's full layers: the logits times global_attention_scale (transformers: q and k times its root each) */
     const double layer_scale =
         c->global_attention_scale > 0.0 && !c->layer_sliding[l] ? c->global_attention_scale : 1.0;
+    if (c->diff_attn) { /* DiffLlama: the packed pair heads (attn_diff.c) in ws->fused, free after the split */
+        float *qd = ws->fused, *kd = qd + T * nH * 2 * D, *vd = kd + T * nKV * D;
+        kvci_diff_pack(s, q, k, v, qd, kd, vd);
+        q = qd, k = kd, v = vd, nKV /= 2, D *= 2, Dv *= 2;
+    }
     kvc_attn_call call = {.layer = l,
                           .q = q,
                           .k = k,
@@ -215,7 +221,10 @@ kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l) {
             ws->att[i] *= gate_of(c, w->gate_b ? ws->gate[i] + w->gate_b[i / Dv % nH] : ws->gate[i]);
     if (c->attn_head_gate) /* LFM3: each head's output times sigmoid of its gate, f32 as transformers */
         for (int64_t i = 0; i < T * nH * Dv; i++) ws->att[i] *= gate_of(c, ws->gate[i / Dv]);
-    st = kvci_linear(ws->att, T, &w->wo, w->bo, ws->proj);
+    if (w->attn_sub_norm) /* BitNet: an RMSNorm of the attention output [T, nH Dv] before o_proj */
+        kvci_rmsnorm_rows(ws->att, T, nH * Dv, nH * Dv, w->attn_sub_norm, (float)c->rms_norm_eps);
+    if (c->diff_attn) kvci_diff_combine(s, l, ws->att, ws->q); /* [T, nH D] */
+    st = kvci_linear(c->diff_attn ? ws->q : ws->att, T, &w->wo, w->bo, ws->proj);
     kvci_sp_end(KVC_SP_O, t0);
     return st;
 }

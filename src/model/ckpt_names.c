@@ -319,6 +319,21 @@ static const rename_rule RULES[] = {
     /* NanoChat (NanoChatForCausalLM): the MLP fc1 (up) and fc2 (down) */
     {"nanochat", "mlp.up_proj.", "mlp.fc1."},
     {"nanochat", "mlp.down_proj.", "mlp.fc2."},
+    /* ModernBERT's decoder (ModernBertDecoderForCausalLM): the head's decoder first (lm_head. then names its
+     * transform), the embeddings and their norm under model.embeddings., attn (Wo the o_proj), attn_norm / mlp_norm,
+     * the fused mlp.Wi (gate | up) and mlp.Wo, final_norm */
+    {"modernbert-decoder", "lm_head.", "decoder."},
+    {"modernbert-decoder", "model.head_dense.", "lm_head.dense."},
+    {"modernbert-decoder", "model.head_norm.", "lm_head.norm."},
+    {"modernbert-decoder", "model.embed_tokens.", "model.embeddings.tok_embeddings."},
+    {"modernbert-decoder", "model.embed_norm.", "model.embeddings.norm."},
+    {"modernbert-decoder", "self_attn.o_proj.", "attn.Wo."},
+    {"modernbert-decoder", "self_attn.", "attn."},
+    {"modernbert-decoder", "input_layernorm.", "attn_norm."},
+    {"modernbert-decoder", "post_attention_layernorm.", "mlp_norm."},
+    {"modernbert-decoder", "mlp.gate_up_proj.", "mlp.Wi."},
+    {"modernbert-decoder", "mlp.down_proj.", "mlp.Wo."},
+    {"modernbert-decoder", "model.norm.", "model.final_norm."},
 };
 
 /* The BERT types (family_bert.c): the encoder's modules under embeddings. and encoder.layer.N. (then under the base

@@ -133,7 +133,7 @@ static kvc_status parse_family(const kvc_hparams *hp, kvc_model_config *cfg, con
     KVC_TRY(kvci_family_bert_decoder(hp)); /* BERT's bidirectional default, refused as the planner refuses it */
     const kvc_family_alias *alias = NULL;
     *fam = kvci_family_find(t, NULL, &alias);
-    if (*fam != NULL && !alias->runs && kvci_family_not_run(t) != NULL)
+    if ((*fam == NULL || !alias->runs) && kvci_family_not_run(t) != NULL) /* doge: planned by the generic family */
         return kvci_fail(KVC_EINVAL, "%s: model_type \"%s\" is planned only, not run: %s", doc, t,
                          kvci_family_not_run(t));
     if (*fam == NULL || !alias->runs) {

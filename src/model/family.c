@@ -152,6 +152,11 @@ static const type_reason NOT_RUN[] = {
                     "(the CSA / HCA window compressors, their pending states and compressed caches, the indexer over "
                     "compressed keys), the grouped output projection and the hash-routed experts have no operator in "
                     "the runtime yet (docs/deepseek-v4.md)"},
+    {"doge", "its dynamic mask attention adds to every score a bias per key and KV head, exp(A * softplus(dt_proj(the "
+             "key's values of every KV head))), and past keep_window_size keys keeps only each query's top "
+             "keep_window_size keys by that bias (transformers recomputes it from the whole value cache each step); "
+             "the attention kernels take no per-key bias or top-k mask, and the residual adds scale the residual by "
+             "input_residual / post_attention_residual, with CDMoE's product-key experts when is_moe"},
     {"dory", "its recurrent section (n_recurrent_loops passes over weight-shared layers, one cache per loop) and its "
              "nGPT layers (unit-norm hidden states, interpolated residuals lambda_1 / lambda_2, sqk, s_gate, suv and "
              "logit_scale) are not in the runtime's layer stack yet"},
@@ -356,6 +361,9 @@ kvc_cache_dims kvci_family_cache_dims(const kvc_family_desc *d, const kvc_family
 }
 
 kvc_cache_dims kvci_model_cache_dims(const kvc_model_config *c, bool latent) {
+    if (c->diff_attn) /* DiffLlama: KV heads j and j + nKV / 2 side by side (attn_diff.c) */
+        return (kvc_cache_dims){.heads = {c->num_kv_heads / 2, c->num_kv_heads / 2},
+                                .dim = {2 * c->head_dim, 2 * c->head_dim}};
     const kvc_family_dims d = {.num_heads = c->num_heads,
                                .num_kv_heads = c->num_kv_heads,
                                .head_dim = c->head_dim,

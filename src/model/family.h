@@ -271,6 +271,20 @@ kvc_status kvci_family_bert_positions(const kvc_hparams *hp, int64_t *max_pos, i
  */
 bool kvci_family_is_granite_swa(const char *model_type);
 kvc_status kvci_family_parse_granite_swa(const kvc_hparams *hp, kvc_model_config *cfg);
+/* Cohere Compass's text model (family_cohere_compass.c; run by the dense family): whether model_type is
+ * cohere_compass_text; its layers' NoPE from the null rope_parameters entries, refusing a dict transformers cannot
+ * index by layer type. */
+bool kvci_family_is_cohere_compass(const char *model_type);
+kvc_status kvci_family_cohere_compass_ropes(const kvc_hparams *hp, kvc_model_config *cfg);
+/* ModernBERT's decoder (family_modernbert.c; run by the dense family): whether model_type is modernbert-decoder, its
+ * keys, and its layer kinds without layer_types. */
+bool kvci_family_is_modernbert(const char *model_type);
+kvc_status kvci_family_parse_modernbert(const kvc_hparams *hp, kvc_model_config *cfg);
+kvc_status kvci_family_modernbert_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+/* BitNet without a quantization_config (family_bitnet.c; run by the dense family): its keys and refusals. */
+kvc_status kvci_family_parse_bitnet(const kvc_hparams *hp, kvc_model_config *cfg);
+/* DiffLlama (family_diffllama.c; run by the dense family): its keys and refusals. */
+kvc_status kvci_family_parse_diffllama(const kvc_hparams *hp, kvc_model_config *cfg);
 /* Mellum (family_mellum.c; run by the dense family): whether model_type is mellum, and its keys. */
 bool kvci_family_is_mellum(const char *model_type);
 kvc_status kvci_family_parse_mellum(const kvc_hparams *hp, kvc_model_config *cfg);

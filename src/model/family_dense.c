@@ -496,16 +496,19 @@ static kvc_status cohere2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds
 static kvc_status parse_cohere(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false}, positive = {0.0, KVC_HP_MAX_FACTOR, true};
+    const bool compass = kvci_family_is_cohere_compass(cfg->model_type); /* Cohere 2's blocks (family_cohere_compass) */
     const bool cohere2 = strcmp(cfg->model_type, "cohere2") == 0;
     bool bias = false, qk_norm = false;
-    if (!cohere2) KVC_TRY(kvci_family_opt_bool(c, "use_qk_norm", false, &qk_norm)); /* Cohere2Config has none */
+    if (!cohere2 && !compass) KVC_TRY(kvci_family_opt_bool(c, "use_qk_norm", false, &qk_norm)); /* Cohere 2: none */
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* Cohere2's attention reads a head_dim key too */
     KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
     cfg->qkv_bias = cfg->o_bias = bias, cfg->mlp_bias = false;
-    cfg->layer_norm = cfg->parallel_block = true, cfg->rope_form = KVC_ROPE_PAIRS, cfg->qk_norm = qk_norm;
+    cfg->layer_norm = cfg->parallel_block = true, cfg->qk_norm = qk_norm;
+    cfg->rope_form = compass ? cfg->rope_form : KVC_ROPE_PAIRS; /* Compass: half-split heads */
     KVC_TRY(kvci_family_opt_num(c, "layer_norm_eps", 1e-5, eps, &cfg->rms_norm_eps));
-    KVC_TRY(kvci_family_opt_num(c, "logit_scale", 0.0625, positive, &cfg->logit_scale));
+    KVC_TRY(kvci_family_opt_num(c, "logit_scale", compass ? 1.0 : 0.0625, positive, &cfg->logit_scale));
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
+    if (compass) return kvci_family_cohere_compass_ropes(hp, cfg);
     if (!cohere2) return KVC_OK;
     kvc_layer_kind k[KVC_MODEL_MAX_LAYERS];
     kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
@@ -986,7 +989,8 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (strcmp(mt, "hunyuan_v1_dense") == 0 || strcmp(mt, "hunyuan_v1_moe") == 0) return parse_hunyuan(hp, cfg);
     if (strcmp(mt, "gemma") == 0) return kvci_family_parse_gemma(hp, cfg);
     if (strcmp(mt, "glm4") == 0 || strcmp(mt, "glm") == 0) return parse_glm(hp, cfg);
-    if (strcmp(mt, "cohere") == 0 || strcmp(mt, "cohere2") == 0) return parse_cohere(hp, cfg);
+    if (strcmp(mt, "cohere") == 0 || strcmp(mt, "cohere2") == 0 || kvci_family_is_cohere_compass(mt))
+        return parse_cohere(hp, cfg);
     if (strcmp(mt, "seed_oss") == 0) return parse_seed_oss(hp, cfg);
     if (strcmp(mt, "exaone4") == 0) return parse_exaone4(hp, cfg);
     if (strcmp(mt, "exaone_moe") == 0) return parse_exaone_moe(hp, cfg);
@@ -1031,6 +1035,9 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (kvci_family_is_classic(mt)) return kvci_family_parse_classic(hp, cfg);
     if (kvci_family_is_bert(mt)) return kvci_family_parse_bert(hp, cfg);
     if (strcmp(mt, "nanochat") == 0) return kvci_family_parse_nanochat(hp, cfg);
+    if (strcmp(mt, "diffllama") == 0) return kvci_family_parse_diffllama(hp, cfg);
+    if (strcmp(mt, "bitnet") == 0) return kvci_family_parse_bitnet(hp, cfg);
+    if (kvci_family_is_modernbert(mt)) return kvci_family_parse_modernbert(hp, cfg);
     if (strcmp(mt, "jetmoe") == 0) return kvci_family_parse_jetmoe(hp, cfg);
     if (kvci_family_is_qwen2_vl(mt)) return kvci_family_parse_qwen2_vl(hp, cfg);
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
@@ -1105,8 +1112,11 @@ static kvc_status dense_attention(const kvc_fwd_step *s, int64_t l) {
     return s->m->cfg.attention_experts ? kvci_attn_moa(s, l) : kvci_attn_gqa(s, l);
 }
 
-/* GLM-4.5's routing sizes: DeepSeek-V3's rules; AFMoE's its own (one group). */
+/* GLM-4.5's routing sizes: DeepSeek-V3's rules; AFMoE's its own (one group); DiffLlama's KV heads in two halves. */
 static kvc_status dense_check(const kvc_model_config *cfg, const char *doc) {
+    if (cfg->diff_attn && (cfg->num_kv_heads % 2 != 0 || cfg->num_heads % cfg->num_kv_heads != 0))
+        return kvci_fail(KVC_EINVAL, "%s: diff_attn needs an even num_kv_heads (%lld) dividing num_heads (%lld)", doc,
+                         (long long)cfg->num_kv_heads, (long long)cfg->num_heads);
     if (strcmp(cfg->model_type, "afmoe") == 0 || strcmp(cfg->model_type, "ergo") == 0)
         return kvci_afmoe_check(cfg, doc);
     return cfg->n_group > 0 ? kvci_family_check_grouped_router(cfg, doc) : KVC_OK;
@@ -1152,7 +1162,8 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     if (mt && (strcmp(mt, "olmo3") == 0 || strcmp(mt, "dory") == 0)) return kvci_family_every_nth_full(ctx, 4, kinds);
     if (mt && strcmp(mt, "afmoe") == 0) return kvci_afmoe_kinds(ctx, kinds); /* by global_attn_every_n_layers */
     if (kvci_family_is_mimo(mt)) return kvci_family_mimo_kinds(ctx, kinds);
-    if (kvci_family_is_laguna(mt) || kvci_family_is_mellum(mt)) /* their config classes': every layer full */
+    if (kvci_family_is_laguna(mt) || kvci_family_is_mellum(mt) || kvci_family_is_cohere_compass(mt))
+        /* their config classes': every layer full */
         return kvci_family_full_kinds(ctx, kinds);
     if (mt && strcmp(mt, "dots1") == 0) { /* Dots1Config's: the layers from max_window_layers (62) on slide */
         bool have = false;
@@ -1165,6 +1176,7 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
     if (mt && (strcmp(mt, "cohere2") == 0 || strcmp(mt, "exaone4") == 0 || strcmp(mt, "exaone_moe") == 0))
         return cohere2_kinds(ctx, kinds);
     if (mt && strcmp(mt, "flint") == 0) return kvci_family_flint_kinds(ctx, kinds);
+    if (kvci_family_is_modernbert(mt)) return kvci_family_modernbert_kinds(ctx, kinds);
     /* Kolibri1Config's and Kolibri1_1Config's layer_types: four sliding layers, then one full (1.1: indexed) */
     if (mt && (strcmp(mt, "kolibri1") == 0 || strcmp(mt, "kolibri1_1") == 0))
         return kvci_family_every_nth_full(ctx, 5, kinds);
@@ -1199,13 +1211,44 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
  * the others (Llama, Gemma, GLM, Cohere, OLMo 1/2, Phi, GPT-2, ...) have no window there: a config written from a
  * shared template, or a fine-tune's leftover key, runs as transformers runs it. Types planned only keep the key. */
 static bool dense_reads_window(const kvc_hparams *hp) {
-    static const char *const WINDOW_TYPES[] = {
-        "mistral",        "mixtral",   "ministral",  "ministral3",    "mistral3",        "qwen2",   "qwen2_moe",
-        "qwen3",          "qwen3_moe", "phi3",       "olmo3",         "smollm3",         "cohere2", "exaone4",
-        "starcoder2",     "qwen2_vl",  "qwen2_5_vl", "qwen2_vl_text", "qwen2_5_vl_text", "phimoe",  "gpt_neo",
-        "dots1",          "cwm",       "exaone_moe", "granite_swa",   "granitemoe_swa",  "flint",   "cohere2_moe",
-        "afmoe",          "kolibri1",  "ergo",       "mimo_v2_flash", "laguna",          "mellum",  "beam",
-        "phi4_multimodal"};
+    static const char *const WINDOW_TYPES[] = {"mistral",
+                                               "mixtral",
+                                               "ministral",
+                                               "ministral3",
+                                               "mistral3",
+                                               "qwen2",
+                                               "qwen2_moe",
+                                               "qwen3",
+                                               "qwen3_moe",
+                                               "phi3",
+                                               "olmo3",
+                                               "smollm3",
+                                               "cohere2",
+                                               "exaone4",
+                                               "starcoder2",
+                                               "qwen2_vl",
+                                               "qwen2_5_vl",
+                                               "qwen2_vl_text",
+                                               "qwen2_5_vl_text",
+                                               "phimoe",
+                                               "gpt_neo",
+                                               "dots1",
+                                               "cwm",
+                                               "exaone_moe",
+                                               "granite_swa",
+                                               "granitemoe_swa",
+                                               "flint",
+                                               "cohere2_moe",
+                                               "afmoe",
+                                               "kolibri1",
+                                               "ergo",
+                                               "mimo_v2_flash",
+                                               "laguna",
+                                               "mellum",
+                                               "beam",
+                                               "phi4_multimodal",
+                                               "cohere_compass_text",
+                                               "modernbert-decoder"};
     return !kvci_family_type_runs(hp->model_type) ||
            kvci_name_listed(hp->model_type, WINDOW_TYPES, sizeof WINDOW_TYPES / sizeof WINDOW_TYPES[0]);
 }
@@ -1229,6 +1272,7 @@ static const kvc_family_alias ALIASES[] = {
     {"glm4", "Glm4ForCausalLM", "glm4", true},
     {"cohere", "CohereForCausalLM", "cohere", true},
     {"cohere2", "Cohere2ForCausalLM", "cohere2", true},
+    {"cohere_compass_text", "CohereCompassForCausalLM", "cohere_compass_text", true},
     {"seed_oss", "SeedOssForCausalLM", "seed_oss", true},
     {"exaone4", "Exaone4ForCausalLM", "exaone4", true},
     {"exaone_moe", "ExaoneMoeForCausalLM", "exaone_moe", true},
@@ -1304,6 +1348,9 @@ static const kvc_family_alias ALIASES[] = {
     {"iquestcoder", "IQuestCoderForCausalLM", "iquestcoder", true},
     {"hyperclovax", "HyperCLOVAXForCausalLM", "hyperclovax", true},
     {"nanochat", "NanoChatForCausalLM", "nanochat", true},
+    {"diffllama", "DiffLlamaForCausalLM", "diffllama", true},
+    {"bitnet", "BitNetForCausalLM", "bitnet", true},
+    {"modernbert-decoder", "ModernBertDecoderForCausalLM", "modernbert-decoder", true},
     {"flint", "FlintForCausalLM", "flint", true},
     {"hy_v3", "HYV3ForCausalLM", "hy_v3", true},
     {"cohere2_moe", "Cohere2MoeForCausalLM", "cohere2_moe", true},
@@ -1354,11 +1401,14 @@ static kvc_status dense_scale(const kvc_family_ctx *ctx, int64_t head_dim, doubl
     return KVC_OK;
 }
 
-/* The per-layer dims of the types whose layers differ (MiMo-V2-Flash's); the others keep the model's. */
+/* The per-layer dims of the types whose layers differ (MiMo-V2-Flash's); DiffLlama's caches (attn_diff.c: KV heads j
+ * and j + nKV / 2 side by side, nKV / 2 heads of 2 head_dim); the others keep the model's. */
 static kvc_status dense_layer_dims(const kvc_family_ctx *ctx, kvc_layer_kind *kinds, int64_t *head_dim,
                                    int64_t *kv_heads, int64_t *v_head_dim) {
     if (kvci_family_is_mimo(ctx->hp->model_type))
         return kvci_family_mimo_layer_dims(ctx, kinds, head_dim, kv_heads, v_head_dim);
+    if (ctx->hp->model_type == NULL || strcmp(ctx->hp->model_type, "diffllama") != 0) return KVC_OK;
+    for (int64_t l = 0; l < ctx->n_layers; l++) head_dim[l] *= 2, kv_heads[l] /= 2; /* v_head_dim 0: head_dim's */
     return KVC_OK;
 }
 

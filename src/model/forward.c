@@ -495,6 +495,16 @@ kvc_status kvci_fwd_dense_mlp(const kvc_fwd_step *s, int64_t l) {
     if (s->m->cfg.mlp_plain) /* StarCoder2: down(act(up(x))), no gate */
         return kvci_plain_mlp(s->m->cfg.mlp_act, (const float *const *)w->xielu, ws->xn, s->T, &w->w_up, w->b_up,
                               &w->w_down, w->b_down, ws->ff_a, ws->proj);
+    if (w->ffn_sub_norm) { /* BitNet: an RMSNorm of act(gate) * up [T, I] before down_proj */
+        const kvc_wmat *gu[2] = {&w->w_gate, &w->w_up};
+        const float *b[2] = {w->b_gate, w->b_up};
+        float *y[2] = {ws->ff_a, ws->ff_b};
+        const int64_t T = s->T, I = w->w_gate.rows;
+        KVC_TRY(kvci_linear_shared(ws->xn, T, 2, gu, b, y));
+        kvci_glu(s->m->cfg.mlp_act, ws->ff_a, ws->ff_b, T, I, I, ws->ff_a, I);
+        kvci_rmsnorm_rows(ws->ff_a, T, I, I, w->ffn_sub_norm, (float)s->m->cfg.rms_norm_eps);
+        return kvci_linear(ws->ff_a, T, &w->w_down, w->b_down, ws->proj);
+    }
     if (w->w_gu.data) { /* fused: rows [T, gate I | up I] */
         const int64_t T = s->T, I = w->w_gate.rows;
         double t0 = kvci_sp_begin();

@@ -141,6 +141,13 @@ kvc_status kvci_gemma3n_layer(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_gemma3n_merge(const kvc_fwd_step *s);
 float kvci_gemma3n_std_multiplier(float p);
 kvc_status kvci_ffn_gemma4_experts(const kvc_fwd_step *s, int64_t l, const float *x);
+/* DiffLlama's differential attention (attn_diff.c): q [T, nH, D], k / v [T, nKV, D] (rotated) packed into qd
+ * [T, nH, 2D] (the query heads in pair order, zero-padded), kd / vd [T, nKV/2, 2D] (heads p and p + nKV/2 side by
+ * side); the attention's att [T, nH, 2D] of the packed heads combined into out [T, nH D] (layer l's lambda, the
+ * group norm, 1 - lambda_init). */
+void kvci_diff_pack(const kvc_fwd_step *s, const float *q, const float *k, const float *v, float *qd, float *kd,
+                    float *vd);
+void kvci_diff_combine(const kvc_fwd_step *s, int64_t l, const float *att, float *out);
 /* JetMoE's mixture of attention heads (attn_moa.c; kvc_model_config.attention_experts). */
 kvc_status kvci_attn_moa(const kvc_fwd_step *s, int64_t l);
 /* The k largest of the E logits lg into sel (ties: lower index first) and their softmax (over those k only, f32) into

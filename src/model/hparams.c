@@ -135,15 +135,18 @@ static const type_defaults DEFAULTS[] = {
     {"qwen3_5_moe", 256, 10000.0, 0, false, 2, false, false},
     {"qwen4_exp_text", 256, 10000.0, 0, false, 2, false, false}, /* Qwen4ExpTextConfig's (Qwen3.5-MoE's) */
     {"qwen4_exp", 256, 10000.0, 0, false, 2, false, false},
-    {"dory", 256, 10000000.0, 1024, false, 4, false, false},        /* DoryConfig's (the full layers' theta) */
-    {"lfm2_moe", 0, 1000000.0, 0, false, 8, false, false},          /* Lfm2MoeConfig's */
-    {"deepseek_v4", 512, 10000.0, 128, false, 1, false, false},     /* DeepseekV4Config's */
-    {"afmoe", 128, 10000.0, 1024, false, 0, false, false},          /* AfmoeConfig's */
-    {"ergo", 0, 1000000.0, 512, false, 8, true, false},             /* ErgoConfig's */
-    {"lfm3", 128, 1000000.0, 256, false, 4, false, false},          /* Lfm3Config's (its ropes: lfm3_ropes) */
-    {"mimo_v2_flash", 192, 5000000.0, 129, false, 4, false, false}, /* MiMoV2FlashConfig's (ropes: mimo_ropes) */
-    {"laguna", 128, 500000.0, 512, false, 8, false, false},         /* LagunaConfig's (ropes: laguna_ropes) */
-    {"mellum", 128, 500000.0, 1024, false, 4, false, false},        /* MellumConfig's (ropes: laguna_ropes, whole) */
+    {"dory", 256, 10000000.0, 1024, false, 4, false, false},          /* DoryConfig's (the full layers' theta) */
+    {"lfm2_moe", 0, 1000000.0, 0, false, 8, false, false},            /* Lfm2MoeConfig's */
+    {"deepseek_v4", 512, 10000.0, 128, false, 1, false, false},       /* DeepseekV4Config's */
+    {"afmoe", 128, 10000.0, 1024, false, 0, false, false},            /* AfmoeConfig's */
+    {"ergo", 0, 1000000.0, 512, false, 8, true, false},               /* ErgoConfig's */
+    {"lfm3", 128, 1000000.0, 256, false, 4, false, false},            /* Lfm3Config's (its ropes: lfm3_ropes) */
+    {"mimo_v2_flash", 192, 5000000.0, 129, false, 4, false, false},   /* MiMoV2FlashConfig's (ropes: mimo_ropes) */
+    {"laguna", 128, 500000.0, 512, false, 8, false, false},           /* LagunaConfig's (ropes: laguna_ropes) */
+    {"mellum", 128, 500000.0, 1024, false, 4, false, false},          /* MellumConfig's (ropes: laguna_ropes, whole) */
+    {"cohere_compass_text", 0, 10000.0, 4096, false, 0, true, false}, /* CohereCompassTextConfig's */
+    {"modernbert-decoder", 0, 160000.0, 0, false, 0, true, true},     /* its window: kvci_hparams_window */
+    {"bitnet", 0, 500000.0, 0, false, 5, false, false},               /* BitNetConfig's */
     /* the BERT types (family_bert.c): learned positions, hidden / heads, one KV head per head */
     {"bert", 0, 10000.0, 0, false, 0, true, true},
     {"roberta", 0, 10000.0, 0, false, 0, true, true},
@@ -471,6 +474,12 @@ kvc_status kvci_hparams_window(const kvc_hparams *hp, int64_t *window, bool *qwe
     /* the class default applies when the key is absent; an explicit null is no window (Mistral v0.2 on) */
     *window = cJSON_GetObjectItemCaseSensitive(hp->cfg.obj, key) != NULL ? 0 : d.sliding_window;
     KVC_TRY(kvci_json_int(&hp->cfg, key, 1, KVC_HP_MAX_POSITIONS, window, &have));
+    if (kvci_family_is_modernbert(hp->model_type)) { /* ModernBertDecoderConfig: local_attention // 2 (128 // 2) */
+        *window = 128;
+        KVC_TRY(kvci_json_int(&hp->cfg, "local_attention", 2, KVC_HP_MAX_POSITIONS, window, &have));
+        if (!have && cJSON_GetObjectItemCaseSensitive(hp->cfg.obj, "local_attention") != NULL) *window = 0; /* null */
+        *window /= 2;
+    }
     if (hp->model_type != NULL && strcmp(hp->model_type, "mimo_v2_flash") == 0) { /* SGLang's count: + the query */
         int64_t size = 0;
         KVC_TRY(kvci_json_int(&hp->cfg, "sliding_window_size", 0, KVC_HP_MAX_POSITIONS - 1, &size, &have));
@@ -497,21 +506,26 @@ static const kvc_json_range MSCALE_RANGE = {0.0, KVC_HP_MAX_FACTOR, false};
 /* Whether the dict holds one rope dict per layer type (transformers 5.x's nested form: every key a layer type, every
  * value an object, or null for a type without RoPE: Ergo's full layers). Every key a layer type with another value is
  * refused by name: transformers reads it nested and fails, and read flat it would leave every layer at the defaults. */
-static kvc_status per_layer_type(const kvc_json_obj *dict, bool *nested) {
+static kvc_status per_layer_type(const kvc_hparams *hp, const kvc_json_obj *dict, bool *nested) {
     /* DeepSeek-V4's keys are its rope labels: "main" (window-only layers), "compress" (the compressed ones) */
     static const char *const types[] = {
         "full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba", "attention",
         "main",           "compress"};
     bool any = false;
     *nested = false;
+    /* CohereCompassTextConfig drops a rope_theta / rope_type beside entries named by layer type (the hub's configs) */
+    const bool dangling = kvci_family_is_cohere_compass(hp->model_type) &&
+                          (kvci_json_find(dict, "full_attention") || kvci_json_find(dict, "sliding_attention"));
     for (const cJSON *c = dict->obj->child; c != NULL; c = c->next) {
+        if (dangling && (strcmp(c->string, "rope_theta") == 0 || strcmp(c->string, "rope_type") == 0)) continue;
         bool known = false;
         for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) known |= strcmp(c->string, types[i]) == 0;
         if (!known) return KVC_OK;
         any |= cJSON_IsObject(c);
     }
     for (const cJSON *c = dict->obj->child; c != NULL; c = c->next)
-        if (!cJSON_IsObject(c) && !cJSON_IsNull(c))
+        if (!cJSON_IsObject(c) && !cJSON_IsNull(c) &&
+            !(dangling && (strcmp(c->string, "rope_theta") == 0 || strcmp(c->string, "rope_type") == 0)))
             return kvci_fail(KVC_EINVAL, "%s: %s.%s must be an object or null (a rope dict per layer type), got %s",
                              dict->doc, dict->path, c->string, kvci_json_type_name(c));
     *nested = any;
@@ -533,7 +547,7 @@ static kvc_status rope_dict(kvc_hparams *hp, char *path, size_t cap, kvc_json_ob
         if (have) hp->rope_source = "rope_parameters";
     }
     bool nested = false;
-    if (hp->rope_source != NULL) KVC_TRY(per_layer_type(dict, &nested));
+    if (hp->rope_source != NULL) KVC_TRY(per_layer_type(hp, dict, &nested));
     if (!nested) return KVC_OK;
     /* nested: the full-attention layers' dict stands for the model (the first one without them) */
     const cJSON *first = dict->obj->child;
@@ -863,6 +877,34 @@ static void laguna_ropes(kvc_hparams *hp) {
     hp->rope_entry = "full_attention";
 }
 
+/* ModernBertDecoderConfig's ropes: without rope_parameters the default rope at global_rope_theta (160000) on the full
+ * layers and local_rope_theta (10000) on the sliding ones; with it, one dict per layer type, both present (a flat one,
+ * or one without an entry, is refused: the class fills the missing one in a way this reader does not follow). */
+static kvc_status modernbert_ropes(kvc_hparams *hp, const kvc_json_obj *dict, const kvc_json_obj *sliding,
+                                   bool have_sliding) {
+    const kvc_json_range theta = {0.0, 1e12, true};
+    if (hp->rope_source != NULL) {
+        if (!hp->rope_per_layer_type || !have_sliding || strcmp(hp->rope_entry, "full_attention") != 0)
+            return kvci_fail(KVC_EINVAL,
+                             "%s: modernbert-decoder with %s not holding a full_attention and a sliding_attention "
+                             "dict is not supported",
+                             hp->cfg.doc, hp->rope_source);
+        KVC_TRY(read_rope_entry(hp, dict, &hp->rope));
+        hp->rope_sliding_given = true;
+        return read_rope_entry(hp, sliding, &hp->rope_sliding);
+    }
+    const kvc_rope_config base = {
+        .factor = 1.0, .beta_fast = 32.0, .beta_slow = 1.0, .truncate = true, .partial_rotary_factor = 1.0};
+    hp->rope = base, hp->rope_sliding = base;
+    hp->rope.theta = 160000.0, hp->rope_sliding.theta = 10000.0;
+    bool have = false;
+    KVC_TRY(kvci_json_num(&hp->cfg, "global_rope_theta", theta, &hp->rope.theta, &have));
+    KVC_TRY(kvci_json_num(&hp->cfg, "local_rope_theta", theta, &hp->rope_sliding.theta, &have));
+    hp->rope_per_layer_type = hp->rope_sliding_given = true;
+    hp->rope_entry = "full_attention";
+    return KVC_OK;
+}
+
 kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
     kvc_json_obj dict = {0}, sliding = {0};
     char dict_path[64], sliding_path[64];
@@ -888,6 +930,7 @@ kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
         hp->rope.partial_rotary_factor = 1.0;
         return KVC_OK;
     }
+    if (kvci_family_is_modernbert(hp->model_type)) return modernbert_ropes(hp, &dict, &sliding, have_sliding);
     if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "mimo_v2_flash") == 0) {
         mimo_ropes(hp);
         return KVC_OK;

@@ -27,7 +27,8 @@ kvci_attn_shape kvci_layer_shape(const kvc_model_config *c, int64_t l) {
 }
 
 kvc_cache_dims kvci_model_layer_cache_dims(const kvc_model_config *c, int64_t l, bool latent) {
-    if (kvci_family_get(c->family)->cache_dims != NULL) return kvci_model_cache_dims(c, latent); /* MLA's */
+    if (kvci_family_get(c->family)->cache_dims != NULL || c->diff_attn) /* MLA's, DiffLlama's */
+        return kvci_model_cache_dims(c, latent);
     const kvci_attn_shape s = kvci_layer_shape(c, l);
     return (kvc_cache_dims){.heads = {s.nKV, s.nKV}, .dim = {s.D, s.Dv}};
 }

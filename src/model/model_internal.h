@@ -87,6 +87,9 @@ typedef struct kvc_layer_weights {
     kvc_wmat wqkv;          /* [nH*D + 2*nKV*D, H]: one view over wq, wk, wv (fuse.c); data NULL: not fused */
     float *bo;              /* [H] */
     float *gate_b;          /* [nH] Beam's self_attn.gate_bias (attn_gate_bias), else NULL */
+    float *attn_sub_norm;   /* [nH*Dv] BitNet's self_attn.attn_sub_norm (sub_norms), else NULL */
+    float *ffn_sub_norm;    /* [I] BitNet's mlp.ffn_sub_norm (sub_norms), else NULL */
+    float *lambda[4];       /* [D] each: DiffLlama's self_attn.lambda_q1, lambda_k1, lambda_q2, lambda_k2 (diff_attn) */
     kvc_wmat wg;            /* self_attn.gate_proj, no bias: [nH*D, H] AFMoE's (attn_gate_proj), [nH, H] LFM3's g_proj
                                (attn_head_gate) */
     float *q_norm, *k_norm; /* [D] Qwen3; [nH*D], [nKV*D] OLMo 2 */
@@ -509,8 +512,8 @@ kvc_status kvci_linear(const float *x, int64_t T, const kvc_wmat *w, const float
  * parallel region, x quantized once), the others one call each. */
 kvc_status kvci_linear_shared(const float *x, int64_t T, int n, const kvc_wmat *const *w, const float *const *b,
                               float *const *y);
-/* out[T, n] = act(g) * u (silu: SwiGLU; gelu_tanh: GeGLU), g/u rows with stride ld (may equal out);
- * the kernels are act.h's. */
+/* out[T, n] = act(g) * u (silu: SwiGLU; gelu_tanh: GeGLU; gelu: GeGLU by erf, scalar), g/u rows with stride ld (may
+ * equal out); the kernels are act.h's. */
 void kvci_glu(kvc_mlp_act act, const float *g, const float *u, int64_t T, int64_t n, int64_t ld, float *out,
               int64_t ld_out);
 /* x[T, n] = act(x) in place (StarCoder2's and Arcee's plain MLP): act(a) * 1, kvci_glu's element function with

@@ -17,6 +17,16 @@ kvc_status kvci_model_shard_config(const kvc_model_config *full, int64_t tp, kvc
     if (tp > 1 && full->attention_experts) /* the experts' query heads are the token's, not a rank's */
         return kvci_fail(KVC_EINVAL, "model: tensor parallelism %lld is not supported for %s (attention experts)",
                          (long long)tp, full->model_type);
+    if (tp > 1 && full->sub_norms) /* BitNet's sub-norms span the whole attention output and MLP width */
+        return kvci_fail(KVC_EINVAL,
+                         "model: tensor parallelism %lld is not supported for %s (attn_sub_norm and ffn_sub_norm "
+                         "normalise rows split across the ranks)",
+                         (long long)tp, full->model_type);
+    if (tp > 1 && full->diff_attn) /* a rank's heads would pair with another rank's */
+        return kvci_fail(KVC_EINVAL,
+                         "model: tensor parallelism %lld is not supported for %s (differential attention pairs "
+                         "query head i with head i + num_heads / 2)",
+                         (long long)tp, full->model_type);
     if (tp > 1 && (full->family == KVC_FAMILY_GEMMA4 || full->family == KVC_FAMILY_GEMMA3N))
         return kvci_fail(KVC_EINVAL, /* Gemma 4's MoE half, per-layer inputs and Gemma 3n's AltUp use whole rows */
                          "model: tensor parallelism %lld is not supported for %s (the experts' and the MLP's outputs "

@@ -136,7 +136,7 @@ static bool fused_qkv(const kvc_model_config *c) {
 }
 static bool fused_gate_up(const kvc_model_config *c) {
     return kvci_family_is_phi3(c->model_type) || strcmp(c->model_type, "glm4") == 0 ||
-           strcmp(c->model_type, "glm") == 0;
+           strcmp(c->model_type, "glm") == 0 || kvci_family_is_modernbert(c->model_type);
 }
 
 /* Where part `i` (0 q, 1 k, 2 v) of the attention's `what` ("weight" or "bias") lies in the fused qkv_proj
@@ -231,6 +231,10 @@ static kvc_status visit_gqa_attn(visitor *v, const kvc_model_config *c, int64_t 
     }
     if (c->family == KVC_FAMILY_GPT_OSS || (c->attn_sinks && (!c->sinks_sliding_only || c->layer_sliding[l])))
         TRY(v1(v, "self_attn.sinks", nH, &w->sinks, KVC_WINIT_SINK, even(v, 0, nH)));
+    static const char *const lambdas[4] = {"self_attn.lambda_q1", "self_attn.lambda_k1", "self_attn.lambda_q2",
+                                           "self_attn.lambda_k2"};
+    for (int i = 0; c->diff_attn && i < 4; i++) TRY(v1(v, lambdas[i], D, &w->lambda[i], KVC_WINIT_BIAS, WHOLE));
+    if (c->sub_norms) TRY(v1(v, "self_attn.attn_sub_norm.weight", nH * Dv, &w->attn_sub_norm, KVC_WINIT_NORM, WHOLE));
     return KVC_OK;
 }
 
@@ -432,6 +436,7 @@ static kvc_status visit_dense_mlp(visitor *v, const kvc_model_config *c, kvc_lay
         snprintf(n, sizeof n, "%s%s%s.bias", ff, sub, part[i]);
         if (c->mlp_bias) TRY(v1(v, n, i < 2 ? I : H, bias[i], KVC_WINIT_BIAS, i < 2 ? even(v, 0, I) : rank0_bias(v)));
     }
+    if (c->sub_norms && !*sub) TRY(v1(v, "mlp.ffn_sub_norm.weight", I, &w->ffn_sub_norm, KVC_WINIT_NORM, WHOLE));
     return KVC_OK;
 }
 
@@ -619,9 +624,10 @@ static kvc_status visit_layer_norms(visitor *v, const kvc_model_config *c, int64
     if (gated_post) TRY(visit_norm_gate(v, c, "post_attention_layernorm", w->gn_post));
     snprintf(n, sizeof n, "%s.weight", in);
     const bool post_norms = kvci_layer_post_norms(c, l);
-    if (!post_norms && !c->layer_no_mixer[l]) TRY(v1(v, n, H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
+    const bool first_none = c->attn_norm_first_none && l == 0; /* ModernBERT's layer 0: no attention norm */
+    if (!post_norms && !c->layer_no_mixer[l] && !first_none) TRY(v1(v, n, H, &w->in_norm, KVC_WINIT_NORM, WHOLE));
     snprintf(n, sizeof n, "%s.bias", in);
-    if (c->norm_bias) TRY(v1(v, n, H, &w->in_norm_b, KVC_WINIT_BIAS, WHOLE));
+    if (c->norm_bias && !first_none) TRY(v1(v, n, H, &w->in_norm_b, KVC_WINIT_BIAS, WHOLE));
     /* GPT-NeoX's parallel block has its own; Nemotron-H's layers one norm, their block's */
     const bool mlp_norm = (!c->parallel_block || c->parallel_mlp_norm) && !c->layer_no_ffn[l];
     snprintf(n, sizeof n, "%s.weight", c->sandwich_norms && attn_out ? attn_out : post);
@@ -972,7 +978,8 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
     }
     if (c->embed_norm && !c->norm_weightless) { /* BLOOM's word_embeddings_layernorm */
         TRY(v1(&v, "model.embed_norm.weight", c->hidden_size, &m->embed_norm, KVC_WINIT_NORM, WHOLE));
-        TRY(v1(&v, "model.embed_norm.bias", c->hidden_size, &m->embed_norm_b, KVC_WINIT_BIAS, WHOLE));
+        if (c->norm_bias) /* BLOOM's and BERT's have one; ModernBERT's by norm_bias */
+            TRY(v1(&v, "model.embed_norm.bias", c->hidden_size, &m->embed_norm_b, KVC_WINIT_BIAS, WHOLE));
     }
     if (c->pos_learned && !c->pos_sinusoidal)
         TRY(v2(&v, "model.embed_positions.weight", c->max_position_embeddings + c->pos_offset, c->hidden_size,
@@ -1017,9 +1024,10 @@ kvc_status kvci_model_visit_weights(kvc_model *m, kvc_weight_visit_fn fn, void *
         TRY(v1(&v, "model.norm.bias", c->hidden_size, &m->final_norm_b, KVC_WINIT_BIAS, WHOLE));
     if (c->head_transform) { /* BERT's dense + act + LayerNorm before the head */
         TRY(m2(&v, "model.head_dense.weight", c->hidden_size, c->hidden_size, &m->head_dense, WHOLE));
-        TRY(v1(&v, "model.head_dense.bias", c->hidden_size, &m->head_dense_b, KVC_WINIT_BIAS, WHOLE));
+        if (!c->head_dense_unbiased)
+            TRY(v1(&v, "model.head_dense.bias", c->hidden_size, &m->head_dense_b, KVC_WINIT_BIAS, WHOLE));
         TRY(v1(&v, "model.head_norm.weight", c->hidden_size, &m->head_norm, KVC_WINIT_NORM, WHOLE));
-        TRY(v1(&v, "model.head_norm.bias", c->hidden_size, &m->head_norm_b, KVC_WINIT_BIAS, WHOLE));
+        if (c->norm_bias) TRY(v1(&v, "model.head_norm.bias", c->hidden_size, &m->head_norm_b, KVC_WINIT_BIAS, WHOLE));
     }
     if (!c->tie_word_embeddings) TRY(m2(&v, "lm_head.weight", c->vocab_size, E, &m->lm_head, WHOLE));
     if (c->head_bias) TRY(v1(&v, "lm_head.bias", c->vocab_size, &m->lm_head_b, KVC_WINIT_BIAS, WHOLE));
@@ -1361,12 +1369,14 @@ static kvc_status check_fields(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL, "model: moe_norm_min %g outside [0, 1]", c->moe_norm_min);
     if (!(c->clip_qkv >= 0.0 && c->clip_qkv <= 3.4e38) || (c->clip_qkv > 0.0 && fam->mla))
         return kvci_fail(KVC_EINVAL, "model: clip_qkv %g must be in [0, 3.4e38] (0: none) outside MLA", c->clip_qkv);
-    if ((unsigned)c->mlp_act > KVC_MLP_XIELU || (c->mlp_act >= KVC_MLP_RELU2 && !c->mlp_plain))
-        return kvci_fail(KVC_EINVAL,
-                         "model: mlp_act %d must be %d (silu), %d (gelu_tanh) or, with mlp_plain, %d (relu2), %d "
-                         "(gelu), %d (relu) or %d (xielu)",
-                         (int)c->mlp_act, (int)KVC_MLP_SILU, (int)KVC_MLP_GELU_TANH, (int)KVC_MLP_RELU2,
-                         (int)KVC_MLP_GELU, (int)KVC_MLP_RELU, (int)KVC_MLP_XIELU);
+    if ((unsigned)c->mlp_act > KVC_MLP_XIELU ||
+        (c->mlp_act >= KVC_MLP_RELU2 && c->mlp_act != KVC_MLP_GELU && c->mlp_act != KVC_MLP_RELU2 && !c->mlp_plain))
+        return kvci_fail(
+            KVC_EINVAL,
+            "model: mlp_act %d must be %d (silu), %d (gelu_tanh), %d (relu2), %d (gelu) or, with mlp_plain, "
+            "%d (relu) or %d (xielu)",
+            (int)c->mlp_act, (int)KVC_MLP_SILU, (int)KVC_MLP_GELU_TANH, (int)KVC_MLP_RELU2, (int)KVC_MLP_GELU,
+            (int)KVC_MLP_RELU, (int)KVC_MLP_XIELU);
     if ((unsigned)c->rope_form > KVC_ROPE_PAIRS || (c->rope_form == KVC_ROPE_INTERLEAVED && !fam->mla))
         return kvci_fail(KVC_EINVAL,
                          "model: rope_form %d must be %d (half-split), %d (pairs) or, in an MLA family, %d "

@@ -476,6 +476,10 @@ static void test_published_configs_agree(void **state) {
         "oracle/jetmoe/config.json",
         "oracle/zamba2/config.json",
         "oracle/zamba/config.json",
+        "oracle/diffllama/config.json",
+        "oracle/cohere_compass_text/config.json",
+        "oracle/modernbert_decoder/config.json",
+        "oracle/bitnet/config.json",
     };
     const char *dir = getenv("KVC_DATA_DIR");
     assert_non_null(dir);

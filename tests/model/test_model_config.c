@@ -626,6 +626,7 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"bailing_hybrid\"}",
                    "\"bailing_hybrid\" is planned only, not run: its Kimi Delta");
     expect_refusal("{\"model_type\":\"dory\"}", "\"dory\" is planned only, not run: its recurrent section");
+    expect_refusal("{\"model_type\":\"doge\"}", "\"doge\" is planned only, not run: its dynamic mask attention");
     expect_refusal("{\"model_type\":\"qwen4_exp\",\"text_config\":{\"model_type\":\"qwen4_exp_text\"}}",
                    "\"qwen4_exp_text\" is planned only, not run: its indexed_attention layers' QSA token indexer");
     expect_refusal("{\"model_type\":\"qwen4_exp\"}", "\"qwen4_exp\" is planned only, not run");
@@ -979,8 +980,8 @@ static void test_helium_arcee_fields(void **state) {
     assert_true(c.qkv_bias && c.o_bias && c.mlp_bias);
     expect_refusal(ARCEE_BASE ",\"hidden_act\":\"silu\"}", "hidden_act \"silu\" is not supported (arcee: relu2)");
     assert_int_equal(kvc_model_config_parse(ARCEE_BASE "}", "arcee", &c), KVC_OK);
-    c.mlp_plain = false;
-    expect_create_refusal(&c, "with mlp_plain, 2 (relu2)");
+    c.mlp_plain = false, c.mlp_act = KVC_MLP_RELU; /* relu2 gated: BitNet's */
+    expect_create_refusal(&c, "with mlp_plain, 4 (relu)");
 }
 
 /* StableLM with StableLmConfig's defaults (LayerNorms with bias, eps 1e-5, RoPE on a quarter of each head,
@@ -1495,8 +1496,8 @@ static void test_gpt_neox_fields(void **state) {
     assert_int_equal(kvc_model_config_parse(NEOX_BASE ",\"use_parallel_residual\":false}", "neox", &c), KVC_OK);
     c.parallel_mlp_norm = true;
     expect_create_refusal(&c, "parallel_mlp_norm needs parallel_block");
-    c.parallel_mlp_norm = false, c.mlp_act = KVC_MLP_GELU, c.mlp_plain = false;
-    expect_create_refusal(&c, "with mlp_plain, 2 (relu2), 3 (gelu), 4 (relu) or 5 (xielu)");
+    c.parallel_mlp_norm = false, c.mlp_act = KVC_MLP_RELU, c.mlp_plain = false; /* gelu gated: ModernBERT's GeGLU */
+    expect_create_refusal(&c, "2 (relu2), 3 (gelu) or, with mlp_plain, 4 (relu) or 5 (xielu)");
 }
 
 /* One forward of T <= 8 tokens at positions 0..T-1 of a random model of cfg (vocab_size <= 8): its status. */
@@ -2308,6 +2309,149 @@ static void test_mellum_fields(void **state) {
     expect_refusal("{\"model_type\":\"mellum\"," MOE_BASE "\"num_hidden_layers\":2,"
                    "\"mlp_layer_types\":[\"sparse\",\"moe\"]}",
                    "mlp_layer_types[1] must be \"dense\" or \"sparse\"");
+}
+
+/* DiffLlama under DiffLlamaConfig's defaults (32 heads of 64, as many KV heads, rms_norm_eps 1e-5, untied): the
+ * differential attention flag, the caches of 16 pair heads of 128 in the runtime and the plan (the bytes of 32 of
+ * 64), refusals by name (attention_dropout, an odd num_key_value_heads). */
+static void test_diffllama_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"diffllama\",\"vocab_size\":32000,\"hidden_size\":2048,"
+                      "\"intermediate_size\":8192,\"num_attention_heads\":32,\"num_hidden_layers\":16,"
+                      "\"max_position_embeddings\":2048}";
+    assert_int_equal(kvc_model_config_parse(def, "diffllama", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.diff_attn && c.head_dim == 64 && c.num_kv_heads == 32);
+    assert_true(c.rms_norm_eps == 1e-5 && !c.qkv_bias && !c.o_bias && !c.mlp_bias && !c.tie_word_embeddings);
+    const kvc_cache_dims d = kvci_model_layer_cache_dims(&c, 3, false);
+    assert_true(d.heads[0] == 16 && d.heads[1] == 16 && d.dim[0] == 128 && d.dim[1] == 128);
+    kvc_model_plan *plan = plan_of(def, "diffllama");
+    assert_true(plan->layers[15].caches[0].num_head == 16 && plan->layers[15].caches[0].dim == 128);
+    assert_true(plan->layers[15].caches[1].num_head == 16 && plan->layers[15].caches[1].dim == 128);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"diffllama\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"head_dim\":8,\"attention_bias\":true}",
+                                            "diffllama-set", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && !c.mlp_bias && c.head_dim == 8);
+    kvc_model_config sh;
+    assert_int_equal(kvci_model_shard_config(&c, 2, &sh), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "differential attention pairs"));
+    expect_refusal("{\"model_type\":\"diffllama\"," MOE_BASE "\"num_hidden_layers\":2,\"attention_dropout\":0.1}",
+                   "diffllama with attention_dropout 0.1 is not supported");
+    expect_refusal("{\"model_type\":\"diffllama\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":96,"
+                   "\"num_attention_heads\":8,\"num_key_value_heads\":1,\"num_hidden_layers\":2}",
+                   "diffllama with num_key_value_heads 1 is not supported");
+}
+
+/* Cohere Compass's text model: the hub's form (rope_theta / rope_type beside the entries, dropped; the full layers'
+ * entry null: NoPE), head_dim from hidden_size whatever the key says, half-split RoPE, logit_scale 1 when absent, tied,
+ * every layer full without layer_types; the class default ({}), a flat dict and a missing entry refused by name. */
+static void test_cohere_compass_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *hub = "{\"model_type\":\"cohere_compass_text\"," MOE_BASE "\"num_hidden_layers\":4,\"head_dim\":2,"
+                      "\"layer_types\":[\"sliding_attention\",\"sliding_attention\",\"sliding_attention\","
+                      "\"full_attention\"],\"rope_parameters\":{\"rope_theta\":1e4,\"rope_type\":\"default\","
+                      "\"full_attention\":null,\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":5e4,"
+                      "\"mrope_section\":[24,20,20],\"mrope_interleaved\":true}}}";
+    assert_int_equal(kvc_model_config_parse(hub, "compass", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 4 && c.layer_norm && c.parallel_block && !c.qk_norm);
+    assert_true(c.rope_form == KVC_ROPE_HALF && c.logit_scale == 1.0 && c.tie_word_embeddings);
+    assert_true(c.rope_sliding.theta == 5e4 && c.sliding_window == 4096 && c.layer_sliding[0] && !c.layer_sliding[3]);
+    assert_true(!c.layer_nope[0] && !c.layer_nope[2] && c.layer_nope[3]);
+    kvc_model_plan *plan = plan_of(hub, "cohere_compass_text");
+    assert_true(plan->layers[0].sliding_window == 4096 && plan->layers[3].sliding_window == 0);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"cohere_compass_text\"," MOE_BASE
+                                            "\"num_hidden_layers\":2,\"logit_scale\":null,\"rope_parameters\":{"
+                                            "\"full_attention\":{\"rope_theta\":2e5}}}",
+                                            "compass-full", &c),
+                     KVC_OK);
+    assert_true(c.rope.theta == 2e5 && !c.layer_nope[0] && !c.layer_sliding[1] && c.logit_scale == 1.0);
+    expect_refusal("{\"model_type\":\"cohere_compass_text\"," MOE_BASE "\"num_hidden_layers\":2}",
+                   "cohere_compass_text needs rope_parameters with an entry");
+    expect_refusal("{\"model_type\":\"cohere_compass_text\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":1e4}}",
+                   "cohere_compass_text needs rope_parameters with an entry");
+    expect_refusal("{\"model_type\":\"cohere_compass_text\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"layer_types\":[\"sliding_attention\",\"full_attention\"],"
+                   "\"rope_parameters\":{\"full_attention\":{\"rope_theta\":1e4}}}",
+                   "rope_parameters has no \"sliding_attention\" entry (layer 0 is one)");
+}
+
+/* ModernBERT's decoder under ModernBertDecoderConfig's sizes without layer_types or rope_parameters (the hub's form):
+ * full every third layer from layer 0, the others sliding over local_attention / 2 = 64, ropes 160000 / 10000 (or
+ * global_rope_theta / local_rope_theta), head_dim 64, one KV head per head, GeGLU by erf, LayerNorms without bias,
+ * the head transform without its dense's bias, the decoder's bias, tied, layer 0's attention unnormed; mlp_bias,
+ * another head act and a flat rope dict refused by name. */
+static void test_modernbert_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"modernbert-decoder\",\"vocab_size\":50368,\"hidden_size\":768,"
+                      "\"intermediate_size\":1152,\"num_attention_heads\":12,\"num_hidden_layers\":22,"
+                      "\"max_position_embeddings\":8192}";
+    assert_int_equal(kvc_model_config_parse(def, "modernbert", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.head_dim == 64 && c.num_kv_heads == 12 && c.rms_norm_eps == 1e-5);
+    assert_true(c.layer_norm && !c.norm_bias && c.embed_norm && c.head_transform && c.head_dense_unbiased);
+    assert_true(c.head_bias && c.tie_word_embeddings && c.attn_norm_first_none && !c.qkv_bias && !c.o_bias);
+    assert_true(c.mlp_act == KVC_MLP_GELU && !c.mlp_plain && c.head_act == KVC_MLP_GELU && c.sliding_window == 64);
+    assert_true(!c.layer_sliding[0] && c.layer_sliding[1] && c.layer_sliding[2] && !c.layer_sliding[3]);
+    assert_true(c.rope.theta == 160000.0 && c.rope_sliding.theta == 10000.0);
+    kvc_model_plan *plan = plan_of(def, "modernbert-decoder");
+    assert_true(plan->layers[0].sliding_window == 0 && plan->layers[1].sliding_window == 64);
+    assert_true(plan->layers[21].sliding_window == 0 && plan->layers[0].caches[0].num_head == 12);
+    kvc_model_plan_destroy(plan);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"modernbert-decoder\"," MOE_BASE
+                                            "\"num_hidden_layers\":3,\"global_attn_every_n_layers\":2,"
+                                            "\"local_attention\":10,\"global_rope_theta\":5e4,"
+                                            "\"local_rope_theta\":500,\"norm_bias\":true,\"classifier_bias\":true,"
+                                            "\"classifier_activation\":\"silu\",\"decoder_bias\":false}",
+                                            "modernbert-set", &c),
+                     KVC_OK);
+    assert_true(!c.layer_sliding[0] && c.layer_sliding[1] && !c.layer_sliding[2] && c.sliding_window == 5);
+    assert_true(c.rope.theta == 5e4 && c.rope_sliding.theta == 500.0 && c.norm_bias && !c.head_dense_unbiased);
+    assert_true(c.head_act == KVC_MLP_SILU && !c.head_bias);
+    expect_refusal("{\"model_type\":\"modernbert-decoder\"," MOE_BASE "\"num_hidden_layers\":2,\"mlp_bias\":true}",
+                   "modernbert-decoder with mlp_bias true is not supported");
+    expect_refusal("{\"model_type\":\"modernbert-decoder\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"classifier_activation\":\"tanh\"}",
+                   "classifier_activation \"tanh\" is not supported");
+    expect_refusal("{\"model_type\":\"modernbert-decoder\"," MOE_BASE "\"num_hidden_layers\":2,"
+                   "\"rope_parameters\":{\"rope_type\":\"default\",\"rope_theta\":1e4}}",
+                   "modernbert-decoder with rope_parameters not holding a full_attention and a sliding_attention");
+}
+
+/* BitNet under BitNetConfig's defaults (20 heads of 128 over 5 KV heads, relu2, rms_norm_eps 1e-5, untied): the
+ * sub-norms, the gated relu2 MLP; a quantization_config, another act, heads x head_dim other than hidden_size and
+ * tensor parallelism refused by name. */
+static void test_bitnet_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    const char *def = "{\"model_type\":\"bitnet\",\"vocab_size\":128256,\"hidden_size\":2560,"
+                      "\"intermediate_size\":6912,\"num_attention_heads\":20,\"num_key_value_heads\":5,"
+                      "\"num_hidden_layers\":30,\"hidden_act\":\"relu2\",\"max_position_embeddings\":2048}";
+    assert_int_equal(kvc_model_config_parse(def, "bitnet", &c), KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.sub_norms && c.head_dim == 128 && c.num_kv_heads == 5);
+    assert_true(c.mlp_act == KVC_MLP_RELU2 && !c.mlp_plain && c.rms_norm_eps == 1e-5 && !c.tie_word_embeddings);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"bitnet\",\"vocab_size\":8,\"hidden_size\":80,"
+                                            "\"intermediate_size\":8,\"num_attention_heads\":10,"
+                                            "\"num_hidden_layers\":2}",
+                                            "bitnet-keys", &c),
+                     KVC_OK); /* the class's 5 KV heads and theta 5e5 when the keys are absent */
+    assert_true(c.num_kv_heads == 5 && c.rope.theta == 500000.0);
+    assert_int_equal(kvc_model_config_parse(def, "bitnet", &c), KVC_OK);
+    kvc_model_config sh;
+    assert_int_equal(kvci_model_shard_config(&c, 5, &sh), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "attn_sub_norm and ffn_sub_norm"));
+    expect_refusal("{\"model_type\":\"bitnet\"," MOE_BASE "\"num_hidden_layers\":2,\"quantization_config\":{"
+                   "\"quant_method\":\"bitnet\",\"linear_class\":\"autobitlinear\",\"quantization_mode\":\"offline\"}}",
+                   "bitnet with a quantization_config is not supported");
+    expect_refusal("{\"model_type\":\"bitnet\"," MOE_BASE "\"num_hidden_layers\":2,\"hidden_act\":\"relu\"}",
+                   "hidden_act \"relu\" is not supported (bitnet: relu2");
+    expect_refusal("{\"model_type\":\"bitnet\"," MOE_BASE "\"num_hidden_layers\":2,\"head_dim\":8}",
+                   "bitnet with num_attention_heads x head_dim 16 other than hidden_size 8 is not supported");
 }
 
 /* Laguna under LagunaConfig's defaults (head_dim 128, 8 KV heads, every layer full, window 512 for sliding ones,
@@ -4991,6 +5135,10 @@ int main(void) {
         cmocka_unit_test(test_mimo_fields),
         cmocka_unit_test(test_laguna_fields),
         cmocka_unit_test(test_mellum_fields),
+        cmocka_unit_test(test_diffllama_fields),
+        cmocka_unit_test(test_cohere_compass_fields),
+        cmocka_unit_test(test_modernbert_fields),
+        cmocka_unit_test(test_bitnet_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

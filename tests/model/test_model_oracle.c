@@ -757,6 +757,35 @@ static void test_mellum(void **state) {
     run_dir("mellum");
 }
 
+/* DiffLlama-like: differential attention over 8 heads of 16 and 4 KV heads (the value halves and the head pairs
+ * cross the key groups), q/k/v/o biases, 3 layers (each its own lambda_init), untied */
+static void test_diffllama(void **state) {
+    (void)state;
+    run_dir("diffllama");
+}
+
+/* Cohere Compass text-like: Cohere 2's parallel blocks, layers [sliding, full, sliding] over 8 keys, RoPE half-split
+ * at theta 5e4 on the sliding layers and none on the full one (its rope entry null), logit_scale 0.5, tied */
+static void test_cohere_compass_text(void **state) {
+    (void)state;
+    run_dir("cohere_compass_text");
+}
+
+/* ModernBERT decoder-like: LayerNormed embeddings, layer 0's attention unnormed, layers [full, sliding, sliding,
+ * full] over 8 keys with ropes 160000 / 10000, GeGLU (erf), LayerNorms with biases, the head LN(gelu(dense x)) with
+ * the decoder's bias, tied */
+static void test_modernbert_decoder(void **state) {
+    (void)state;
+    run_dir("modernbert_decoder");
+}
+
+/* BitNet-like without a quantization_config: Llama's layers with RMSNorms of the attention output and of
+ * relu2(gate) * up before their projections, GQA 4/2, untied */
+static void test_bitnet(void **state) {
+    (void)state;
+    run_dir("bitnet");
+}
+
 /* Phi-2-like: one LayerNorm with bias feeding attention and MLP side by side, RoPE on half of each head, q/k/v/dense
  * and fc1/fc2 biases, gelu_new, the head with a bias, GQA, untied */
 static void test_phi(void **state) {
@@ -1553,6 +1582,10 @@ int main(void) {
         cmocka_unit_test(test_phimoe),
         cmocka_unit_test(test_dbrx),
         cmocka_unit_test(test_nanochat),
+        cmocka_unit_test(test_diffllama),
+        cmocka_unit_test(test_cohere_compass_text),
+        cmocka_unit_test(test_modernbert_decoder),
+        cmocka_unit_test(test_bitnet),
         cmocka_unit_test(test_youtu),
         cmocka_unit_test(test_minicpm3),
         cmocka_unit_test(test_afmoe),

@@ -169,6 +169,14 @@ from transformers import (
     GraniteMoeHybridForCausalLM,
     NanoChatConfig,
     NanoChatForCausalLM,
+    DiffLlamaConfig,
+    DiffLlamaForCausalLM,
+    CohereCompassTextConfig,
+    CohereCompassForCausalLM,
+    ModernBertDecoderConfig,
+    ModernBertDecoderForCausalLM,
+    BitNetConfig,
+    BitNetForCausalLM,
     OPTConfig,
     OPTForCausalLM,
     AXK1Config,
@@ -2184,6 +2192,45 @@ def nanochat_config():
                           bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
+def diffllama_config():
+    # DiffLlama at toy size: differential attention over 8 heads of 16 and 4 KV heads (two query heads per key head,
+    # so the value halves and the head pairs cross groups), 3 layers (lambda_init 0.2, 0.36, 0.47), lambdas drawn at
+    # std 0.3 (lambda moves by tens of percent), q/k/v/o biases (attention_bias), a SwiGLU MLP of 96, untied.
+    return DiffLlamaConfig(**DENSE_TOY_SHAPE | {"num_attention_heads": 8, "num_key_value_heads": 4}, head_dim=16,
+                           num_hidden_layers=3, attention_bias=True)
+
+
+def cohere_compass_config():
+    # Cohere Compass's text model at toy size: Cohere 2's parallel blocks (bias-free LayerNorms), 4 heads of 16 over
+    # 2 KV heads, 3 layers [sliding, full, sliding] over sliding_window 8, RoPE half-split at theta 5e4 on the
+    # sliding layers (their M-RoPE sections, one position on text) and none on the full one (its entry null),
+    # logit_scale 0.5, tied (the default).
+    return CohereCompassTextConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3, sliding_window=8, logit_scale=0.5,
+                                   layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                                   rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 5e4,
+                                                                          "mrope_section": [4, 2, 2],
+                                                                          "mrope_interleaved": True},
+                                                    "full_attention": None})
+
+
+def modernbert_decoder_config():
+    # ModernBERT's decoder at toy size: LayerNormed embeddings, 4 pre-norm layers (layer 0's attention unnormed) with
+    # layers 0 and 3 full (global_attn_every_n_layers 3) and 1-2 sliding over local_attention 16 / 2 = 8 keys, ropes
+    # theta 160000 / 10000 (the class's), 4 heads of 16, GeGLU (gelu) of 96, the head LN(gelu(dense x)) and the
+    # decoder's bias, tied; norm_bias true (every LayerNorm with a bias) and classifier_bias true.
+    # Its class takes integer special ids only: the last ids of the vocabulary, which the forward does not treat apart.
+    ids = dict(pad_token_id=VOCAB - 1, bos_token_id=VOCAB - 2, cls_token_id=VOCAB - 2, sep_token_id=VOCAB - 3)
+    return ModernBertDecoderConfig(**DENSE_TOY_SHAPE | ids, num_hidden_layers=4, local_attention=16, norm_bias=True,
+                                   classifier_bias=True)
+
+
+def bitnet_config():
+    # BitNet without a quantization_config (its weights plain matrices) at toy size: Llama's layers with the RMSNorms
+    # of the attention output (attn_sub_norm) and of relu2(gate) * up (ffn_sub_norm), GQA 4/2 of 16, 3 layers, theta
+    # 5e5 (the class's), untied.
+    return BitNetConfig(**DENSE_TOY_SHAPE, num_hidden_layers=3)
+
+
 def youtu_config():
     # Youtu-LLM at toy size: DeepSeek-V3's MLA attention (q LoRA 32, latent 32, nope 16 + rope 8 per head, v 16,
     # rope_interleave true: the default) in Llama's layers, each with the dense SwiGLU MLP of 96, 2 layers, 4 heads,
@@ -2389,6 +2436,10 @@ FAMILIES = {
     "opt": (opt_config, OPTForCausalLM),
     "opt_350m": (opt_350m_config, OPTForCausalLM),
     "nanochat": (nanochat_config, NanoChatForCausalLM),
+    "diffllama": (diffllama_config, DiffLlamaForCausalLM),
+    "cohere_compass_text": (cohere_compass_config, CohereCompassForCausalLM),
+    "modernbert_decoder": (modernbert_decoder_config, ModernBertDecoderForCausalLM),
+    "bitnet": (bitnet_config, BitNetForCausalLM),
     "youtu": (youtu_config, YoutuForCausalLM),
     "minicpm3": (minicpm3_config, MiniCPM3ForCausalLM),
     "gpt_bigcode": (gpt_bigcode_config, GPTBigCodeForCausalLM),
@@ -2614,6 +2665,8 @@ def param_std(name, shape, config):
         return 1.0
     if config.model_type == "hy_v4" and name.endswith(("hc.base", "hc.scale", "hc_base", "hc_scale")):
         return 1.0  # the hyper-connections' sigmoid arguments: spread both ways (HF: scale 0.01, base -log(n - 1))
+    if name.endswith(("lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2")):  # DiffLlama: lambda = exp(q1.k1) - ...
+        return 0.3
     if name.endswith(("act_fn.alpha_p", "act_fn.alpha_n")):  # Apertus's xIELU: softplus'd scalars, one per layer
         return None
     if name.endswith("self_attn.gate_bias") and config.model_type == "beam":  # a gate bias per head: spread it
@@ -3636,7 +3689,7 @@ def main():
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
                                "bert", "roberta", "ernie", "megatron_bert", "roberta_prelayernorm", "minimax",
                                "gemma3n", "gemma4_unified",
-                               "emu3", "aria", "phi4_multimodal", "apertus1p5_text", "rwkv"]:
+                               "emu3", "aria", "phi4_multimodal", "apertus1p5_text", "rwkv", "diffllama", "cohere_compass_text", "modernbert_decoder", "bitnet"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
