@@ -101,7 +101,10 @@ static void *map_pages(size_t rounded, kvci_page_advice advice, bool *advised) {
     if (p > raw) munmap(raw, (size_t)(p - raw));
     if (raw + span > p + rounded) munmap(p + rounded, (size_t)(raw + span - (p + rounded)));
     *advised = !atomic_load(&refuse_advice) &&
-               madvise(p, rounded, advice == KVCI_PAGES_HUGE ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) == 0;
+               madvise(p, rounded, advice == KVCI_PAGES_BASE ? MADV_NOHUGEPAGE : MADV_HUGEPAGE) == 0;
+    const size_t probe = KVCI_PAGES_PROBE_PAGES * KVCI_HUGE_PAGE;
+    if (*advised && advice == KVCI_PAGES_PROBED && rounded > probe && !kvci_pages_probe_fast(p, probe))
+        *advised = madvise(p + probe, rounded - probe, MADV_NOHUGEPAGE) != 0; /* past the probe: 4 KiB pages */
     return p;
 }
 

@@ -80,7 +80,12 @@ int32_t *kvci_buckets_new(int64_t n, int64_t *mask);
  * huge pages: the kernel backs a page with one on its first write when it
  * has a free 2 MiB frame. Free with kvci_pages_free and the same size. */
 #define KVCI_HUGE_PAGE ((size_t)2 << 20)
-typedef enum kvci_page_advice { KVCI_PAGES_HUGE, KVCI_PAGES_BASE } kvci_page_advice;
+/* KVCI_PAGES_PROBED (the model's weights, written once at load): huge-page
+ * advice, then the first KVCI_PAGES_PROBE_PAGES pages written (zeros) and
+ * timed; where they were slow to clear (kvci_pages_probe_fast) the rest of
+ * the mapping is advised MADV_NOHUGEPAGE and *advised is false. */
+#define KVCI_PAGES_PROBE_PAGES 2
+typedef enum kvci_page_advice { KVCI_PAGES_HUGE, KVCI_PAGES_BASE, KVCI_PAGES_PROBED } kvci_page_advice;
 kvc_status kvci_pages_alloc(size_t size, kvci_page_advice advice, bool *advised, void **out);
 void kvci_pages_free(void *ptr, size_t size);
 /* size rounded up to a multiple of 2 MiB (at least one page); 0 on overflow. */
@@ -92,6 +97,13 @@ size_t kvci_pages_round(size_t size);
  * Reading /proc/self/smaps walks the process's page tables: a query, not
  * for hot paths. */
 int64_t kvci_pages_huge_resident(const char *smaps, const void *const *ptrs, const size_t *sizes, int64_t n);
+/* Whether writing the huge pages of p[0..bytes) (2 MiB-aligned, advised
+ * huge, not written yet; zeros written) took at most bytes / the threshold
+ * (default 1 GB/s) of the thread's CPU time (src/base/pages_probe.c). */
+bool kvci_pages_probe_fast(void *p, size_t bytes);
+/* Test hook: the probe's threshold in GB/s (0: every probe fast; INFINITY:
+ * none; negative: the default). */
+void kvci_pages_probe_threshold(double gbs);
 /* Test hook: while on, kvci_pages_alloc skips madvise and reports the advice
  * refused, as a kernel without transparent huge pages does. */
 void kvci_pages_refuse_advice(bool refuse);
