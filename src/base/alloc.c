@@ -102,9 +102,8 @@ static void *map_pages(size_t rounded, kvci_page_advice advice, bool *advised) {
     if (raw + span > p + rounded) munmap(p + rounded, (size_t)(raw + span - (p + rounded)));
     *advised = !atomic_load(&refuse_advice) &&
                madvise(p, rounded, advice == KVCI_PAGES_BASE ? MADV_NOHUGEPAGE : MADV_HUGEPAGE) == 0;
-    const size_t probe = KVCI_PAGES_PROBE_PAGES * KVCI_HUGE_PAGE;
-    if (*advised && advice == KVCI_PAGES_PROBED && rounded > probe && !kvci_pages_probe_fast(p, probe))
-        *advised = madvise(p + probe, rounded - probe, MADV_NOHUGEPAGE) != 0; /* past the probe: 4 KiB pages */
+    const size_t fast = *advised && advice == KVCI_PAGES_PROBED ? kvci_pages_fault_while_fast(p, rounded) : rounded;
+    if (fast < rounded) *advised = madvise(p + fast, rounded - fast, MADV_NOHUGEPAGE) != 0; /* the rest: 4 KiB */
     return p;
 }
 

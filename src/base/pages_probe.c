@@ -1,17 +1,18 @@
-/* Whether this machine backs an advised mapping with huge pages quickly
- * enough on first touch (kvci_pages_alloc's KVCI_PAGES_PROBED). A huge
- * page's first write makes the kernel clear all 2 MiB of it: on bare metal
- * a few GB/s, but a virtual machine whose host backs guest memory lazily
- * (and takes freed 2 MiB blocks back: free page reporting) pays a host
- * fault per 4 KiB of it, and a 1.5 GB weights arena took 15 s of kernel time
- * to fault where 4 KiB pages took 1.4 s (docs/runtime.md). */
+/* The first touch of a KVCI_PAGES_PROBED mapping (kvci_pages_alloc), timed
+ * chunk by chunk. A huge page's first write makes the kernel clear all 2 MiB
+ * of it: on bare metal at several GB/s, but a virtual machine whose host
+ * backs guest memory lazily (and takes freed 2 MiB blocks back: free page
+ * reporting) pays a host fault per 4 KiB of it, and the 1.5 GB weights
+ * arena of a Qwen3-0.6B took 15 s of kernel time to fault where 4 KiB pages
+ * took 1.4 s (docs/runtime.md). Frames freed a moment ago (another process's)
+ * are still backed and clear fast: hence chunks, timed until one is slow. */
 #define _GNU_SOURCE
 #include <stdatomic.h>
 #include <time.h>
 
 #include "base/internal.h"
 
-#define PROBE_GBS_DEFAULT 1.0 /* bare metal clears at several GB/s, the slow VMs at 0.05-0.3 */
+#define PROBE_GBS_DEFAULT 1.0 /* bare metal clears at several GB/s, the slow VM at 0.05-0.3 */
 
 static _Atomic double probe_gbs = PROBE_GBS_DEFAULT;
 
@@ -23,10 +24,16 @@ static double thread_cpu_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-bool kvci_pages_probe_fast(void *p, size_t bytes) {
-    /* the thread's CPU time: the clearing runs on it, and time lost to other processes does not count */
-    const double t0 = thread_cpu_s();
-    for (size_t at = 0; at < bytes; at += KVCI_HUGE_PAGE) ((volatile char *)p)[at] = 0; /* zero-filled still */
-    const double s = thread_cpu_s() - t0;
-    return s * atomic_load(&probe_gbs) <= (double)bytes * 1e-9; /* a threshold of INFINITY: never (NaN at s 0) */
+size_t kvci_pages_fault_while_fast(void *p, size_t bytes) {
+    const size_t chunk = KVCI_PAGES_PROBE_PAGES * KVCI_HUGE_PAGE;
+    const double gbs = atomic_load(&probe_gbs);
+    for (size_t at = 0; at < bytes;) {
+        const size_t n = bytes - at < chunk ? bytes - at : chunk;
+        /* the thread's CPU time: the clearing runs on it, and time lost to other processes does not count */
+        const double t0 = thread_cpu_s();
+        for (size_t i = 0; i < n; i += KVCI_HUGE_PAGE) ((volatile char *)p)[at + i] = 0; /* zero-filled still */
+        at += n;
+        if (!((thread_cpu_s() - t0) * gbs <= (double)n * 1e-9)) return at; /* INFINITY: slow (NaN at 0 s) */
+    }
+    return bytes;
 }

@@ -129,13 +129,13 @@ static void test_own_smaps(void **state) {
 #endif
 }
 
-/* KVCI_PAGES_PROBED: the huge-page advice kept where the probe finds the first touch fast (threshold
- * 0), the pages past the probe on 4 KiB pages where it finds it slow (INFINITY): none of them huge
- * once written; zero-filled either way. */
+/* KVCI_PAGES_PROBED: the huge-page advice kept where every chunk of the first touch is fast
+ * (threshold 0), the pages past the first chunk on 4 KiB pages where it is slow (INFINITY): none of
+ * them huge once written; zero-filled either way. */
 static void test_probed(void **state) {
     (void)state;
 #if defined(__linux__)
-    const size_t size = (KVCI_PAGES_PROBE_PAGES + 2) * KVCI_HUGE_PAGE, probe = KVCI_PAGES_PROBE_PAGES * KVCI_HUGE_PAGE;
+    const size_t chunk = KVCI_PAGES_PROBE_PAGES * KVCI_HUGE_PAGE, size = chunk + 2 * KVCI_HUGE_PAGE;
     const double threshold[2] = {0.0, INFINITY};
     for (int i = 0; i < 2; i++) {
         void *p = NULL;
@@ -146,8 +146,8 @@ static void test_probed(void **state) {
         assert_true(advised == (i == 0 && kvc_test_kernel_has_thp()));
         assert_true(kvc_test_zero_bytes(p, size));
         memset(p, 1, size);
-        const void *rest[1] = {(char *)p + probe};
-        const size_t rest_size = size - probe;
+        const void *rest[1] = {(char *)p + chunk};
+        const size_t rest_size = size - chunk;
         if (i == 1 && kvc_test_kernel_has_thp())
             assert_int_equal(kvci_pages_huge_resident(NULL, rest, &rest_size, 1), 0);
         kvci_pages_free(p, size);
