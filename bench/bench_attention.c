@@ -46,6 +46,7 @@
 #include "kvcache/half.h"
 #include "kvcache/ops.h"
 #include "machine_limits.h"
+#include "model/json_read.h"
 #include "ops/cpu/attn_amx.h"
 #include "ops/cpu/simd.h"
 #include "shared_lib_check.h"
@@ -114,6 +115,7 @@ static int other_open(const char *path, other_lib *o) {
         return 1;
     }
     o->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    kvci_json_route_allocations(); /* its loading pointed cJSON's process-wide hooks at its allocator */
     if (!o->handle) {
         fprintf(stderr, "bench attention: cannot load --against %s: %s\n", path, dlerror());
         return 1;
