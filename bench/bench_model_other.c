@@ -1,12 +1,10 @@
 /* The other build of `bench model --against LIB` (bench_model_other.h). */
-#define _GNU_SOURCE /* RTLD_DEEPBIND */
 #include "bench_model_other.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "model/json_read.h"
 #include "shared_lib_check.h"
 
 /* *slot = the address of `name` in o's library; false after a message naming it. */
@@ -19,16 +17,8 @@ static bool find(const char *path, kvc_other_model *o, const char *name, void **
 
 int kvc_other_model_open(const char *path, kvc_other_model *o) {
     memset(o, 0, sizeof *o);
-    if (kvc_shared_lib_check(path) != KVC_OK) { /* dlopen of a truncated file dies with SIGBUS */
-        fprintf(stderr, "bench model: --against %s\n", kvc_last_error());
-        return 2;
-    }
-    o->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-    kvci_json_route_allocations(); /* its loading pointed cJSON's process-wide hooks at its allocator */
-    if (!o->handle) {
-        fprintf(stderr, "bench model: cannot load --against %s: %s\n", path, dlerror());
-        return 2;
-    }
+    o->handle = kvc_shared_lib_open(path, "model");
+    if (!o->handle) return 2;
     const char *(*version)(void) = NULL;
     *(void **)&version = dlsym(o->handle, "kvc_version_string");
     snprintf(o->version, sizeof o->version, "%s", version ? version() : "?");
