@@ -397,7 +397,7 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
                (double)(c.dense_read_bytes + c.expert_bytes) * 1e-9, kvc_limits_peak_name(gk), ops_per_mac,
                kvc_limits_peak_name(ak));
     if (other && opts->json)
-        printf("{\"bench\":\"model_against\",\"lib\":\"%s\",\"version\":\"%s\",\"load_s\":%.2f}\n", opts->against,
+        printf("{\"bench\":\"model_against_build\",\"lib\":\"%s\",\"version\":\"%s\",\"load_s\":%.2f}\n", opts->against,
                other->version, other_load_s);
     else if (other)
         printf("against %s (version %s): loaded in %.1f s; each row's generate calls alternate with it\n",
