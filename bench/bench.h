@@ -12,7 +12,7 @@ typedef enum kvc_bench_pages { KVC_BENCH_PAGES_2M = 0, KVC_BENCH_PAGES_4K, KVC_B
 
 typedef struct kvc_bench_opts {
     bool json;               /* one JSON object per line instead of a table */
-    const char *against;     /* attention only: another build's libkvcache.so, timed in alternation; NULL: none */
+    const char *against;     /* attention and model: another build's libkvcache.so, timed in alternation; NULL: none */
     const char *plot;        /* engine only: FILE.png of the TTFT/TPOT distributions (cli/plot_data.h); NULL: none */
     const char *only;        /* attention: run the rows whose label contains this text; gemm: the tables whose
                               * name contains it (bench_gemm.c); NULL: all */

@@ -33,7 +33,6 @@
  * pages) and alternates its calls between them, each followed by a read
  * pass on a buffer of the same pages, so that the two rows of a shape and
  * their ratio come from the same minutes. */
-#define _GNU_SOURCE /* RTLD_DEEPBIND */
 #include <dlfcn.h>
 #include <math.h>
 #include <omp.h>
@@ -109,15 +108,8 @@ static int other_open(const char *path, other_lib *o) {
         o->workspace_size = kvc_attention_cpu_workspace_size;
         return 0;
     }
-    if (kvc_shared_lib_check(path) != KVC_OK) { /* dlopen of a truncated file dies with SIGBUS */
-        fprintf(stderr, "bench attention: --against %s\n", kvc_last_error());
-        return 1;
-    }
-    o->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-    if (!o->handle) {
-        fprintf(stderr, "bench attention: cannot load --against %s: %s\n", path, dlerror());
-        return 1;
-    }
+    o->handle = kvc_shared_lib_open(path, "attention");
+    if (!o->handle) return 1;
     *(void **)&o->run = dlsym(o->handle, "kvc_attention_cpu");
     *(void **)&o->workspace_size = dlsym(o->handle, "kvc_attention_cpu_workspace_size");
     if (!o->run || !o->workspace_size) {

@@ -1,6 +1,6 @@
 /* `kvcache bench WHAT [--json] [--against LIB] [--only TEXT] [--pages 4k|2m|both] [--plot FILE.png]`
- * (`kvcache bench model MODEL_DIR [--batches LIST] [--prompts LIST] [--long] [--weights DTYPE]`): finds the
- * benchmark and runs it. */
+ * (`kvcache bench model MODEL_DIR [--batches LIST] [--prompts LIST] [--long] [--weights DTYPE] [--against LIB]`):
+ * finds the benchmark and runs it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +39,7 @@ static void bench_usage(FILE *f) {
                "FILE.png]\n\nbenchmarks:\n");
     for (const kvc_bench_entry *b = kvc_benches; b->name != NULL; b++) fprintf(f, "  %-10s %s\n", b->name, b->summary);
     fprintf(f,
-            "\n--against LIB (attention): also time kvc_attention_cpu of another build's libkvcache.so,\n"
+            "\n--against LIB (attention; model: below): also time kvc_attention_cpu of another build's libkvcache.so,\n"
             "alternating call by call on the same caches, and print the ratio (a fair A/B on a noisy machine);\n"
             "LIB avx512, avx2 or portable: this build's kernel with that SIMD path forced (e.g. AMX vs AVX-512)\n"
             "--only TEXT (attention): run only the rows whose label (phase/bBATCH/qQ/kvKV/gGQA/DTYPE/STORAGE,\n"
@@ -53,7 +53,7 @@ static void bench_usage(FILE *f) {
             "the samples to FILE.png.jsonl and runs PYTHON -m kvcache.plot: $KVC_PYTHON, else build/python-venv's\n"
             "beside this command, else python3)\n"
             "\nkvcache bench model MODEL_DIR [--batches LIST] [--prompts LIST] [--long] [--weights DTYPE]\n"
-            "[--activations f32|bf16|f32,bf16] [--profile] [--json]:\n"
+            "[--activations f32|bf16|f32,bf16] [--profile] [--against LIB] [--json]:\n"
             "batches (default 1,8,32) x prompt lengths (default 64,512; --long adds 2048) through the runner\n"
             "(paged, bf16 KV), prefill and decode next to their rooflines; --weights checkpoint|f32|bf16|q8_0|q4_0:\n"
             "the GEMM matrices' dtype at load (default checkpoint: as stored; f32 widens, bf16 rounds, q8_0 and\n"
@@ -62,7 +62,11 @@ static void bench_usage(FILE *f) {
             "f32,bf16 runs every row both ways in turn (\"+bf16act\" in the weights column);\n"
             "tools/make_random_model.py writes a model;\n"
             "--profile: after each row, the wall-clock ms of its prefill and of a decode step by kind of work\n"
-            "(GEMMs by matrix, attention, norms, RoPE, residuals, the head, sampling) and their sums\n");
+            "(GEMMs by matrix, attention, norms, RoPE, residuals, the head, sampling) and their sums;\n"
+            "--against LIB: also load the model in another build's libkvcache.so (checked first: a whole ELF\n"
+            "shared library of this machine with the model and runner entry points) and alternate its generate\n"
+            "calls with ours on the same prompts; each row adds its prefill and decode ms, ours over its (below\n"
+            "1: this build is faster) and whether the greedy tokens agree\n");
 }
 
 int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_bench_opts *opts) {
@@ -161,8 +165,12 @@ int kvc_bench_parse(int argc, char **argv, const kvc_bench_entry **bench, kvc_be
         fprintf(stderr, "kvcache bench: --plot applies to the engine benchmark only\n");
         return 2;
     }
-    if ((opts->against || pages_given) && strcmp(what, "attention") != 0) {
-        fprintf(stderr, "kvcache bench: --against and --pages apply to the attention benchmark only\n");
+    if (opts->against && strcmp(what, "attention") != 0 && strcmp(what, "model") != 0) {
+        fprintf(stderr, "kvcache bench: --against applies to the attention and model benchmarks only\n");
+        return 2;
+    }
+    if (pages_given && strcmp(what, "attention") != 0) {
+        fprintf(stderr, "kvcache bench: --pages applies to the attention benchmark only\n");
         return 2;
     }
     if (opts->only && strcmp(what, "attention") != 0 && strcmp(what, "gemm") != 0) {

@@ -19,7 +19,14 @@
  * resident memory (VmRSS, its anonymous and huge-page parts) after loading
  * and after the runs (the 1 GiB read buffer freed; the peak includes it), and the kernel of each kind of layer. One
  * generate per configuration (three when the prefill has at most 4,096 tokens, the median taken): prefill = its first
- * step, decode = the mean of its later steps. */
+ * step, decode = the mean of its later steps.
+ *
+ * --against LIB also loads the model in another build's libkvcache.so
+ * (bench_model_other.h) and times its generate calls on the same prompts,
+ * alternating with this build's call by call, so that the ratio of the two
+ * medians (this build's time over the other's: below 1, this build is
+ * faster) holds while the machine's speed moves; each row also says whether
+ * the two builds gave the same greedy tokens. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +34,7 @@
 
 #include "args.h"
 #include "bench.h"
+#include "bench_model_other.h"
 #include "kvcache/ops.h"
 #include "kvcache/runner.h"
 #include "machine_limits.h"
@@ -129,7 +137,9 @@ typedef struct run_result {
     int64_t kv_bytes_per_token;
     double profile_s[KVC_SK_KINDS][KVC_SP_PARTS]; /* --profile: seconds per kind of work, by kind of step */
     int64_t profiled_steps[KVC_SK_KINDS];
-    double prefill_mean_ms; /* the mean prefill of the same runs the profile timed */
+    double prefill_mean_ms;                   /* the mean prefill of the same runs the profile timed */
+    double other_prefill_ms, other_decode_ms; /* with --against, that build's medians */
+    bool other_same_tokens;                   /* with --against, every run's greedy tokens equal to ours */
 } run_result;
 
 /* --profile: ms of each kind of work per step of kind k (a decode step, or a row's prefill), their
@@ -156,21 +166,24 @@ static void print_profile(bool json, const run_result *r, int64_t B, kvc_step_ki
     printf(json ? "}\n" : "\n");
 }
 
-/* One configuration: batch B, prompts of P tokens. */
-static int run_config(const kvc_model *m, const kvc_model_cost *c, int64_t B, int64_t P, kvc_peak_kind gk,
-                      double ops_per_mac, kvc_peak_kind ak, run_result *out) {
+/* One configuration: batch B, prompts of P tokens; other (NULL: none) runs its build's model in turn. */
+static int run_config(const kvc_model *m, const kvc_other_model *other, const kvc_model_cost *c, int64_t B, int64_t P,
+                      kvc_peak_kind gk, double ops_per_mac, kvc_peak_kind ak, run_result *out) {
     const kvc_model_config *cfg = kvc_model_config_of(m);
     kvc_runner_params rp = kvc_runner_default_params();
     rp.cache.kv_dtype = KVC_DTYPE_BF16;
     rp.max_new_tokens = DECODE_STEPS + 1;
     if (P + rp.max_new_tokens > cfg->max_position_embeddings) rp.max_positions = P + rp.max_new_tokens;
-    kvc_runner *r = NULL;
+    kvc_runner *r = NULL, *ro = NULL;
     int32_t *ids = malloc((size_t)(B * P) * sizeof *ids),
-            *tokens = malloc((size_t)(B * rp.max_new_tokens) * sizeof *tokens);
+            *tokens = malloc((size_t)(B * rp.max_new_tokens) * 2 * sizeof *tokens); /* ours, then the other's */
     int64_t *lens = malloc((size_t)B * sizeof *lens);
-    if (!ids || !tokens || !lens || kvc_runner_create(m, &rp, B, P, &r) != KVC_OK) {
-        fprintf(stderr, "bench model: batch %lld x %lld tokens: %s\n", (long long)B, (long long)P,
-                r ? "out of memory" : kvc_last_error());
+    if (!ids || !tokens || !lens || kvc_runner_create(m, &rp, B, P, &r) != KVC_OK ||
+        (other && !(ro = kvc_other_model_runner(other, &rp, B, P)))) {
+        if (r == NULL) /* else the other build's runner failed, its error printed */
+            fprintf(stderr, "bench model: batch %lld x %lld tokens: %s\n", (long long)B, (long long)P,
+                    kvc_last_error());
+        kvc_runner_destroy(r);
         free(ids), free(tokens), free(lens);
         return 1;
     }
@@ -180,9 +193,11 @@ static int run_config(const kvc_model *m, const kvc_model_cost *c, int64_t B, in
     for (int64_t b = 0; b < B; b++) lens[b] = P;
     const ceilings before = measure_ceilings(gk, ak);
     const int reps = B * P <= 4096 ? 3 : 1;
-    double pre[3], dec[3];
+    double pre[3], dec[3], opre[3], odec[3];
     kvci_step_profile_reset();
     int rc = 0;
+    out->other_same_tokens = true;
+    const int64_t nt = B * rp.max_new_tokens;
     for (int i = 0; i < reps && rc == 0; i++) {
         kvc_runner_stats st;
         if (kvc_runner_generate(r, ids, lens, B, tokens, NULL, &st) != KVC_OK) {
@@ -191,6 +206,15 @@ static int run_config(const kvc_model *m, const kvc_model_cost *c, int64_t B, in
             break;
         }
         pre[i] = st.prefill_ms, dec[i] = st.decode_ms / (double)st.decode_steps;
+        kvc_other_stats os;
+        memset(&os, 0, sizeof os);
+        if (other && other->generate(ro, ids, lens, B, tokens + nt, NULL, &os.s) != KVC_OK) {
+            fprintf(stderr, "bench model: --against build: generate: %s\n", other->last_error());
+            rc = 1;
+        } else if (other) {
+            opre[i] = os.s.prefill_ms, odec[i] = os.s.decode_ms / (double)os.s.decode_steps;
+            out->other_same_tokens &= memcmp(tokens, tokens + nt, (size_t)nt * sizeof *tokens) == 0;
+        }
     }
     const ceilings after = measure_ceilings(gk, ak);
     out->ceil = (ceilings){max2(before.read_gbs, after.read_gbs), max2(before.gemm_gflops, after.gemm_gflops),
@@ -198,6 +222,8 @@ static int run_config(const kvc_model *m, const kvc_model_cost *c, int64_t B, in
     out->kv_bytes_per_token = kvc_runner_kv_bytes_per_token(r);
     if (rc == 0) {
         out->prefill_ms = kvc_bench_median(pre, reps), out->decode_ms = kvc_bench_median(dec, reps);
+        out->other_prefill_ms = other ? kvc_bench_median(opre, reps) : 0.0;
+        out->other_decode_ms = other ? kvc_bench_median(odec, reps) : 0.0;
         out->prefill_mean_ms = 0.0;
         for (int i = 0; i < reps; i++) out->prefill_mean_ms += pre[i] / reps;
         for (int k = 0; k < KVC_SK_KINDS; k++)
@@ -221,6 +247,7 @@ static int run_config(const kvc_model *m, const kvc_model_cost *c, int64_t B, in
         out->decode_roof_ms = max2(read_ms, flop_ms);
     }
     kvc_runner_destroy(r);
+    if (ro) other->runner_destroy(ro);
     free(ids), free(tokens), free(lens);
     return rc;
 }
@@ -251,6 +278,21 @@ typedef struct act_run {
     kvc_peak_kind gk;
     double ops_per_mac;
 } act_run;
+
+/* --against: the other build's medians of row B x P and this build's over them. */
+static void print_against(bool json, const act_run *ar, int64_t B, int64_t P, const run_result *r) {
+    const char *same = r->other_same_tokens ? "same" : "differ";
+    if (json)
+        printf(
+            "{\"bench\":\"model_against\",\"activations\":\"%s\",\"batch\":%lld,\"prompt\":%lld,"
+            "\"prefill_ms\":%.3f,\"prefill_ratio\":%.3f,\"decode_ms\":%.3f,\"decode_ratio\":%.3f,\"tokens\":\"%s\"}\n",
+            ar->name, (long long)B, (long long)P, r->other_prefill_ms, r->prefill_ms / r->other_prefill_ms,
+            r->other_decode_ms, r->decode_ms / r->other_decode_ms, same);
+    else
+        printf("  against: prefill %.1f ms, ours/its %.3f; decode %.2f ms, ours/its %.3f; greedy tokens %s\n",
+               r->other_prefill_ms, r->prefill_ms / r->other_prefill_ms, r->other_decode_ms,
+               r->decode_ms / r->other_decode_ms, same);
+}
 
 /* --activations LIST ("f32", "bf16", or both comma-separated: each row runs them in turn, the
  * A/B in one window) into out[*n]; 0, or 2 after a message naming what was refused. */
@@ -298,20 +340,30 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
                                         : "64,512",
                    65536, &prompts))
         return 2;
+    kvc_other_model other_store, *other = NULL; /* --against: checked and opened before either model loads */
+    if (opts->against && kvc_other_model_open(opts->against, &other_store) != 0) return 2;
+    if (opts->against) other = &other_store;
     const double t0 = kvc_bench_now();
     kvc_model *m = NULL;
     kvc_wmat_dtype wd = KVC_WMAT_CHECKPOINT;
     const char *weights = opts->weights ? opts->weights : "checkpoint";
     if (kvci_wmat_dtype_parse(weights, &wd) != KVC_OK || kvci_model_load_as(opts->model_dir, wd, &m) != KVC_OK) {
         fprintf(stderr, "bench model: %s\n", kvc_last_error());
+        if (other) kvc_other_model_close(other);
         return 1;
     }
     const double load_s = kvc_bench_now() - t0;
     act_run acts[2];
     int n_acts = 0;
-    if (activation_runs(m, weights, opts->activations ? opts->activations : "f32", acts, &n_acts) != 0) {
+    int rc = activation_runs(m, weights, opts->activations ? opts->activations : "f32", acts, &n_acts);
+    const double t1 = kvc_bench_now();
+    if (rc == 0 && other) rc = kvc_other_model_load(other, opts->model_dir, weights);
+    const double other_load_s = kvc_bench_now() - t1;
+    for (int a = 0; a < n_acts && rc == 0 && other; a++) rc = kvc_other_model_activations(other, acts[a].name);
+    if (rc != 0) {
+        if (other) kvc_other_model_close(other);
         kvc_model_destroy(m);
-        return 2;
+        return rc;
     }
     const kvc_model_cost c = acts[0].cost; /* the bytes and sizes: the same for every activation precision */
     const kvc_peak_kind gk = acts[0].gk, ak = kvc_limits_fma_of_path(kvc_attention_cpu_isa());
@@ -344,11 +396,18 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
                (long long)cfg->vocab_size, load_s, omp_get_max_threads(), wait, spin, flags, thp, load,
                (double)(c.dense_read_bytes + c.expert_bytes) * 1e-9, kvc_limits_peak_name(gk), ops_per_mac,
                kvc_limits_peak_name(ak));
+    if (other && opts->json)
+        printf("{\"bench\":\"model_against_build\",\"lib\":\"%s\",\"version\":\"%s\",\"load_s\":%.2f}\n", opts->against,
+               other->version, other_load_s);
+    else if (other)
+        printf("against %s (version %s): loaded in %.1f s; each row's generate calls alternate with it\n",
+               opts->against, other->version, other_load_s);
     for (int a = 0; a < n_acts; a++) print_paths(opts->json, &acts[a].cost, acts[a].parts);
     print_memory(opts->json, "loaded", memory_now(), &c);
     const bool want[KVC_LIMITS_PAGE_KINDS] = {[KVC_LIMITS_2M] = true};
     if (kvc_limits_init(want) != 0) {
         fprintf(stderr, "bench model: no memory for the 1 GiB read buffer\n");
+        if (other) kvc_other_model_close(other);
         kvc_model_destroy(m);
         return 1;
     }
@@ -356,7 +415,6 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
         printf("%-18s %5s %6s | %11s %11s %8s %6s | %9s %9s %6s | %7s %8s %8s\n", "weights", "batch", "prompt",
                "prefill ms", "tokens/s", "roof ms", "roof", "decode ms", "roof ms", "roof", "read GB/s", "GEMM G/s",
                "attn G/s");
-    int rc = 0;
     kvci_step_profile_enable(opts->profile);
     for (int pi = 0; pi < prompts.n && rc == 0; pi++)
         for (int bi = 0; bi < batches.n && rc == 0; bi++) {
@@ -369,7 +427,8 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
                     rc = 1;
                     break;
                 }
-                rc = run_config(m, &ar->cost, B, P, ar->gk, ar->ops_per_mac, ak, &res);
+                rc = other ? kvc_other_model_activations(other, ar->name) : 0; /* accepted after its load */
+                if (rc == 0) rc = run_config(m, other, &ar->cost, B, P, ar->gk, ar->ops_per_mac, ak, &res);
                 if (rc) break;
                 const double tps = (double)(B * P) / (res.prefill_ms * 1e-3);
                 if (opts->json)
@@ -393,6 +452,7 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
                            res.prefill_roof_ms / res.prefill_ms, res.decode_ms, res.decode_roof_ms,
                            res.decode_compute_bound ? "c" : " ", res.decode_roof_ms / res.decode_ms, res.ceil.read_gbs,
                            res.ceil.gemm_gflops, res.ceil.attn_gflops);
+                if (other) print_against(opts->json, ar, B, P, &res);
                 print_profile(opts->json, &res, B, KVC_SK_PREFILL);
                 print_profile(opts->json, &res, B, KVC_SK_DECODE);
                 fflush(stdout);
@@ -401,6 +461,7 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
     kvci_step_profile_enable(false);
     kvc_limits_free();
     print_memory(opts->json, "after runs", memory_now(), &c); /* the peak includes the 1 GiB read buffer */
+    if (other) kvc_other_model_close(other);
     kvc_model_destroy(m);
     return rc;
 }

@@ -1,15 +1,19 @@
 /* kvc_shared_lib_check (shared_lib_check.h): the ELF header, the tables it
  * points at and every segment with file bytes, each within the file. */
+#define _GNU_SOURCE /* RTLD_DEEPBIND */
 #include "shared_lib_check.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/internal.h"
+#include "model/json_read.h"
 
 #if defined(__x86_64__)
 #define HOST_MACHINE EM_X86_64
@@ -90,4 +94,15 @@ kvc_status kvc_shared_lib_check(const char *path) {
     if (st == KVC_OK) st = check_segments(path, fd, &h, (uint64_t)size);
     close(fd);
     return st;
+}
+
+void *kvc_shared_lib_open(const char *path, const char *bench) {
+    if (kvc_shared_lib_check(path) != KVC_OK) { /* dlopen of a truncated file dies with SIGBUS */
+        fprintf(stderr, "bench %s: --against %s\n", bench, kvc_last_error());
+        return NULL;
+    }
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    kvci_json_route_allocations(); /* its constructor pointed cJSON's hooks at its allocator */
+    if (!h) fprintf(stderr, "bench %s: cannot load --against %s: %s\n", bench, path, dlerror());
+    return h;
 }

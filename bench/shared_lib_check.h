@@ -13,4 +13,12 @@
  * kvc_last_error() naming the path and what is wrong. */
 kvc_status kvc_shared_lib_check(const char *path);
 
+/* `bench WHAT --against path`: path checked (kvc_shared_lib_check), then
+ * opened with RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND (the library resolves
+ * its own symbols first, so its functions call its own internals and not
+ * this build's of the same names), and cJSON's process-wide allocation hooks,
+ * which its loading pointed at its own allocator, taken back; its handle, or
+ * NULL after a message on stderr naming the benchmark, the path and why. */
+void *kvc_shared_lib_open(const char *path, const char *bench);
+
 #endif

@@ -101,7 +101,9 @@ static void *map_pages(size_t rounded, kvci_page_advice advice, bool *advised) {
     if (p > raw) munmap(raw, (size_t)(p - raw));
     if (raw + span > p + rounded) munmap(p + rounded, (size_t)(raw + span - (p + rounded)));
     *advised = !atomic_load(&refuse_advice) &&
-               madvise(p, rounded, advice == KVCI_PAGES_HUGE ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) == 0;
+               madvise(p, rounded, advice == KVCI_PAGES_BASE ? MADV_NOHUGEPAGE : MADV_HUGEPAGE) == 0;
+    const size_t fast = *advised && advice == KVCI_PAGES_PROBED ? kvci_pages_fault_while_fast(p, rounded) : rounded;
+    if (fast < rounded) *advised = madvise(p + fast, rounded - fast, MADV_NOHUGEPAGE) != 0; /* the rest: 4 KiB */
     return p;
 }
 

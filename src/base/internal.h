@@ -80,7 +80,13 @@ int32_t *kvci_buckets_new(int64_t n, int64_t *mask);
  * huge pages: the kernel backs a page with one on its first write when it
  * has a free 2 MiB frame. Free with kvci_pages_free and the same size. */
 #define KVCI_HUGE_PAGE ((size_t)2 << 20)
-typedef enum kvci_page_advice { KVCI_PAGES_HUGE, KVCI_PAGES_BASE } kvci_page_advice;
+/* KVCI_PAGES_PROBED (the model's weights, written once at load): huge-page
+ * advice, then the mapping written (zeros) in chunks of KVCI_PAGES_PROBE_PAGES
+ * pages, each timed, while they clear fast (kvci_pages_fault_while_fast);
+ * after the first slow chunk the rest is advised MADV_NOHUGEPAGE (4 KiB
+ * pages, faulted when first used) and *advised is false. */
+#define KVCI_PAGES_PROBE_PAGES 4
+typedef enum kvci_page_advice { KVCI_PAGES_HUGE, KVCI_PAGES_BASE, KVCI_PAGES_PROBED } kvci_page_advice;
 kvc_status kvci_pages_alloc(size_t size, kvci_page_advice advice, bool *advised, void **out);
 void kvci_pages_free(void *ptr, size_t size);
 /* size rounded up to a multiple of 2 MiB (at least one page); 0 on overflow. */
@@ -92,6 +98,15 @@ size_t kvci_pages_round(size_t size);
  * Reading /proc/self/smaps walks the process's page tables: a query, not
  * for hot paths. */
 int64_t kvci_pages_huge_resident(const char *smaps, const void *const *ptrs, const size_t *sizes, int64_t n);
+/* Writes a zero to each huge page of p[0..bytes) (2 MiB-aligned, advised
+ * huge, not written yet), KVCI_PAGES_PROBE_PAGES at a time, until a chunk
+ * takes more than its bytes / the threshold (default 1 GB/s) of the thread's
+ * CPU time; the bytes written up to the end of that chunk, else bytes
+ * (src/base/pages_probe.c). */
+size_t kvci_pages_fault_while_fast(void *p, size_t bytes);
+/* Test hook: the probe's threshold in GB/s (0: every probe fast; INFINITY:
+ * none; negative: the default). */
+void kvci_pages_probe_threshold(double gbs);
 /* Test hook: while on, kvci_pages_alloc skips madvise and reports the advice
  * refused, as a kernel without transparent huge pages does. */
 void kvci_pages_refuse_advice(bool refuse);

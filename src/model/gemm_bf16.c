@@ -26,22 +26,28 @@ static int64_t packed_at(int64_t Kp, int64_t n, int64_t k) {
 
 /* B [N, K] (element (n, k) at src[n sn + k sk]) into the packed layout, each element rounded by the
  * row converter `narrow_n` (the scalar API's bits): rows in runs of PACK_RUN through a local buffer
- * when their k are adjacent (sk 1), one element at a time otherwise. */
-#define PACK_RUN 256
+ * when their k are adjacent (sk 1), one element at a time otherwise. Each group of 16 rows owns its
+ * 16 Kp elements of dst, so the groups run on the threads (the arena's first touch spread with them)
+ * and each element's bits are the same whichever thread writes it. */
+#define PACK_RUN      256
+#define PACK_PARALLEL (INT64_C(1) << 18) /* elements: below this a load's tiny matrices stay on one thread */
 static void pack16(int64_t N, int64_t K, const float *src, int64_t sn, int64_t sk,
                    void (*narrow_n)(const float *, int64_t, uint16_t *), uint16_t *dst) {
-    const int64_t Kp = k_padded(K);
-    memset(dst, 0, (size_t)kvci_bf16_packed_elems(N, K) * sizeof *dst);
-    uint16_t run[PACK_RUN];
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t k0 = 0; k0 < K; k0 += PACK_RUN) {
-            const int64_t len = kvci_min64(PACK_RUN, K - k0);
-            if (sk == 1)
-                narrow_n(src + n * sn + k0, len, run);
-            else
-                for (int64_t k = 0; k < len; k++) narrow_n(src + n * sn + (k0 + k) * sk, 1, run + k);
-            for (int64_t k = 0; k < len; k++) dst[packed_at(Kp, n, k0 + k)] = run[k];
-        }
+    const int64_t Kp = k_padded(K), groups = kvci_cdiv(N, 16);
+#pragma omp parallel for schedule(static) if (N * K >= PACK_PARALLEL)
+    for (int64_t g = 0; g < groups; g++) {
+        uint16_t run[PACK_RUN];
+        memset(dst + g * 16 * Kp, 0, (size_t)(16 * Kp) * sizeof *dst);
+        for (int64_t n = g * 16; n < kvci_min64(N, g * 16 + 16); n++)
+            for (int64_t k0 = 0; k0 < K; k0 += PACK_RUN) {
+                const int64_t len = kvci_min64(PACK_RUN, K - k0);
+                if (sk == 1)
+                    narrow_n(src + n * sn + k0, len, run);
+                else
+                    for (int64_t k = 0; k < len; k++) narrow_n(src + n * sn + (k0 + k) * sk, 1, run + k);
+                for (int64_t k = 0; k < len; k++) dst[packed_at(Kp, n, k0 + k)] = run[k];
+            }
+    }
 }
 
 static void row16(const uint16_t *packed, int64_t K, int64_t n, float (*widen)(uint16_t), float *out) {

@@ -25,10 +25,12 @@ const char *kvci_json_type_name(const cJSON *item) {
  * library is loaded, so its allocations are counted and can be failed like
  * the rest (cJSON_InitHooks is process-wide; kvci_free is free, so cJSON_free
  * and memory cJSON handed out before stay correct). */
-__attribute__((constructor)) static void route_cjson_allocations(void) {
+void kvci_json_route_allocations(void) {
     cJSON_Hooks hooks = {.malloc_fn = kvci_malloc, .free_fn = kvci_free};
     cJSON_InitHooks(&hooks);
 }
+
+__attribute__((constructor)) static void route_cjson_allocations(void) { kvci_json_route_allocations(); }
 
 /* One JSON value from text[0..len) with nothing but whitespace after it;
  * a failed allocation is KVC_ENOMEM, not a syntax error. */

@@ -47,6 +47,10 @@ typedef struct kvc_json_range {
  * N"; what "" leaves the prefix out), a failed allocation KVC_ENOMEM. Free
  * *out with cJSON_Delete. */
 kvc_status kvci_json_parse(const char *text, size_t len, const char *what, cJSON **out);
+/* cJSON's process-wide allocation hooks set to this library's kvci_malloc / kvci_free (as when it was
+ * loaded): for a program that loaded another build of the library, whose loading pointed them at its
+ * own, to take them back before that build is closed (`bench model --against`). */
+void kvci_json_route_allocations(void);
 
 /* Python's bare Infinity / -Infinity outside strings (json_inf.c): *out a copy of text[0..len) with each written
  * 1e999 and spaces (same length, every offset kept), NULL when the text has none (free it with kvci_free). */

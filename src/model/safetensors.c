@@ -451,6 +451,22 @@ kvc_status kvc_safetensors_read_f32(const kvc_safetensors *st, const char *name,
     return kvci_safetensors_read_part(st, name, ndim, shape, -1, 0, 0, dst);
 }
 
+/* n elements of dtype dt (F32, F16 or BF16, little-endian) at s into f32 out. */
+static void convert(const char *dt, const uint8_t *s, int64_t n, float *out) {
+    if (dt[0] == 'F' && dt[1] == '3') {
+        memcpy(out, s, (size_t)n * 4);
+    } else if (dt[0] == 'B') { /* kvc_bf16_to_f32's bits, a shift the compiler vectorises */
+        for (int64_t i = 0; i < n; i++) {
+            const uint32_t u = ((uint32_t)s[2 * i] | ((uint32_t)s[2 * i + 1] << 8)) << 16;
+            memcpy(out + i, &u, sizeof u);
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) out[i] = kvc_f16_to_f32((uint16_t)(s[2 * i] | (s[2 * i + 1] << 8)));
+    }
+}
+
+#define READ_PIECE (INT64_C(1) << 16) /* elements one thread converts at a time */
+
 kvc_status kvci_safetensors_read_part(const kvc_safetensors *st, const char *name, int32_t ndim, const int64_t *part,
                                       int32_t dim, int64_t full, int64_t start, float *dst) {
     if (!st || !name || (ndim > 0 && !part) || ndim < 0 || ndim > KVC_MAX_DIMS || dim < -1 || dim >= ndim)
@@ -486,21 +502,11 @@ kvc_status kvci_safetensors_read_part(const kvc_safetensors *st, const char *nam
     const int64_t run = dim >= 0 ? part[dim] * inner : inner, stride = dim >= 0 ? full * inner : inner;
     const int64_t first = dim >= 0 ? start * inner : 0;
     const size_t es = dt[0] == 'F' && dt[1] == '3' ? 4 : 2;
-    for (int64_t o = 0; o < outer; o++) {
-        const uint8_t *s = src + (size_t)(o * stride + first) * es;
-        float *out = dst + o * run;
-        if (es == 4) {
-            memcpy(out, s, (size_t)run * 4);
-            continue;
-        }
-        if (dt[0] == 'B') { /* kvc_bf16_to_f32's bits, a shift the compiler vectorises */
-            for (int64_t i = 0; i < run; i++) {
-                const uint32_t u = ((uint32_t)s[2 * i] | ((uint32_t)s[2 * i + 1] << 8)) << 16;
-                memcpy(out + i, &u, sizeof u);
-            }
-            continue;
-        }
-        for (int64_t i = 0; i < run; i++) out[i] = kvc_f16_to_f32((uint16_t)(s[2 * i] | (s[2 * i + 1] << 8)));
+    const int64_t pieces = kvci_cdiv(run, READ_PIECE); /* each run in pieces, the pieces on the threads */
+#pragma omp parallel for schedule(static) if (outer * run >= READ_PIECE * 4)
+    for (int64_t u = 0; u < outer * pieces; u++) {
+        const int64_t o = u / pieces, at = u % pieces * READ_PIECE, n = kvci_min64(READ_PIECE, run - at);
+        convert(dt, src + (size_t)(o * stride + first + at) * es, n, dst + o * run + at);
     }
     return KVC_OK;
 }

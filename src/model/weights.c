@@ -1455,8 +1455,10 @@ kvc_status kvci_model_alloc(const kvc_model_config *cfg, const kvc_model_tp *tp,
                         : kvci_fail(KVC_ENOMEM, "model: out of memory");
     if (st == KVC_OK && check) st = kvci_model_visit_weights(m, check, check_user); /* shapes, dtypes */
     if (st == KVC_OK) st = kvci_model_visit_weights(m, count_fn, &n);
-    bool advised; /* 2 MiB pages where the kernel gives them: decode streams every weight once a step */
-    if (st == KVC_OK && kvci_pages_alloc((size_t)n, KVCI_PAGES_HUGE, &advised, &m->arena) != KVC_OK)
+    /* 2 MiB pages where the kernel gives them quickly (decode streams every weight once a step); where
+     * clearing them on first touch is slow (a VM: 15 s for 1.5 GB), 4 KiB pages (alloc.c's probe) */
+    bool advised;
+    if (st == KVC_OK && kvci_pages_alloc((size_t)n, KVCI_PAGES_PROBED, &advised, &m->arena) != KVC_OK)
         st = kvci_fail(KVC_ENOMEM, "model: out of memory for %lld bytes of weights", (long long)n);
     if (st == KVC_OK) {
         m->arena_bytes = n;

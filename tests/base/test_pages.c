@@ -1,6 +1,8 @@
 /* Large-buffer allocation on 2 MiB boundaries with page advice
- * (kvci_pages_alloc, src/base/alloc.c) and the huge-page count read from an
- * smaps file (src/base/pages_resident.c). */
+ * (kvci_pages_alloc, src/base/alloc.c; the probe of KVCI_PAGES_PROBED,
+ * src/base/pages_probe.c) and the huge-page count read from an smaps file
+ * (src/base/pages_resident.c). */
+#include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -127,6 +129,34 @@ static void test_own_smaps(void **state) {
 #endif
 }
 
+/* KVCI_PAGES_PROBED: the huge-page advice kept where every chunk of the first touch is fast
+ * (threshold 0), the pages past the first chunk on 4 KiB pages where it is slow (INFINITY): none of
+ * them huge once written; zero-filled either way. */
+static void test_probed(void **state) {
+    (void)state;
+#if defined(__linux__)
+    const size_t chunk = KVCI_PAGES_PROBE_PAGES * KVCI_HUGE_PAGE, size = chunk + 2 * KVCI_HUGE_PAGE;
+    const double threshold[2] = {0.0, INFINITY};
+    for (int i = 0; i < 2; i++) {
+        void *p = NULL;
+        bool advised = i == 1;
+        kvci_pages_probe_threshold(threshold[i]);
+        assert_int_equal(kvci_pages_alloc(size, KVCI_PAGES_PROBED, &advised, &p), KVC_OK);
+        kvci_pages_probe_threshold(-1.0);
+        assert_true(advised == (i == 0 && kvc_test_kernel_has_thp()));
+        assert_true(kvc_test_zero_bytes(p, size));
+        memset(p, 1, size);
+        const void *rest[1] = {(char *)p + chunk};
+        const size_t rest_size = size - chunk;
+        if (i == 1 && kvc_test_kernel_has_thp())
+            assert_int_equal(kvci_pages_huge_resident(NULL, rest, &rest_size, 1), 0);
+        kvci_pages_free(p, size);
+    }
+#else
+    skip();
+#endif
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rounding),
@@ -135,6 +165,7 @@ int main(void) {
         cmocka_unit_test(test_failure_injection),
         cmocka_unit_test(test_smaps_sum),
         cmocka_unit_test(test_own_smaps),
+        cmocka_unit_test(test_probed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,9 @@
  * divide (kvci_model_cost_of, counted by hand for the bf16 oracle qwen3),
  * kvci_model_load_as widening the matrices to f32, and short runs of the
  * benchmark on that model (with --profile: the prefill and the decode steps
- * timed apart, their sums within the measured times, the bits unchanged). */
+ * timed apart, their sums within the measured times, the bits unchanged;
+ * with --against, this build's own shared library timed in turn and another
+ * library refused). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <fcntl.h>
+#include <math.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "kvcache/kvcache.h"
@@ -47,6 +52,10 @@ static void test_args(void **state) {
     assert_int_equal(parse(4, (char *[]){"bench", "model", "DIR", "--profile"}, &o), -1);
     assert_true(o.profile);
     assert_int_equal(parse(4, (char *[]){"bench", "model", "DIR", "OTHER"}, &o), 2);
+    assert_int_equal(parse(5, (char *[]){"bench", "model", "DIR", "--against", "LIB"}, &o), -1);
+    assert_string_equal(o.against, "LIB");
+    assert_int_equal(parse(4, (char *[]){"bench", "gemm", "--against", "LIB"}, &o), 2);
+    assert_int_equal(parse(5, (char *[]){"bench", "model", "DIR", "--pages", "4k"}, &o), 2);
     /* lists are checked before the model is read: the directory need not exist */
     const char *bad[] = {"0", "1,,8", "8,", "x", "1,2,3,4,5,6,7,8,9", "257"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -103,12 +112,56 @@ static void test_cost(void **state) {
     assert_null(m);
 }
 
+/* The ratio `key` of every line of text holding it: count of them, each finite and positive. */
+static int ratios(const char *text, const char *key) {
+    int n = 0;
+    for (const char *p = strstr(text, key); p; p = strstr(p + 1, key), n++) {
+        const double v = strtod(p + strlen(key), NULL);
+        assert_true(isfinite(v) && v > 0.0);
+    }
+    return n;
+}
+
+/* bench->run(o) with its stdout in out[cap] (NUL-terminated); its status. */
+static int run_captured(const kvc_bench_opts *o, char *out, size_t cap) {
+    char path[] = "/tmp/kvc_bench_model_XXXXXX";
+    const int fd = mkstemp(path), saved = dup(STDOUT_FILENO);
+    assert_true(fd >= 0 && saved >= 0);
+    fflush(stdout);
+    dup2(fd, STDOUT_FILENO);
+    const int rc = bench->run(o);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    const ssize_t got = pread(fd, out, cap - 1, 0);
+    out[got > 0 ? got : 0] = '\0';
+    close(fd);
+    unlink(path);
+    return rc;
+}
+
 static void test_run(void **state) {
     (void)state;
     kvc_bench_opts o;
     assert_int_equal(parse(8, (char *[]){"bench", "model", dir, "--batches", "1,2", "--prompts", "5", "--json"}, &o),
                      -1);
-    assert_int_equal(bench->run(&o), 0);
+    /* --against: refused before any load when the file is no library or lacks an entry point (the core
+     * library has no model); this build's own library (Release builds: a sanitizer runtime refuses
+     * RTLD_DEEPBIND) timed in turn, every ratio finite, the tokens the same */
+    o.against = dir; /* a directory */
+    assert_int_equal(bench->run(&o), 2);
+    const char *lib = getenv("KVC_TEST_LIB"), *core = getenv("KVC_TEST_CORE_LIB");
+    o.against = core;
+    if (core) assert_int_equal(bench->run(&o), 2);
+    o.against = lib;
+    static char out[1 << 16];
+    assert_int_equal(run_captured(&o, out, sizeof out), 0);
+    if (lib) {
+        assert_int_equal(ratios(out, "\"prefill_ratio\":"), 2); /* batches 1 and 2 */
+        assert_int_equal(ratios(out, "\"decode_ratio\":"), 2);
+        assert_null(strstr(out, "\"tokens\":\"differ\""));
+    }
+    o.against = NULL;
     /* --activations lists are checked after the load, before any run */
     const char *bad_act[] = {"f16", "bf16,bf16", "f32,bf16,f32", ",", ""};
     for (size_t i = 0; i < sizeof bad_act / sizeof bad_act[0]; i++) {
