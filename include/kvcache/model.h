@@ -70,7 +70,7 @@ typedef enum kvc_model_family {
                                * layer, a fixed-size state per sequence, no keys or values */
     /* runs recurrent_gemma (Griffin): RG-LRU recurrent blocks + local attention blocks */
     KVC_FAMILY_RECURRENT_GEMMA,
-    KVC_FAMILY_BUILTIN_COUNT  /* families added at run time (tests) take the ids from here on */
+    KVC_FAMILY_BUILTIN_COUNT /* families added at run time (tests) take the ids from here on */
 } kvc_model_family;
 
 /* "dense", "gpt_oss", "deepseek_v3", "gemma2", ..., "generic"; "?" for an unknown id. */
