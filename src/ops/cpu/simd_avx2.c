@@ -318,8 +318,9 @@ TGT void kvci_avx2_out_row(const float *acc, int64_t n, float l, float *out)
 
 /* Keys in lanes from an f32 panel (channel d of key t at panel[d * KVC_LANES_KEYS + t]): lanes_block's FMA chains,
  * NR <= 4 rows x NV <= 3 vectors of 8 keys (12 accumulators, 3 keys, the query broadcast: 16 registers), without
- * converting the keys again per row block. Prefill calls (more than KVC_LANES_PANEL_ROWS rows) convert their whole
- * vectors of keys into the panel once: the bf16 widening's shift ran on the FMA ports, 2 of every 10 there. */
+ * converting the keys again per row block. Prefill calls (more than KVC_LANES_PANEL_ROWS rows, D <=
+ * KVC_LANES_PANEL_DIM) convert their whole vectors of keys into the panel (on the stack, 64 KiB at D 256) once:
+ * the bf16 widening's shift ran on the FMA ports, 2 of every 10 there. */
 #define KVC_LANES_PANEL_ROWS 8
 #define KVC_LANES_PANEL_DIM  256
 INL void lanes_panel_block(const float *k, int NV, const float *q, int64_t qs, int NR, int64_t dim, float *out,
@@ -357,7 +358,8 @@ TGT static void qk_lanes_panel(const float *k, int full, const float *q, int64_t
             float *o = out + r * os + t;
             switch ((n - 1) * 3 + nv - 1) { /* NR, NV constants: the accumulators stay in registers */
             PANEL_CASE(1, 1) PANEL_CASE(1, 2) PANEL_CASE(1, 3) PANEL_CASE(2, 1) PANEL_CASE(2, 2) PANEL_CASE(2, 3)
-            PANEL_CASE(3, 1) PANEL_CASE(3, 2) PANEL_CASE(3, 3) PANEL_CASE(4, 1) PANEL_CASE(4, 2) default: PANEL_CASE(4, 3)
+            PANEL_CASE(3, 1) PANEL_CASE(3, 2) PANEL_CASE(3, 3) PANEL_CASE(4, 1) PANEL_CASE(4, 2)
+            default: PANEL_CASE(4, 3)
             }
         }
     }

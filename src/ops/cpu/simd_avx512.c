@@ -440,7 +440,8 @@ TGT static void qk_eo(const float *kp, const float *q, int64_t qs, int nr, int64
 
 /* Keys in lanes from an f32 panel (channel d of key t at panel[d * KVC_LANES_KEYS + t], lanes past the keys 0):
  * the FMA chains of lanes_block, NR <= 4 rows x NV <= 4 vectors of 16 keys, without a conversion per row block.
- * Prefill calls (more than KVC_LANES_PANEL_ROWS rows) convert their keys into the panel once: the widening of bf16
+ * Prefill calls (more than KVC_LANES_PANEL_ROWS rows, D <= KVC_LANES_PANEL_DIM) convert their keys into the panel, on
+ * the stack (64 KiB at D 256: the OpenMP workers' and callers' stacks are MiBs), once: the widening of bf16
  * keys (a shift and a zero extension per vector) took 2 of every 6 vector instructions of lanes_block's 4 x 4 block,
  * on the ports of the FMAs. */
 #define KVC_LANES_PANEL_ROWS 8
