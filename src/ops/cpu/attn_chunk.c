@@ -85,6 +85,7 @@ void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb) {
     cx->cmv = chan_map(&pb->vv);
     cx->cmr = chan_map(&pb->vr);
     cx->lanes = pb->vk.form == KVCI_KV_LANES;
+    cx->eo = cx->simd->qk_eo && !cx->amx && !cx->lanes;
     cx->prefetch = (krows || cx->lanes) && vrows && !cx->kgen && !cx->vgen;
     cx->direct = cx->simd->qk_direct[cx->kslot] && cx->simd->pv_direct[cx->vslot] && krows && vrows && !pb->Dr &&
                  pb->D % 8 == 0 && pb->Dv % 8 == 0;
@@ -116,8 +117,9 @@ size_t kvci_cpu_thread_floats(const kvc_cpu_ctx *cx) {
     const size_t R = (size_t)cx->R;
     size_t amx[5];
     amx_parts(cx, amx);
+    const size_t eo = cx->eo ? (R + KVC_QK_KEYS) * (size_t)cx->Dq8 : 0;
     return R * (size_t)cx->Dq8 + 2 * align8(R) + R * KVC_CHUNK + KVC_QK_KEYS * (size_t)cx->Dq8 +
-           KVC_VTILE * (size_t)cx->Dv8 + 2 * R * (size_t)cx->RS + amx[0] + amx[1] + amx[2] + amx[3] + amx[4];
+           KVC_VTILE * (size_t)cx->Dv8 + 2 * R * (size_t)cx->RS + amx[0] + amx[1] + amx[2] + amx[3] + amx[4] + eo;
 }
 
 kvc_cpu_scratch kvci_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base) {
@@ -137,6 +139,9 @@ kvc_cpu_scratch kvci_cpu_scratch_at(const kvc_cpu_ctx *cx, float *base) {
     uint16_t **half[4] = {&s.qa, &s.kb, &s.vb, &s.pa};
     for (int i = 0; i < 4; i++) *half[i] = cx->amx ? (uint16_t *)at : NULL, at += amx[i];
     s.qbad = cx->amx ? (uint8_t *)at : NULL;
+    at += amx[4];
+    s.qeo = cx->eo ? at : NULL;
+    s.kp = cx->eo ? at + R * (size_t)cx->Dq8 : NULL;
     return s;
 }
 
@@ -181,6 +186,10 @@ void kvci_cpu_load_queries(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, kvc_cp
         s->qsum[r] = qsum;
         s->cst[r] = cst;
     }
+    if (cx->eo && !(cx->direct && pb->G * it->ni <= KVC_DIRECT_ROWS)) /* the rows scores() gives qk_eo */
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t d = 0; d < cx->Dq8; d++)
+                s->qeo[r * cx->Dq8 + (d & ~(int64_t)7) + (d & 1) * 4 + (d & 7) / 2] = s->qs[r * cx->Dq8 + d];
     if (cx->amx) {
         const int64_t RG = pb->G * it->ni;
         kvci_amx_split_queries(s->qs, cx->Dq8, (int)R, pb->D, s->qa, cx->R * cx->Dp,
@@ -581,11 +590,18 @@ static void scores(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, int64_t cb, in
                     if (pb->Dr)
                         cvt_row(cx, cx->rslot, cx->rgen, rd, cx->res, ri[t] + gl * hr, cx->cmr, pb->Dr, dst + cx->D8);
                 }
-                kvci_pf_rest(&run);
+                if (!cx->eo) kvci_pf_rest(&run); /* qk_eo spreads them over its row blocks */
                 int64_t f[KVC_MAX_QT], nr[KVC_MAX_QT];
-                for (int x = 0, n = rows_calls(cx, it, cr, gl, jt, K, f, nr); x < n; x++)
-                    cx->simd->qk(s->kt, Dq8, s->qs + f[x] * Dq8, Dq8, (int)nr[x], Dq8,
-                                 s->sc + f[x] * KVC_CHUNK + (jt - cb), KVC_CHUNK);
+                const int n = rows_calls(cx, it, cr, gl, jt, K, f, nr);
+                if (cx->eo && n > 0) cx->simd->kpanel(s->kt, Dq8, Dq8, s->kp);
+                for (int x = 0; x < n; x++)
+                    if (cx->eo)
+                        cx->simd->qk_eo(s->kp, s->qeo + f[x] * Dq8, Dq8, (int)nr[x], Dq8,
+                                        s->sc + f[x] * KVC_CHUNK + (jt - cb), KVC_CHUNK, &run);
+                    else
+                        cx->simd->qk(s->kt, Dq8, s->qs + f[x] * Dq8, Dq8, (int)nr[x], Dq8,
+                                     s->sc + f[x] * KVC_CHUNK + (jt - cb), KVC_CHUNK);
+                kvci_pf_rest(&run);
             }
         }
     }

@@ -68,6 +68,7 @@ typedef struct kvc_cpu_ctx {
     bool lanes;       /* K in lanes (pb->vk.form KVCI_KV_LANES): every qk through the table's qk_lanes */
     bool amx;         /* plain bf16 K/V rows, no rope, quantisation or soft-cap, Dv % 16 == 0, the table's amx: every
                          item's scores and values on AMX tiles (attn_amx.h) */
+    bool eo;          /* the table's kpanel / qk_eo score the tile path's keys (not amx, not keys in lanes) */
     int64_t Dp;       /* amx: D rounded up to 32 (query parts' row) */
     int kslot, vslot, rslot;
     int64_t kes, ves, res; /* element sizes (0 for a dtype stored in blocks) */
@@ -86,6 +87,9 @@ typedef struct kvc_cpu_scratch {
     float *vt;   /* [KVC_VTILE, Dv8] value tile (f32) */
     float *rec;  /* [R, RS] chunk record */
     float *run;  /* [R, RS] running record */
+    /* eo only (else NULL): */
+    float *qeo; /* [R, Dq8] qs in qk_eo's form (even then odd channels of each 8), for items on the tile path */
+    float *kp;  /* [KVC_QK_KEYS * Dq8] kt as kpanel's panel */
     /* amx only (else NULL): */
     uint16_t *qa;  /* [KVC_AMX_PARTS, R, Dp] bf16 parts of qs, grouped per KV head when an item has at most
                       KVC_AMX_KEYS_A_ROWS rows per head (kvci_amx_split_queries) */

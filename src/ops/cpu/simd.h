@@ -110,6 +110,17 @@ typedef void (*kvc_pv_direct_fn)(const void *const *v, int nk, const float *w, i
 typedef void (*kvc_qk_lanes_fn)(const void *k, int64_t cs, int nk, const float *q, int64_t qstride, int nr, int64_t dim,
                                 float *out, int64_t ostride, kvc_pf_run pf);
 
+/* The even/odd form of the tile scores (AVX-512 only; NULL elsewhere), the same sums as qk: kpanel repacks an f32
+ * tile of KVC_QK_KEYS rows (dim a multiple of 8) into panel [dim / 8][4][16]: per 8 channels, keys 0-3's even
+ * channels (key b's channels 0, 2, 4, 6 in lanes 4b .. 4b + 3), their odd channels, then keys 4-7's; qk_eo
+ * takes the query rows in the matching form (per 8 channels 0, 2, 4, 6, 1, 3, 5, 7; kvci_cpu_load_queries)
+ * and writes out like qk. Each score's 8 lane sums and their tree are qk's, so the bits are too; the pairs of
+ * a lane sum then sit in two registers (their sum one vertical addition, not two shuffles and one). qk_eo
+ * prefetches pf's rows one per block of rows (not the rest: the caller's). */
+typedef void (*kvc_kpanel_fn)(const float *k, int64_t kstride, int64_t dim, float *panel);
+typedef void (*kvc_qk_eo_fn)(const float *panel, const float *q, int64_t qstride, int nr, int64_t dim, float *out,
+                             int64_t ostride, kvc_pf_run *pf);
+
 typedef struct kvc_simd_table {
     const char *name;
     kvc_cvt_fn cvt[KVC_SIMD_SLOTS]; /* by kvci_simd_slot(dtype) */
@@ -122,6 +133,8 @@ typedef struct kvc_simd_table {
     kvc_max_fn max;
     kvc_out_row_fn out_row;
     bool amx; /* bf16 K/V rows: scores and values on AMX tiles (attn_amx.h); the rest of the AVX-512 table */
+    kvc_kpanel_fn kpanel; /* with qk_eo, or NULL */
+    kvc_qk_eo_fn qk_eo;
 } kvc_simd_table;
 
 /* The slot of dt (its dtype-table entry; dtype_traits.h): the tables' converters of a built-in K/V dtype,

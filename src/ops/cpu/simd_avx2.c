@@ -316,6 +316,55 @@ TGT void kvci_avx2_out_row(const float *acc, int64_t n, float l, float *out)
     }
 }
 
+/* Keys in lanes from an f32 panel (channel d of key t at panel[d * KVC_LANES_KEYS + t]): lanes_block's FMA chains,
+ * NR <= 4 rows x NV <= 3 vectors of 8 keys (12 accumulators, 3 keys, the query broadcast: 16 registers), without
+ * converting the keys again per row block. Prefill calls (more than KVC_LANES_PANEL_ROWS rows, D <=
+ * KVC_LANES_PANEL_DIM) convert their whole vectors of keys into the panel (on the stack, 64 KiB at D 256) once:
+ * the bf16 widening's shift ran on the FMA ports, 2 of every 10 there. */
+#define KVC_LANES_PANEL_ROWS 8
+#define KVC_LANES_PANEL_DIM  256
+INL void lanes_panel_block(const float *k, int NV, const float *q, int64_t qs, int NR, int64_t dim, float *out,
+                           int64_t os, kvc_pf_run *pf)
+{
+    __m256 a[12];
+    for (int x = 0; x < NR * NV; x++) a[x] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < dim; d++) {
+        pf_step(pf);
+        const float *kd = k + d * KVC_LANES_KEYS;
+        __m256 kv[3];
+        for (int v = 0; v < NV; v++) kv[v] = _mm256_load_ps(kd + 8 * v);
+        for (int r = 0; r < NR; r++) {
+            const __m256 qb = _mm256_set1_ps(q[r * qs + d]);
+            for (int v = 0; v < NV; v++) a[r * NV + v] = _mm256_fmadd_ps(qb, kv[v], a[r * NV + v]);
+        }
+    }
+    for (int r = 0; r < NR; r++)
+        for (int v = 0; v < NV; v++) _mm256_storeu_ps(out + r * os + 8 * v, a[r * NV + v]);
+}
+#define PANEL_CASE(NR, NV)                                                                       \
+    case (NR - 1) * 3 + NV - 1:                                                                  \
+        lanes_panel_block(kt, NV, qr, qs, NR, dim, o, os, pf);                                   \
+        break;
+/* keys [0, full) (full a multiple of 8) of the panel */
+TGT static void qk_lanes_panel(const float *k, int full, const float *q, int64_t qs, int nr, int64_t dim, float *out,
+                               int64_t os, kvc_pf_run *pf)
+{
+    for (int t = 0, nv; t < full; t += 8 * nv) {
+        nv = full - t >= 24 ? 3 : (full - t) / 8;
+        const float *kt = k + t;
+        for (int r = 0, n; r < nr; r += n) {
+            n = nr - r > 4 ? 4 : nr - r;
+            const float *qr = q + r * qs;
+            float *o = out + r * os + t;
+            switch ((n - 1) * 3 + nv - 1) { /* NR, NV constants: the accumulators stay in registers */
+            PANEL_CASE(1, 1) PANEL_CASE(1, 2) PANEL_CASE(1, 3) PANEL_CASE(2, 1) PANEL_CASE(2, 2) PANEL_CASE(2, 3)
+            PANEL_CASE(3, 1) PANEL_CASE(3, 2) PANEL_CASE(3, 3) PANEL_CASE(4, 1) PANEL_CASE(4, 2)
+            default: PANEL_CASE(4, 3)
+            }
+        }
+    }
+}
+
 /* Keys in lanes: NR <= 4 rows x NV <= 2 vectors of 8 keys, one FMA per
  * channel with the query channel broadcast; the keys past the last full
  * vector (nk % 8) by scalar FMA chains, the same operations per lane. */
@@ -341,7 +390,15 @@ TGT void kvci_avx2_out_row(const float *acc, int64_t n, float l, float *out)
                                     int64_t dim, float *out, int64_t os, kvc_pf_run pf)                             \
     {                                                                                                               \
         const int full = nk / 8 * 8;                                                                                \
-        for (int t = 0, nv; t < full; t += 8 * nv) {                                                                \
+        int t0 = 0; /* keys [0, t0) scored from the panel */                                                        \
+        if (nr > KVC_LANES_PANEL_ROWS && dim <= KVC_LANES_PANEL_DIM && full > 0) {                                  \
+            float panel[KVC_LANES_PANEL_DIM * KVC_LANES_KEYS] __attribute__((aligned(32)));                         \
+            for (int64_t d = 0; d < dim; d++)                                                                       \
+                for (int t = 0; t < full; t += 8) _mm256_store_ps(panel + d * KVC_LANES_KEYS + t, LD(k, d * cs + t)); \
+            qk_lanes_panel(panel, full, q, qs, nr, dim, out, os, &pf);                                              \
+            t0 = full;                                                                                              \
+        }                                                                                                           \
+        for (int t = t0, nv; t < full; t += 8 * nv) {                                                               \
             nv = full - t >= 16 ? 2 : 1;                                                                            \
             const void *kt = (const char *)k + (int64_t)t * (int64_t)sizeof(DT);                                    \
             for (int r = 0, n; r < nr; r += n) {                                                                    \
@@ -378,7 +435,7 @@ KVC_X86_FP8_LANES(e4m3, 0x7f, TGT)
 KVC_X86_FP8_LANES(e5m2, 0x7d, TGT)
 
 KVC_X86_SIMD_TABLE(avx2_table, "avx2-fma-f16c", kvci_avx2_cvt_f32, kvci_avx2_cvt_f16, kvci_avx2_cvt_bf16,
-                   kvci_avx2_exp_sum, kvci_avx2_max, false);
+                   kvci_avx2_exp_sum, kvci_avx2_max, false, NULL, NULL);
 
 const kvc_simd_table *kvci_simd_avx2_table(void) { return &avx2_table; }
 #else

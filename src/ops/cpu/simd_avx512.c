@@ -371,6 +371,121 @@ KVC_AVX512_DIRECT(i8, int8_t, 0, 1)
 KVC_AVX512_FP8(e4m3, 0x7f, 256.0f)
 KVC_AVX512_FP8(e5m2, 0x7d, 1.0f)
 
+/* The even/odd tile scores (kvc_qk_eo_fn, simd.h). kpanel_eo: per 8 channels, keys 0-3 and 4-7 each as two pairs
+ * joined (keys 0, 1 and 2, 3) and two permutes, into the even and the odd lanes. */
+TGT static void kpanel_eo(const float *k, int64_t ks, int64_t dim, float *panel)
+{
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i od = _mm512_add_epi32(ev, _mm512_set1_epi32(1));
+    for (int64_t d = 0; d < dim; d += 8) {
+        float *o = panel + 8 * d;
+        for (int h = 0; h < 2; h++) {
+            const float *r = k + 4 * h * ks + d;
+            const __m512 z01 = join(_mm256_loadu_ps(r), _mm256_loadu_ps(r + ks));
+            const __m512 z23 = join(_mm256_loadu_ps(r + 2 * ks), _mm256_loadu_ps(r + 3 * ks));
+            _mm512_storeu_ps(o + 32 * h, _mm512_permutex2var_ps(z01, ev, z23));
+            _mm512_storeu_ps(o + 32 * h + 16, _mm512_permutex2var_ps(z01, od, z23));
+        }
+    }
+}
+/* NR (1-6) rows x 8 keys: a[4r], a[4r + 1] the even and odd lanes of keys 0-3 (lane 4b + j: channel 2j or 2j + 1
+ * of key b), a[4r + 2], a[4r + 3] those of keys 4-7; the query's even and odd channels broadcast per 128 bits.
+ * The tree of reduce8: the even + odd sums (l0 + l1 ...), hadd_lanes of keys 0-3 and 4-7 ((l0 + l1) + (l2 + l3)
+ * and (l4 + l5) + (l6 + l7)), then both halves' sums of two rows gathered by two permutes and added. */
+INL void qk_eo_block(const float *kp, const float *q, int64_t qs, int64_t dim, int NR, float *out, int64_t os)
+{
+    __m512 a[24];
+    for (int x = 0; x < NR * 4; x++) a[x] = _mm512_setzero_ps();
+    for (int64_t d = 0; d < dim; d += 8) {
+        const float *g = kp + 8 * d;
+        const __m512 k0 = _mm512_loadu_ps(g), k1 = _mm512_loadu_ps(g + 16);
+        const __m512 k2 = _mm512_loadu_ps(g + 32), k3 = _mm512_loadu_ps(g + 48);
+        for (int r = 0; r < NR; r++) {
+            const __m512 qe = _mm512_broadcast_f32x4(_mm_loadu_ps(q + r * qs + d));
+            const __m512 qo = _mm512_broadcast_f32x4(_mm_loadu_ps(q + r * qs + d + 4));
+            a[4 * r] = _mm512_fmadd_ps(qe, k0, a[4 * r]);
+            a[4 * r + 1] = _mm512_fmadd_ps(qo, k1, a[4 * r + 1]);
+            a[4 * r + 2] = _mm512_fmadd_ps(qe, k2, a[4 * r + 2]);
+            a[4 * r + 3] = _mm512_fmadd_ps(qo, k3, a[4 * r + 3]);
+        }
+    }
+    /* after hadd_lanes, key j < 4 sits in lanes 4j, 4j + 1 (its two half sums), key j >= 4 in 4(j - 4) + 2, + 3 */
+    const __m512i lo = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 16, 20, 24, 28, 18, 22, 26, 30);
+    const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(1));
+    for (int r = 0; r < NR; r += 2) {
+        const int s = r + 1 < NR ? r + 1 : r;
+        const __m512 zr = hadd_lanes(_mm512_add_ps(a[4 * r], a[4 * r + 1]), _mm512_add_ps(a[4 * r + 2], a[4 * r + 3]));
+        const __m512 zs = hadd_lanes(_mm512_add_ps(a[4 * s], a[4 * s + 1]), _mm512_add_ps(a[4 * s + 2], a[4 * s + 3]));
+        const __m512 t = _mm512_add_ps(_mm512_permutex2var_ps(zr, lo, zs), _mm512_permutex2var_ps(zr, hi, zs));
+        _mm256_storeu_ps(out + r * os, _mm512_castps512_ps256(t));
+        if (s != r) _mm256_storeu_ps(out + s * os, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1)));
+    }
+}
+TGT static void qk_eo(const float *kp, const float *q, int64_t qs, int nr, int64_t dim, float *out, int64_t os,
+                      kvc_pf_run *pf)
+{
+    for (int r = 0, n; r < nr; r += n) { /* NR a constant in each call: the accumulators stay in registers */
+        pf_step(pf);
+        n = nr - r > 6 ? 6 : nr - r;
+        switch (n) {
+        case 1: qk_eo_block(kp, q + r * qs, qs, dim, 1, out + r * os, os); break;
+        case 2: qk_eo_block(kp, q + r * qs, qs, dim, 2, out + r * os, os); break;
+        case 3: qk_eo_block(kp, q + r * qs, qs, dim, 3, out + r * os, os); break;
+        case 4: qk_eo_block(kp, q + r * qs, qs, dim, 4, out + r * os, os); break;
+        case 5: qk_eo_block(kp, q + r * qs, qs, dim, 5, out + r * os, os); break;
+        default: qk_eo_block(kp, q + r * qs, qs, dim, 6, out + r * os, os); break;
+        }
+    }
+}
+
+/* Keys in lanes from an f32 panel (channel d of key t at panel[d * KVC_LANES_KEYS + t], lanes past the keys 0):
+ * the FMA chains of lanes_block, NR <= 4 rows x NV <= 4 vectors of 16 keys, without a conversion per row block.
+ * Prefill calls (more than KVC_LANES_PANEL_ROWS rows, D <= KVC_LANES_PANEL_DIM) convert their keys into the panel, on
+ * the stack (64 KiB at D 256: the OpenMP workers' and callers' stacks are MiBs), once: the widening of bf16
+ * keys (a shift and a zero extension per vector) took 2 of every 6 vector instructions of lanes_block's 4 x 4 block,
+ * on the ports of the FMAs. */
+#define KVC_LANES_PANEL_ROWS 8
+#define KVC_LANES_PANEL_DIM  256
+INL void lanes_panel_block(const float *k, int NV, __mmask16 mt, const float *q, int64_t qs, int NR, int64_t dim,
+                           float *out, int64_t os, kvc_pf_run *pf)
+{
+    __m512 a[16];
+    for (int x = 0; x < NR * NV; x++) a[x] = _mm512_setzero_ps();
+    for (int64_t d = 0; d < dim; d++) {
+        pf_step(pf);
+        const float *kd = k + d * KVC_LANES_KEYS;
+        __m512 kv[4];
+        for (int v = 0; v < NV; v++) kv[v] = _mm512_load_ps(kd + 16 * v);
+        for (int r = 0; r < NR; r++) {
+            const __m512 qb = _mm512_set1_ps(q[r * qs + d]);
+            for (int v = 0; v < NV; v++) a[r * NV + v] = _mm512_fmadd_ps(qb, kv[v], a[r * NV + v]);
+        }
+    }
+    for (int r = 0; r < NR; r++) {
+        for (int v = 0; v + 1 < NV; v++) _mm512_storeu_ps(out + r * os + 16 * v, a[r * NV + v]);
+        _mm512_mask_storeu_ps(out + r * os + 16 * (NV - 1), mt, a[r * NV + NV - 1]);
+    }
+}
+#define PANEL_CASE(NR, NV)                                                                       \
+    case (NR - 1) * 4 + NV - 1:                                                                  \
+        lanes_panel_block(k, NV, mt, qr, qs, NR, dim, o, os, pf);                                \
+        break;
+TGT static void qk_lanes_panel(const float *k, int NV, __mmask16 mt, const float *q, int64_t qs, int nr, int64_t dim,
+                               float *out, int64_t os, kvc_pf_run *pf)
+{
+    for (int r = 0, n; r < nr; r += n) {
+        n = nr - r > 4 ? 4 : nr - r;
+        const float *qr = q + r * qs;
+        float *o = out + r * os;
+        switch ((n - 1) * 4 + NV - 1) { /* NR, NV constants: the accumulators stay in registers */
+        PANEL_CASE(1, 1) PANEL_CASE(1, 2) PANEL_CASE(1, 3) PANEL_CASE(1, 4)
+        PANEL_CASE(2, 1) PANEL_CASE(2, 2) PANEL_CASE(2, 3) PANEL_CASE(2, 4)
+        PANEL_CASE(3, 1) PANEL_CASE(3, 2) PANEL_CASE(3, 3) PANEL_CASE(3, 4)
+        PANEL_CASE(4, 1) PANEL_CASE(4, 2) PANEL_CASE(4, 3) default: PANEL_CASE(4, 4)
+        }
+    }
+}
+
 /* Keys in lanes: NR <= 4 rows x NV <= 4 vectors of 16 keys (the last
  * under mask mt; masked lanes are not read, VEC converts), one FMA per
  * channel with the query channel broadcast. */
@@ -401,6 +516,18 @@ KVC_AVX512_FP8(e5m2, 0x7d, 1.0f)
     {                                                                                                               \
         const int NV = (nk + 15) / 16;                                                                              \
         const __mmask16 mt = nk % 16 ? (__mmask16)((1u << (nk % 16)) - 1) : (__mmask16)0xFFFF;                      \
+        if (nr > KVC_LANES_PANEL_ROWS && dim <= KVC_LANES_PANEL_DIM) {                                              \
+            float panel[KVC_LANES_PANEL_DIM * KVC_LANES_KEYS] __attribute__((aligned(64)));                         \
+            for (int64_t d = 0; d < dim; d++) {                                                                     \
+                const ET *kd = (const ET *)k + d * cs;                                                              \
+                for (int v = 0; v + 1 < NV; v++)                                                                    \
+                    _mm512_store_ps(panel + d * KVC_LANES_KEYS + 16 * v, VEC(kd + 16 * v, (__mmask16)0xFFFF));      \
+                _mm512_store_ps(panel + d * KVC_LANES_KEYS + 16 * (NV - 1), VEC(kd + 16 * (NV - 1), mt));           \
+            }                                                                                                       \
+            qk_lanes_panel(panel, NV, mt, q, qs, nr, dim, out, os, &pf);                                            \
+            kvci_pf_rest(&pf);                                                                                      \
+            return;                                                                                                 \
+        }                                                                                                           \
         for (int r = 0, n; r < nr; r += n) {                                                                        \
             n = nr - r > 4 ? 4 : nr - r;                                                                            \
             const float *qr = q + r * qs;                                                                           \
@@ -473,8 +600,9 @@ INL __m512 exp512(__m512 x)
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(KVC_EXP_P5));
     y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), r);
     y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fx), _mm512_set1_epi32(127)), 23);
-    return _mm512_maskz_mov_ps(valid, _mm512_mul_ps(y, _mm512_castsi512_ps(e)));
+    /* y * 2^fx in one vscalefps, where exp256 builds 2^fx's bits and multiplies: fx is an integer in [-126, 0]
+     * (x >= KVC_EXP_LO), so 2^fx is a normal float and both are the one rounding of y * 2^fx (NaN stays NaN) */
+    return _mm512_maskz_mov_ps(valid, _mm512_scalef_ps(y, fx));
 }
 
 /* kvc_exp_sum_fn on 16 lanes: the exponentials of kvci_avx2_exp_sum, and
@@ -507,8 +635,8 @@ TGT static float max16(const float *s, int64_t n)
     return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])));
 }
 
-KVC_X86_SIMD_TABLE(avx512_table, "avx512-f-bw-vl", cvt_f32, cvt_f16, cvt_bf16, exp_sum, max16, false);
-KVC_X86_SIMD_TABLE(amx_table, "amx-bf16+avx512", cvt_f32, cvt_f16, cvt_bf16, exp_sum, max16, true);
+KVC_X86_SIMD_TABLE(avx512_table, "avx512-f-bw-vl", cvt_f32, cvt_f16, cvt_bf16, exp_sum, max16, false, kpanel_eo, qk_eo);
+KVC_X86_SIMD_TABLE(amx_table, "amx-bf16+avx512", cvt_f32, cvt_f16, cvt_bf16, exp_sum, max16, true, kpanel_eo, qk_eo);
 
 const kvc_simd_table *kvci_simd_avx512_table(void) { return &avx512_table; }
 const kvc_simd_table *kvci_simd_amx_table(void) { return &amx_table; }

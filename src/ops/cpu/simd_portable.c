@@ -94,4 +94,6 @@ const kvc_simd_table kvc_simd_portable = {
     vmax,
     out_row,
     false,
+    NULL,
+    NULL,
 };

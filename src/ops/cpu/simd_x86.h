@@ -18,8 +18,8 @@
 /* The dispatch table of an x86 path: the file's own qk/pv tile kernels,
  * direct kernels (f32, f16, bf16, i8, fp8 e4m3 and e5m2), exponentials
  * (EXP_SUM) and maximum (MAX), with the shared AVX2 conversions into tiles;
- * AMX sets the table's amx flag. */
-#define KVC_X86_SIMD_TABLE(VAR, NAME, CVT_F32, CVT_F16, CVT_BF16, EXP_SUM, MAX, AMX)                                   \
+ * AMX sets the table's amx flag; KPANEL and QK_EO the even/odd tile scores (simd.h) or NULL. */
+#define KVC_X86_SIMD_TABLE(VAR, NAME, CVT_F32, CVT_F16, CVT_BF16, EXP_SUM, MAX, AMX, KPANEL, QK_EO)                    \
     static const kvc_simd_table VAR = {                                                                                \
         NAME,                                                                                                          \
         {CVT_F32, CVT_F16, CVT_BF16, kvci_avx2_cvt_i8, kvci_avx2_cvt_e4m3, kvci_avx2_cvt_e5m2},                        \
@@ -32,6 +32,8 @@
         MAX,                                                                                                           \
         kvci_avx2_out_row,                                                                                             \
         AMX,                                                                                                           \
+        KPANEL,                                                                                                        \
+        QK_EO,                                                                                                         \
     }
 
 /* The tile kernels as the dispatch table calls them (qk, pv on f32 tiles with
