@@ -107,6 +107,44 @@ static void same_bits(int act) {
     assert_same(got, want, 64 * 1024);
 }
 
+/* The gated erf-GELU (ModernBERT) and relu2 (BitNet) products of kvci_glu: out = act(g) * u with the element
+ * functions tested against float64 below (one more rounding for the product), over strided rows (ld 3 n + 1,
+ * the output at its own stride), at a size the row loop threads; the exact product of the double values of
+ * act(g) and u rounded once equals it (the product of two floats fits a double). */
+static void test_glu_gated_scalar(void **state) {
+    (void)state;
+    enum { GT = 40, GN = 700, GLD = 3 * GN + 1, GLDO = GN + 5 };
+    float *gate = malloc(sizeof(float) * GT * GLD), *up = malloc(sizeof(float) * GT * GLD),
+          *out = malloc(sizeof(float) * GT * GLDO);
+    assert_non_null(gate);
+    assert_non_null(up);
+    assert_non_null(out);
+    uint32_t s = 29u;
+    for (int i = 0; i < GT * GLD; i++) {
+        gate[i] = -9.0f + 18.0f * (float)(lcg(&s) >> 8) / 16777216.0f;
+        up[i] = -4.0f + 8.0f * (float)(lcg(&s) >> 8) / 16777216.0f;
+    }
+    const kvc_mlp_act acts[2] = {KVC_MLP_GELU, KVC_MLP_RELU2};
+    for (int a = 0; a < 2; a++) {
+        for (int i = 0; i < GT * GLDO; i++) out[i] = 7.0f;
+        kvci_glu(acts[a], gate, up, GT, GN, GLD, out, GLDO);
+        for (int t = 0; t < GT; t++) {
+            for (int j = 0; j < GN; j++) {
+                const float x = gate[t * GLD + j], y = up[t * GLD + j];
+                const double act = a == 0 ? (double)kvci_gelu_erf(x) : (double)kvci_relu2(x);
+                const float expect = (float)(act * (double)y);
+                if (memcmp(&out[t * GLDO + j], &expect, sizeof expect) != 0)
+                    fail_msg("act %d row %d col %d: %.9g, expect %.9g", a, t, j, (double)out[t * GLDO + j],
+                             (double)expect);
+            }
+            for (int j = GN; j < GLDO; j++) assert_true(out[t * GLDO + j] == 7.0f); /* nothing past the row */
+        }
+    }
+    free(gate);
+    free(up);
+    free(out);
+}
+
 static void test_kernels_same_bits(void **state) {
     (void)state;
     same_bits(0);
@@ -550,6 +588,7 @@ int main(void) {
                                        cmocka_unit_test(test_gelu),
                                        cmocka_unit_test(test_relu2),
                                        cmocka_unit_test(test_gelu_erf),
+                                       cmocka_unit_test(test_glu_gated_scalar),
                                        cmocka_unit_test(test_relu),
                                        cmocka_unit_test(test_dsa_score),
                                        cmocka_unit_test(test_dsa_pick),
