@@ -202,12 +202,14 @@ def test_refusals_name_the_field(server):
         assert err["param"] == field and words in err["message"], (field, value, err)
     r = httpx.post(url, json={**ok, "guided_choice": ["a"], "guided_regex": "a"}, timeout=60)
     assert r.status_code == 400 and r.json()["error"]["param"] == "guided_choice", r.text
-    # a grammar llguidance takes but cannot make a matcher of (more symbols than it counts): refused before the
-    # engine's thread built it for seconds, by its first line (a panic's backtrace followed)
-    r = httpx.post(url, json={**ok, "guided_choice": ["x"] * 70000}, timeout=60)
-    assert r.status_code == 400, r.text
-    err = r.json()["error"]
-    assert err["param"] == "guided_choice" and "symbols" in err["message"] and "\n" not in err["message"], err
+    # choices or a regular expression whose grammar source passes MAX_GRAMMAR_CHARS: refused before any compile
+    # (70,000 choices were compiled for seconds, then refused by llguidance for their symbols)
+    for field, value in (("guided_choice", ["x"] * 70000), ("guided_choice", ["y" * 40] * 1560),
+                         ("guided_regex", "a" * 65537)):
+        r = httpx.post(url, json={**ok, field: value}, timeout=60)
+        assert r.status_code == 400, r.text
+        err = r.json()["error"]
+        assert err["param"] == field and "at most 65536" in err["message"] and "\n" not in err["message"], err
 
 
 CHOICES = ["red", "say \"hi\"", "back\\slash", "two\nlines", "café 🙂", "r"]
