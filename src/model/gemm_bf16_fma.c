@@ -96,7 +96,8 @@ INL512 void tall512(const int MR, const int NG, const bool F16, const kvc_bf16_c
         for (int j = 0; j < NG; j++) bf16_store_group(c, i + r, g + j, acc[r][j]);
 }
 
-typedef void (*tall_tile)(const kvc_bf16_call *, int64_t, int64_t);
+/* a tile of C at rows i.., column group g.. (AVX2: half-groups) */
+typedef void (*fma_tile)(const kvc_bf16_call *, int64_t, int64_t);
 #define TALL_FN(MR, NG, F16, SUF)                                                                                      \
     TGT512 static void tall##SUF##_##MR##x##NG(const kvc_bf16_call *c, int64_t i, int64_t g) {                         \
         tall512(MR, NG, F16, c, i, g);                                                                                 \
@@ -120,10 +121,10 @@ TALL_ROW(11, true, h)
 TALL_ROW(12, true, h)
 #define TALL_PTRS(SUF, MR)                                                                                             \
     { tall##SUF##_##MR##x1, tall##SUF##_##MR##x2 }
-static const tall_tile tall_tiles[2][8][2] = {{TALL_PTRS(b, 5), TALL_PTRS(b, 6), TALL_PTRS(b, 7), TALL_PTRS(b, 8),
-                                               TALL_PTRS(b, 9), TALL_PTRS(b, 10), TALL_PTRS(b, 11), TALL_PTRS(b, 12)},
-                                              {TALL_PTRS(h, 5), TALL_PTRS(h, 6), TALL_PTRS(h, 7), TALL_PTRS(h, 8),
-                                               TALL_PTRS(h, 9), TALL_PTRS(h, 10), TALL_PTRS(h, 11), TALL_PTRS(h, 12)}};
+static const fma_tile tall_tiles[2][8][2] = {{TALL_PTRS(b, 5), TALL_PTRS(b, 6), TALL_PTRS(b, 7), TALL_PTRS(b, 8),
+                                              TALL_PTRS(b, 9), TALL_PTRS(b, 10), TALL_PTRS(b, 11), TALL_PTRS(b, 12)},
+                                             {TALL_PTRS(h, 5), TALL_PTRS(h, 6), TALL_PTRS(h, 7), TALL_PTRS(h, 8),
+                                              TALL_PTRS(h, 9), TALL_PTRS(h, 10), TALL_PTRS(h, 11), TALL_PTRS(h, 12)}};
 
 /* By rows: up to 4 the 4 x 4 tiles (one row's decode streams its weights as tuned), 5 .. 15 tall tiles
  * (13 .. 15: 12 + the rest on 4 x 4), 16 or more the panel (gemm_bf16_panel.c). */
@@ -259,10 +260,9 @@ ROW256(2, false, b)
 ROW256(1, true, h)
 ROW256(2, true, h)
 
-typedef void (*fixed_tile)(const kvc_bf16_call *, int64_t, int64_t);
 #define FNS256(SUF, MR)                                                                                                \
     { t256##SUF##_##MR##x1, t256##SUF##_##MR##x2, t256##SUF##_##MR##x3, t256##SUF##_##MR##x4 }
-static const fixed_tile tiles256[2][2][4] = {{FNS256(b, 1), FNS256(b, 2)}, {FNS256(h, 1), FNS256(h, 2)}};
+static const fma_tile tiles256[2][2][4] = {{FNS256(b, 1), FNS256(b, 2)}, {FNS256(h, 1), FNS256(h, 2)}};
 
 #define TALL256(MR, NH, F16, SUF)                                                                                      \
     TGT256 static void tall256##SUF##_##MR##x##NH(const kvc_bf16_call *c, int64_t i, int64_t h) {                      \
@@ -281,7 +281,7 @@ TALL256_ROW(4, true, h)
 TALL256_ROW(5, true, h)
 #define TALL256_PTRS(SUF, MR)                                                                                          \
     { tall256##SUF##_##MR##x1, tall256##SUF##_##MR##x2 }
-static const fixed_tile tall256_tiles[2][5][2] = {
+static const fma_tile tall256_tiles[2][5][2] = {
     {TALL256_PTRS(b, 1), TALL256_PTRS(b, 2), TALL256_PTRS(b, 3), TALL256_PTRS(b, 4), TALL256_PTRS(b, 5)},
     {TALL256_PTRS(h, 1), TALL256_PTRS(h, 2), TALL256_PTRS(h, 3), TALL256_PTRS(h, 4), TALL256_PTRS(h, 5)}};
 
