@@ -18,7 +18,10 @@ const kvc_command kvc_commands[] = {
     {"plan", "the KV cache plan of a Hugging Face config.json or model directory (layers, caches, memory)",
      kvc_cmd_plan},
     {"run", "run a Hugging Face model directory through the standalone runner (greedy ids)", kvc_cmd_run},
-    {"serve", "serve a model directory over an OpenAI-compatible HTTP API (python -m kvcache.serve; --help)",
+    {"serve",
+     "serve a model directory over an OpenAI-compatible HTTP API (--help): runs python -m kvcache.serve,\n"
+     "           so the Python package must be installed (pip install \"./python[serve]\") in $KVC_PYTHON,\n"
+     "           else build/python-venv, else python3",
      kvc_cmd_serve},
     {NULL, NULL, NULL},
 };
