@@ -260,7 +260,8 @@ typedef struct kvc_model_config {
     double mamba_dt_min, mamba_dt_max;
     /* Nemotron-H (model_type nemotron_h): each layer holds one block, its own pre-norm and residual. layer_no_mixer
      * marks a layer without the attention (or mixer) half, an MLP alone, which keeps no cache; layer_no_ffn a layer
-     * without the MLP half, a mixer or attention alone. Last, as above. */
+     * without the MLP half, a mixer or attention alone; both together a layer skipped whole (Mllama's cross-attention
+     * layers on text-only prompts, mllama types only). Last, as above. */
     bool layer_no_mixer[KVC_MODEL_MAX_LAYERS]; /* [num_layers] */
     bool layer_no_ffn[KVC_MODEL_MAX_LAYERS];   /* [num_layers] */
     /* OPT-350m (model_type opt): post-norm blocks, each sub-layer reading the residual stream as it is and the

@@ -170,7 +170,8 @@ static kvc_status rope_entries(const kvc_hparams *hp, const kvc_layer_kind *kind
 
 /* The kind of every layer (family.c); the runtime runs attention layers, chunked ones for Llama 4 only, and of
  * the state layers LFM2's short convolutions, the Mamba2 hybrids' mixers, Qwen3-Next's Gated DeltaNet, Kimi-Linear's
- * Kimi Delta Attention, MiniMax's lightning attention, RWKV's layers and RecurrentGemma's recurrent blocks only. */
+ * Kimi Delta Attention, MiniMax's lightning attention, RWKV's layers and RecurrentGemma's recurrent blocks only;
+ * Mllama's cache-less layers (its cross-attention layers, text-only) are skipped whole: no mixer, no MLP. */
 static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc *fam, kvc_model_config *cfg) {
     kvc_layer_kind kinds[KVC_MODEL_MAX_LAYERS];
     kvc_family_ctx ctx = {.hp = hp, .n_layers = cfg->num_layers};
@@ -184,9 +185,11 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
                        strcmp(cfg->model_type, "zamba") == 0;
     const bool one_block = strcmp(cfg->model_type, "nemotron_h") == 0 || strcmp(cfg->model_type, "mamba2") == 0 ||
                            zamba || (cfg->family == KVC_FAMILY_JAMBA && strcmp(cfg->model_type, "jamba") != 0);
+    const bool mllama = kvci_family_is_mllama(cfg->model_type); /* its cache-less layers are skipped whole */
     for (int64_t i = 0; i < cfg->num_layers; i++) {
-        cfg->layer_no_mixer[i] = one_block && kinds[i] == KVC_LK_NONE; /* an MLP or, "E", experts alone */
-        cfg->layer_no_ffn[i] = one_block && kinds[i] != KVC_LK_NONE;
+        const bool skip = mllama && kinds[i] == KVC_LK_NONE;
+        cfg->layer_no_mixer[i] = (one_block && kinds[i] == KVC_LK_NONE) || skip; /* an MLP or, "E", experts alone */
+        cfg->layer_no_ffn[i] = (one_block && kinds[i] != KVC_LK_NONE) || skip;
         const bool conv = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_LFM2;
         const bool gdn =
             kinds[i] == KVC_LK_STATE && (cfg->family == KVC_FAMILY_QWEN3_NEXT || cfg->family == KVC_FAMILY_KIMI_LINEAR);
@@ -197,7 +200,7 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
         const bool rwkv = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_RWKV; /* state_layers.c */
         const bool rglru = kinds[i] == KVC_LK_STATE && cfg->family == KVC_FAMILY_RECURRENT_GEMMA;
         if ((kinds[i] == KVC_LK_STATE && !conv && !gdn && !mamba && !mamba1 && !lightning && !rwkv && !rglru) ||
-            (kinds[i] == KVC_LK_NONE && !one_block) || (kinds[i] == KVC_LK_PARALLEL && !mamba && !mamba1))
+            (kinds[i] == KVC_LK_NONE && !one_block && !skip) || (kinds[i] == KVC_LK_PARALLEL && !mamba && !mamba1))
             return kvci_fail(KVC_EINVAL, "%s: layer %lld is a %s layer, which the runtime does not run", hp->cfg.doc,
                              (long long)i,
                              kinds[i] == KVC_LK_NONE ? "cache-less (MLP/MoE)" : "state (linear_attention or mamba)");
@@ -218,13 +221,12 @@ static kvc_status parse_layer_kinds(const kvc_hparams *hp, const kvc_family_desc
         any_sliding |= cfg->layer_sliding[i];
         any_chunked |= cfg->layer_chunked[i];
     }
-    bool cached = !one_block;
+    bool cached = false;
     for (int64_t i = 0; i < cfg->num_layers; i++) cached |= !cfg->layer_no_mixer[i];
     if (!cached)
-        return kvci_fail(KVC_EINVAL,
-                         "%s: every layer of layers_block_type / hybrid_override_pattern is an MLP (the "
-                         "runtime needs a mixer or attention layer)",
-                         hp->cfg.doc);
+        return kvci_fail(KVC_EINVAL, "%s: every layer %s (the runtime needs a mixer or attention layer)", hp->cfg.doc,
+                         mllama ? "is listed in cross_attention_layers, skipped on text"
+                                : "of layers_block_type / hybrid_override_pattern is an MLP");
     cfg->sliding_window = any_sliding ? ctx.window : 0;
     cfg->attention_chunk_size = any_chunked ? ctx.chunk : 0;
     return KVC_OK;
@@ -249,7 +251,9 @@ static const mlp_width *mlp_width_default(const char *model_type) {
                                        {"mimo_v2_flash", "intermediate_size", 16384},
                                        {"biogpt", "intermediate_size", 4096},
                                        {"recurrent_gemma", "intermediate_size", 3 * 2560},
-                                       {"hy_v4", "intermediate_size", 6912}};
+                                       {"hy_v4", "intermediate_size", 6912},
+                                       {"mllama_text_model", "intermediate_size", 14336},
+                                       {"mllama", "intermediate_size", 14336}};
     for (size_t i = 0; i < sizeof WIDTHS / sizeof WIDTHS[0]; i++)
         if (strcmp(model_type, WIDTHS[i].type) == 0) return &WIDTHS[i];
     return NULL;

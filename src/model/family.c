@@ -129,13 +129,6 @@ const char *kvci_family_refusal(const char *model_type) {
 
 /* Model types planned only, with what the runtime lacks to run them. */
 static const type_reason NOT_RUN[] = {
-    {"mllama", "its text model's cross-attention layers (cross_attention_layers) are skipped whole on text-only "
-               "prompts, a layer the runtime's stack cannot leave out yet (the plan lists the self-attention layers "
-               "alone)"},
-    {"mllama_text_model",
-     "its cross-attention layers (cross_attention_layers) are skipped whole on text-only "
-     "prompts, a layer the runtime's stack cannot leave out yet (the plan lists the self-attention "
-     "layers alone)"},
     {"kolibri1_1", "its indexed_attention layers attend to keys their indexer picks from pools of NVFP4-rounded block "
                    "summaries (index_pool_size, index_compression, index_topk, sink and local tokens), over keys and "
                    "values rounded to NVFP4, and read other layers' keys and values (kv_source_layers): none of it "

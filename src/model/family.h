@@ -364,6 +364,13 @@ kvc_status kvci_family_parse_apertus1p5(const kvc_hparams *hp, kvc_model_config 
 bool kvci_family_is_aria(const char *mt);
 kvc_status kvci_family_parse_aria(const kvc_hparams *hp, kvc_model_config *cfg);
 
+/* Llama 3.2 Vision's text model (family_mllama.c; run by the dense family on text alone): whether mt is mllama or
+ * mllama_text_model, its layers (the cross-attention layers cache-less, skipped whole by the runtime) and its keys
+ * over Llama's. */
+bool kvci_family_is_mllama(const char *mt);
+kvc_status kvci_family_mllama_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds);
+kvc_status kvci_family_parse_mllama(const kvc_hparams *hp, kvc_model_config *cfg);
+
 /* A soft-capping key of config c (attn_logit_softcapping, final_logit_softcapping) into *out: def when absent,
  * 0 (none) when null, else a number in (0, 10^6]; refused naming the key otherwise. */
 kvc_status kvci_family_softcap(const kvc_json_obj *c, const char *key, double def, double *out);

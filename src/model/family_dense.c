@@ -1043,6 +1043,7 @@ static kvc_status parse_dense_type(const kvc_hparams *hp, kvc_model_config *cfg)
     if (kvci_family_is_qwen3_vl(mt)) return kvci_family_parse_qwen3_vl(hp, cfg);
     if (kvci_family_is_emu3(mt)) return kvci_family_parse_emu3(hp, cfg);
     if (kvci_family_is_aria(mt)) return kvci_family_parse_aria(hp, cfg);
+    if (kvci_family_is_mllama(mt)) return kvci_family_parse_mllama(hp, cfg);
     const bool qwen3_moe = strcmp(mt, "qwen3_moe") == 0, qwen2_moe = strcmp(mt, "qwen2_moe") == 0;
     const bool qwen3 = strcmp(mt, "qwen3") == 0 || qwen3_moe, qwen2 = strcmp(mt, "qwen2") == 0;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim));
@@ -1130,31 +1131,6 @@ static kvc_status dense_check(const kvc_model_config *cfg, const char *doc) {
  * class's layer_types); otherwise every layer slides when the config sets a
  * window (Mistral, Phi-3, Mixtral, and Qwen3-MoE, whose window only
  * use_sliding_window enables; the types without a window never see one: dense_reads_window). */
-/* Llama 3.2 Vision's text model (MllamaTextConfig) planned text-only: the layers listed in cross_attention_layers
- * (its class default [3, 8, ..., 38] when absent or null) attend to the image's states instead of the sequence, and
- * transformers skips them whole when there is no image and nothing cached from one, so a text-only sequence keeps no
- * cache there (their keys and values, with an image, are per image, not per token); every other layer is full
- * attention under its own index. */
-static kvc_status mllama_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
-    static const int64_t def[] = {3, 8, 13, 18, 23, 28, 33, 38};
-    const cJSON *list = NULL;
-    bool have = false;
-    KVC_TRY(kvci_json_array(&ctx->hp->cfg, "cross_attention_layers", KVC_HP_MAX_LAYERS, &list, &have));
-    for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_FULL;
-    const int n = have ? cJSON_GetArraySize(list) : (int)(sizeof def / sizeof def[0]);
-    for (int i = 0; i < n; i++) {
-        int64_t l = def[i];
-        if (have)
-            KVC_TRY(
-                kvci_json_int_value(cJSON_GetArrayItem(list, i), "cross_attention_layers[]", 0, KVC_HP_MAX_LAYERS, &l));
-        if (l >= ctx->n_layers)
-            return kvci_fail(KVC_EINVAL, "%s: cross_attention_layers lists layer %lld of %lld", ctx->hp->cfg.doc,
-                             (long long)l, (long long)ctx->n_layers);
-        kinds[l] = KVC_LK_NONE;
-    }
-    return KVC_OK;
-}
-
 static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
     int64_t from = 0;
     const char *mt = ctx->hp->model_type;
@@ -1189,7 +1165,7 @@ static kvc_status dense_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) 
             kinds[i] = i % 4 != 0 && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL;
         return KVC_OK;
     }
-    if (mt && (strcmp(mt, "mllama") == 0 || strcmp(mt, "mllama_text_model") == 0)) return mllama_kinds(ctx, kinds);
+    if (kvci_family_is_mllama(mt)) return kvci_family_mllama_kinds(ctx, kinds);
     if (mt && strcmp(mt, "smollm3") == 0) /* SmolLM3Config's: with use_sliding_window, its no-rope layers slide */
         return smollm3_kinds(ctx, ctx->qwen_rule && ctx->window > 0 ? KVC_LK_SLIDING : KVC_LK_FULL, kinds);
     const bool qwen2_moe = mt && strcmp(mt, "qwen2_moe") == 0;
@@ -1316,8 +1292,8 @@ static const kvc_family_alias ALIASES[] = {
     {"apertus1p5", "Apertus1p5ForConditionalGeneration", "apertus", true},
     {"apertus1p5_text", "Apertus1p5TextForCausalLM", "apertus", true},
     {"aria", "AriaForConditionalGeneration", "aria", true},
-    {"mllama", "MllamaForConditionalGeneration", "mllama_text_model", false},
-    {"mllama_text_model", "MllamaForCausalLM", "mllama_text_model", false},
+    {"mllama", "MllamaForConditionalGeneration", "mllama_text_model", true},
+    {"mllama_text_model", "MllamaForCausalLM", "mllama_text_model", true},
     {"aria_text", "AriaTextForCausalLM", "aria", true},
     {"gpt_bigcode", "GPTBigCodeForCausalLM", "gpt_bigcode", true},
     {"falcon", "FalconForCausalLM", "falcon", true},

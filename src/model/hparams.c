@@ -124,6 +124,8 @@ static const type_defaults DEFAULTS[] = {
     {"apertus1p5", 0, 12000000.0, 0, false, 0, false, false},
     {"aria_text", 0, 10000.0, 0, false, 0, false, false}, /* AriaTextConfig's (LlamaConfig's) */
     {"aria", 0, 10000.0, 0, false, 0, false, false},
+    {"mllama_text_model", 0, 500000.0, 0, false, 8, false, false}, /* MllamaTextConfig's default_theta */
+    {"mllama", 0, 500000.0, 0, false, 8, false, false},
     {"ernie4_5_moe", 0, 500000.0, 0, false, 4, false, false}, /* Ernie4_5_MoeConfig has no head_dim of its own */
     {"phimoe", 0, 1000000.0, 0, false, 8, false, false},
     {"dbrx", 0, 10000.0, 0, false, 1, true, false}, /* DbrxAttentionConfig's kv_n_heads */

@@ -1316,13 +1316,20 @@ static kvc_status check_fields(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL, "model: rwkv_rescale_every is rwkv's only");
     if (c->moe_latent_size > 0 && (!one_block || strcmp(c->model_type, "nemotron_h") != 0))
         return kvci_fail(KVC_EINVAL, "model: moe_latent_size is nemotron_h's only");
-    for (int64_t l = 0; l < c->num_layers; l++)
-        if ((c->layer_no_mixer[l] || c->layer_no_ffn[l]) &&
+    const bool mllama = kvci_family_is_mllama(c->model_type); /* a layer skipped whole: both set, nothing else */
+    int64_t run = 0;                                          /* layers not skipped */
+    for (int64_t l = 0; l < c->num_layers; l++) {
+        const bool skipped = mllama && c->layer_no_mixer[l] && c->layer_no_ffn[l];
+        run += !skipped;
+        if ((c->layer_no_mixer[l] || c->layer_no_ffn[l]) && !skipped &&
             (!one_block || (c->layer_no_mixer[l] && (c->layer_no_ffn[l] || c->layer_mamba[l]))))
             return kvci_fail(KVC_EINVAL,
                              "model: layer %lld: layer_no_mixer / layer_no_ffn are nemotron_h's and mamba2's, one of "
-                             "them a layer (layer_no_mixer: a dense MLP, no Mamba2)",
+                             "them a layer (layer_no_mixer: a dense MLP, no Mamba2), or both mllama's (a layer "
+                             "skipped)",
                              (long long)l);
+    }
+    if (run == 0) return kvci_fail(KVC_EINVAL, "model: every layer of %s is skipped", c->model_type);
     if (c->norm_after_add && (!c->layer_norm || c->post_norms || c->sandwich_norms || c->parallel_block))
         return kvci_fail(KVC_EINVAL, "model: norm_after_add needs layer_norm in sequential blocks (no post_norms, "
                                      "sandwich_norms or parallel_block)");

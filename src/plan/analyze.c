@@ -147,13 +147,14 @@ static kvc_status warn_unplanned(const kvc_hparams *hp, kvc_model_plan *plan, co
                        "%lld multi-token-prediction layer(s) not planned: merge the draft model's cache description "
                        "(kvc_model_cache_info_merge) when it drafts",
                        (long long)mtp);
-    /* layers planned as causal self-attention that are not: Llama 3.2 Vision's cross-attention (image keys,
-     * fixed per request) and MiniMax's lightning attention (a linear-attention state) */
+    /* layers planned as causal self-attention that are not: another type's cross-attention (image keys, fixed per
+     * request; Llama 3.2 Vision's own rule plans its cross_attention_layers) and MiniMax's lightning attention (a
+     * linear-attention state) */
     static const char *const other_layers[2][2] = {
         {"cross_attention_layers", "cross-attention layers (keys of the image, fixed per request)"},
         {"attn_type_list", "attn_type_list (lightning linear-attention layers, whose state is not planned)"}};
     const int n_other = fam == &kvc_family_minimax ? 1 : 2; /* MiniMax's own rule plans attn_type_list */
-    for (int i = 0; st == KVC_OK && i < n_other; i++)
+    for (int i = kvci_family_is_mllama(hp->model_type) ? 1 : 0; st == KVC_OK && i < n_other; i++)
         if (kvci_json_find(&hp->cfg, other_layers[i][0]) != NULL)
             kvci_plan_warn(plan, "%s: planned as causal self-attention on every layer, an upper bound on memory",
                            other_layers[i][1]);
@@ -183,8 +184,12 @@ static kvc_status decide(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts 
     }
     cacheless -= f->kv_shared_layers; /* warned about as such */
     if (st == KVC_OK && cacheless > 0)
-        kvci_plan_warn(plan, "%lld of the %lld layers (MLP or experts only) keep no cache and are not listed",
-                       (long long)cacheless, (long long)f->n_layers);
+        kvci_plan_warn(plan, "%lld of the %lld layers (%s) keep no cache and are not listed", (long long)cacheless,
+                       (long long)f->n_layers,
+                       kvci_family_is_mllama(hp->model_type)
+                           ? "cross_attention_layers, skipped on text-only prompts; an image's keys there are not "
+                             "planned"
+                           : "MLP or experts only");
     if (st == KVC_OK && seen[KVC_LK_STATE]) {
         st = kvci_family_state_shapes(f->fam, hp, f->hidden_size, plan->options.tp, states);
         if (st == KVC_OK)

@@ -630,8 +630,6 @@ static void test_refusals(void **state) {
     expect_refusal("{\"model_type\":\"qwen4_exp\",\"text_config\":{\"model_type\":\"qwen4_exp_text\"}}",
                    "\"qwen4_exp_text\" is planned only, not run: its indexed_attention layers' QSA token indexer");
     expect_refusal("{\"model_type\":\"qwen4_exp\"}", "\"qwen4_exp\" is planned only, not run");
-    expect_refusal("{\"model_type\":\"mllama\",\"text_config\":{\"model_type\":\"mllama_text_model\"}}",
-                   "\"mllama_text_model\" is planned only, not run: its cross-attention layers");
     expect_refusal("{\"model_type\":\"deepseek_v4\"}",
                    "\"deepseek_v4\" is planned only, not run: its hyper-connection residual streams");
     expect_refusal("{\"model_type\":\"gemma3_text\"," MOE_BASE
@@ -4883,6 +4881,44 @@ static void test_emu3_fields(void **state) {
     expect_refusal(MM_TEXT("emu3") "}", "emu3 without text_config is not supported");
 }
 
+/* Llama 3.2 Vision's text model (mllama, mllama_text_model): MllamaTextConfig's defaults (theta 5e5, 8 KV heads, eps
+ * 1e-5, intermediate_size 14336, cross_attention_layers [3, 8, ..., 38]); the listed layers skipped whole (no mixer, no
+ * MLP), the others Llama's; head_dim hidden_size / num_attention_heads; vocab_size + 8 embedded ids; never tied;
+ * refused by name: the wrapper without text_config, another head_dim, every layer listed, a listed layer past the
+ * last, and (a caller's struct) a skipped layer in another type. */
+static void test_mllama_fields(void **state) {
+    (void)state;
+    kvc_model_config c;
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"mllama\",\"tie_word_embeddings\":true,\"text_config\":" MM_TEXT(
+                                   "mllama_text_model") ",\"cross_attention_layers\":[1],"
+                                                        "\"tie_word_embeddings\":true}}",
+                               "mllama", &c),
+        KVC_OK);
+    assert_true(c.family == KVC_FAMILY_DENSE && c.num_kv_heads == 8 && c.head_dim == 16 && c.rope.theta == 5e5);
+    assert_true(c.rms_norm_eps == 1e-5 && !c.tie_word_embeddings && !c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    assert_true(c.vocab_size == 8 && c.input_vocab_size == 16 && kvci_model_input_vocab(&c) == 16);
+    assert_true(!c.layer_no_mixer[0] && !c.layer_no_ffn[0] && c.layer_no_mixer[1] && c.layer_no_ffn[1]);
+    assert_true(strcmp(c.model_type, "mllama_text_model") == 0 && c.sliding_window == 0);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"mllama_text_model\",\"vocab_size\":8,"
+                                            "\"hidden_size\":128,\"num_hidden_layers\":40,\"num_attention_heads\":8,"
+                                            "\"num_key_value_heads\":2,\"head_dim\":16,\"attention_bias\":true}",
+                                            "mllama-defaults", &c),
+                     KVC_OK);
+    assert_true(c.intermediate_size == 14336 && c.num_kv_heads == 2 && !c.qkv_bias);
+    for (int64_t l = 0; l < 40; l++)
+        assert_true(c.layer_no_mixer[l] == (l % 5 == 3) && c.layer_no_ffn[l] == (l % 5 == 3));
+    expect_refusal(MM_TEXT("mllama") ",\"cross_attention_layers\":[1]}", "mllama without text_config is not supported");
+    expect_refusal(MM_TEXT("mllama_text_model") ",\"cross_attention_layers\":[1],\"head_dim\":32}",
+                   "head_dim 32 must be hidden_size / num_attention_heads (16)");
+    expect_refusal(MM_TEXT("mllama_text_model") ",\"cross_attention_layers\":[0,1]}",
+                   "every layer is listed in cross_attention_layers");
+    expect_refusal(MM_TEXT("mllama_text_model") "}", "cross_attention_layers lists layer 3 of 2");
+    assert_int_equal(kvc_model_config_parse(MM_TEXT("llama") "}", "llama", &c), KVC_OK);
+    c.layer_no_mixer[1] = c.layer_no_ffn[1] = true;
+    expect_create_refusal(&c, "or both mllama's (a layer skipped)");
+}
+
 /* Aria's text model (aria, aria_text): AriaTextConfig's defaults (as many KV heads as heads, eps 1e-6, 8 experts of
  * intermediate_size, top 2, 2 shared experts as one MLP twice as wide, every layer a MoE layer), q/k/v/o biases by
  * attention_bias and the shared experts' by mlp_bias, untied unless the wrapper says so; refused by name: a wrapper
@@ -5125,6 +5161,7 @@ int main(void) {
         cmocka_unit_test(test_qwen3_vl_fields),
         cmocka_unit_test(test_llava_fields),
         cmocka_unit_test(test_emu3_fields),
+        cmocka_unit_test(test_mllama_fields),
         cmocka_unit_test(test_aria_fields),
         cmocka_unit_test(test_phi4_multimodal_fields),
         cmocka_unit_test(test_apertus1p5_fields),

@@ -1418,6 +1418,15 @@ static void test_aria(void **state) {
     run_dir("aria");
 }
 
+/* Llama 3.2 Vision's text model, the multimodal class run on text (a vision tower and projector beside it, unread;
+ * its tensors under language_model.): Llama's layers with layer 2 a cross-attention layer, skipped whole without an
+ * image; the embedding's 8 rows past the vocabulary in the prompts; llama3 rope; untied (tie_word_embeddings true
+ * is not honoured by transformers) */
+static void test_mllama(void **state) {
+    (void)state;
+    run_dir("mllama");
+}
+
 /* Phi-4-multimodal's text path (Phi4MultimodalForCausalLM; image and audio embedders beside it, unread): Phi-3's
  * fused projections, RoPE on 12 of 16 channels, a window of 16 on every layer, GQA, untied */
 static void test_phi4_multimodal(void **state) {
@@ -1530,6 +1539,7 @@ int main(void) {
         cmocka_unit_test(test_qwen3_vl),
         cmocka_unit_test(test_emu3),
         cmocka_unit_test(test_aria),
+        cmocka_unit_test(test_mllama),
         cmocka_unit_test(test_phi4_multimodal),
         cmocka_unit_test(test_apertus1p5_text),
         cmocka_unit_test(test_llava),

@@ -906,13 +906,19 @@ static void test_family_rules(void **state) {
 
     /* Llama 3.2 Vision's text model, text-only: its cross_attention_layers keep no cache (transformers skips them
      * without an image); the other layers keep K/V under their own indices. Nested (mllama) or alone, the class
-     * default list [3, 8, ..., 38] when absent. */
+     * default list [3, 8, ..., 38] and 8 KV heads (MllamaTextConfig's) when absent. */
     p = plan_text("{\"model_type\": \"mllama\", \"text_config\": {\"model_type\": \"mllama_text_model\","
                   " \"num_hidden_layers\": 6, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
                   " \"hidden_size\": 256, \"max_position_embeddings\": 4096, \"cross_attention_layers\": [1, 4]}}",
                   &o);
     assert_string_equal(p->family, "mllama_text_model");
     assert_int_equal(p->n_layers, 4);
+    bool skipped_noted = false;
+    for (int w = 0; w < p->n_warnings; w++) {
+        skipped_noted |= strstr(p->warnings[w], "2 of the 6 layers (cross_attention_layers, skipped on text") != NULL;
+        assert_null(strstr(p->warnings[w], "keys of the image"));
+    }
+    assert_true(skipped_noted);
     const int want_layers[4] = {0, 2, 3, 5};
     for (int i = 0; i < 4; i++) {
         assert_int_equal(p->layers[i].layer, want_layers[i]);
@@ -921,13 +927,18 @@ static void test_family_rules(void **state) {
     }
     kvc_model_plan_destroy(p);
     p = plan_text("{\"model_type\": \"mllama_text_model\", \"num_hidden_layers\": 40, \"num_attention_heads\": 32,"
-                  " \"num_key_value_heads\": 8, \"hidden_size\": 4096, \"max_position_embeddings\": 4096}",
+                  " \"hidden_size\": 4096, \"max_position_embeddings\": 4096}",
                   &o);
     assert_int_equal(p->n_layers, 32);
-    for (int i = 0; i < p->n_layers; i++) assert_true(p->layers[i].layer % 5 != 3);
+    for (int i = 0; i < p->n_layers; i++) {
+        assert_true(p->layers[i].layer % 5 != 3);
+        assert_int_equal(p->layers[i].caches[0].num_head, 8);
+        assert_int_equal(p->layers[i].caches[0].dim, 128);
+    }
     kvc_model_plan_destroy(p);
     expect_refusal_text("{\"model_type\": \"mllama_text_model\", \"num_hidden_layers\": 4, \"num_attention_heads\": 4,"
-                        " \"hidden_size\": 64, \"max_position_embeddings\": 64, \"cross_attention_layers\": [4]}",
+                        " \"num_key_value_heads\": 2, \"hidden_size\": 64, \"max_position_embeddings\": 64,"
+                        " \"cross_attention_layers\": [4]}",
                         "cross_attention_layers lists layer 4");
 
     /* MLA outside the absorbed operator's shapes: legacy latent caches, non-absorbed v1. */

@@ -236,6 +236,8 @@ from transformers import (
     LlavaNextForConditionalGeneration,
     Emu3Config,
     Emu3ForConditionalGeneration,
+    MllamaConfig,
+    MllamaForConditionalGeneration,
     AriaConfig,
     AriaForConditionalGeneration,
     Phi4MultimodalConfig,
@@ -2336,6 +2338,32 @@ def emu3_config():
     return Emu3Config(text_config=text, vq_config=vq, vocabulary_map={"<image>": VOCAB - 1}, tie_word_embeddings=False)
 
 
+def mllama_config():
+    # Llama 3.2 Vision's text model at toy size, the multimodal class (a one-layer vision tower and the projector beside
+    # it, unread): 4 layers, hidden 64, 4 heads over 2 KV heads, layer 2 a cross-attention layer (skipped on text:
+    # no pixel values, nothing cached from an image), llama3 rope (factor 8 over 64 positions, theta 1e4: both sides
+    # of the band), the embedding's 8 extra rows (the prompts hold ids from VOCAB on: mllama_prompts), never tied
+    # (tie_word_embeddings true is not honoured by either Mllama class).
+    text = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+                num_key_value_heads=2, max_position_embeddings=512, rms_norm_eps=1e-6, cross_attention_layers=[2],
+                rope_parameters={"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0,
+                                 "original_max_position_embeddings": 64, "low_freq_factor": 1.0,
+                                 "high_freq_factor": 4.0},
+                tie_word_embeddings=True, bos_token_id=1, eos_token_id=None, pad_token_id=None)  # bos: an int
+    vision = dict(hidden_size=16, num_hidden_layers=1, num_global_layers=1, attention_heads=2, intermediate_size=16,
+                  vision_output_dim=32, image_size=28, patch_size=14, intermediate_layers_indices=[0])
+    return MllamaConfig(text_config=text, vision_config=vision, image_token_index=VOCAB)
+
+
+def mllama_prompts(ps):
+    """The prompts with ids of the embedding's extra rows (VOCAB, the image token's, to VOCAB + 7) in place of some."""
+    out = [list(p) for p in ps]
+    for k, p in enumerate(out):
+        p[1] = VOCAB + k
+    out[-1][10], out[-1][30] = VOCAB + 7, VOCAB + 5
+    return out
+
+
 def aria_config():
     # Aria's text model at toy size, the multimodal class (a one-layer Idefics3 vision tower and the projector beside
     # it, unread): Llama's attention (3 layers, hidden 64, 4 heads over 2 KV heads, theta 1e4) and on every layer 4
@@ -2519,6 +2547,7 @@ FAMILIES = {
     "llava_next": (llava_next_config, LlavaNextForConditionalGeneration),
     "emu3": (emu3_config, Emu3ForConditionalGeneration),
     "aria": (aria_config, AriaForConditionalGeneration),
+    "mllama": (mllama_config, MllamaForConditionalGeneration),
     "phi4_multimodal": (phi4_multimodal_config, Phi4MultimodalForCausalLM),
     "apertus1p5_text": (apertus1p5_config, Apertus1p5TextForCausalLM),
     "ernie4_5_moe": (ernie4_5_moe_config, Ernie4_5_MoeForCausalLM),
@@ -2534,9 +2563,11 @@ FAMILIES = {
 def param_std(name, shape, config):
     """Standard deviation (or None for 'norm weight': 1 + 0.1*N) for one parameter."""
     if name.startswith(("model.visual.", "model.vision_tower.", "model.multi_modal_projector.", "model.vqmodel.",
-                        "model.embed_tokens_extend.")) or \
+                        "model.embed_tokens_extend.", "model.vision_model.")) or \
             name == "model.image_newline":  # a vision tower, a projector, Emu3's VQ-VAE, Phi-4-multimodal's image and
         return 0.02  # audio embedders: never run on text-only prompts
+    if name.endswith(("cross_attn_attn_gate", "cross_attn_mlp_gate")):  # Mllama's tanh gates of its cross-attention
+        return 1.0  # layers (HF: zeros), which a text-only prompt skips
     if config.model_type == "aria" and name.endswith(("experts.gate_up_proj", "experts.down_proj")):
         return 1.0 / math.sqrt(shape[1])  # Aria's experts [E, H, 2I] and [E, I, H], used as x @ W: fan-in is dim 1
     if config.model_type == "rwkv":
@@ -2681,8 +2712,8 @@ def param_std(name, shape, config):
         return 0.05
     if name in ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight", "model.embeddings.weight",
                 "backbone.embeddings.weight", "model.text_model.embed_tokens.weight"):
-        # tied (qwen3): also the lm_head, so scale like it
-        return 2.0 / math.sqrt(shape[1]) if config.tie_word_embeddings else 0.5
+        # tied (qwen3): also the lm_head, so scale like it (MllamaConfig has no such key: never tied)
+        return 2.0 / math.sqrt(shape[1]) if getattr(config, "tie_word_embeddings", False) else 0.5
     if name == "lm_head.weight":
         return 2.0 / math.sqrt(shape[1])
     if name.endswith(("experts.gate_up_proj", "experts.down_proj")) and config.model_type in (
@@ -3030,6 +3061,8 @@ def make_family(family, out_root, seed):
     tensors = write_tensor_list(out)
 
     ps = prompts(seed)
+    if family == "mllama":
+        ps = mllama_prompts(ps)
     entries = []
     summary = {"family": family, "max_abs_logit": 0.0, "min_top2_gap": float("inf"),
                "generate_agrees": True, "generate_max_abs_logit_diff": 0.0}
@@ -3689,7 +3722,7 @@ def main():
                                "minicpm5_moe", "kolibri1", "jetmoe", "ergo", "longcat_flash", "mimo_v2_flash", "laguna", "mellum", "kimi_linear",
                                "bert", "roberta", "ernie", "megatron_bert", "roberta_prelayernorm", "minimax",
                                "gemma3n", "gemma4_unified",
-                               "emu3", "aria", "phi4_multimodal", "apertus1p5_text", "rwkv", "diffllama", "cohere_compass_text", "modernbert_decoder", "bitnet"]:
+                               "emu3", "aria", "mllama", "phi4_multimodal", "apertus1p5_text", "rwkv", "diffllama", "cohere_compass_text", "modernbert_decoder", "bitnet"]:
         summaries.append(make_family(fam, args.out, args.seed))
     print(json.dumps(summaries, indent=1))
     bad = [s["family"] for s in summaries if not s["generate_agrees"]]
