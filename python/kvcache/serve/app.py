@@ -9,6 +9,7 @@ import functools
 import hashlib
 import hmac
 import json
+import threading
 import time
 import uuid
 
@@ -30,9 +31,8 @@ from . import choices, forced_calls, http, prompt_cuts, protocol, reasoning, res
 from .metrics import Metrics
 from .protocol import ApiError, bad
 
-# threads that build and check structured-output grammars at once; more wait their turn: a grammar can take seconds
-# (and goes on when its client leaves), and on anyio's default threads, which parse every request, enough of them
-# held those all and stalled every client
+# threads that build and check structured-output grammars at once; more wait their turn: a grammar can take seconds,
+# and on anyio's default threads, which parse every request, enough of them held those all and stalled every client
 GRAMMAR_THREADS = 4
 _RESERVED_TEMPLATE_ARGS = {"messages", "tools", "documents", "add_generation_prompt", "special_tokens",
                            "bos_token", "eos_token", "unk_token", "pad_token"} | TEMPLATE_GLOBALS
@@ -298,20 +298,49 @@ class Server:
                               min_tokens=gen.min_tokens, logit_bias=gen.logit_bias, structured=grammar,
                               allowed_token_ids=gen.allowed_token_ids, bad_words=gen.bad_word_ids)
 
-    async def _grammar(self, gen):
-        """The structured.Grammar of a request asking for a structured output (None for free text): the
-        model's llguidance vocabulary is built by the first one, on a worker thread."""
+    async def _grammar(self, gen, request):
+        """The structured.Grammar of a request asking for a structured output (None for free text), built on a
+        grammar thread (the model's llguidance vocabulary by the first one). A client that leaves meanwhile is
+        answered 499 at once: waiting for a thread, its grammar is never built; on one, the build stops at its next
+        stage (llguidance cannot interrupt a compile), so the requests behind it wait for no gone client's work."""
         if gen.grammar is None:
             return None
         if self._grammar_threads is None:
             self._grammar_threads = anyio.CapacityLimiter(GRAMMAR_THREADS)
-        text = await anyio.to_thread.run_sync(protocol.compile_grammar, gen, limiter=self._grammar_threads)
+        gone, scope = threading.Event(), anyio.CancelScope()
+
+        async def build():
+            with scope:  # anyio's cancel: out of the threads' queue, or (its thread shielded) at its end
+                return await anyio.to_thread.run_sync(self._build_grammar, gen, gone, limiter=self._grammar_threads)
+
+        work, left = asyncio.ensure_future(build()), asyncio.ensure_future(_disconnected(request))
         try:
-            vocabulary = await anyio.to_thread.run_sync(self._vocabulary.get, limiter=self._grammar_threads)
-            grammar = structured.Grammar(vocabulary, text)
-            # a matcher and its first mask here too: one that fails (a lexer out of fuel, too many symbols) is
-            # refused before the engine's thread, which every request shares, spends seconds on it
-            await anyio.to_thread.run_sync(grammar.check, limiter=self._grammar_threads)
+            await asyncio.wait({work, left}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            left.cancel()
+            if not work.done():  # the client left (or the server stops this handler)
+                gone.set()
+                scope.cancel()
+                work.add_done_callback(lambda w: w.cancelled() or w.exception())  # nobody to tell
+        if not work.done():
+            raise ApiError(499, "the client left before its structured output's grammar was built")
+        return work.result()
+
+    def _build_grammar(self, gen, gone):
+        """gen's structured.Grammar (on a grammar thread): compiled, given the vocabulary, and a matcher and its
+        first mask made here too (one that fails, a lexer out of fuel or too many symbols, is refused before the
+        engine's thread, which every request shares, spends seconds on it); None once gone is set (checked before
+        each stage). 400 naming the field that asked for one that fails."""
+        if gone.is_set():
+            return None
+        text = protocol.compile_grammar(gen)
+        try:
+            if gone.is_set():
+                return None
+            grammar = structured.Grammar(self._vocabulary.get(), text)
+            if gone.is_set():
+                return None
+            grammar.check()
         except InvalidArgument as exc:
             raise bad(exc.message, gen.grammar_field) from None
         return grammar
@@ -331,7 +360,7 @@ class Server:
         if len(prompts) * gen.n > self.engine.engine.max_requests:  # could never be queued at once: not a retry
             raise bad(f"{len(prompts)} prompt(s) x n {gen.n} choices exceed the {self.engine.engine.max_requests} "
                       "requests the server holds at once (--max-requests)", "n")
-        grammar = await self._grammar(gen)
+        grammar = await self._grammar(gen, request)
         params = [self._params(gen, len(p.ids), what, grammar) for p in prompts]
         salt = self._salt(tenant, gen.cache_salt)
         wanted = [(prompt, dataclasses.replace(p, seed=choices.seed_of(p.seed, j)))
