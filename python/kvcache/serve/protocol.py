@@ -403,8 +403,9 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
 
 def _one_prompt(prompt, vocab_size, what):
     if isinstance(prompt, list) and prompt and all(_is_int(t) for t in prompt):
-        if not all(0 <= t < vocab_size for t in prompt):
-            raise bad(f"{what}: token ids must lie in [0, {vocab_size})", "prompt")
+        out = next((t for t in prompt if not 0 <= t < vocab_size), None)
+        if out is not None:  # vLLM's words, which its clients and tests look for
+            raise bad(f"{what}: token id {out} is out of vocabulary (ids lie in [0, {vocab_size}))", "prompt")
     elif not isinstance(prompt, str) or not prompt:
         raise bad(f"{what} must be a non-empty string or a non-empty list of token ids", "prompt")
     return prompt
