@@ -3,7 +3,7 @@ the error shape it answers with (docs/serve.md lists both)."""
 import dataclasses
 import json
 
-from .. import structured
+from .. import schema_bounds, structured
 from . import forced_calls
 from ..errors import InvalidArgument
 
@@ -561,6 +561,10 @@ def _forced_calls(body, tools, gen):
         if forced_calls.parameters(t) is None:
             raise bad(f"tool_choice: the parameters of {t['function']['name']!r} allow no object (a call's "
                       "arguments are an object)", "tool_choice")
+        try:  # the schema's bounds (docs/serve.md, "Structured outputs"), naming the tool's field
+            schema_bounds.checked_schema(forced_calls.parameters(t), f"the parameters of {t['function']['name']!r}")
+        except InvalidArgument as exc:
+            raise bad(f"tools: {exc.message}", "tools") from None
     if choice == "required":
         gen.required_calls, schema = True, forced_calls.required_schema(tools)
     else:
