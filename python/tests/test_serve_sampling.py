@@ -99,6 +99,14 @@ def test_out_of_range_values_are_refused_naming_the_field(url):
         r = post(url, **{field: value})
         assert r.status_code == 400, (field, value, r.text)
         assert r.json()["error"]["param"] == field, (field, value)
+    # the messages name the values, as vLLM's (tests/entrypoints/openai/chat_completion/
+    # test_chat_logit_bias_validation.py, test_chat_stop_token_ids_validation.py): every bad key, the id and the size
+    err = post(url, logit_bias={"bad1": 50.0, "bad2": 20.0, "7": 1}).json()["error"]
+    assert "'bad1', 'bad2' are not token ids" in err["message"], err
+    for ids in ([VOCAB + 1], [3, None]):
+        err = post(url, stop_token_ids=ids).json()["error"]
+        assert err["param"] == "stop_token_ids" and f"{str(ids[-1]).replace('None', 'null')} is not one" in \
+            err["message"] and str(VOCAB) in err["message"], err
     r = post(url, min_tokens=1, stop_token_ids=list(range(3, 70)))  # 67 + the 2 EOS ids to hold back: > 64
     assert r.status_code == 400 and r.json()["error"]["param"] == "stop_token_ids"
     neutral = dict(logit_bias={}, presence_penalty=0, frequency_penalty=0, repetition_penalty=1, min_p=0,

@@ -202,11 +202,18 @@ def _logit_bias(body, vocab_size):
         return None
     if not isinstance(v, dict) or len(v) > MAX_LOGIT_BIAS:
         raise bad(f"logit_bias must be an object of at most {MAX_LOGIT_BIAS} token ids and biases", "logit_bias")
+    def is_id(key):  # a key of thousands of digits is no id (and past int()'s 4300-digit limit)
+        digits = key.lstrip("0") or "0"
+        return key.isascii() and key.isdigit() and len(digits) <= len(str(vocab_size)) and int(digits) < vocab_size
+
+    wrong = [key for key in v if not is_id(key)]
+    if wrong:  # every one named, as vLLM names them
+        raise bad(f"logit_bias: {', '.join(repr(k[:32]) for k in wrong[:16])}{' ...' if len(wrong) > 16 else ''} "
+                  f"{'is not a token id' if len(wrong) == 1 else 'are not token ids'} in [0, {vocab_size})",
+                  "logit_bias")
     out = {}
     for key, b in v.items():
-        digits = key.lstrip("0") or "0"  # a key of thousands of digits is no id (and past int()'s 4300-digit limit)
-        if not (key.isascii() and key.isdigit()) or len(digits) > len(str(vocab_size)) or int(digits) >= vocab_size:
-            raise bad(f"logit_bias: {key[:32]!r} is not a token id in [0, {vocab_size})", "logit_bias")
+        digits = key.lstrip("0") or "0"
         if isinstance(b, bool) or not isinstance(b, (int, float)) or not -100 <= b <= 100:
             raise bad(f"logit_bias: the bias of token {digits} must be a number in [-100, 100], got {b!r}",
                       "logit_bias")
@@ -367,9 +374,10 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
         max_tokens = _int(body, name, max_tokens, least_tokens, 2**31 - 1)
     stop_ids = body.get("stop_token_ids")
     stop_ids = [] if stop_ids is None else stop_ids  # 0, "", false or {} are no list (were taken as none)
-    if not isinstance(stop_ids, list) or len(stop_ids) > MAX_STOP_TOKEN_IDS or \
-            not all(_is_int(t) and 0 <= t < vocab_size for t in stop_ids):
-        raise bad(f"stop_token_ids must be a list of at most {MAX_STOP_TOKEN_IDS} token ids in [0, {vocab_size})",
+    wrong = [t for t in stop_ids if not (_is_int(t) and 0 <= t < vocab_size)][:1] if isinstance(stop_ids, list) else []
+    if not isinstance(stop_ids, list) or len(stop_ids) > MAX_STOP_TOKEN_IDS or wrong:
+        raise bad(f"stop_token_ids must be a list of at most {MAX_STOP_TOKEN_IDS} token ids in [0, {vocab_size})"
+                  + "".join(f": {json.dumps(t)[:32]} is not one" for t in wrong),
                   "stop_token_ids")
     salt = body.get("cache_salt")
     if salt is not None and (not isinstance(salt, str) or not 0 < len(salt.encode()) <= 64):
