@@ -426,6 +426,11 @@ def test_tokenize_detokenize_and_ping(server, tok):
                                                 "add_generation_prompt": generation}).json()
         text = tok.apply_chat_template(conversation, add_generation_prompt=generation)
         assert r["tokens"] == tok.encode(text, add_special_tokens=False) and r["count"] == len(r["tokens"])
+    # text parts go to the template one per line, as vLLM joins them (they were joined with nothing)
+    parts = [{"role": "user", "content": [{"type": "text", "text": "Weather data:"}, {"type": "text", "text": "sunny"}]}]
+    joined = [{"role": "user", "content": "Weather data:\nsunny"}]
+    assert httpx.post(url + "/tokenize", json={"messages": parts}).json() == \
+        httpx.post(url + "/tokenize", json={"messages": joined}).json()
     ids = tok.encode(PROMPTS[1], add_special_tokens=False)
     assert httpx.post(url + "/detokenize", json={"model": "test", "tokens": ids}).json() == {"prompt": PROMPTS[1]}
     for path, body, param in (("/tokenize", {"prompt": 5}, "prompt"), ("/tokenize", {}, "prompt"),

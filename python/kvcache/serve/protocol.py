@@ -455,11 +455,11 @@ def _message(m, i):
     if not isinstance(m, dict) or not isinstance(m.get("role"), str):
         raise bad(f"messages[{i}] must be an object with a string role", "messages")
     content = m.get("content")
-    if isinstance(content, list):  # content parts: text only
+    if isinstance(content, list):  # content parts: text only, one per line, as vLLM joins them for a template
         if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
                    for p in content):
             raise bad(f"messages[{i}].content: only text parts are supported", "messages")
-        content = "".join(p["text"] for p in content)
+        content = "\n".join(p["text"] for p in content)
     elif content is not None and not isinstance(content, str):
         raise bad(f"messages[{i}].content must be a string, a list of text parts or null", "messages")
     for key in ("name", "tool_call_id", "reasoning_content"):  # text a template writes (vLLM's types: str)
