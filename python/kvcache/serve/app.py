@@ -9,6 +9,7 @@ import functools
 import hashlib
 import hmac
 import json
+import pathlib
 import threading
 import time
 import uuid
@@ -27,7 +28,8 @@ from ..engine import SamplingParams, TokenLogprob
 from .._lib import flag, invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
-from . import choices, forced_calls, http, prompt_cuts, protocol, reasoning, responses, tool_calls, tool_parsers
+from . import (choices, forced_calls, http, prompt_cuts, protocol, reasoning, responses, sampling_defaults, tool_calls,
+               tool_parsers)
 from .metrics import Metrics
 from .protocol import ApiError, bad
 
@@ -169,6 +171,9 @@ class Server:
             raise invalid(f"served_model_name {served_model_name!r} must be a non-empty string (\"\" fell back to the "
                           "directory's name)")
         self.tokenizer = Tokenizer(model_dir)
+        # generation_config.json's temperature, top_p, ...: the defaults of a request's fields (vLLM's); read before
+        # the engine starts, so a refusal leaves nothing running
+        self.sampling_defaults = sampling_defaults.read(pathlib.Path(model_dir), self.tokenizer.vocab_size)
         self.engine = AsyncEngine(model_dir, **engine_kwargs)
         self.model_name = served_model_name or str(model_dir).rstrip("/").rsplit("/", 1)[-1]
         self.api_keys = [k.encode() for k in api_keys]
@@ -435,6 +440,7 @@ class Server:
     # ---- /v1/completions ----
 
     def _parse_completion(self, body):
+        body = sampling_defaults.applied(self.sampling_defaults, body)
         gen, texts = protocol.completion_request(body, self.vocab_size)
         gen.bad_word_ids = prompt_cuts.bad_word_ids(self.tokenizer, gen.bad_words)
         keep = prompt_cuts.kept(gen.truncate, self.max_model_len)
@@ -584,6 +590,7 @@ class Server:
             raise bad(str(exc), "messages") from None
 
     def _parse_chat(self, body):
+        body = sampling_defaults.applied(self.sampling_defaults, body)
         gen, messages, kwargs = protocol.chat_request(body, self.vocab_size, self.auto_tools)
         if gen.tool_calls and self.tool_format.special:  # the marker the calls follow is a special token (vLLM's)
             gen.skip_special_tokens = False

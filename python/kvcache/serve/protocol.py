@@ -361,6 +361,14 @@ def _compiled(make, value, field):
         raise bad(f"{field}: {exc.message}", field) from None
 
 
+def sampling_fields(body, vocab_size):
+    """temperature, top_p, top_k (-1 and 0: all), min_p and repetition_penalty of a body, each checked (400 naming
+    it); also what a model's generation_config.json may set as their defaults (sampling_defaults.py)."""
+    return {"temperature": _number(body, "temperature", 1.0, 0.0, 2.0), "top_p": _number(body, "top_p", 1.0, 1e-9, 1.0),
+            "top_k": max(_int(body, "top_k", 0, -1, vocab_size), 0), "min_p": _number(body, "min_p", 0.0, 0.0, 1.0),
+            "repetition_penalty": _repetition_penalty(body)}
+
+
 def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
     model = _model(body)
     n = _int(body, "n", 1, 1, MAX_CHOICES)
@@ -382,15 +390,13 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
     salt = body.get("cache_salt")
     if salt is not None and (not isinstance(salt, str) or not 0 < len(salt.encode()) <= 64):
         raise bad("cache_salt must be a string of 1 to 64 bytes", "cache_salt")
-    top_k = _int(body, "top_k", 0, -1, vocab_size)
     prompt_logprobs = _logprob_count(body, "prompt_logprobs", None, vocab_size)
     if prompt_logprobs is not None and stream:  # vLLM refuses them streamed too
         raise bad("prompt_logprobs are not available with stream: true", "prompt_logprobs")
     return Generation(model=model, stream=stream, include_usage=bool(options and _bool(options, "include_usage", parent="stream_options")),
                       continuous_usage=bool(options and _bool(options, "continuous_usage_stats",
                                                               parent="stream_options")),
-                      max_tokens=max_tokens, temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
-                      top_p=_number(body, "top_p", 1.0, 1e-9, 1.0), top_k=max(top_k, 0),
+                      max_tokens=max_tokens, **sampling_fields(body, vocab_size),
                       seed=_int(body, "seed", None, -(2**63), 2**63 - 1), stop=_stop(body),
                       stop_token_ids=tuple(stop_ids), ignore_eos=_bool(body, "ignore_eos"), logprobs=logprobs,
                       priority=_int(body, "priority", 0, -(2**31), 2**31 - 1), cache_salt=salt,
@@ -398,10 +404,9 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
                       token_ids=_bool(body, "return_token_ids"), n=n, echo=False, add_special_tokens=True,
                       skip_special_tokens=_bool(body, "skip_special_tokens", True),
                       include_stop=_bool(body, "include_stop_str_in_output"), prompt_logprobs=prompt_logprobs,
-                      min_p=_number(body, "min_p", 0.0, 0.0, 1.0),
                       presence_penalty=_number(body, "presence_penalty", 0.0, -2.0, 2.0),
                       frequency_penalty=_number(body, "frequency_penalty", 0.0, -2.0, 2.0),
-                      repetition_penalty=_repetition_penalty(body), min_tokens=_int(body, "min_tokens", 0, 0, 2**31 - 1),
+                      min_tokens=_int(body, "min_tokens", 0, 0, 2**31 - 1),
                       logit_bias=_logit_bias(body, vocab_size), grammar=(asked := _grammar(body))[0],
                       grammar_field=asked[1], allowed_token_ids=_allowed_token_ids(body, vocab_size),
                       bad_words=_bad_words(body), truncate=_int(body, "truncate_prompt_tokens", None, -1, 2**31 - 1),
