@@ -446,8 +446,8 @@ class Server:
         keep = prompt_cuts.kept(gen.truncate, self.max_model_len)
         prompts = []
         for t in texts:
-            ids = prompt_cuts.encode(self.tokenizer, t, gen.add_special_tokens, keep) if isinstance(t, str) \
-                else t[-keep:] if keep else t
+            ids = prompt_cuts.encode(self.tokenizer, t, gen.add_special_tokens, keep, gen.truncate_right) \
+                if isinstance(t, str) else prompt_cuts.cut(t, keep, gen.truncate_right)
             # a truncated prompt's echo is the text of the ids kept
             prompts.append(choices.Prompt(ids, t if isinstance(t, str) and keep is None else None))
         if not all(p.ids for p in prompts):
@@ -599,7 +599,7 @@ class Server:
         text = self._template(messages, kwargs)
         if self.reasoning_parser is not None:
             gen.thinking = reasoning.thinking(self.reasoning_parser, text, kwargs)
-        ids = prompt_cuts.encode(self.tokenizer, text, gen.add_special_tokens, keep)
+        ids = prompt_cuts.encode(self.tokenizer, text, gen.add_special_tokens, keep, gen.truncate_right)
         if not ids:
             raise bad("the conversation renders to no tokens", "messages")
         # what echo repeats (vLLM's): the final message's text when it is the assistant's, the reply continuing it

@@ -115,6 +115,7 @@ class Generation:
     bad_word_ids: tuple = ()  # the token sequences of bad_words
     tools: list = None  # chat: the request's tools (a parser converts a call's arguments by their schemas)
     truncate: int = None  # vLLM's truncate_prompt_tokens: the prompt's last this many tokens (-1: max_model_len)
+    truncate_right: bool = False  # vLLM's truncation_side "right": truncate keeps the prompt's first tokens
     grammar_field: str = None  # the field that asked for it
     first_call_only: bool = False  # chat: parallel_tool_calls false, a reply keeps its first call (vLLM's)
     include_reasoning: bool = True  # chat: a reasoning parser's reasoning is in the reply (vLLM's field)
@@ -361,6 +362,14 @@ def _compiled(make, value, field):
         raise bad(f"{field}: {exc.message}", field) from None
 
 
+def _truncation_side(body):
+    """vLLM's truncation_side: "left" (the default: truncate_prompt_tokens keeps the last tokens) or "right"."""
+    side = body.get("truncation_side")
+    if side not in (None, "left", "right"):
+        raise bad('truncation_side must be "left" or "right"', "truncation_side")
+    return side
+
+
 def sampling_fields(body, vocab_size):
     """temperature, top_p, top_k (-1 and 0: all), min_p and repetition_penalty of a body, each checked (400 naming
     it); also what a model's generation_config.json may set as their defaults (sampling_defaults.py)."""
@@ -410,6 +419,7 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
                       logit_bias=_logit_bias(body, vocab_size), grammar=(asked := _grammar(body))[0],
                       grammar_field=asked[1], allowed_token_ids=_allowed_token_ids(body, vocab_size),
                       bad_words=_bad_words(body), truncate=_int(body, "truncate_prompt_tokens", None, -1, 2**31 - 1),
+                      truncate_right=_truncation_side(body) == "right",
                       request_id=None if body.get("request_id") is None else request_id(body["request_id"],
                                                                                          "request_id"))
 
