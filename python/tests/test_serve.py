@@ -406,6 +406,16 @@ def test_models_health_metrics(server, client):
     for name in ("time_to_first_token", "inter_token_latency", "time_per_output_token", "e2e_request_latency"):
         assert float(lines[f'vllm:{name}_seconds_count{{model_name="test"}}']) > 0
     assert 'vllm:request_success_total{finished_reason="length",model_name="test"}' in lines
+    # vLLM's per-request histograms (tests/entrypoints/openai/test_metrics.py's counts): one observation a choice
+    def per_request():
+        lines = dict(line.rsplit(" ", 1) for line in httpx.get(server[0] + "/metrics").text.splitlines()
+                     if line and not line.startswith("#"))
+        return [float(lines[f'vllm:request_{name}_{part}{{model_name="test"}}'])
+                for name in ("prompt_tokens", "generation_tokens", "params_n", "params_max_tokens")
+                for part in ("count", "sum")]
+    before = per_request()
+    client.completions.create(model="test", prompt=[5, 6, 7], max_tokens=4, n=2, extra_body={"ignore_eos": True})
+    assert [a - b for a, b in zip(per_request(), before)] == [2, 6, 2, 8, 2, 4, 2, 8]
 
 
 def test_tokenize_detokenize_and_ping(server, tok):

@@ -186,7 +186,7 @@ class Server:
         self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
         # uvicorn's `http` setting for this app: the header and write deadlines, the cap on connections
         self.http_protocol = http.protocol(read_timeout, write_timeout, max_connections)
-        self.metrics = Metrics(self.engine, self.model_name)
+        self.metrics = Metrics(self.engine, self.model_name, self.engine.engine.max_model_len)
         self.stored = responses.Store()  # /v1/responses' answers kept for previous_response_id and GET
         self.created = int(time.time())
         self.vocab_size = self.engine.engine.vocab_size
@@ -396,7 +396,7 @@ class Server:
         for (prompt, p), stream in zip(wanted, added):
             text = TextStream(self.tokenizer, prompt.ids, gen.stop, gen.skip_special_tokens, gen.include_stop,
                               gen.min_tokens)
-            reqs.append(choices.Choice(self, stream, text, p.stop_token_ids, arrival, prompt))
+            reqs.append(choices.Choice(self, stream, text, p, arrival, prompt, gen.n))
             self.metrics.prompt_tokens.inc(len(prompt.ids))
         return gen, reqs
 

@@ -10,8 +10,10 @@ from ..engine import RequestOutput
 class Choice:
     """One generation (one choice): its engine stream, text, counts and latencies."""
 
-    def __init__(self, server, stream, text, stop_ids, arrival, prompt):
-        self.server, self.stream, self.text, self.stop_ids = server, stream, text, stop_ids
+    def __init__(self, server, stream, text, params, arrival, prompt, n):
+        """params: its SamplingParams; n: the choices of its request's body (for the metrics)."""
+        self.server, self.stream, self.text, self.stop_ids = server, stream, text, params.stop_token_ids
+        self.max_tokens, self.n = params.max_tokens, n
         self.arrival = self.last = arrival
         self.prompt = prompt  # the Prompt it continues
         self.n_generated = 0
@@ -51,6 +53,7 @@ class Choice:
                 m.e2e.observe(now - self.arrival)
                 m.generation_tokens.inc(self.n_generated)
                 m.requests.labels(reason).inc()
+                m.ended(len(self.prompt.ids), self.n_generated, self.n, self.max_tokens)
             yield delta, out.logprobs, reason, sampled
             if reason is not None:
                 return
