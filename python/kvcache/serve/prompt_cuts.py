@@ -1,5 +1,6 @@
 """What a request's text becomes in tokens beyond plain tokenizing: vLLM's truncate_prompt_tokens (the prompt's
-last tokens, or its first with truncation_side "right") and bad_words (the token sequences banned); docs/serve.md lists both."""
+last tokens, or its first with truncation_side "right") and bad_words (the token sequences banned); docs/serve.md
+lists both."""
 from .. import token_masks
 from .protocol import bad
 
