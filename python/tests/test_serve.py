@@ -318,7 +318,8 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
                          ("guided_whitespace_pattern", " "), ("continue_final_message", True),  # chat's only
                          ("use_beam_search", True), ("logits_processors", ["x"]),
                          ("chat_template", "{{ messages }}"), ("reasoning_effort", "low"),
-                         ("thinking_token_budget", 8), ("vllm_xargs", {"a": 1})):
+                         ("thinking_token_budget", 8), ("vllm_xargs", {"a": 1}),
+                         ("logprob_token_ids", [5]), ("prompt_embeds", "AAAA")):  # vLLM's; both were ignored
         assert error_of(httpx.post(url, json={**ok, field: value}), 400)["param"] == field
     neutral = {"min_p": 0, "repetition_penalty": 1, "response_format": {"type": "text"}, "tool_choice": "auto"}
     assert httpx.post(url, json={**ok, **neutral}).status_code == 200

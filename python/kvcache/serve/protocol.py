@@ -259,7 +259,8 @@ def _unsupported(body, n):
         raise bad(f"best_of must equal n ({n}): candidates are not ranked", "best_of")
     # asked-for behaviour the sampler or the server does not have: refused by name, never silently dropped
     for name in ("suffix", "guided_whitespace_pattern", "logits_processors", "use_beam_search", "chat_template",
-                 "guided_decoding_backend", "reasoning_effort", "thinking_token_budget", "vllm_xargs"):
+                 "guided_decoding_backend", "reasoning_effort", "thinking_token_budget", "vllm_xargs",
+                 "logprob_token_ids", "prompt_embeds"):
         v = body.get(name)
         if not (v is None or v is False or v == ""):  # 0 is a value asked for (prompt_logprobs 0 asks for them)
             raise bad(f"{name} is not supported", name)
