@@ -12,6 +12,7 @@ import threading
 import numpy as np
 
 from ._lib import invalid
+from .schema_bounds import checked_schema
 
 # No whitespace between JSON tokens beyond what strings hold (as vLLM's disable_any_whitespace, which vLLM leaves
 # off): a model free to add blanks may pad for ever, an untrained or unsure one most of all.
@@ -34,11 +35,10 @@ MAX_GRAMMAR_CHARS = 65536
 
 def json_grammar(schema):
     """The llguidance grammar of a JSON schema (a dict; {"type": "object"} for any JSON object); raises
-    InvalidArgument with llguidance's reason for a schema it cannot compile."""
-    if not isinstance(schema, dict):
-        raise invalid(f"a JSON schema must be an object, not {type(schema).__name__}")
-    return _checked(lambda lg: lg.LLMatcher.grammar_from_json_schema(json.dumps(schema), defaults=_JSON_OPTIONS),
-                    "the JSON schema")
+    InvalidArgument with llguidance's reason for a schema it cannot compile, or the bound of schema_bounds.py it
+    passes."""
+    text = checked_schema(schema)
+    return _checked(lambda lg: lg.LLMatcher.grammar_from_json_schema(text, defaults=_JSON_OPTIONS), "the JSON schema")
 
 
 def regex_grammar(regex):
@@ -102,6 +102,7 @@ def structural_tag_grammar(spec):
         trigger = next((t for t in triggers if s["begin"].startswith(t)), None)
         if trigger is None:
             raise invalid(f"structures[{i}].begin {s['begin'][:64]!r} starts with none of the triggers")
+        checked_schema(s["schema"], f"structures[{i}].schema")
         tags.append((trigger, s["begin"], {**s["schema"], "x-guidance": _JSON_OPTIONS}, s["end"]))
     return _checked(lambda lg: lg.StructTag.to_grammar([lg.StructTag(trigger=t, begin=b, grammar=g, end=e)
                                                         for t, b, g, e in tags]), "the structural tag")

@@ -290,7 +290,8 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
     assert error_of(httpx.post(url, json={**ok, "max_tokens": 0}), 400)["param"] == "max_tokens"
     assert error_of(httpx.post(url, json={**ok, "max_tokens": 600}), 400)["param"] == "max_tokens"
     assert "maximum context length" in error_of(httpx.post(url, json={**ok, "prompt": "x " * 600}), 400)["message"]
-    assert error_of(httpx.post(url, json={**ok, "prompt": [1, 99999]}), 400)["param"] == "prompt"
+    err = error_of(httpx.post(url, json={**ok, "prompt": [1, 99999]}), 400)  # vLLM's words, which its tests match
+    assert err["param"] == "prompt" and "99999 is out of vocabulary" in err["message"], err
     assert error_of(httpx.post(url, json={**ok, "n": 129}), 400)["param"] == "n"
     assert error_of(httpx.post(url, json={**ok, "n": 2, "best_of": 3}), 400)["param"] == "best_of"
     assert error_of(httpx.post(url, json={**ok, "max_tokens": 0}), 400)["param"] == "max_tokens"  # not without echo
@@ -317,7 +318,8 @@ def test_bad_requests_get_their_status_and_the_server_keeps_serving(server, clie
                          ("guided_whitespace_pattern", " "), ("continue_final_message", True),  # chat's only
                          ("use_beam_search", True), ("logits_processors", ["x"]),
                          ("chat_template", "{{ messages }}"), ("reasoning_effort", "low"),
-                         ("thinking_token_budget", 8), ("vllm_xargs", {"a": 1})):
+                         ("thinking_token_budget", 8), ("vllm_xargs", {"a": 1}),
+                         ("logprob_token_ids", [5]), ("prompt_embeds", "AAAA")):  # vLLM's; both were ignored
         assert error_of(httpx.post(url, json={**ok, field: value}), 400)["param"] == field
     neutral = {"min_p": 0, "repetition_penalty": 1, "response_format": {"type": "text"}, "tool_choice": "auto"}
     assert httpx.post(url, json={**ok, **neutral}).status_code == 200
@@ -405,6 +407,16 @@ def test_models_health_metrics(server, client):
     for name in ("time_to_first_token", "inter_token_latency", "time_per_output_token", "e2e_request_latency"):
         assert float(lines[f'vllm:{name}_seconds_count{{model_name="test"}}']) > 0
     assert 'vllm:request_success_total{finished_reason="length",model_name="test"}' in lines
+    # vLLM's per-request histograms (tests/entrypoints/openai/test_metrics.py's counts): one observation a choice
+    def per_request():
+        lines = dict(line.rsplit(" ", 1) for line in httpx.get(server[0] + "/metrics").text.splitlines()
+                     if line and not line.startswith("#"))
+        return [float(lines[f'vllm:request_{name}_{part}{{model_name="test"}}'])
+                for name in ("prompt_tokens", "generation_tokens", "params_n", "params_max_tokens")
+                for part in ("count", "sum")]
+    before = per_request()
+    client.completions.create(model="test", prompt=[5, 6, 7], max_tokens=4, n=2, extra_body={"ignore_eos": True})
+    assert [a - b for a, b in zip(per_request(), before)] == [2, 6, 2, 8, 2, 4, 2, 8]
 
 
 def test_tokenize_detokenize_and_ping(server, tok):
@@ -425,6 +437,11 @@ def test_tokenize_detokenize_and_ping(server, tok):
                                                 "add_generation_prompt": generation}).json()
         text = tok.apply_chat_template(conversation, add_generation_prompt=generation)
         assert r["tokens"] == tok.encode(text, add_special_tokens=False) and r["count"] == len(r["tokens"])
+    # text parts go to the template one per line, as vLLM joins them (they were joined with nothing)
+    parts = [{"role": "user", "content": [{"type": "text", "text": "Weather data:"}, {"type": "text", "text": "sunny"}]}]
+    joined = [{"role": "user", "content": "Weather data:\nsunny"}]
+    assert httpx.post(url + "/tokenize", json={"messages": parts}).json() == \
+        httpx.post(url + "/tokenize", json={"messages": joined}).json()
     ids = tok.encode(PROMPTS[1], add_special_tokens=False)
     assert httpx.post(url + "/detokenize", json={"model": "test", "tokens": ids}).json() == {"prompt": PROMPTS[1]}
     for path, body, param in (("/tokenize", {"prompt": 5}, "prompt"), ("/tokenize", {}, "prompt"),

@@ -204,15 +204,22 @@ def test_vllm_text_options_stop_string_kept_and_special_tokens_shown(server):
 
 
 def test_continuous_usage_stats_give_the_usage_so_far_in_every_chunk(server):
+    """Each chunk's usage counts the tokens of the chunks up to it (vLLM's test: completion_tokens grows with every
+    chunk that has choices). It counted the steps already generated when the chunk was written, those still
+    queued behind it included: 10 in every chunk of a 10-token chat reply."""
     url, _ = server
     options = {"include_usage": True, "continuous_usage_stats": True}
-    with httpx.stream("POST", url + "/v1/completions", json={**GREEDY, "prompt": "hi", "stream": True,
-                                                              "stream_options": options}, timeout=60) as r:
-        events = sse_events(list(r.iter_lines()))
-    done = [e["usage"]["completion_tokens"] for e in events]
-    assert done == sorted(done) and done[0] >= 1 and done[-1] == 8 and events[-1]["choices"] == []
-    assert all(e["usage"]["total_tokens"] == e["usage"]["prompt_tokens"] + e["usage"]["completion_tokens"]
-               for e in events)
+    for path, body in (("/v1/completions", {"prompt": "hi"}),
+                       ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "n": 2})):
+        with httpx.stream("POST", url + path, json={**GREEDY, **body, "stream": True, "stream_options": options,
+                                                    "return_token_ids": True}, timeout=60) as r:
+            events = sse_events(list(r.iter_lines()))
+        sent = 0
+        for e in events:
+            sent += sum(len(c.get("token_ids") or []) for c in e["choices"])
+            assert e["usage"]["completion_tokens"] == sent, (path, e)
+            assert e["usage"]["total_tokens"] == e["usage"]["prompt_tokens"] + sent
+        assert sent == 8 * body.get("n", 1) and events[-1]["choices"] == []
 
 
 def test_choices_beyond_the_queue(tmp_path, monkeypatch):

@@ -2,6 +2,7 @@
 without finishing a request (slowloris), each cut off after --read-timeout
 while the others are served; many leaving at once, running or waiting."""
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import logging
@@ -174,3 +175,52 @@ def test_structured_outputs_that_compile_slowly_do_not_hold_every_worker_thread(
         for s in socks:
             assert answer(s)[0].startswith(b"HTTP/1.1 200")
             s.close()
+
+
+def test_a_structured_request_does_not_wait_for_the_grammars_of_clients_gone(tmp_path, monkeypatch):
+    """8 structured requests whose clients left while their grammars were built (4 on the grammar threads, 4
+    waiting for one): the 4 waiting never compile, so a structured request after them waits for the 4 running
+    (llguidance cannot interrupt a compile) and not for 8, and those 4 go no further than their compile. Every
+    one of them was compiled, then checked, while the real request waited behind them."""
+    from kvcache import structured
+    from kvcache.serve import protocol
+
+    release, compiled, compile_grammar = threading.Event(), [], protocol.compile_grammar
+
+    def slow(gen):  # the abandoned requests' compile takes until release
+        compiled.append(gen.grammar[1])
+        if gen.grammar[1] == ["gone"]:
+            release.wait(30)
+        return compile_grammar(gen)
+
+    monkeypatch.setattr(protocol, "compile_grammar", slow)
+    checked, check = [], structured.Grammar.check
+    monkeypatch.setattr(structured.Grammar, "check", lambda self: (checked.append(1), check(self)))
+
+    def until(condition, what):
+        deadline = time.monotonic() + 10
+        while not condition():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.01)
+
+    with running(make_model_dir(tmp_path / "m")) as (url, server):
+        gone = json.dumps({"model": "test", "prompt": "hi", "max_tokens": 1, "guided_choice": ["gone"]}).encode()
+        socks = [socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=30) for _ in range(8)]
+        try:
+            for s in socks:
+                s.sendall(HEAD % len(gone) + gone)
+            until(lambda: server._grammar_threads is not None and
+                  server._grammar_threads.statistics().tasks_waiting == 4, "4 grammars waiting for a thread")
+        finally:
+            for s in socks:
+                s.close()
+        until(lambda: server._grammar_threads.statistics().tasks_waiting == 0, "the gone clients' grammars queued")
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            real = pool.submit(httpx.post, url + "/v1/completions", timeout=30,
+                               json={"model": "test", "prompt": "hi", "max_tokens": 8, "guided_choice": ["real"]})
+            until(lambda: server._grammar_threads.statistics().tasks_waiting == 1, "the real request queued")
+            release.set()
+            r = real.result()
+        assert r.status_code == 200 and r.json()["choices"][0]["text"] == "real", r.text
+        assert compiled.count(["gone"]) == 4 and compiled[-1] == ["real"], compiled
+        assert len(checked) == 1  # the 4 compiled for gone clients went no further

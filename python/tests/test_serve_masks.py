@@ -112,6 +112,19 @@ def test_truncate_prompt_tokens_keeps_the_last_ones(server):
     chat = client.chat.completions.create(model="test", messages=[{"role": "user", "content": text}], max_tokens=2,
                                           extra_body={"truncate_prompt_tokens": 7})
     assert chat.usage.prompt_tokens == 7
+    # vLLM's truncation_side "right" keeps the first tokens (was ignored: the last ones were kept); "left" the last
+    for side, kept in (("right", ids[:4]), ("left", ids[-4:])):
+        assert complete(client, prompt=ids, truncate_prompt_tokens=4, truncation_side=side,
+                        max_tokens=1).choices[0].prompt_token_ids == kept
+    first = tok.encode(text, add_special_tokens=False).ids[:4]
+    r = complete(client, prompt=text, truncate_prompt_tokens=4, truncation_side="right", echo=True, max_tokens=1)
+    assert r.choices[0].prompt_token_ids == first and r.choices[0].text.startswith(tok.decode(first))
+    full = client.chat.completions.create(model="test", messages=[{"role": "user", "content": text}], max_tokens=1,
+                                          extra_body={"return_token_ids": True}).prompt_token_ids
+    chat = client.chat.completions.create(model="test", messages=[{"role": "user", "content": text}], max_tokens=1,
+                                          extra_body={"truncate_prompt_tokens": 7, "truncation_side": "right",
+                                                      "return_token_ids": True})
+    assert chat.prompt_token_ids == full[:7]
 
 
 BAD = [("allowed_token_ids", []), ("allowed_token_ids", [VOCAB]), ("allowed_token_ids", [-1]),
@@ -120,7 +133,8 @@ BAD = [("allowed_token_ids", []), ("allowed_token_ids", [VOCAB]), ("allowed_toke
        ("bad_words", "fox"), ("bad_words", [""]), ("bad_words", ["  "]), ("bad_words", [3]),
        ("bad_words", ["x" * 257]), ("bad_words", ["w"] * 129), ("bad_words", {"a": 1}),
        ("truncate_prompt_tokens", 0), ("truncate_prompt_tokens", -2), ("truncate_prompt_tokens", MAX_LEN + 1),
-       ("truncate_prompt_tokens", "5"), ("truncate_prompt_tokens", 2**80), ("truncate_prompt_tokens", True)]
+       ("truncate_prompt_tokens", "5"), ("truncate_prompt_tokens", 2**80), ("truncate_prompt_tokens", True),
+       ("truncation_side", "middle"), ("truncation_side", 1)]
 
 
 def test_each_field_is_checked(server):

@@ -51,12 +51,15 @@ def test_text_in_and_out_is_the_chat_reply(client):
     assert (r.usage.input_tokens, r.usage.output_tokens, r.usage.total_tokens) == \
         (use.prompt_tokens, use.completion_tokens, use.total_tokens)
     assert r.instructions == "Be brief." and r.max_output_tokens == 6
-    # message items with text parts and the developer role (a system message to the template)
+    # message items with text parts (one per line, as chat's and vLLM's) and the developer role (a system message
+    # to the template)
     items = [{"role": "developer", "content": "Be brief."},
-             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hello "},
+             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hello"},
                                                                {"type": "input_text", "text": "there"}]}]
-    assert client.responses.create(model="test", input=items, max_output_tokens=6, temperature=0,
-                                   store=False).output_text == text
+    r = client.responses.create(model="test", input=items, max_output_tokens=6, temperature=0, store=False)
+    text, _, use = chat_text(client, [{"role": "system", "content": "Be brief."},
+                                      {"role": "user", "content": "Hello\nthere"}], max_completion_tokens=6)
+    assert (r.output_text, r.usage.input_tokens) == (text, use.prompt_tokens)
 
 
 def test_streamed_events_add_up_to_the_whole(client):

@@ -99,6 +99,14 @@ def test_out_of_range_values_are_refused_naming_the_field(url):
         r = post(url, **{field: value})
         assert r.status_code == 400, (field, value, r.text)
         assert r.json()["error"]["param"] == field, (field, value)
+    # the messages name the values, as vLLM's (tests/entrypoints/openai/chat_completion/
+    # test_chat_logit_bias_validation.py, test_chat_stop_token_ids_validation.py): every bad key, the id and the size
+    err = post(url, logit_bias={"bad1": 50.0, "bad2": 20.0, "7": 1}).json()["error"]
+    assert "'bad1', 'bad2' are not token ids" in err["message"], err
+    for ids in ([VOCAB + 1], [3, None]):
+        err = post(url, stop_token_ids=ids).json()["error"]
+        assert err["param"] == "stop_token_ids" and f"{str(ids[-1]).replace('None', 'null')} is not one" in \
+            err["message"] and str(VOCAB) in err["message"], err
     r = post(url, min_tokens=1, stop_token_ids=list(range(3, 70)))  # 67 + the 2 EOS ids to hold back: > 64
     assert r.status_code == 400 and r.json()["error"]["param"] == "stop_token_ids"
     neutral = dict(logit_bias={}, presence_penalty=0, frequency_penalty=0, repetition_penalty=1, min_p=0,
@@ -114,3 +122,34 @@ def test_stop_strings_wait_for_min_tokens(url):
     assert post(url, ignore_eos=True, max_tokens=8, stop=[stop]).json()["choices"][0]["text"] == ""
     got = post(url, ignore_eos=True, max_tokens=8, stop=[stop], min_tokens=4).json()["choices"][0]
     assert got["text"].startswith(stop) and len(got["text"]) > len(stop), (full, got)
+
+
+def test_generation_config_gives_the_sampling_defaults(url, tmp_path):
+    """As vLLM (--generation-config auto): generation_config.json's temperature, top_p, top_k, min_p and
+    repetition_penalty are a request's defaults, in completions and chat, for a field left out or null; one out of
+    its range is refused at start naming the file and the key. They were ignored (temperature 1 whatever the
+    model's file said)."""
+    import json
+
+    import kvcache
+    from kvcache.serve import Server
+
+    plain = dict(ignore_eos=True, max_tokens=12, seed=1)
+    expected = ids_of(url, **plain, repetition_penalty=1.5)  # greedy with the penalty: what the defaults ask
+    assert expected != ids_of(url, **plain) != ids_of(url, **plain, temperature=1)
+    d = make_model_dir(tmp_path / "m")
+    config = json.loads((d / "generation_config.json").read_text())
+    (d / "generation_config.json").write_text(json.dumps({**config, "temperature": 0.0, "repetition_penalty": 1.5,
+                                                          "top_k": 20, "do_sample": True}))
+    with running(d) as (base, _):
+        for field in ({}, {"temperature": None}):
+            r = httpx.post(base + "/v1/completions", json={"model": "test", "prompt": "The quick", **plain, **field,
+                                                           "return_token_ids": True}, timeout=60)
+            assert r.json()["choices"][0]["token_ids"] == expected, r.text
+        chat = {"model": "test", "messages": [{"role": "user", "content": "hi"}], **plain, "return_token_ids": True}
+        ids = [httpx.post(base + "/v1/chat/completions", json={**chat, **kw}, timeout=60).json()["choices"][0]
+               ["token_ids"] for kw in ({}, {"temperature": 0, "repetition_penalty": 1.5, "top_k": 20})]
+        assert ids[0] == ids[1]
+    (d / "generation_config.json").write_text(json.dumps({**config, "temperature": 5}))
+    with pytest.raises(kvcache.InvalidArgument, match="generation_config.json: temperature"):
+        Server(d)

@@ -350,3 +350,70 @@ def test_a_grammar_compiles_once_and_each_matcher_is_a_copy(server, monkeypatch)
     again = np.zeros_like(words)
     second.fill(again)  # the copy did not move with the first
     assert (again == words).all()
+
+
+def _wide(n):
+    return {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(n)}}
+
+
+def _nested(levels):  # objects nested `levels` deep: 2 JSON levels each, 1 for the innermost
+    s = {"type": "integer"}
+    for _ in range(levels):
+        s = {"type": "object", "properties": {"a": s}}
+    return s
+
+
+def _all_of(pairs):  # an allOf of `pairs` anyOf pairs: 2**pairs schemas once merged
+    return {"allOf": [{"anyOf": [{"properties": {f"a{i}": {}}}, {"properties": {f"b{i}": {}}}]} for i in range(pairs)]}
+
+
+# (at the bound, one past it, words of the refusal); the bounds of kvcache.schema_bounds
+SCHEMA_BOUNDS = [(_wide(256), _wide(257), "257 properties: at most 256"),
+                 ({"properties": {f"o{j}": _wide(200) for j in range(5)}},
+                  {"properties": {f"o{j}": _wide(204) for j in range(5)}}, "more than 1024 properties"),
+                 ({"enum": list(range(1024))}, {"enum": list(range(1025))}, "enum of 1025 values: at most 1024"),
+                 (_nested(31), _nested(32), "deeper than 64 levels"),
+                 (_all_of(6), _all_of(7), "more than 64 schemas once merged"),
+                 ({"$defs": {"A": _all_of(1)["allOf"][0]}, "allOf": [{"$ref": "#/$defs/A"}] * 6},
+                  {"$defs": {"A": _all_of(1)["allOf"][0]}, "allOf": [{"$ref": "#/$defs/A"}] * 7}, "64 schemas"),
+                 ({"description": "x" * 65000}, {"description": "x" * 65536}, "at most 65536")]
+
+
+def test_schema_bounds():
+    """Each bound on a JSON schema's compile work (unbounded but by the body's size, 5,000 optional properties
+    took 47 s, an allOf of 11 anyOf pairs 13 s): a schema at it passes, one past it is refused saying which; a
+    recursive $ref is counted once."""
+    from kvcache.schema_bounds import checked_schema
+
+    for at, past, words in SCHEMA_BOUNDS:
+        checked_schema(at)
+        with pytest.raises(kvcache.InvalidArgument, match=words):
+            checked_schema(past)
+    checked_schema({"$defs": {"n": {"anyOf": [{"type": "null"}, {"type": "array", "items": {"$ref": "#/$defs/n"}}]}},
+                    "allOf": [{"$ref": "#/$defs/n"}] * 6})
+
+
+def test_schema_past_a_bound_is_400_naming_its_field(server):
+    base, _ = server
+    past, words = SCHEMA_BOUNDS[0][1], SCHEMA_BOUNDS[0][2]
+    chat = {"model": "test", "messages": MESSAGES, "max_tokens": 2}
+    tool = {"type": "function", "function": {"name": "f", "parameters": past}}
+    for path, body, field in (
+            ("/v1/chat/completions", {**chat, "response_format": {"type": "json_schema", "json_schema": {
+                "name": "x", "schema": past, "strict": True}}}, "response_format"),
+            ("/v1/completions", {"model": "test", "prompt": "hi", "guided_json": past}, "guided_json"),
+            ("/v1/completions", {"model": "test", "prompt": "hi", "guided_json": json.dumps(past)}, "guided_json"),
+            ("/v1/chat/completions", {**chat, "structured_outputs": {"json": past}}, "structured_outputs"),
+            ("/v1/chat/completions", {**chat, "tools": [tool], "tool_choice": "required"}, "tools"),
+            ("/v1/chat/completions", {**chat, "tools": [tool], "tool_choice": {"type": "function",
+                                                                                "function": {"name": "f"}}}, "tools"),
+            ("/v1/chat/completions", {**chat, "response_format": {"type": "structural_tag", "triggers": ["<f"],
+                                                                  "structures": [{"begin": "<f>", "schema": past,
+                                                                                  "end": "</f>"}]}},
+             "response_format"),
+            ("/v1/responses", {"model": "test", "input": "hi", "max_output_tokens": 2, "text": {"format": {
+                "type": "json_schema", "name": "x", "schema": past}}}, "text")):
+        r = httpx.post(base + path, json=body, timeout=60)
+        assert r.status_code == 400, (path, field, r.text)
+        err = r.json()["error"]
+        assert err["param"] == field and words in err["message"], (path, field, err)

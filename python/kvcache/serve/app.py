@@ -9,6 +9,8 @@ import functools
 import hashlib
 import hmac
 import json
+import pathlib
+import threading
 import time
 import uuid
 
@@ -26,13 +28,13 @@ from ..engine import SamplingParams, TokenLogprob
 from .._lib import flag, invalid
 from ..errors import InvalidArgument, OutOfMemory, QueueFull
 from ..tokenizer import Tokenizer
-from . import choices, forced_calls, http, prompt_cuts, protocol, reasoning, responses, tool_calls, tool_parsers
+from . import (choices, forced_calls, http, prompt_cuts, protocol, reasoning, responses, sampling_defaults, tool_calls,
+               tool_parsers)
 from .metrics import Metrics
 from .protocol import ApiError, bad
 
-# threads that build and check structured-output grammars at once; more wait their turn: a grammar can take seconds
-# (and goes on when its client leaves), and on anyio's default threads, which parse every request, enough of them
-# held those all and stalled every client
+# threads that build and check structured-output grammars at once; more wait their turn: a grammar can take seconds,
+# and on anyio's default threads, which parse every request, enough of them held those all and stalled every client
 GRAMMAR_THREADS = 4
 _RESERVED_TEMPLATE_ARGS = {"messages", "tools", "documents", "add_generation_prompt", "special_tokens",
                            "bos_token", "eos_token", "unk_token", "pad_token"} | TEMPLATE_GLOBALS
@@ -169,6 +171,9 @@ class Server:
             raise invalid(f"served_model_name {served_model_name!r} must be a non-empty string (\"\" fell back to the "
                           "directory's name)")
         self.tokenizer = Tokenizer(model_dir)
+        # generation_config.json's temperature, top_p, ...: the defaults of a request's fields (vLLM's); read before
+        # the engine starts, so a refusal leaves nothing running
+        self.sampling_defaults = sampling_defaults.read(pathlib.Path(model_dir), self.tokenizer.vocab_size)
         self.engine = AsyncEngine(model_dir, **engine_kwargs)
         self.model_name = served_model_name or str(model_dir).rstrip("/").rsplit("/", 1)[-1]
         self.api_keys = [k.encode() for k in api_keys]
@@ -181,7 +186,7 @@ class Server:
         self.read_timeout = read_timeout  # seconds a request's body may take to arrive (its headers: http.py)
         # uvicorn's `http` setting for this app: the header and write deadlines, the cap on connections
         self.http_protocol = http.protocol(read_timeout, write_timeout, max_connections)
-        self.metrics = Metrics(self.engine, self.model_name)
+        self.metrics = Metrics(self.engine, self.model_name, self.engine.engine.max_model_len)
         self.stored = responses.Store()  # /v1/responses' answers kept for previous_response_id and GET
         self.created = int(time.time())
         self.vocab_size = self.engine.engine.vocab_size
@@ -298,20 +303,49 @@ class Server:
                               min_tokens=gen.min_tokens, logit_bias=gen.logit_bias, structured=grammar,
                               allowed_token_ids=gen.allowed_token_ids, bad_words=gen.bad_word_ids)
 
-    async def _grammar(self, gen):
-        """The structured.Grammar of a request asking for a structured output (None for free text): the
-        model's llguidance vocabulary is built by the first one, on a worker thread."""
+    async def _grammar(self, gen, request):
+        """The structured.Grammar of a request asking for a structured output (None for free text), built on a
+        grammar thread (the model's llguidance vocabulary by the first one). A client that leaves meanwhile is
+        answered 499 at once: waiting for a thread, its grammar is never built; on one, the build stops at its next
+        stage (llguidance cannot interrupt a compile), so the requests behind it wait for no gone client's work."""
         if gen.grammar is None:
             return None
         if self._grammar_threads is None:
             self._grammar_threads = anyio.CapacityLimiter(GRAMMAR_THREADS)
-        text = await anyio.to_thread.run_sync(protocol.compile_grammar, gen, limiter=self._grammar_threads)
+        gone, scope = threading.Event(), anyio.CancelScope()
+
+        async def build():
+            with scope:  # anyio's cancel: out of the threads' queue, or (its thread shielded) at its end
+                return await anyio.to_thread.run_sync(self._build_grammar, gen, gone, limiter=self._grammar_threads)
+
+        work, left = asyncio.ensure_future(build()), asyncio.ensure_future(_disconnected(request))
         try:
-            vocabulary = await anyio.to_thread.run_sync(self._vocabulary.get, limiter=self._grammar_threads)
-            grammar = structured.Grammar(vocabulary, text)
-            # a matcher and its first mask here too: one that fails (a lexer out of fuel, too many symbols) is
-            # refused before the engine's thread, which every request shares, spends seconds on it
-            await anyio.to_thread.run_sync(grammar.check, limiter=self._grammar_threads)
+            await asyncio.wait({work, left}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            left.cancel()
+            if not work.done():  # the client left (or the server stops this handler)
+                gone.set()
+                scope.cancel()
+                work.add_done_callback(lambda w: w.cancelled() or w.exception())  # nobody to tell
+        if not work.done():
+            raise ApiError(499, "the client left before its structured output's grammar was built")
+        return work.result()
+
+    def _build_grammar(self, gen, gone):
+        """gen's structured.Grammar (on a grammar thread): compiled, given the vocabulary, and a matcher and its
+        first mask made here too (one that fails, a lexer out of fuel or too many symbols, is refused before the
+        engine's thread, which every request shares, spends seconds on it); None once gone is set (checked before
+        each stage). 400 naming the field that asked for one that fails."""
+        if gone.is_set():
+            return None
+        text = protocol.compile_grammar(gen)
+        try:
+            if gone.is_set():
+                return None
+            grammar = structured.Grammar(self._vocabulary.get(), text)
+            if gone.is_set():
+                return None
+            grammar.check()
         except InvalidArgument as exc:
             raise bad(exc.message, gen.grammar_field) from None
         return grammar
@@ -331,7 +365,7 @@ class Server:
         if len(prompts) * gen.n > self.engine.engine.max_requests:  # could never be queued at once: not a retry
             raise bad(f"{len(prompts)} prompt(s) x n {gen.n} choices exceed the {self.engine.engine.max_requests} "
                       "requests the server holds at once (--max-requests)", "n")
-        grammar = await self._grammar(gen)
+        grammar = await self._grammar(gen, request)
         params = [self._params(gen, len(p.ids), what, grammar) for p in prompts]
         salt = self._salt(tenant, gen.cache_salt)
         wanted = [(prompt, dataclasses.replace(p, seed=choices.seed_of(p.seed, j)))
@@ -362,7 +396,7 @@ class Server:
         for (prompt, p), stream in zip(wanted, added):
             text = TextStream(self.tokenizer, prompt.ids, gen.stop, gen.skip_special_tokens, gen.include_stop,
                               gen.min_tokens)
-            reqs.append(choices.Choice(self, stream, text, p.stop_token_ids, arrival, prompt))
+            reqs.append(choices.Choice(self, stream, text, p, arrival, prompt, gen.n))
             self.metrics.prompt_tokens.inc(len(prompt.ids))
         return gen, reqs
 
@@ -406,13 +440,14 @@ class Server:
     # ---- /v1/completions ----
 
     def _parse_completion(self, body):
+        body = sampling_defaults.applied(self.sampling_defaults, body)
         gen, texts = protocol.completion_request(body, self.vocab_size)
         gen.bad_word_ids = prompt_cuts.bad_word_ids(self.tokenizer, gen.bad_words)
         keep = prompt_cuts.kept(gen.truncate, self.max_model_len)
         prompts = []
         for t in texts:
-            ids = prompt_cuts.encode(self.tokenizer, t, gen.add_special_tokens, keep) if isinstance(t, str) \
-                else t[-keep:] if keep else t
+            ids = prompt_cuts.encode(self.tokenizer, t, gen.add_special_tokens, keep, gen.truncate_right) \
+                if isinstance(t, str) else prompt_cuts.cut(t, keep, gen.truncate_right)
             # a truncated prompt's echo is the text of the ids kept
             prompts.append(choices.Prompt(ids, t if isinstance(t, str) and keep is None else None))
         if not all(p.ids for p in prompts):
@@ -555,6 +590,7 @@ class Server:
             raise bad(str(exc), "messages") from None
 
     def _parse_chat(self, body):
+        body = sampling_defaults.applied(self.sampling_defaults, body)
         gen, messages, kwargs = protocol.chat_request(body, self.vocab_size, self.auto_tools)
         if gen.tool_calls and self.tool_format.special:  # the marker the calls follow is a special token (vLLM's)
             gen.skip_special_tokens = False
@@ -563,7 +599,7 @@ class Server:
         text = self._template(messages, kwargs)
         if self.reasoning_parser is not None:
             gen.thinking = reasoning.thinking(self.reasoning_parser, text, kwargs)
-        ids = prompt_cuts.encode(self.tokenizer, text, gen.add_special_tokens, keep)
+        ids = prompt_cuts.encode(self.tokenizer, text, gen.add_special_tokens, keep, gen.truncate_right)
         if not ids:
             raise bad("the conversation renders to no tokens", "messages")
         # what echo repeats (vLLM's): the final message's text when it is the assistant's, the reply continuing it

@@ -10,11 +10,14 @@ from ..engine import RequestOutput
 class Choice:
     """One generation (one choice): its engine stream, text, counts and latencies."""
 
-    def __init__(self, server, stream, text, stop_ids, arrival, prompt):
-        self.server, self.stream, self.text, self.stop_ids = server, stream, text, stop_ids
+    def __init__(self, server, stream, text, params, arrival, prompt, n):
+        """params: its SamplingParams; n: the choices of its request's body (for the metrics)."""
+        self.server, self.stream, self.text, self.stop_ids = server, stream, text, params.stop_token_ids
+        self.max_tokens, self.n = params.max_tokens, n
         self.arrival = self.last = arrival
         self.prompt = prompt  # the Prompt it continues
         self.n_generated = 0
+        self.n_sent = 0  # of those, the ones merged() has handed on (a stream's chunks so far)
         self.n_cached = 0
         self.finish_reason = None
         self.stop_reason = None  # what stopped it (vLLM's field): the stop string, a stop_token_ids id, or None
@@ -50,6 +53,7 @@ class Choice:
                 m.e2e.observe(now - self.arrival)
                 m.generation_tokens.inc(self.n_generated)
                 m.requests.labels(reason).inc()
+                m.ended(len(self.prompt.ids), self.n_generated, self.n, self.max_tokens)
             yield delta, out.logprobs, reason, sampled
             if reason is not None:
                 return
@@ -103,6 +107,7 @@ async def merged(reqs):
             elif isinstance(event, Exception):
                 raise event
             else:
+                reqs[i].n_sent += len(event[3])
                 yield (i, *event)
     finally:
         for task in tasks:
@@ -122,13 +127,14 @@ async def whole(reqs):
     return ["".join(t) for t in texts], lps, ids
 
 
-def usage(reqs, details):
-    """usage over every choice: each prompt counted once, every generated token; with details (vLLM's
-    --enable-prompt-tokens-details) also prompt_tokens_details, the first choice of each prompt's cached tokens
-    (without, the field is left out, as vLLM leaves it)."""
+def usage(reqs, details, sent=False):
+    """usage over every choice: each prompt counted once, every generated token (sent: those of the chunks sent so
+    far, not the steps already waiting behind them); with details (vLLM's --enable-prompt-tokens-details) also
+    prompt_tokens_details, the first choice of each prompt's cached tokens (without, the field is left out, as
+    vLLM leaves it)."""
     firsts = {id(r.prompt): r for r in reversed(reqs)}.values()
     n_prompt = sum(len(r.prompt.ids) for r in firsts)
-    n_generated = sum(r.n_generated for r in reqs)
+    n_generated = sum(r.n_sent if sent else r.n_generated for r in reqs)
     out = {"prompt_tokens": n_prompt, "completion_tokens": n_generated, "total_tokens": n_prompt + n_generated}
     if details:
         out["prompt_tokens_details"] = {"cached_tokens": sum(r.n_cached for r in firsts)}
@@ -137,10 +143,10 @@ def usage(reqs, details):
 
 def chunk_usage(gen, reqs, details):
     """The usage of a stream's chunks (but the last one's): none; with include_usage null (OpenAI documents the
-    field in every chunk); with vLLM's continuous_usage_stats too, the usage so far."""
+    field in every chunk); with vLLM's continuous_usage_stats too, the usage of the chunks up to this one."""
     if not gen.stream or not gen.include_usage:
         return None
-    return (lambda: usage(reqs, details)) if gen.continuous_usage else (lambda: None)
+    return (lambda: usage(reqs, details, sent=True)) if gen.continuous_usage else (lambda: None)
 
 
 def seed_of(seed, j):

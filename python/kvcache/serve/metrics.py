@@ -43,7 +43,22 @@ _VLLM_NAMES = {"kvcache_num_requests_running": ("vllm:num_requests_running",),
                "kvcache_e2e_request_latency_seconds": ("vllm:e2e_request_latency_seconds",),
                "kvcache_prompt_tokens": ("vllm:prompt_tokens",),
                "kvcache_generation_tokens": ("vllm:generation_tokens",),
-               "kvcache_request_success": ("vllm:request_success",)}
+               "kvcache_request_success": ("vllm:request_success",),
+               "kvcache_request_prompt_tokens": ("vllm:request_prompt_tokens",),
+               "kvcache_request_generation_tokens": ("vllm:request_generation_tokens",),
+               "kvcache_request_params_n": ("vllm:request_params_n",),
+               "kvcache_request_params_max_tokens": ("vllm:request_params_max_tokens",)}
+
+
+def _buckets_1_2_5(most):
+    """1, 2, 5, 10, 20, 50, ... up to most (vLLM's buckets of its per-request token histograms)."""
+    out, scale = [], 1
+    while True:
+        for m in (1, 2, 5):
+            if m * scale > most:
+                return tuple(out)
+            out.append(m * scale)
+        scale *= 10
 
 
 class _VllmNames:
@@ -68,7 +83,7 @@ class Metrics:
     """One registry per server (several servers may live in one process). model_name: the label of the vLLM
     names."""
 
-    def __init__(self, engine, model_name):
+    def __init__(self, engine, model_name, max_model_len):
         self.registry = prom.CollectorRegistry()
         engine_collector = _EngineCollector(engine)
         self.registry.register(engine_collector)
@@ -84,8 +99,26 @@ class Metrics:
         self.generation_tokens = prom.Counter("kvcache_generation_tokens", "Tokens generated.", registry=r)
         self.requests = prom.Counter("kvcache_request_success", "Requests ended, by finish reason.",
                                      ["finished_reason"], registry=r)
+        tokens = _buckets_1_2_5(max_model_len)
+        self.request_prompt = prom.Histogram("kvcache_request_prompt_tokens", "Prompt tokens of each request ended.",
+                                             buckets=tokens, registry=r)
+        self.request_generation = prom.Histogram("kvcache_request_generation_tokens",
+                                                 "Tokens each request ended generated.", buckets=tokens, registry=r)
+        self.request_n = prom.Histogram("kvcache_request_params_n", "The n (choices) of each request ended's body.",
+                                        buckets=(1, 2, 5, 10, 20), registry=r)
+        self.request_max_tokens = prom.Histogram("kvcache_request_params_max_tokens",
+                                                 "The max_tokens each request ended ran with.", buckets=tokens,
+                                                 registry=r)
         r.register(_VllmNames((engine_collector, self.ttft, self.itl, self.e2e, self.prompt_tokens,
-                               self.generation_tokens, self.requests), model_name))
+                               self.generation_tokens, self.requests, self.request_prompt, self.request_generation,
+                               self.request_n, self.request_max_tokens), model_name))
+
+    def ended(self, n_prompt, n_generated, n, max_tokens):
+        """A request (one choice) ended: its per-request histograms, as vLLM's (one observation per choice)."""
+        self.request_prompt.observe(n_prompt)
+        self.request_generation.observe(n_generated)
+        self.request_n.observe(n)
+        self.request_max_tokens.observe(max_tokens)
 
     def exposition(self):
         return prom.generate_latest(self.registry), prom.CONTENT_TYPE_LATEST

@@ -1,5 +1,6 @@
 """What a request's text becomes in tokens beyond plain tokenizing: vLLM's truncate_prompt_tokens (the prompt's
-last tokens) and bad_words (the token sequences banned); docs/serve.md lists both."""
+last tokens, or its first with truncation_side "right") and bad_words (the token sequences banned); docs/serve.md
+lists both."""
 from .. import token_masks
 from .protocol import bad
 
@@ -15,9 +16,16 @@ def kept(truncate, max_model_len):
     return k
 
 
-def encode(tokenizer, text, add_special_tokens, keep=None):
-    """The ids of a prompt's text; keep: at most that many, as a tokenizer truncating on the left gives them (the
-    special tokens it adds kept, the text's last tokens beside them)."""
+def cut(ids, keep, right=False):
+    """A prompt's token ids cut to keep (None: all): its last ones, or its first (right: truncation_side "right")."""
+    if keep is None or len(ids) <= keep:
+        return ids
+    return ids[:keep] if right else ids[-keep:]
+
+
+def encode(tokenizer, text, add_special_tokens, keep=None, right=False):
+    """The ids of a prompt's text; keep: at most that many, as a tokenizer truncating on the left (right: on the
+    right) gives them (the special tokens it adds kept, the text's last (first) tokens beside them)."""
     ids = tokenizer.encode(text, add_special_tokens)
     if keep is None or len(ids) <= keep:
         return ids
@@ -25,8 +33,8 @@ def encode(tokenizer, text, add_special_tokens, keep=None):
     at = next((i for i in range(len(ids) - len(plain) + 1) if ids[i:i + len(plain)] == plain), None)
     room = keep - (len(ids) - len(plain))
     if at is None or room <= 0:
-        return ids[-keep:]
-    return ids[:at] + plain[-room:] + ids[at + len(plain):]
+        return cut(ids, keep, right)
+    return ids[:at] + (plain[:room] if right else plain[-room:]) + ids[at + len(plain):]
 
 
 def bad_word_ids(tokenizer, words):

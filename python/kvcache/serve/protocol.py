@@ -3,7 +3,7 @@ the error shape it answers with (docs/serve.md lists both)."""
 import dataclasses
 import json
 
-from .. import structured
+from .. import schema_bounds, structured
 from . import forced_calls
 from ..errors import InvalidArgument
 
@@ -115,6 +115,7 @@ class Generation:
     bad_word_ids: tuple = ()  # the token sequences of bad_words
     tools: list = None  # chat: the request's tools (a parser converts a call's arguments by their schemas)
     truncate: int = None  # vLLM's truncate_prompt_tokens: the prompt's last this many tokens (-1: max_model_len)
+    truncate_right: bool = False  # vLLM's truncation_side "right": truncate keeps the prompt's first tokens
     grammar_field: str = None  # the field that asked for it
     first_call_only: bool = False  # chat: parallel_tool_calls false, a reply keeps its first call (vLLM's)
     include_reasoning: bool = True  # chat: a reasoning parser's reasoning is in the reply (vLLM's field)
@@ -202,11 +203,18 @@ def _logit_bias(body, vocab_size):
         return None
     if not isinstance(v, dict) or len(v) > MAX_LOGIT_BIAS:
         raise bad(f"logit_bias must be an object of at most {MAX_LOGIT_BIAS} token ids and biases", "logit_bias")
+    def is_id(key):  # a key of thousands of digits is no id (and past int()'s 4300-digit limit)
+        digits = key.lstrip("0") or "0"
+        return key.isascii() and key.isdigit() and len(digits) <= len(str(vocab_size)) and int(digits) < vocab_size
+
+    wrong = [key for key in v if not is_id(key)]
+    if wrong:  # every one named, as vLLM names them
+        raise bad(f"logit_bias: {', '.join(repr(k[:32]) for k in wrong[:16])}{' ...' if len(wrong) > 16 else ''} "
+                  f"{'is not a token id' if len(wrong) == 1 else 'are not token ids'} in [0, {vocab_size})",
+                  "logit_bias")
     out = {}
     for key, b in v.items():
-        digits = key.lstrip("0") or "0"  # a key of thousands of digits is no id (and past int()'s 4300-digit limit)
-        if not (key.isascii() and key.isdigit()) or len(digits) > len(str(vocab_size)) or int(digits) >= vocab_size:
-            raise bad(f"logit_bias: {key[:32]!r} is not a token id in [0, {vocab_size})", "logit_bias")
+        digits = key.lstrip("0") or "0"
         if isinstance(b, bool) or not isinstance(b, (int, float)) or not -100 <= b <= 100:
             raise bad(f"logit_bias: the bias of token {digits} must be a number in [-100, 100], got {b!r}",
                       "logit_bias")
@@ -251,7 +259,8 @@ def _unsupported(body, n):
         raise bad(f"best_of must equal n ({n}): candidates are not ranked", "best_of")
     # asked-for behaviour the sampler or the server does not have: refused by name, never silently dropped
     for name in ("suffix", "guided_whitespace_pattern", "logits_processors", "use_beam_search", "chat_template",
-                 "guided_decoding_backend", "reasoning_effort", "thinking_token_budget", "vllm_xargs"):
+                 "guided_decoding_backend", "reasoning_effort", "thinking_token_budget", "vllm_xargs",
+                 "logprob_token_ids", "prompt_embeds"):
         v = body.get(name)
         if not (v is None or v is False or v == ""):  # 0 is a value asked for (prompt_logprobs 0 asks for them)
             raise bad(f"{name} is not supported", name)
@@ -354,6 +363,22 @@ def _compiled(make, value, field):
         raise bad(f"{field}: {exc.message}", field) from None
 
 
+def _truncation_side(body):
+    """vLLM's truncation_side: "left" (the default: truncate_prompt_tokens keeps the last tokens) or "right"."""
+    side = body.get("truncation_side")
+    if side not in (None, "left", "right"):
+        raise bad('truncation_side must be "left" or "right"', "truncation_side")
+    return side
+
+
+def sampling_fields(body, vocab_size):
+    """temperature, top_p, top_k (-1 and 0: all), min_p and repetition_penalty of a body, each checked (400 naming
+    it); also what a model's generation_config.json may set as their defaults (sampling_defaults.py)."""
+    return {"temperature": _number(body, "temperature", 1.0, 0.0, 2.0), "top_p": _number(body, "top_p", 1.0, 1e-9, 1.0),
+            "top_k": max(_int(body, "top_k", 0, -1, vocab_size), 0), "min_p": _number(body, "min_p", 0.0, 0.0, 1.0),
+            "repetition_penalty": _repetition_penalty(body)}
+
+
 def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
     model = _model(body)
     n = _int(body, "n", 1, 1, MAX_CHOICES)
@@ -367,22 +392,21 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
         max_tokens = _int(body, name, max_tokens, least_tokens, 2**31 - 1)
     stop_ids = body.get("stop_token_ids")
     stop_ids = [] if stop_ids is None else stop_ids  # 0, "", false or {} are no list (were taken as none)
-    if not isinstance(stop_ids, list) or len(stop_ids) > MAX_STOP_TOKEN_IDS or \
-            not all(_is_int(t) and 0 <= t < vocab_size for t in stop_ids):
-        raise bad(f"stop_token_ids must be a list of at most {MAX_STOP_TOKEN_IDS} token ids in [0, {vocab_size})",
+    wrong = [t for t in stop_ids if not (_is_int(t) and 0 <= t < vocab_size)][:1] if isinstance(stop_ids, list) else []
+    if not isinstance(stop_ids, list) or len(stop_ids) > MAX_STOP_TOKEN_IDS or wrong:
+        raise bad(f"stop_token_ids must be a list of at most {MAX_STOP_TOKEN_IDS} token ids in [0, {vocab_size})"
+                  + "".join(f": {json.dumps(t)[:32]} is not one" for t in wrong),
                   "stop_token_ids")
     salt = body.get("cache_salt")
     if salt is not None and (not isinstance(salt, str) or not 0 < len(salt.encode()) <= 64):
         raise bad("cache_salt must be a string of 1 to 64 bytes", "cache_salt")
-    top_k = _int(body, "top_k", 0, -1, vocab_size)
     prompt_logprobs = _logprob_count(body, "prompt_logprobs", None, vocab_size)
     if prompt_logprobs is not None and stream:  # vLLM refuses them streamed too
         raise bad("prompt_logprobs are not available with stream: true", "prompt_logprobs")
     return Generation(model=model, stream=stream, include_usage=bool(options and _bool(options, "include_usage", parent="stream_options")),
                       continuous_usage=bool(options and _bool(options, "continuous_usage_stats",
                                                               parent="stream_options")),
-                      max_tokens=max_tokens, temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
-                      top_p=_number(body, "top_p", 1.0, 1e-9, 1.0), top_k=max(top_k, 0),
+                      max_tokens=max_tokens, **sampling_fields(body, vocab_size),
                       seed=_int(body, "seed", None, -(2**63), 2**63 - 1), stop=_stop(body),
                       stop_token_ids=tuple(stop_ids), ignore_eos=_bool(body, "ignore_eos"), logprobs=logprobs,
                       priority=_int(body, "priority", 0, -(2**31), 2**31 - 1), cache_salt=salt,
@@ -390,21 +414,22 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
                       token_ids=_bool(body, "return_token_ids"), n=n, echo=False, add_special_tokens=True,
                       skip_special_tokens=_bool(body, "skip_special_tokens", True),
                       include_stop=_bool(body, "include_stop_str_in_output"), prompt_logprobs=prompt_logprobs,
-                      min_p=_number(body, "min_p", 0.0, 0.0, 1.0),
                       presence_penalty=_number(body, "presence_penalty", 0.0, -2.0, 2.0),
                       frequency_penalty=_number(body, "frequency_penalty", 0.0, -2.0, 2.0),
-                      repetition_penalty=_repetition_penalty(body), min_tokens=_int(body, "min_tokens", 0, 0, 2**31 - 1),
+                      min_tokens=_int(body, "min_tokens", 0, 0, 2**31 - 1),
                       logit_bias=_logit_bias(body, vocab_size), grammar=(asked := _grammar(body))[0],
                       grammar_field=asked[1], allowed_token_ids=_allowed_token_ids(body, vocab_size),
                       bad_words=_bad_words(body), truncate=_int(body, "truncate_prompt_tokens", None, -1, 2**31 - 1),
+                      truncate_right=_truncation_side(body) == "right",
                       request_id=None if body.get("request_id") is None else request_id(body["request_id"],
                                                                                          "request_id"))
 
 
 def _one_prompt(prompt, vocab_size, what):
     if isinstance(prompt, list) and prompt and all(_is_int(t) for t in prompt):
-        if not all(0 <= t < vocab_size for t in prompt):
-            raise bad(f"{what}: token ids must lie in [0, {vocab_size})", "prompt")
+        out = next((t for t in prompt if not 0 <= t < vocab_size), None)
+        if out is not None:  # vLLM's words, which its clients and tests look for
+            raise bad(f"{what}: token id {out} is out of vocabulary (ids lie in [0, {vocab_size}))", "prompt")
     elif not isinstance(prompt, str) or not prompt:
         raise bad(f"{what} must be a non-empty string or a non-empty list of token ids", "prompt")
     return prompt
@@ -446,11 +471,11 @@ def _message(m, i):
     if not isinstance(m, dict) or not isinstance(m.get("role"), str):
         raise bad(f"messages[{i}] must be an object with a string role", "messages")
     content = m.get("content")
-    if isinstance(content, list):  # content parts: text only
+    if isinstance(content, list):  # content parts: text only, one per line, as vLLM joins them for a template
         if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
                    for p in content):
             raise bad(f"messages[{i}].content: only text parts are supported", "messages")
-        content = "".join(p["text"] for p in content)
+        content = "\n".join(p["text"] for p in content)
     elif content is not None and not isinstance(content, str):
         raise bad(f"messages[{i}].content must be a string, a list of text parts or null", "messages")
     for key in ("name", "tool_call_id", "reasoning_content"):  # text a template writes (vLLM's types: str)
@@ -560,6 +585,10 @@ def _forced_calls(body, tools, gen):
         if forced_calls.parameters(t) is None:
             raise bad(f"tool_choice: the parameters of {t['function']['name']!r} allow no object (a call's "
                       "arguments are an object)", "tool_choice")
+        try:  # the schema's bounds (docs/serve.md, "Structured outputs"), naming the tool's field
+            schema_bounds.checked_schema(forced_calls.parameters(t), f"the parameters of {t['function']['name']!r}")
+        except InvalidArgument as exc:
+            raise bad(f"tools: {exc.message}", "tools") from None
     if choice == "required":
         gen.required_calls, schema = True, forced_calls.required_schema(tools)
     else:

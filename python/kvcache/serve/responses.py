@@ -65,7 +65,7 @@ def _input(value):
         if role not in ROLES:
             raise bad(f"input[{i}].role must be one of {', '.join(ROLES)}", "input")
         if isinstance(content, list):
-            content = "".join(_text_part(p, f"input[{i}].content[{j}]") for j, p in enumerate(content))
+            content = "\n".join(_text_part(p, f"input[{i}].content[{j}]") for j, p in enumerate(content))
         elif not isinstance(content, str):
             raise bad(f"input[{i}].content must be a text or a list of text parts", "input")
         out.append({"role": ROLES[role], "content": content})
