@@ -22,6 +22,8 @@ typedef struct kvc_req_blocks {
     kvc_hash128 chain;    /* hash of the request's last hashed block (the seed before the first) */
     int64_t n_hashed;     /* blocks of block_tokens tokens whose hashes the chain has passed */
     int32_t state_source; /* state types: block to copy the initial state from this step, or 0 */
+    int64_t scheduled;    /* computed + new tokens of the request's last allocation: its state block
+                           * holds the state after them once they are reported computed */
 } kvc_req_blocks;
 
 static inline int64_t kvci_req_blocks_real(const kvc_req_blocks *t) { return t->len - t->n_null; }
