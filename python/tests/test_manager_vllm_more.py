@@ -404,6 +404,27 @@ def test_hybrid_keys_with_other_block_sizes_hit_on_their_common_multiple():
     m.check()
 
 
+def test_full_key_of_larger_blocks_bounds_the_window_hit():
+    # test_prefix_caching.py::test_different_block_size: full attention in
+    # blocks of 32, a window of 32 in blocks of 16; 112 of a 160-token prompt
+    # computed
+    m = manager([[entry(32)], [sliding(32, block_size=16)]], 20)
+    common = blocks_of(*range(10))
+    assert m.allocate_slots(0, 0, 7 * BS, prompt=common)
+    assert [len(t) for t in m.block_tables(0).values()] == [4, 7]
+    m.cache_computed(0, common[:7 * BS])
+    for n in (7 * BS + 1, 6 * BS + 1):
+        hit = m.find_prefix(common[:n])
+        assert hit["n_tokens"] == 96 and hit["entries"] == {"FullAttention": 3, "SlidingWindow": 6}
+    m.free(0)
+    # the window loses blocks 6 and 5: it would take 80, which is not a
+    # whole number of the full key's blocks, so both settle on 64
+    evict_cached(m, "SlidingWindow", 2)
+    hit = m.find_prefix(common[:7 * BS + 1])
+    assert hit["n_tokens"] == 64 and hit["entries"] == {"FullAttention": 2, "SlidingWindow": 4}
+    m.check()
+
+
 def test_usage_and_hit_statistics():
     # test_kv_cache_utils.py::test_metrics and the free-block counts of
     # test_prefix_caching.py: usage follows holders, cached free blocks are
