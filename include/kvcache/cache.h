@@ -409,7 +409,8 @@ typedef struct kvc_slot_request {
      * prompt is not hashed again. NULL with computed_tokens > 0 looks the hit
      * up again (hashing the prompt's blocks). A hit whose blocks are no
      * longer cached, taken already, or replaced by 8 later queries is
-     * KVC_EINVAL: query again. */
+     * KVC_EINVAL: query again; so is a hit found for another prompt (its
+     * blocks hold other tokens than this prompt's). */
     const kvc_prefix_hit *hit;
     /* The request's cache salt (bytes, see kvc_prompt), for a first call
      * without a prompt: tokens computed beyond a hit, or a request opened

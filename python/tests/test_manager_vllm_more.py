@@ -512,3 +512,37 @@ def test_mamba_reports_older_than_the_last_allocation():
     m.cache_computed(1, prompt)
     assert m.state_source(1, "Mamba") == 0 and m.block_info(source, "Mamba")["free"]
     m.check()
+
+
+def test_a_hit_is_taken_only_for_the_prompt_it_was_found_for():
+    # vLLM's get_computed_blocks(request) -> allocate_slots(request, ...,
+    # new_computed_blocks) keeps a hit with its request; our hit is a value,
+    # so a scheduler that mixes up two requests' hits must be refused rather
+    # than hand one prompt's KV to another
+    m = full(10)
+    a = blocks_of(0, 1, 2) + [3] * 5
+    run(m, 0, a)
+    m.free(0)
+    hit = m.find_prefix(a)
+    queue = m.free_queue().tolist()
+    for other in (blocks_of(7, 1, 2) + [3] * 5, blocks_of(0, 1, 9) + [3] * 5):
+        try:
+            m.allocate_slots(1, 48, 5, prompt=other, hit=hit)
+            raise AssertionError("another prompt's hit was taken")
+        except kvcache.InvalidArgument as e:
+            assert "another prompt" in str(e)
+        assert not m.has_request(1) and m.free_queue().tolist() == queue
+    # the same first 48 tokens with another tail: the hit is right for it
+    assert m.allocate_slots(1, 48, 7, prompt=a[:48] + [8] * 7, hit=hit)
+    assert m.block_table(1).tolist()[:3] == [1, 2, 3]
+    # a window's hit is checked on the blocks it takes
+    m = hybrid()
+    run(m, 0, a)
+    m.free(0)
+    hit = m.find_prefix(a)
+    try:
+        m.allocate_slots(1, 48, 5, prompt=blocks_of(0, 1, 9) + [3] * 5, hit=hit)
+        raise AssertionError("another prompt's hit was taken")
+    except kvcache.InvalidArgument as e:
+        assert "another prompt" in str(e) and "block 2" in str(e)
+    m.check()

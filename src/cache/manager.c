@@ -314,7 +314,7 @@ static kvc_status claim_hit(kvc_manager *m, const kvc_slot_request *req, const k
                          req->prompt != NULL ? "a" : "no");
     if (!m->prefix_caching || req->prompt == NULL || computed == 0) return KVC_OK;
     if (req->hit != NULL) {
-        *out = kvci_hit_claim(m, req->hit, q->seed, key_mask, req->request_id);
+        *out = kvci_hit_claim(m, req->hit, q, key_mask, req->request_id);
         return *out != NULL ? KVC_OK : KVC_EINVAL;
     }
     kvc_status st = kvci_manager_reserve_query(m, computed);
