@@ -304,6 +304,11 @@ def test_lru_across_requests_and_hits():
     assert m.block_table(4).tolist() == [10, 6, 5, 4]
     assert m.find_prefix(b + [0])["n_tokens"] == 0
     assert m.find_prefix(a + [0])["n_tokens"] == 48 and m.find_prefix(c + [0])["n_tokens"] == 48
+    # nothing leaks (test_scheduler.py::test_memory_leak): every block is
+    # free again, and every indexed block is a free one
+    m.free(4)
+    u = m.usage()["FullAttention"]
+    assert u["free"] == 10 and u["cached_free"] == m.prefix_stats()["cached_blocks"] == 10
     m.check()
 
 
@@ -546,3 +551,23 @@ def test_a_hit_is_taken_only_for_the_prompt_it_was_found_for():
     except kvcache.InvalidArgument as e:
         assert "another prompt" in str(e) and "block 2" in str(e)
     m.check()
+
+
+def test_stored_events_after_a_clear_with_held_blocks():
+    # test_prefix_caching.py::test_reset_prefix_cache refuses a reset while
+    # blocks are held, so vLLM's events never name a parent a clear dropped.
+    # Ours clears anyway (documented): a running request's next stored block
+    # names its parent, no longer cached, and a consumer must take that.
+    m = full(10, kv_events=64)
+    tokens = blocks_of(0, 1) + [2] * 3
+    run(m, 0, tokens)
+    stored, _ = m.drain_kv_events()
+    m.clear_prefix_cache()
+    while len(tokens) < 48:
+        assert m.allocate_slots(0, len(tokens), 1)
+        tokens.append(5)
+        m.cache_computed(0, tokens)
+    events, _ = m.drain_kv_events()
+    assert [e["type"] for e in events] == ["cleared", "stored"]
+    assert events[1]["block"] == 3 and events[1]["parent"] == stored[1]["hash"]
+    assert m.prefix_stats()["cached_blocks"] == 1 and m.find_prefix(tokens)["n_tokens"] == 0
