@@ -558,16 +558,16 @@ def test_stored_events_after_a_clear_with_held_blocks():
     # blocks are held, so vLLM's events never name a parent a clear dropped.
     # Ours clears anyway (documented): a running request's next stored block
     # names its parent, no longer cached, and a consumer must take that.
-    m = full(10, kv_events=64)
-    tokens = blocks_of(0, 1) + [2] * 3
-    run(m, 0, tokens)
-    stored, _ = m.drain_kv_events()
+    tokens, m = [2] * 35, full(10, kv_events=64)
+    assert m.allocate_slots(0, 0, 35, prompt=tokens)
+    m.cache_computed(0, tokens)
+    last_stored = m.drain_kv_events()[0][-1]
     m.clear_prefix_cache()
-    while len(tokens) < 48:
+    while len(tokens) < 48:  # decode fills block 3
         assert m.allocate_slots(0, len(tokens), 1)
         tokens.append(5)
         m.cache_computed(0, tokens)
     events, _ = m.drain_kv_events()
     assert [e["type"] for e in events] == ["cleared", "stored"]
-    assert events[1]["block"] == 3 and events[1]["parent"] == stored[1]["hash"]
+    assert events[1]["block"] == 3 and events[1]["parent"] == last_stored["hash"]
     assert m.prefix_stats()["cached_blocks"] == 1 and m.find_prefix(tokens)["n_tokens"] == 0
