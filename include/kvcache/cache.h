@@ -409,7 +409,8 @@ typedef struct kvc_slot_request {
      * prompt is not hashed again. NULL with computed_tokens > 0 looks the hit
      * up again (hashing the prompt's blocks). A hit whose blocks are no
      * longer cached, taken already, or replaced by 8 later queries is
-     * KVC_EINVAL: query again. */
+     * KVC_EINVAL: query again; so is a hit found for another prompt (its
+     * blocks hold other tokens than this prompt's). */
     const kvc_prefix_hit *hit;
     /* The request's cache salt (bytes, see kvc_prompt), for a first call
      * without a prompt: tokens computed beyond a hit, or a request opened
@@ -474,8 +475,11 @@ struct kvc_prefix_hit {
 KVC_API kvc_status kvc_manager_find_prefix(kvc_manager *m, const kvc_prompt *prompt, kvc_prefix_hit *out);
 /* Indexes the request's full blocks now that its first n_computed tokens
  * (tokens[0..n_computed), the prompt then generated tokens) are computed;
- * releases the Mamba copy source of its last step. O(new blocks). No-op with
- * caching off or for an unknown request. */
+ * releases the Mamba copy source of its last step. A Mamba key does either
+ * only when n_computed covers the request's last allocation (computed + new
+ * tokens): a report made after the next step was allocated keeps no
+ * snapshot, since that step computes on from the state block in place.
+ * O(new blocks). No-op with caching off or for an unknown request. */
 KVC_API kvc_status kvc_manager_cache_computed(kvc_manager *m, int64_t request_id, const int32_t *tokens,
                                               int64_t n_computed);
 /* Mamba keys under prefix caching: the block whose state the request's next

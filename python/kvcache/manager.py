@@ -299,7 +299,8 @@ class Manager:
         call of a request passes its prompt (token ids) and, after a hit from
         find_prefix, computed_tokens = the hit's n_tokens; passing the hit
         itself (hit=, the dict find_prefix returned) takes its blocks as found
-        without hashing the prompt again (a stale hit raises: query again). cache_salt (str,
+        without hashing the prompt again (a stale hit, or one found for another
+        prompt, raises InvalidArgument: query again). cache_salt (str,
         UTF-8 encoded, or bytes) is fixed by the request's first call, whatever
         its computed_tokens and with or without a prompt; only requests with
         the same salt share blocks, and a later call may repeat it only.
@@ -387,7 +388,9 @@ class Manager:
 
     def cache_computed(self, request_id, tokens):
         """Indexes the request's full blocks once tokens (prompt then
-        generated ids, all computed) are in the cache."""
+        generated ids, all computed) are in the cache. A Mamba key keeps a
+        snapshot (and releases the step's copy source) only on a report that
+        covers the request's last allocation (computed + new tokens)."""
         arr = _tokens(tokens)
         check(lib.kvc_manager_cache_computed(self._m, int64(request_id, "request_id"),
                                              ffi.from_buffer("int32_t[]", arr), arr.size))

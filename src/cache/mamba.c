@@ -69,8 +69,12 @@ static int64_t mamba_hit_length(kvc_single_manager *m, const kvc_prefix_query *q
 
 /* The copy source is no longer needed once a step is computed; at a
  * snapshot position the request's state block is indexed as the snapshot
- * of the prefix computed so far. */
+ * of the prefix computed so far. A report short of the last allocation (a
+ * step reported after the next one was scheduled, or part of a step) says
+ * nothing of the state block, which that allocation's step writes in
+ * place, nor frees the copy source it reads: the report covering it does. */
 static void mamba_cache_computed(kvc_single_manager *m, kvc_req_blocks *t, const int32_t *tokens, int64_t computed) {
+    if (computed < t->scheduled) return;
     if (t->state_source != KVC_NULL_BLOCK) {
         kvci_single_manager_give(m, &t->state_source, 1);
         t->state_source = KVC_NULL_BLOCK;

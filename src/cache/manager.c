@@ -314,7 +314,7 @@ static kvc_status claim_hit(kvc_manager *m, const kvc_slot_request *req, const k
                          req->prompt != NULL ? "a" : "no");
     if (!m->prefix_caching || req->prompt == NULL || computed == 0) return KVC_OK;
     if (req->hit != NULL) {
-        *out = kvci_hit_claim(m, req->hit, q->seed, key_mask, req->request_id);
+        *out = kvci_hit_claim(m, req->hit, q, key_mask, req->request_id);
         return *out != NULL ? KVC_OK : KVC_EINVAL;
     }
     kvc_status st = kvci_manager_reserve_query(m, computed);
@@ -429,6 +429,7 @@ kvc_status kvc_manager_allocate_slots(kvc_manager *m, const kvc_slot_request *re
             kvci_single_manager_take_hit(sm, &tables[g], kh, local_computed,
                                          kvci_type_leading_nulls(sm, total_computed));
         kvci_single_manager_skip_leading(sm, &tables[g], total_computed);
+        tables[g].scheduled = kvci_min64(computed + external + req->num_new_tokens, m->max_model_len);
     }
     for (int32_t g = 0; g < m->n_managers; g++)
         if (key_mask >> g & 1u) kvci_type_grow(&m->managers[g], &tables[g], need[g], need_slot);

@@ -48,10 +48,11 @@ kvc_status kvci_hit_keep(kvc_manager *m, kvc_pending_hit *dst, int64_t n_tokens,
 kvc_status kvci_hit_reserve(kvc_manager *m, int64_t n_positions);
 /* Keeps the hit in the next ring slot; *handle names it. */
 kvc_status kvci_hit_hand_out(kvc_manager *m, int64_t n_tokens, kvc_hash128 seed, uint64_t *handle);
-/* The pending hit `hit` names, checked for request rid's allocation: still
- * kept, found for the same salt and still cached in every key of key_mask;
+/* The pending hit `hit` names, checked for request rid's allocation with
+ * prompt q: still kept, found for the same salt, still cached in every key
+ * of key_mask and holding q's tokens (kvci_single_manager_hit_mismatch);
  * else NULL and KVC_EINVAL naming what is wrong. */
-const kvc_pending_hit *kvci_hit_claim(const kvc_manager *m, const kvc_prefix_hit *hit, kvc_hash128 seed,
+const kvc_pending_hit *kvci_hit_claim(const kvc_manager *m, const kvc_prefix_hit *hit, const kvc_prefix_query *q,
                                       uint64_t key_mask, int64_t rid);
 /* Forgets the hit after an allocation took it (no-op for the requery slot). */
 void kvci_hit_forget(kvc_manager *m, const kvc_pending_hit *h);

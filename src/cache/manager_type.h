@@ -22,6 +22,8 @@ typedef struct kvc_req_blocks {
     kvc_hash128 chain;    /* hash of the request's last hashed block (the seed before the first) */
     int64_t n_hashed;     /* blocks of block_tokens tokens whose hashes the chain has passed */
     int32_t state_source; /* state types: block to copy the initial state from this step, or 0 */
+    int64_t scheduled;    /* computed + new tokens of the request's last allocation: its state block
+                           * holds the state after them once they are reported computed */
 } kvc_req_blocks;
 
 static inline int64_t kvci_req_blocks_real(const kvc_req_blocks *t) { return t->len - t->n_null; }
@@ -251,6 +253,13 @@ kvc_status kvci_key_hit_reserve(const kvc_single_manager *m, kvc_key_hit *h, int
 void kvci_single_manager_keep_hit(const kvc_single_manager *m, int64_t hit_len, kvc_key_hit *h);
 /* Whether every real block of h is still indexed under the hash it had. */
 bool kvci_single_manager_hit_valid(const kvc_single_manager *m, const kvc_key_hit *h);
+/* The first block (in prompt blocks of block_tokens) of the valid hit h, of
+ * hit_len tokens, whose stored tokens differ from the query's at its place
+ * or whose stored parent is not the hit's block before it (the seed for a
+ * first block), or -1: no hashing, so the first real block after null
+ * entries is checked by its tokens only. */
+int64_t kvci_single_manager_hit_mismatch(const kvc_single_manager *m, const kvc_key_hit *h, const kvc_prefix_query *q,
+                                         int64_t hit_len);
 /* Table entries the hit gives an empty entry. */
 int64_t kvci_single_manager_hit_table_len(const kvc_single_manager *m, const kvc_key_hit *h);
 /* Free (cached) blocks the hit takes out of the queue from entry `from` on. */

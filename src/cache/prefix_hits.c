@@ -1,7 +1,8 @@
 /* Hit handles: find_prefix hands its hit out as a value (kvc_prefix_hit)
  * whose handle names the blocks it found, kept here; allocate_slots takes
  * them after checking that each is still indexed under the hash it was
- * found by, so nothing is hashed again between the two calls. A small ring
+ * found by and holds the allocating prompt's tokens (a hit found for another
+ * prompt is refused), so nothing is hashed again between the two calls. A small ring
  * holds the last KVC_PENDING_HITS hits: a caller that queries more often
  * than it allocates gets a stale-hit refusal and queries again. */
 #include "base/internal.h"
@@ -46,7 +47,7 @@ kvc_status kvci_hit_hand_out(kvc_manager *m, int64_t n_tokens, kvc_hash128 seed,
     return KVC_OK;
 }
 
-const kvc_pending_hit *kvci_hit_claim(const kvc_manager *m, const kvc_prefix_hit *hit, kvc_hash128 seed,
+const kvc_pending_hit *kvci_hit_claim(const kvc_manager *m, const kvc_prefix_hit *hit, const kvc_prefix_query *q,
                                       uint64_t key_mask, int64_t rid) {
     const kvc_pending_hit *h = hit->handle != 0 ? &m->hits[hit->handle % KVC_PENDING_HITS] : NULL;
     if (h == NULL || h->handle != hit->handle || h->n_tokens != hit->n_tokens) {
@@ -56,7 +57,7 @@ const kvc_pending_hit *kvci_hit_claim(const kvc_manager *m, const kvc_prefix_hit
                   (long long)rid, (unsigned long long)hit->handle, (long long)hit->n_tokens, KVC_PENDING_HITS);
         return NULL;
     }
-    if (!kvci_hash128_equal(h->seed, seed)) {
+    if (!kvci_hash128_equal(h->seed, q->seed)) {
         kvci_fail(KVC_EINVAL, "request %lld: hit %llu was found under another cache salt than the request's",
                   (long long)rid, (unsigned long long)hit->handle);
         return NULL;
@@ -69,6 +70,17 @@ const kvc_pending_hit *kvci_hit_claim(const kvc_manager *m, const kvc_prefix_hit
                       (long long)rid, (unsigned long long)hit->handle, m->managers[g].group.key);
             return NULL;
         }
+    for (int32_t g = 0; g < m->n_managers; g++) {
+        int64_t b =
+            key_mask >> g & 1u ? kvci_single_manager_hit_mismatch(&m->managers[g], &h->keys[g], q, h->n_tokens) : -1;
+        if (b >= 0) {
+            kvci_fail(KVC_EINVAL,
+                      "request %lld: hit %llu was found for another prompt (block %lld of key %s holds other "
+                      "tokens than this prompt's there)",
+                      (long long)rid, (unsigned long long)hit->handle, (long long)b, m->managers[g].group.key);
+            return NULL;
+        }
+    }
     return h;
 }
 

@@ -170,6 +170,23 @@ bool kvci_single_manager_hit_valid(const kvc_single_manager *m, const kvc_key_hi
     return true;
 }
 
+int64_t kvci_single_manager_hit_mismatch(const kvc_single_manager *m, const kvc_key_hit *h, const kvc_prefix_query *q,
+                                         int64_t hit_len) {
+    int64_t bt = m->index.block_tokens;
+    int64_t first = m->type->state_hits ? hit_len / bt - 1 : 0; /* the prompt block of entry 0 */
+    for (int64_t i = 0; i < h->n; i++) {
+        if (h->ids[i] == KVC_NULL_BLOCK) continue;
+        int64_t b = first + i, e = m->index.entry_of[h->ids[i]] - 1;
+        KVC_ASSERT(e >= 0 && (b + 1) * bt <= q->n_tokens);
+        bool parent_known = b == 0 || (i > 0 && h->ids[i - 1] != KVC_NULL_BLOCK);
+        kvc_hash128 parent = b == 0 ? q->seed : i > 0 ? h->hashes[i - 1] : (kvc_hash128){0};
+        if (memcmp(kvci_prefix_index_tokens(&m->index, e), q->tokens + b * bt, (size_t)bt * sizeof *q->tokens) != 0 ||
+            (parent_known && !kvci_hash128_equal(m->index.keys[e].parent, parent)))
+            return b;
+    }
+    return -1;
+}
+
 int64_t kvci_single_manager_hit_table_len(const kvc_single_manager *m, const kvc_key_hit *h) {
     return m->type->state_hits ? 0 : h->n;
 }

@@ -114,6 +114,15 @@ static void test_bad_hits_refused(void **state) {
     /* another salt than the prompt it was found for */
     assert_int_equal(allocate_hit(m, 2, &salted, &hit), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "another cache salt"));
+    /* another prompt's hit (its first blocks hold other tokens, or the same
+     * tokens after another one) would hand that prompt's KV to this one */
+    int32_t other[24];
+    memcpy(other, shared, sizeof other);
+    other[5] = 7;
+    kvc_prompt mixed = {.tokens = other, .n_tokens = 24};
+    assert_int_equal(allocate_hit(m, 2, &mixed, &hit), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "another prompt"));
+    assert_non_null(strstr(kvc_last_error(), "block 1"));
     /* a handle never handed out */
     kvc_prefix_hit forged = hit;
     forged.handle += 1000;
