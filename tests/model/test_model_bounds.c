@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -123,9 +124,28 @@ static void test_fields_and_routing_checked(void **state) {
     expect_refused(&cfg, "model_type is not NUL-terminated");
 }
 
+/* A state mixer marked on a layer of a family that does not run it: the dense forward ran a Mamba-1 or Gated
+ * DeltaNet layer over weights it never allocated (SIGFPE) and a lightning layer past its workspace (heap
+ * corruption); each mixer is refused outside its family, in any layer. */
+static void test_mixers_of_their_family(void **state) {
+    (void)state;
+    static const char *const names[] = {"layer_conv",   "layer_gdn",       "layer_mamba",
+                                        "layer_mamba1", "layer_lightning", "layer_rglru"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        kvc_model_config cfg = small_config();
+        bool *marks[] = {cfg.layer_conv,   cfg.layer_gdn,       cfg.layer_mamba,
+                         cfg.layer_mamba1, cfg.layer_lightning, cfg.layer_rglru};
+        marks[i][0] = true;
+        char want[96];
+        snprintf(want, sizeof want, "%s marks 1 layers, which the", names[i]);
+        expect_refused(&cfg, want);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_sizes_bounded), cmocka_unit_test(test_weight_limit),
                                        cmocka_unit_test(test_family_must_run),
-                                       cmocka_unit_test(test_fields_and_routing_checked)};
+                                       cmocka_unit_test(test_fields_and_routing_checked),
+                                       cmocka_unit_test(test_mixers_of_their_family)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
