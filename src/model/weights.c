@@ -1542,10 +1542,11 @@ static kvc_status random_fn(void *user, const kvc_wtensor *t) {
     for (const char *p = t->name; *p; p++) s = (s ^ (uint64_t)(unsigned char)*p) * 0x100000001B3ull; /* FNV per name */
     const int64_t n = numel(t), *shape = t->shape;
     /* fan-in: the last dim of an [out, in] Linear; the middle dim of [E, in, out] expert tensors; the first of a
-     * Conv1D's [in, out] */
-    const int64_t fan_in = (t->ndim == 3 && strstr(t->name, "gate_up_proj")) ? shape[1]
-                           : (t->ndim == 2 && t->transposed)                 ? shape[0]
-                                                                             : shape[t->ndim - 1];
+     * Conv1D's [in, out]; 1 for a scalar (Apertus's xIELU beta and eps: shape[-1] was read) */
+    const int64_t fan_in = t->ndim == 0                                        ? 1
+                           : (t->ndim == 3 && strstr(t->name, "gate_up_proj")) ? shape[1]
+                           : (t->ndim == 2 && t->transposed)                   ? shape[0]
+                                                                               : shape[t->ndim - 1];
     double mean = 0.0, std;
     switch (t->init) {
     case KVC_WINIT_NORM: mean = 1.0, std = 0.1; break;

@@ -142,10 +142,25 @@ static void test_mixers_of_their_family(void **state) {
     }
 }
 
+/* Apertus's xIELU holds scalars (beta, eps: shape []): the random initialiser read shape[-1] for their fan-in (a
+ * stack-buffer-underflow under ASan). */
+static void test_random_scalars(void **state) {
+    (void)state;
+    kvc_model_config cfg = parsed("{\"model_type\":\"apertus\",\"vocab_size\":16,\"hidden_size\":8,"
+                                  "\"intermediate_size\":16,\"num_hidden_layers\":1,\"num_attention_heads\":2,"
+                                  "\"num_key_value_heads\":1,\"head_dim\":4,\"hidden_act\":\"xielu\","
+                                  "\"max_position_embeddings\":512,\"rope_parameters\":{\"rope_type\":\"llama3\","
+                                  "\"factor\":8.0,\"high_freq_factor\":4.0,\"low_freq_factor\":1.0,"
+                                  "\"original_max_position_embeddings\":64,\"rope_theta\":10000.0}}");
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_create_random(&cfg, 1, &m), KVC_OK);
+    kvc_model_destroy(m);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sizes_bounded), cmocka_unit_test(test_weight_limit),
-                                       cmocka_unit_test(test_family_must_run),
-                                       cmocka_unit_test(test_fields_and_routing_checked),
-                                       cmocka_unit_test(test_mixers_of_their_family)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sizes_bounded),          cmocka_unit_test(test_weight_limit),
+        cmocka_unit_test(test_family_must_run),        cmocka_unit_test(test_fields_and_routing_checked),
+        cmocka_unit_test(test_mixers_of_their_family), cmocka_unit_test(test_random_scalars)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
