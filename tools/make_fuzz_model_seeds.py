@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Writes the seeds of fuzz/fuzz_model_dir.c into fuzz/corpus/fuzz_model_dir/: tiny random models
 of the families the runtime runs (qwen3, llama in two shards, with and without an index, qwen3_moe,
-gpt_oss, gemma3_text, deepseek_v3), each one fuzz input: [flags] [config.json] NUL [index NUL]
-[weights] (fuzz_model_dir.c's layout). Standard library only; the values are random BF16 or F32
-of magnitude below 1. With KVCACHE (the kvcache command) also saved quantized copies (`kvcache run
---save-weights`: qwen3 and gemma3_text in q8_0, qwen3_moe in q4_0) as seeds loaded as they are, so
-the fuzzer edits the packed format too.
+gpt_oss, gemma3_text, deepseek_v3, stablelm with per-head q/k norms saved and reloaded), each one fuzz
+input: [flags] [config.json] NUL [index NUL] [weights] (fuzz_model_dir.c's layout). Standard library
+only; the values are random BF16 or F32 of magnitude below 1. With KVCACHE (the kvcache command) also
+saved quantized copies (`kvcache run --save-weights`: qwen3 and gemma3_text in q8_0, qwen3_moe in
+q4_0) as seeds loaded as they are, so the fuzzer edits the packed format too.
 
 usage: make_fuzz_model_seeds.py [OUT_DIR [KVCACHE]]
 """
@@ -121,6 +121,16 @@ def deepseek_v3():
     return c, ends(c, t)
 
 
+def stablelm():
+    """LayerNorms with biases; q / k LayerNorms of one module per head (norms.{h}), stacked by the loader."""
+    c = base("stablelm", qk_layernorm=True, layer_norm_eps=1e-5, partial_rotary_factor=0.25)
+    p = "model.layers.0."
+    ln = [(p + n + "." + w, [H]) for n in ("input_layernorm", "post_attention_layernorm") for w in ("weight", "bias")]
+    qk = [(p + "self_attn.%s_layernorm.norms.%d.weight" % (x, h), [D]) for x, n in (("q", NH), ("k", NKV))
+          for h in range(n)]
+    return c, ends(c, ln + attn(p, c) + qk + mlp(p + "mlp.")) + [("model.norm.bias", [H])]
+
+
 def safetensors(tensors, dtype, rng, meta=None):
     es = 2 if dtype == "BF16" else 4
     header, data = {}, bytearray()
@@ -158,7 +168,7 @@ def main():
     cases = [("qwen3", qwen3, "BF16", 0), ("qwen3_q8_save", qwen3, "BF16", 2 | 8),
              ("llama_shards", llama, "F32", 4 | 1), ("llama_index", llama, "BF16", 16 | 4), ("qwen3_moe_q4_save", qwen3_moe, "BF16", 3 | 8),
              ("gpt_oss", gpt_oss, "BF16", 0), ("gemma3_q8_save", gemma3, "F32", 2 | 8),
-             ("deepseek_v3", deepseek_v3, "BF16", 0)]
+             ("deepseek_v3", deepseek_v3, "BF16", 0), ("stablelm_qk_q8_save", stablelm, "F32", 2 | 8)]
     for name, make, dtype, flags in cases:
         config, tensors = make()
         index = None

@@ -91,7 +91,7 @@ static int oracle_read(const char *dir, const char *flag, int64_t vocab, oracle_
     size_t len = 0;
     cJSON *root = NULL;
     kvc_status st = kvci_read_file(path, KVC_MAX_INPUT_BYTES, &text, &len);
-    if (st == KVC_OK) st = kvci_json_parse(text, len, path, &root);
+    if (st == KVC_OK) st = kvci_json_parse_object(text, len, path, &root); /* a key given twice refused */
     kvci_free(text);
     if (st == KVC_OK) st = oracle_fill(root, path, vocab, o);
     cJSON_Delete(root);

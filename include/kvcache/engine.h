@@ -259,7 +259,11 @@ KVC_API int64_t kvc_engine_step_tokens(const kvc_engine_params *p);
 KVC_API int64_t kvc_engine_now_ns(void);
 /* Validates the model and params, plans the blocks (or sets up the legacy
  * caches), allocates the storage, the manager, the step buffers, the request
- * slots and every per-step workspace: nothing is allocated afterwards. */
+ * slots and every per-step workspace: nothing is allocated afterwards.
+ * Managed: the description's entries receive the storage's tensors
+ * (entry.tensor), which kvc_engine_destroy clears; a description whose
+ * entries still hold tensors serves another live engine and is refused
+ * (KVC_EINVAL naming the layer and cache). */
 KVC_API kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_params *p, kvc_engine **out);
 KVC_API void kvc_engine_destroy(kvc_engine *e);
 
@@ -482,8 +486,9 @@ KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
  * params: a step allocates nothing (the attention kernel's scratch grows
  * once, model.h).
  *
- * One adapter serves one engine (its cache description receives that
- * engine's tensors); create the adapter, then the engine with the same
+ * One adapter serves one live engine (its cache description receives that
+ * engine's tensors; a second managed engine over it is refused until the
+ * first is destroyed); create the adapter, then the engine with the same
  * params over kvc_engine_adapter_model(), destroy the engine first. The
  * model must outlive the adapter. Not thread-safe. */
 typedef struct kvc_engine_adapter_params {

@@ -161,7 +161,10 @@ static kvc_status add_chunk_room(kvc_engine *e, const kvc_model_cache_info *ci) 
 }
 
 /* The engine's model reads its caches only through the tensors its setters
- * receive (the storage's setter is optional for other callers). */
+ * receive (the storage's setter is optional for other callers). An entry that
+ * already holds a tensor belongs to another live engine (kvc_engine_destroy
+ * clears them): a second engine would re-point the model's setters at its own
+ * storage, and the first engine's steps would write there, freed with it. */
 static kvc_status check_setters(const kvc_model_cache_info *ci) {
     for (int32_t l = 0; l < ci->n_layer_infos; l++)
         for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++) {
@@ -171,8 +174,20 @@ static kvc_status check_setters(const kvc_model_cache_info *ci) {
                                  "layer %d, cache %s: no tensor_setter: the engine's model would never "
                                  "receive the tensor",
                                  ci->layer_infos[l].layer_idx, en->name);
+            if (en->needs_block && en->tensor.data != NULL)
+                return kvci_fail(KVC_EINVAL,
+                                 "layer %d, cache %s already holds a tensor: its cache description serves another "
+                                 "engine (one live engine per model or adapter; destroy that engine first)",
+                                 ci->layer_infos[l].layer_idx, en->name);
         }
     return KVC_OK;
+}
+
+/* The tensors kvc_cache_storage_allocate recorded in the description, which the storage freed. */
+static void clear_tensors(kvc_model_cache_info *ci) {
+    for (int32_t l = 0; l < ci->n_layer_infos; l++)
+        for (int32_t c = 0; c < ci->layer_infos[l].n_caches; c++)
+            memset(&ci->layer_infos[l].caches[c].tensor, 0, sizeof(kvc_tensor));
 }
 
 /* The block sizes of ci's entries in order, [the entries of every layer info]; NULL when out of memory. */
@@ -330,6 +345,7 @@ void kvc_engine_destroy(kvc_engine *e) {
     if (e == NULL) return;
     kvc_step_buffers_destroy(e->buf);
     kvc_manager_destroy(e->mgr);
+    if (e->storage != NULL) clear_tensors(e->model.cache_info);
     kvc_cache_storage_destroy(e->storage);
     kvci_engine_legacy_destroy(e);
     kvc_sampler_destroy(e->sampler);

@@ -79,7 +79,17 @@ static kvc_status save_fn(void *user, const kvc_wtensor *t) {
     if (!t->mat) {
         int64_t n = 1;
         for (int32_t i = 0; i < t->ndim; i++) n *= t->shape[i];
-        return c->out ? write_bytes(c, *t->vec, n * 4) : add_entry(c, t->name, "F32", t->shape, t->ndim, n * 4);
+        const char *star = strchr(t->name, '*');
+        if (c->out || star == NULL)
+            return c->out ? write_bytes(c, *t->vec, n * 4) : add_entry(c, t->name, "F32", t->shape, t->ndim, n * 4);
+        /* per-head vectors stacked [heads, D] (StableLM's q/k LayerNorms): the checkpoint's modules prefix{h}suffix,
+         * [D] each and in order, which the loader stacks back (the name with its '*' is no tensor it reads) */
+        char name[320];
+        for (int64_t h = 0; h < t->shape[0]; h++) {
+            snprintf(name, sizeof name, "%.*s%lld%s", (int)(star - t->name), t->name, (long long)h, star + 1);
+            KVC_TRY(add_entry(c, name, "F32", t->shape + 1, t->ndim - 1, n / t->shape[0] * 4));
+        }
+        return KVC_OK;
     }
     const kvc_wmat *w = t->mat;
     int64_t ib, ns;

@@ -1171,11 +1171,28 @@ static kvc_status check_extras(const kvc_model_config *c) {
         return kvci_fail(KVC_EINVAL,
                          "model: input_vocab_size %lld must exceed vocab_size %lld (0: none), and the head untied",
                          (long long)c->input_vocab_size, (long long)c->vocab_size);
+    /* the state mixers, each its family's as the config reader sets them (config.c): another family's forward
+     * would run one over weights it never allocated (a division by zero, a heap overrun) */
+    const struct {
+        const char *name;
+        const bool *marks;
+        kvc_model_family family, or_family;
+    } mixers[] = {{"layer_conv", c->layer_conv, KVC_FAMILY_LFM2, KVC_FAMILY_LFM2},
+                  {"layer_gdn", c->layer_gdn, KVC_FAMILY_QWEN3_NEXT, KVC_FAMILY_KIMI_LINEAR},
+                  {"layer_mamba", c->layer_mamba, KVC_FAMILY_MAMBA2_HYBRID, KVC_FAMILY_MAMBA2_HYBRID},
+                  {"layer_mamba1", c->layer_mamba1, KVC_FAMILY_JAMBA, KVC_FAMILY_JAMBA},
+                  {"layer_lightning", c->layer_lightning, KVC_FAMILY_MINIMAX, KVC_FAMILY_MINIMAX},
+                  {"layer_rglru", c->layer_rglru, KVC_FAMILY_RECURRENT_GEMMA, KVC_FAMILY_RECURRENT_GEMMA}};
     int64_t conv = 0;
-    for (int64_t l = 0; l < c->num_layers; l++) conv += c->layer_conv[l];
-    if (conv > 0 && c->family != KVC_FAMILY_LFM2)
-        return kvci_fail(KVC_EINVAL, "model: layer_conv marks %lld layers, which the %s family does not run (lfm2's)",
-                         (long long)conv, kvc_model_family_name(c->family));
+    for (size_t i = 0; i < sizeof mixers / sizeof mixers[0]; i++) {
+        int64_t n = 0;
+        for (int64_t l = 0; l < c->num_layers; l++) n += mixers[i].marks[l];
+        if (n > 0 && c->family != mixers[i].family && c->family != mixers[i].or_family)
+            return kvci_fail(KVC_EINVAL, "model: %s marks %lld layers, which the %s family does not run (%s's)",
+                             mixers[i].name, (long long)n, kvc_model_family_name(c->family),
+                             kvc_model_family_name(mixers[i].family));
+        if (i == 0) conv = n;
+    }
     if (conv > 0 && (c->conv_kernel < 2 || c->conv_kernel > KVC_HP_MAX_DIM))
         return kvci_fail(KVC_EINVAL, "model: conv_kernel %lld outside [2, %d] (layer_conv marks %lld layers)",
                          (long long)c->conv_kernel, KVC_HP_MAX_DIM, (long long)conv);
@@ -1532,10 +1549,11 @@ static kvc_status random_fn(void *user, const kvc_wtensor *t) {
     for (const char *p = t->name; *p; p++) s = (s ^ (uint64_t)(unsigned char)*p) * 0x100000001B3ull; /* FNV per name */
     const int64_t n = numel(t), *shape = t->shape;
     /* fan-in: the last dim of an [out, in] Linear; the middle dim of [E, in, out] expert tensors; the first of a
-     * Conv1D's [in, out] */
-    const int64_t fan_in = (t->ndim == 3 && strstr(t->name, "gate_up_proj")) ? shape[1]
-                           : (t->ndim == 2 && t->transposed)                 ? shape[0]
-                                                                             : shape[t->ndim - 1];
+     * Conv1D's [in, out]; 1 for a scalar (Apertus's xIELU beta and eps: shape[-1] was read) */
+    const int64_t fan_in = t->ndim == 0                                        ? 1
+                           : (t->ndim == 3 && strstr(t->name, "gate_up_proj")) ? shape[1]
+                           : (t->ndim == 2 && t->transposed)                   ? shape[0]
+                                                                               : shape[t->ndim - 1];
     double mean = 0.0, std;
     switch (t->init) {
     case KVC_WINIT_NORM: mean = 1.0, std = 0.1; break;

@@ -23,6 +23,9 @@ kvc_status kvci_check_contiguous(const kvc_tensor *cache, const kvc_tensor *upd,
     if (upd->shape[0] != B || upd->shape[2] != H || L < 0)
         return kvci_fail(KVC_EINVAL, "%s: upd [%lld, %lld, %lld] must be [B=%lld, L, H=%lld]", what,
                          (long long)upd->shape[0], (long long)L, (long long)upd->shape[2], (long long)B, (long long)H);
+    if (kvc_tensor_numel(cache) < 0 || kvc_tensor_numel(upd) < 0)
+        return kvci_fail(KVC_EINVAL, "%s: cache [%lld, %lld, %lld] or upd L %lld: more elements than int64 counts",
+                         what, (long long)B, (long long)S, (long long)H, (long long)L);
     if (n_starts != B)
         return kvci_fail(KVC_EINVAL, "%s: %lld starts given, expected one per batch row (%lld)", what,
                          (long long)n_starts, (long long)B);
@@ -105,6 +108,10 @@ kvc_status kvci_paged_geom_of(const kvc_tensor *cache, kvc_block_layout order, c
     g->c0 = 0;
     if (g->bs <= 0 || g->n_heads <= 0 || g->head_dim <= 0 || g->n_blocks < 0)
         return kvci_fail(KVC_EINVAL, "%s: cache extents must be positive", what);
+    if (kvc_tensor_numel(cache) < 0) /* NB*bs (the slot bound) and every index below it fit int64 */
+        return kvci_fail(KVC_EINVAL, "%s: cache [%lld, %lld, %lld, %lld] has more elements than int64 counts", what,
+                         (long long)cache->shape[0], (long long)cache->shape[1], (long long)cache->shape[2],
+                         (long long)cache->shape[3]);
     if (order == KVC_BLOCK_NZ) {
         size_t es = kvc_dtype_size(cache->dtype);
         if (es != 1 && es != 2)

@@ -142,6 +142,35 @@ static void test_adapter_refuses_len_beyond_learned_positions(void **state) {
     kvc_model_destroy(m);
 }
 
+/* One adapter, one live engine: a second engine over it is refused (it took the adapter's caches, and the
+ * first engine's steps then wrote into the second's storage, freed with it); once the first is destroyed,
+ * the adapter serves a new one. */
+static void test_adapter_one_engine(void **state) {
+    (void)state;
+    kvc_model *m = em_random_model(QWEN3_JSON, 5);
+    kvc_engine_adapter_params ap = {.cache = {.block_size = 16}};
+    kvc_engine_params ep = em_params(48, 1, 64);
+    kvc_engine_adapter *a = NULL;
+    kvc_engine *e = NULL, *e2 = NULL;
+    assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_OK);
+    assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &ep, &e), KVC_OK);
+    assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &ep, &e2), KVC_EINVAL);
+    assert_null(e2);
+    assert_non_null(strstr(kvc_last_error(), "serves another engine"));
+    kvc_engine_request r = kvc_engine_request_default();
+    r.id = 1, r.prompt = IDS, r.n_prompt = 5, r.max_new_tokens = 2;
+    kvc_engine_step_result res;
+    assert_int_equal(kvc_engine_add_request(e, &r), KVC_OK);
+    assert_int_equal(kvc_engine_step(e, &res), KVC_OK);
+    kvc_engine_destroy(e);
+    assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &ep, &e2), KVC_OK);
+    assert_int_equal(kvc_engine_add_request(e2, &r), KVC_OK);
+    assert_int_equal(kvc_engine_step(e2, &res), KVC_OK);
+    kvc_engine_destroy(e2);
+    kvc_engine_adapter_destroy(a);
+    kvc_model_destroy(m);
+}
+
 static void test_random_deepseek_v3(void **state) {
     (void)state;
     random_family("{\"model_type\":\"deepseek_v3\",\"vocab_size\":128,\"hidden_size\":64,\"intermediate_size\":96,"
@@ -283,6 +312,7 @@ int main(void) {
         cmocka_unit_test(test_oracle_glm4_cohere), cmocka_unit_test(test_oracle_glm_to_ministral3),
         cmocka_unit_test(test_adapter_costs),      cmocka_unit_test(test_oracle_olmoe_to_glm4_moe),
         cmocka_unit_test(test_oracle_llama4),      cmocka_unit_test(test_adapter_refuses_len_beyond_learned_positions),
+        cmocka_unit_test(test_adapter_one_engine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -88,15 +88,15 @@ static void test_batched_equals_alone(void **state) {
             fix_request q[N];
             uint64_t rng = 7 + (uint64_t)bi;
             for (int64_t i = 0; i < N; i++) fix_request_random(&q[i], 100 + i, &rng, 40, CAP, i % 3 == 2);
+            int32_t alone[N * CAP], got[CAP];
+            int64_t n_alone[N], n_got = 0;
+            if (block_sizes[bi] == 4) run_alone(&m, &p, q, N, alone, n_alone, CAP); /* one live engine per model */
             kvc_engine_model em = toy_engine_model(&m, false);
             kvc_engine *e = fix_engine(&em, &p);
             for (int64_t i = 0; i < N; i++) fix_add(e, &q[i].r);
             fix_run(e, 10000);
             for (int64_t i = 0; i < N; i++) fix_expect_reference(e, &m, &q[i].r);
             if (block_sizes[bi] == 4) {
-                int32_t alone[N * CAP], got[CAP];
-                int64_t n_alone[N], n_got = 0;
-                run_alone(&m, &p, q, N, alone, n_alone, CAP);
                 for (int64_t i = 0; i < N; i++) {
                     assert_int_equal(kvc_engine_request_output(e, q[i].r.id, got, CAP, &n_got), KVC_OK);
                     assert_int_equal(n_got, n_alone[i]);

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -77,6 +78,13 @@ static kvc_model_config parsed(const char *json) {
     return cfg;
 }
 
+/* A model of cfg is created (and destroyed). */
+static void expect_created(const kvc_model_config *cfg) {
+    kvc_model *m = NULL;
+    assert_int_equal(kvc_model_create_random(cfg, 1, &m), KVC_OK);
+    kvc_model_destroy(m);
+}
+
 /* The fields beyond the sizes that the forward reads are checked as the config reader bounds them:
  * DeepSeek's routing groups (n_group 0 divided by zero, experts_per_tok above the experts read past
  * the router's scores), GptOss's experts and SwiGLU, and every family's eps, positions, window and
@@ -89,9 +97,7 @@ static void test_fields_and_routing_checked(void **state) {
                "\"qk_nope_head_dim\":4,\"qk_rope_head_dim\":4,\"v_head_dim\":4,\"first_k_dense_replace\":1,"
                "\"moe_intermediate_size\":8,\"n_routed_experts\":4,\"n_group\":2,\"topk_group\":1,"
                "\"num_experts_per_tok\":2}");
-    kvc_model *m = NULL;
-    assert_int_equal(kvc_model_create_random(&ds, 1, &m), KVC_OK);
-    kvc_model_destroy(m);
+    expect_created(&ds);
     kvc_model_config cfg = ds;
     cfg.n_group = 0;
     expect_refused(&cfg, "MoE routing sizes are inconsistent (n_routed_experts 4, n_group 0");
@@ -123,9 +129,41 @@ static void test_fields_and_routing_checked(void **state) {
     expect_refused(&cfg, "model_type is not NUL-terminated");
 }
 
+/* A state mixer marked on a layer of a family that does not run it: the dense forward ran a Mamba-1 or Gated
+ * DeltaNet layer over weights it never allocated (SIGFPE) and a lightning layer past its workspace (heap
+ * corruption); each mixer is refused outside its family, in any layer. */
+static void test_mixers_of_their_family(void **state) {
+    (void)state;
+    static const char *const names[] = {"layer_conv",   "layer_gdn",       "layer_mamba",
+                                        "layer_mamba1", "layer_lightning", "layer_rglru"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        kvc_model_config cfg = small_config();
+        bool *marks[] = {cfg.layer_conv,   cfg.layer_gdn,       cfg.layer_mamba,
+                         cfg.layer_mamba1, cfg.layer_lightning, cfg.layer_rglru};
+        marks[i][0] = true;
+        char want[96];
+        snprintf(want, sizeof want, "%s marks 1 layers, which the", names[i]);
+        expect_refused(&cfg, want);
+    }
+}
+
+/* Apertus's xIELU holds scalars (beta, eps: shape []): the random initialiser read shape[-1] for their fan-in (a
+ * stack-buffer-underflow under ASan). */
+static void test_random_scalars(void **state) {
+    (void)state;
+    const kvc_model_config cfg =
+        parsed("{\"model_type\":\"apertus\",\"vocab_size\":16,\"hidden_size\":8,\"intermediate_size\":16,"
+               "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":1,\"head_dim\":4,"
+               "\"hidden_act\":\"xielu\",\"max_position_embeddings\":512,\"rope_parameters\":{\"rope_type\":"
+               "\"llama3\",\"factor\":8.0,\"high_freq_factor\":4.0,\"low_freq_factor\":1.0,"
+               "\"original_max_position_embeddings\":64,\"rope_theta\":10000.0}}");
+    expect_created(&cfg);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sizes_bounded), cmocka_unit_test(test_weight_limit),
-                                       cmocka_unit_test(test_family_must_run),
-                                       cmocka_unit_test(test_fields_and_routing_checked)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sizes_bounded),          cmocka_unit_test(test_weight_limit),
+        cmocka_unit_test(test_family_must_run),        cmocka_unit_test(test_fields_and_routing_checked),
+        cmocka_unit_test(test_mixers_of_their_family), cmocka_unit_test(test_random_scalars)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,9 +62,11 @@ static void test_round_trip_every_family(void **state) {
      * norm, q / k norms over the whole projection, two ropes; gemma: 1 + w norms without the sandwich ones;
      * glm4: its fused gate_up_proj and its own names of the sandwich norms; cohere: LayerNorms, no
      * post-attention norm, q / k norms of shape [heads, head_dim]; starcoder2: the LayerNorms' biases and the
-     * plain MLP's c_fc / c_proj; lfm2: the conv layers' taps, an f32 tensor of three dims [H, 1, L] */
-    static const char *const families[] = {"qwen3", "gpt_oss", "deepseek_v3", "gemma3",     "phi3_longrope", "olmo3",
-                                           "gemma", "glm4",    "cohere",      "starcoder2", "lfm2"};
+     * plain MLP's c_fc / c_proj; lfm2: the conv layers' taps, an f32 tensor of three dims [H, 1, L];
+     * stablelm2_qk: q / k LayerNorms of one module per head (norms.{h}), stacked [heads, head_dim] */
+    static const char *const families[] = {"qwen3",         "gpt_oss",    "deepseek_v3", "gemma3",
+                                           "phi3_longrope", "olmo3",      "gemma",       "glm4",
+                                           "cohere",        "starcoder2", "lfm2",        "stablelm2_qk"};
     static const kvc_wmat_dtype dts[] = {KVC_WMAT_Q8_0, KVC_WMAT_Q4_0};
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
         for (size_t d = 0; d < 2; d++) {

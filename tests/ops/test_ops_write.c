@@ -50,6 +50,12 @@ static void test_contiguous_scatter(void **state) {
     int64_t neg[B] = {-1, 0};
     assert_int_equal(kvc_write_contiguous(&c, &u, neg, B), KVC_ERANGE);
     assert_int_equal(kvc_write_contiguous(&c, &u, starts, 1), KVC_EINVAL);
+    /* a cache whose extents multiply past int64: refused before any (wrapped) offset is taken */
+    kvc_tensor huge = tensor3(cache, KVC_DTYPE_F32, B, INT64_MAX / 2, H);
+    int64_t far[B] = {(int64_t)1 << 61, 0};
+    assert_int_equal(kvc_write_contiguous(&huge, &u, far, B), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "more elements than int64"));
+    assert_memory_equal(before, cache, sizeof cache);
 }
 
 /* Element index of (block p, offset o, head h, channel d) in a cache of `order` ([NB, BS, N, D],
@@ -95,6 +101,11 @@ static void check_slot_scatter(kvc_block_layout order) {
     int64_t neg2[T] = {1, 2, -2, 3};
     assert_int_equal(kvc_write_slots(&c, order, &u, neg2, T), KVC_ERANGE);
     assert_int_equal(kvc_write_slots(&c, order, &u, slots, T - 1), KVC_EINVAL); /* len(slots) != T */
+    kvc_tensor huge = c; /* NB * bs * N * D past int64: NB*bs (the slot bound) would wrap */
+    huge.shape[0] = INT64_MAX / 4;
+    int64_t far[T] = {(int64_t)1 << 61, 0, 1, 2};
+    assert_int_equal(kvc_write_slots(&huge, order, &u, far, T), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "more elements than int64"));
     assert_memory_equal(before, cache, sizeof cache);
     uint16_t upd16[T * N * D] = {0};
     kvc_tensor u16 = tensor3(upd16, KVC_DTYPE_BF16, T, N, D);

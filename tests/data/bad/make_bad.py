@@ -77,10 +77,10 @@ def shape_huge(h):  # issue 13 #10: a shape of 1e300
     h["model.norm.weight"]["shape"] = [1e300]
 
 
-def expected(dirname, prompts, num_new_tokens=2):  # issue 23 #8, #11: expected.json of run --compare-dtypes
+def expected(dirname, prompts, num_new_tokens=2, raw=None):  # issue 23 #8, #11: expected.json of run --compare-dtypes
     write(dirname)
     with open(os.path.join(dirname, "expected.json"), "w") as f:
-        json.dump({"num_new_tokens": num_new_tokens, "prompts": prompts}, f)
+        f.write(raw) if raw else json.dump({"num_new_tokens": num_new_tokens, "prompts": prompts}, f)
 
 
 def truncated_library():  # issue 23 #10: a shared library cut after 1,000 bytes (dlopen dies with SIGBUS)
@@ -117,6 +117,9 @@ def main():
     expected("run_expected_fraction", [{"ids": [1, 1.5], "greedy_ids": [1, 2]}])
     expected("run_expected_count", [{"ids": [1, 2], "greedy_ids": [1, 2, 3]}])
     expected("run_expected_long", [{"ids": [k % 16 for k in range(40)], "greedy_ids": [1, 2]}])
+    # a key given twice: the first was taken (Python's json keeps the last)
+    expected("run_expected_dup_key", None, raw='{"num_new_tokens": 2, "prompts": [{"ids": [1], "greedy_ids": [1, 2]}], '
+             '"prompts": [{"ids": [3], "greedy_ids": [4, 5]}]}')
     truncated_library()
 
 
