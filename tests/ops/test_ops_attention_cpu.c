@@ -136,7 +136,9 @@ static fx_cfg random_cfg(uint32_t *rs, kvc_attn_layout layout, int mode, kvc_dty
     return c;
 }
 
-/* Every random problem is built and run on the reference once, then checked on each of the n tables. */
+/* Every random problem is built and run on the reference once, then checked on each of the n tables. Under
+ * AddressSanitizer (KVC_SMALL) two of the four GQA ratios of each layout, mode and KV dtype, in turn: each ratio
+ * still meets every layout, every mode and every KV dtype (the draws stay the Release build's, which checks all). */
 static void randomized(const kvc_simd_table *const *tables, int n) {
     const kvc_attn_layout layouts[] = {KVC_LAYOUT_TND,  KVC_LAYOUT_TND_NTD, KVC_LAYOUT_NTD_TND,  KVC_LAYOUT_BSH,
                                        KVC_LAYOUT_BSND, KVC_LAYOUT_BNSD,    KVC_LAYOUT_BSND_NBSD};
@@ -151,6 +153,7 @@ static void randomized(const kvc_simd_table *const *tables, int n) {
             for (size_t di = 0; di < NDT; di++)
                 for (size_t gi = 0; gi < 4; gi++) {
                     fx_cfg c = random_cfg(&rs, layouts[li], mode, kvdts[di], gs[gi]);
+                    if (KVC_SMALL && (li + (size_t)mode + di + gi) % 2) continue;
                     fx f;
                     fx_build(&f, &c);
                     double *ro = NULL, *rl = NULL;
@@ -168,7 +171,7 @@ static void randomized(const kvc_simd_table *const *tables, int n) {
                     fx_free(&f);
                     runs++;
                 }
-    assert_int_equal(runs, 7 * 5 * NDT * 4);
+    assert_int_equal(runs, 7 * 5 * NDT * 4 / (KVC_SMALL ? 2 : 1));
 }
 
 /* The random problems on the CPU's best table and the portable one (one reference run for both); skipped where
