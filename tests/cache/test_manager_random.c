@@ -269,11 +269,19 @@ static void test_full_only(void **state) {
     run_config(&c, 0x1234567u, 20000);
 }
 
+/* Random steps of a configuration: n in the Release build, half under AddressSanitizer (the same paths; its
+ * build runs them about six times slower). */
+#ifdef KVC_TEST_ASAN
+#define STEPS(n) ((n) / 2)
+#else
+#define STEPS(n) (n)
+#endif
+
 /* One key of `type` (blocks of 4) per span in spans[0..n). */
 static void run_spans(kvc_attn_type type, const int64_t *spans, size_t n, uint64_t seed, long steps) {
     for (size_t i = 0; i < n; i++) {
         config c = {.n_keys = 1, .type = {type}, .bs = {4}, .window = {spans[i]}, .blocks = {30}, .max_model_len = 60};
-        run_config(&c, seed + i, steps);
+        run_config(&c, seed + i, STEPS(steps));
     }
 }
 
@@ -304,7 +312,7 @@ static void run_mixed(const int64_t *blocks, bool shared, uint64_t seed) {
                     .blocks = {blocks[0], blocks[1], blocks[2]},
                     .max_model_len = 40,
                     .shared = shared};
-        run_config(&c, seed + (uint64_t)next_n, 15000);
+        run_config(&c, seed + (uint64_t)next_n, STEPS(15000));
     }
 }
 

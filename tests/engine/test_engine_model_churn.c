@@ -70,10 +70,22 @@ static kvc_demo_figures busy_vs_alone(const kvc_model *m, const kvc_engine_param
     return fig;
 }
 
-/* At most 12 new tokens per request (the sanitizer build runs the model slowly). */
-static void short_outputs(kvc_demo_workload *w) {
+/* At most cap new tokens per request (the sanitizer build runs the model slowly). */
+static void short_outputs(kvc_demo_workload *w, int64_t cap) {
     for (int64_t i = 0; i < w->n; i++)
-        if (w->reqs[i].max_new_tokens > 12) w->reqs[i].max_new_tokens = 12;
+        if (w->reqs[i].max_new_tokens > cap) w->reqs[i].max_new_tokens = cap;
+}
+
+/* The busy workload: 20 requests (seed 11); under AddressSanitizer, whose build runs the model about 25 times
+ * slower, 8 requests of at most 96 new tokens (seed 15: its long outputs still make the small pool preempt and
+ * run out of blocks in every family, as churn_family checks). */
+static void churn_workload(kvc_demo_workload *w) {
+#ifdef KVC_TEST_ASAN
+    assert_int_equal(kvc_demo_workload_make(8, 15, 512, 0, w), KVC_OK);
+    short_outputs(w, 96);
+#else
+    assert_int_equal(kvc_demo_workload_make(20, 11, 512, 0, w), KVC_OK);
+#endif
 }
 
 /* budget_tokens: KV budget in tokens of every layer (GptOss: its sliding
@@ -84,7 +96,7 @@ static void churn_family(int f, int64_t budget_tokens) {
     kvc_model *m = NULL;
     assert_int_equal(kvc_demo_model(fam, &m), KVC_OK);
     kvc_demo_workload w;
-    assert_int_equal(kvc_demo_workload_make(20, 11, 512, 0, &w), KVC_OK);
+    churn_workload(&w);
     kvc_engine_adapter_params ap = {.latent = fam->latent, .cache = {.block_size = 16}};
     kvc_engine_params p = churn_params(6);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
@@ -109,7 +121,7 @@ static void churn_family(int f, int64_t budget_tokens) {
      * the sanitizer build runs the model slowly) */
     kvc_demo_workload few;
     assert_int_equal(kvc_demo_workload_make(6, 12, 512, 0, &few), KVC_OK);
-    short_outputs(&few);
+    short_outputs(&few, 12);
     p.max_num_batched_tokens = 24;
     p.long_prefill_token_threshold = 10;
     kvc_demo_figures chunked = busy_vs_alone(m, &p, &ap, &few, fam->name);
@@ -121,7 +133,7 @@ static void churn_family(int f, int64_t budget_tokens) {
     kvc_demo_workload shared;
     assert_int_equal(kvc_demo_workload_make(12, 13, 512, 0, &shared), KVC_OK);
     kvc_demo_workload_share_prefix(&shared, 1, 64, 512);
-    short_outputs(&shared);
+    short_outputs(&shared, 12);
     for (int64_t i = 2; i < shared.n; i += 3) shared.ids[shared.reqs[i].prompt - shared.ids] ^= 1; /* a third differ */
     kvc_engine_params pc = churn_params(6);
     pc.plan = KVC_ENGINE_PLAN_BUDGET;
@@ -158,7 +170,7 @@ static void test_churn_gpt_oss_int8(void **state) {
     assert_int_equal(kvc_demo_model(&kvc_demo_families[1], &m), KVC_OK);
     kvc_demo_workload w;
     assert_int_equal(kvc_demo_workload_make(8, 11, 512, 0, &w), KVC_OK);
-    short_outputs(&w);
+    short_outputs(&w, 12);
     kvc_engine_adapter_params ap = {.cache = {.block_size = 16, .kv_dtype = KVC_DTYPE_I8}};
     kvc_engine_params p = churn_params(6);
     p.plan = KVC_ENGINE_PLAN_BUDGET;
