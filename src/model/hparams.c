@@ -810,8 +810,9 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
     if (r->type == KVC_ROPE_LLAMA3) {
         KVC_TRY(kvci_json_num(dict, "low_freq_factor", POSITIVE_FACTOR, &r->low_freq_factor, NULL));
         KVC_TRY(kvci_json_num(dict, "high_freq_factor", POSITIVE_FACTOR, &r->high_freq_factor, NULL));
-        if (!(r->high_freq_factor > r->low_freq_factor))
-            return kvci_fail(KVC_EINVAL, "%s: %s.high_freq_factor %g must exceed low_freq_factor %g", dict->doc,
+        /* equal factors (Llama 4 Scout's 1 and 1) leave no blended band: transformers only warns */
+        if (!(r->high_freq_factor >= r->low_freq_factor))
+            return kvci_fail(KVC_EINVAL, "%s: %s.high_freq_factor %g must not be below low_freq_factor %g", dict->doc,
                              dict->path, r->high_freq_factor, r->low_freq_factor);
     }
     if (r->type == KVC_ROPE_YARN) KVC_TRY(read_yarn(dict, r));
