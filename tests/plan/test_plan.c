@@ -1688,6 +1688,52 @@ typedef struct bad_case {
 
 /* DeepSeek-V4: a K = V window on every layer; compressed entries (Compressed_<ratio> keys, block_size entries
  * per block) with the indexer's keys on CSA layers; the compressors' pending positions as states. */
+/* Nemotron-NAS (Llama-3.3-Nemotron-Super-49B's shape): block_configs[i].attention gives each layer's KV heads
+ * (num_attention_heads / n_heads_in_group) or none (no_op, replace_with_linear); no num_key_value_heads. Before,
+ * every layer was planned with one KV head per query head (13x the Super's bytes). */
+static void test_nemotron_nas_blocks(void **state) {
+    (void)state;
+#define NAS_HEAD                                                                                                       \
+    "{\"architectures\": [\"DeciLMForCausalLM\"], \"model_type\": \"nemotron-nas\", \"hidden_size\": 64,"              \
+    " \"num_attention_heads\": 8, \"num_key_value_heads\": null, \"num_hidden_layers\": %d,"                           \
+    " \"max_position_embeddings\": 1024, \"torch_dtype\": \"bfloat16\", \"block_configs\": [%s]}"
+#define NAS_ATTN(x) "{\"attention\": {" x "}, \"ffn\": {\"no_op\": false}}"
+    char json[2048];
+    snprintf(json, sizeof json, NAS_HEAD, 4,
+             NAS_ATTN("\"n_heads_in_group\": 2, \"no_op\": false, \"replace_with_linear\": false,"
+                      " \"window_length\": null") ","                                               /* 4 KV heads */
+             NAS_ATTN("\"n_heads_in_group\": null, \"no_op\": true") ","                            /* no cache */
+             NAS_ATTN("\"n_heads_in_group\": null, \"replace_with_linear\": true") ","              /* no cache */
+             NAS_ATTN("\"n_heads_in_group\": 4, \"no_op\": false, \"replace_with_linear\": null")); /* 2 KV heads */
+    kvc_plan_options o = kvc_plan_default_options();
+    kvc_model_plan *plan = plan_text(json, &o);
+    assert_int_equal(plan->n_layers, 2);
+    assert_int_equal(plan->layers[0].layer, 0);
+    assert_int_equal(plan->layers[1].layer, 3);
+    assert_int_equal(plan->layers[0].caches[0].num_head, 4);
+    assert_int_equal(plan->layers[1].caches[0].num_head, 2);
+    assert_int_equal(plan->num_key_value_heads, 4); /* the first attention layer's */
+    assert_int_equal(plan->blocks.per_token_bytes, 2 * (4 + 2) * 8 * 2);
+    assert_true(has_warning(plan, "2 of the 4 layers"));
+    kvc_model_plan_destroy(plan);
+    static const struct {
+        int layers;
+        const char *blocks, *needle;
+    } bad[] = {
+        {2, NAS_ATTN("\"n_heads_in_group\": 2"), "block_configs has 1 entries for 2 layers"},
+        {1, NAS_ATTN("\"n_heads_in_group\": 3"), "block_configs[0].attention.n_heads_in_group 3 does not divide"},
+        {1, NAS_ATTN("\"n_heads_in_group\": 2, \"window_length\": 64"), "block_configs[0].attention.window_length"},
+        {1, NAS_ATTN("\"no_op\": true"), "block_configs: no layer has attention"},
+        {1, "{\"ffn\": {}}", "block_configs[0].attention is missing"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(json, sizeof json, NAS_HEAD, bad[i].layers, bad[i].blocks);
+        expect_refusal_text(json, bad[i].needle);
+    }
+#undef NAS_ATTN
+#undef NAS_HEAD
+}
+
 static void test_deepseek_v4(void **state) {
     (void)state;
     kvc_plan_options o = kvc_plan_default_options();
@@ -2089,6 +2135,7 @@ int main(void) {
         cmocka_unit_test(test_size_parser),
         cmocka_unit_test(test_llama4_chunked_layers),
         cmocka_unit_test(test_deepseek_v4),
+        cmocka_unit_test(test_nemotron_nas_blocks),
         cmocka_unit_test(test_hy_v4),
         cmocka_unit_test(test_gemma4_plan),
         cmocka_unit_test(test_linear_and_loop_types),
