@@ -341,10 +341,13 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     const bool mamba1 = strcmp(type, "mamba") == 0 || strcmp(type, "falcon_mamba") == 0 ||
                         strcmp(type, "rwkv") == 0; /* RWKV: no attention either */
     const bool mamba2 = strcmp(type, "mamba2") == 0, jetmoe = strcmp(type, "jetmoe") == 0;
-    bool have_heads = false;        /* optional for Mamba2 and Mamba (no attention) and JetMoE (derived) only */
-    hp->n_heads = mamba1 ? 1 : 128; /* Mamba2Config's num_heads, read as the heads (its mixer's); Mamba has none */
+    /* Gemma3TextConfig's 8 heads and 131072 positions: gemma-3-4b-it's text_config gives neither, -27b-it's no length
+     */
+    const bool gemma3 = strcmp(type, "gemma3_text") == 0 || strcmp(type, "gemma3") == 0;
+    bool have_heads = false; /* optional for Mamba2 and Mamba (no attention), JetMoE (derived) and Gemma 3 only */
+    hp->n_heads = mamba1 ? 1 : gemma3 ? 8 : 128; /* Mamba2Config's num_heads, read as the heads (its mixer's) */
     KVC_TRY(kvci_hparams_int(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads,
-                             mamba1 || mamba2 || jetmoe ? &have_heads : NULL));
+                             mamba1 || mamba2 || jetmoe || gemma3 ? &have_heads : NULL));
     hp->n_kv_heads = hp->n_heads;
     if (defaults_of(hp).mha_only) { /* its keys unread, as transformers' attention never reads them */
         hp->have_kv_heads = true;
@@ -392,7 +395,8 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     int64_t offset = 0; /* RoBERTa's positions from pad_token_id + 1 on: fewer than its table's rows */
     if (kvci_family_is_bert(mt)) KVC_TRY(kvci_family_bert_positions(hp, &hp->max_pos, &offset));
     if (!hp->have_max_pos && jetmoe) hp->max_pos = 4096, hp->have_max_pos = true; /* JetMoeConfig's */
-    if (!hp->have_max_pos && mt != NULL && strcmp(mt, "zamba") == 0)              /* ZambaConfig's */
+    if (!hp->have_max_pos && gemma3) hp->max_pos = 131072, hp->have_max_pos = true;
+    if (!hp->have_max_pos && mt != NULL && strcmp(mt, "zamba") == 0) /* ZambaConfig's */
         hp->max_pos = 4096, hp->have_max_pos = true;
     if (!hp->have_max_pos && mt != NULL && strcmp(mt, "openai-gpt") == 0) /* OpenAIGPTConfig's n_positions */
         hp->max_pos = 512, hp->have_max_pos = true;

@@ -743,6 +743,17 @@ static void test_family_rules(void **state) {
     assert_true(p->hybrid);
     assert_string_equal(p->rope_type, "linear");
     kvc_model_plan_destroy(p);
+    /* gemma-3-4b-it's text_config gives no heads, KV heads, head_dim or length: Gemma3TextConfig's 8, 4, 256 and
+     * 131072 (was refused: num_attention_heads is missing; a config without the length was planned at 2048) */
+    p = plan_text("{\"architectures\": [\"Gemma3ForConditionalGeneration\"], \"model_type\": \"gemma3\","
+                  " \"torch_dtype\": \"bfloat16\", \"text_config\": {\"hidden_size\": 2560,"
+                  " \"model_type\": \"gemma3_text\", \"num_hidden_layers\": 6, \"sliding_window\": 1024}}",
+                  &o);
+    assert_true(p->num_attention_heads == 8 && p->num_key_value_heads == 4 && p->head_dim == 256);
+    assert_int_equal(p->options.max_model_len, 131072);
+    assert_int_equal(p->layers[5].attn_type, KVC_ATTN_FULL);
+    assert_int_equal(p->blocks.per_token_bytes, 2 * 4 * 256 * 2); /* the one full layer */
+    kvc_model_plan_destroy(p);
 
     /* Qwen2 with use_sliding_window: window layers from max_window_layers on. */
     p = plan_text("{\"model_type\": \"qwen2\", \"num_hidden_layers\": 4, \"num_attention_heads\": 8,"
