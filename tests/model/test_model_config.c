@@ -3709,6 +3709,12 @@ static void test_nemotron_h_fields(void **state) {
     assert_int_equal(kvci_layer_states(&c, 0, s), 0);
     assert_int_equal(kvci_layer_states(&c, 1, s), 2);
     assert_true(s[0].shape[0] == 2 && s[0].shape[1] == 64 + 2 * 2 * 8 && s[1].shape[0] == 8 && s[1].shape[1] == 8);
+    /* the legacy names Nemotron-3 Ultra's config gives, remapped as transformers does (was refused) */
+    assert_int_equal(kvc_model_config_parse(NEMOTRON_H_BASE ",\"layers_block_type\":[\"mlp\",\"mamba\","
+                                                            "\"attention\",\"mamba\"]}",
+                                            "nemotron-h-legacy", &c),
+                     KVC_OK);
+    assert_true(c.num_layers == 4 && c.layer_no_mixer[0] && c.layer_mamba[1] && !c.layer_mamba[2] && c.layer_mamba[3]);
     expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M\",\"mlp_hidden_act\":\"silu\"}", "mlp_hidden_act");
     expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M\",\"mamba_hidden_act\":\"gelu\"}",
                    "mamba_hidden_act");

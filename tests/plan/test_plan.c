@@ -1058,6 +1058,13 @@ static void test_recent_shapes(void **state) {
         &o);
     assert_true(p->layers[0].n_caches == 3 && p->layers[1].n_caches == 2 && p->layers[2].n_caches == 3);
     kvc_model_plan_destroy(p);
+    /* GLM-5.2's layer_types spell indexed_attention by its legacy name, as transformers remaps it (was refused) */
+    p = plan_text("{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+                  " \"hidden_size\": 512, \"max_position_embeddings\": 64, \"layer_types\":"
+                  " [\"deepseek_sparse_attention\", \"qwen_sparse_attention\"]}",
+                  &o);
+    assert_true(p->n_layers == 2 && p->layers[1].attn_type == KVC_ATTN_FULL && p->layers[1].n_caches == 3);
+    kvc_model_plan_destroy(p);
     p = plan_text("{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
                   " \"hidden_size\": 512, \"max_position_embeddings\": 64, \"index_topk_freq\": 2}",
                   &o);
