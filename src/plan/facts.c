@@ -275,6 +275,7 @@ kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kv
     if (strcmp(mt, "dory") == 0) KVC_TRY(kvci_plan_dory_loops(hp, plan, f));
     if (strcmp(mt, "qwen4_exp_text") == 0 || strcmp(mt, "qwen4_exp") == 0) KVC_TRY(kvci_plan_qsa_indexer(hp, plan, f));
     if (strcmp(mt, "kolibri1_1") == 0) KVC_TRY(kvci_plan_kv_sources(hp, plan, f));
+    if (kvci_plan_is_minimax_m3(mt)) KVC_TRY(kvci_plan_minimax_m3_index(hp, plan, f));
     const bool glm5 = strcmp(mt, "glm_moe_dsa") == 0;
     if (f->fam == &kvc_family_hy_v4 || glm5) { /* indexer keys on the layers that run their own indexer */
         f->index_layers = kvci_calloc((size_t)f->n_layers, sizeof *f->index_layers);

@@ -79,6 +79,11 @@ bool kvci_plan_has_block_configs(const kvc_hparams *hp);
 kvc_status kvci_plan_block_kv_heads(const kvc_hparams *hp, kvc_model_facts *f);
 kvc_status kvci_plan_block_configs(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
 
+/* sparse_index.c: whether model_type is MiniMax-M3's; its indexed layers into f->index_layers (allocated; the caller
+ * frees it, also after a failure) and their key width into f->index_head_dim (KV dtype). Refused by name. */
+bool kvci_plan_is_minimax_m3(const char *model_type);
+kvc_status kvci_plan_minimax_m3_index(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
+
 /* select.c: the KV dtype from torch_dtype (or dtype) unless the options set it. */
 kvc_status kvci_plan_resolve_dtype(const kvc_hparams *hp, kvc_model_plan *plan);
 /* select.c: the softmax scale. */

@@ -1752,6 +1752,38 @@ static void test_nemotron_nas_blocks(void **state) {
 #undef NAS_HEAD
 }
 
+/* MiniMax-M3: the layers running a Lightning Indexer (sparse_attention_config.sparse_attention_freq 1, or layer_types
+ * "minimax_m3_sparse") keep one index key per token in the KV dtype beside K/V, as transformers' sparse cache layer
+ * does (were planned as plain full attention, the keys left out; layer_types was refused) */
+static void test_minimax_m3_indexer(void **state) {
+    (void)state;
+    kvc_plan_options o = kvc_plan_default_options();
+    kvc_model_plan *p = plan_text(
+        "{\"model_type\": \"minimax_m3\", \"num_hidden_layers\": 4, \"num_attention_heads\": 8,"
+        " \"num_key_value_heads\": 2, \"head_dim\": 16, \"hidden_size\": 128, \"max_position_embeddings\": 64,"
+        " \"torch_dtype\": \"bfloat16\", \"sparse_attention_config\": {\"sparse_index_dim\": 64,"
+        " \"sparse_attention_freq\": [0, 1, 1, 0]}}",
+        &o);
+    for (int l = 0; l < 4; l++) assert_int_equal(p->layers[l].n_caches, l == 1 || l == 2 ? 3 : 2);
+    assert_string_equal(p->layers[1].caches[2].name, "indexer_k_cache");
+    assert_int_equal(p->layers[1].caches[2].bytes_per_token, 64 * 2);
+    assert_int_equal(p->blocks.per_token_bytes, 4 * 2 * 2 * 16 * 2 + 2 * 64 * 2);
+    assert_true(has_warning(p, "2 of the 4 layers run a Lightning Indexer"));
+    kvc_model_plan_destroy(p);
+    p = plan_text("{\"model_type\": \"minimax_m3_vl\", \"torch_dtype\": \"bfloat16\", \"text_config\": {"
+                  " \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"head_dim\": 16,"
+                  " \"hidden_size\": 128, \"max_position_embeddings\": 64,"
+                  " \"layer_types\": [\"full_attention\", \"minimax_m3_sparse\"]}}",
+                  &o);
+    assert_true(p->layers[0].n_caches == 2 && p->layers[1].n_caches == 3);
+    assert_int_equal(p->layers[1].caches[2].bytes_per_token, 128 * 2);
+    kvc_model_plan_destroy(p);
+    expect_refusal_text("{\"model_type\": \"minimax_m3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+                        " \"hidden_size\": 128, \"max_position_embeddings\": 64,"
+                        " \"sparse_attention_config\": {\"sparse_attention_freq\": [1]}}",
+                        "sparse_attention_config.sparse_attention_freq has 1 entries for 2 layers");
+}
+
 static void test_deepseek_v4(void **state) {
     (void)state;
     kvc_plan_options o = kvc_plan_default_options();
@@ -2154,6 +2186,7 @@ int main(void) {
         cmocka_unit_test(test_llama4_chunked_layers),
         cmocka_unit_test(test_deepseek_v4),
         cmocka_unit_test(test_nemotron_nas_blocks),
+        cmocka_unit_test(test_minimax_m3_indexer),
         cmocka_unit_test(test_hy_v4),
         cmocka_unit_test(test_gemma4_plan),
         cmocka_unit_test(test_linear_and_loop_types),
