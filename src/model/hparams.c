@@ -328,6 +328,9 @@ static kvc_status longcat_layers(const kvc_json_obj *c, int64_t *n) {
 kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     const kvc_json_obj *c = &hp->cfg;
     const bool longcat = hp->model_type != NULL && strcmp(hp->model_type, "longcat_flash") == 0;
+    /* a Llama text_config takes LlamaConfig's sizes, as transformers builds it (llava-1.5's gives none of them: 32
+     * layers, 32 heads, hidden 4096); a top-level config still names each size */
+    const bool llama_text = hp->cfg.fallback != NULL && hp->model_type != NULL && strcmp(hp->model_type, "llama") == 0;
     bool have_layers = longcat;
     if (longcat)
         KVC_TRY(longcat_layers(c, &hp->n_layers));
@@ -335,6 +338,8 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
         KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, &have_layers));
     if (!have_layers && hp->model_type != NULL && strcmp(hp->model_type, "nemotron_h") == 0)
         KVC_TRY(nemotron_h_layers(c, &hp->n_layers));
+    else if (!have_layers && llama_text)
+        hp->n_layers = 32;
     else if (!have_layers)
         KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
     const char *type = hp->model_type != NULL ? hp->model_type : "";
@@ -344,10 +349,10 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     /* Gemma3TextConfig's 8 heads and 131072 positions: gemma-3-4b-it's text_config gives neither, -27b-it's no length
      */
     const bool gemma3 = strcmp(type, "gemma3_text") == 0 || strcmp(type, "gemma3") == 0;
-    bool have_heads = false; /* optional for Mamba2 and Mamba (no attention), JetMoE (derived) and Gemma 3 only */
-    hp->n_heads = mamba1 ? 1 : gemma3 ? 8 : 128; /* Mamba2Config's num_heads, read as the heads (its mixer's) */
+    bool have_heads = false; /* optional for Mamba2, Mamba (no attention), JetMoE (derived), Gemma 3, Llama text */
+    hp->n_heads = mamba1 ? 1 : gemma3 ? 8 : llama_text ? 32 : 128; /* Mamba2Config's num_heads: its mixer's */
     KVC_TRY(kvci_hparams_int(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads,
-                             mamba1 || mamba2 || jetmoe || gemma3 ? &have_heads : NULL));
+                             mamba1 || mamba2 || jetmoe || gemma3 || llama_text ? &have_heads : NULL));
     hp->n_kv_heads = hp->n_heads;
     if (defaults_of(hp).mha_only) { /* its keys unread, as transformers' attention never reads them */
         hp->have_kv_heads = true;
@@ -373,6 +378,7 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     bool have = false;
     hp->hidden_size = 0;
     KVC_TRY(kvci_hparams_int(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
+    if (!have && llama_text) hp->hidden_size = 4096;
     KVC_TRY(kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
     if (!hp->have_max_pos && hp->model_type != NULL && strcmp(hp->model_type, "rwkv") == 0) /* its attribute_map */
         KVC_TRY(kvci_json_int(c, "context_length", 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));

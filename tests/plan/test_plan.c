@@ -526,6 +526,19 @@ static void test_multimodal_text_plans(void **state) {
         assert_int_equal(plan->blocks.per_token_bytes, window[t] ? 0 : 2 * 2 * kv_heads[t] * head_dim[t] * 2);
         kvc_model_plan_destroy(plan);
     }
+    /* llava-1.5's text_config names the Llama type and its length only: LlamaConfig's 32 layers, 32 heads (as many
+     * KV heads) and hidden 4096, as transformers builds it (was refused: num_hidden_layers is missing); a top-level
+     * Llama config still names its sizes */
+    static const char llava[] = "{\"architectures\": [\"LlavaForConditionalGeneration\"], \"model_type\": \"llava\","
+                                " \"text_config\": {\"model_type\": \"llama\", \"max_position_embeddings\": 4096}}";
+    kvc_model_plan *p = NULL;
+    assert_int_equal(kvc_model_plan_create(llava, sizeof llava - 1, &o, &p), KVC_OK);
+    assert_true(p->n_layers == 32 && p->num_attention_heads == 32 && p->num_key_value_heads == 32);
+    assert_int_equal(p->head_dim, 128);
+    kvc_model_plan_destroy(p);
+    static const char llama[] = "{\"model_type\": \"llama\", \"max_position_embeddings\": 4096}";
+    assert_int_equal(kvc_model_plan_create(llama, sizeof llama - 1, &o, &p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "num_hidden_layers is missing"));
 }
 
 static void test_hybrid_state_layers(void **state) {
