@@ -1768,6 +1768,30 @@ static void test_nemotron_nas_blocks(void **state) {
 /* MiniMax-M3: the layers running a Lightning Indexer (sparse_attention_config.sparse_attention_freq 1, or layer_types
  * "minimax_m3_sparse") keep one index key per token in the KV dtype beside K/V, as transformers' sparse cache layer
  * does (were planned as plain full attention, the keys left out; layer_types was refused) */
+/* A quantization_config asking for an FP8 KV cache (kv_cache_scheme, kv_cache_quant_algo) is planned in the config's
+ * dtype, with a warning naming the key and the option that plans it (was silent) */
+static void test_fp8_cache_warning(void **state) {
+    (void)state;
+    static const char *const Q[] = {
+        "{\"quant_method\": \"compressed-tensors\", \"kv_cache_scheme\": {\"num_bits\": 8}}",
+        "{\"quant_method\": \"modelopt\", \"kv_cache_quant_algo\": \"FP8\"}",
+        "{\"quant_method\": \"fp8\", \"kv_cache_scheme\": null}"};
+    kvc_plan_options o = kvc_plan_default_options();
+    for (int i = 0; i < 3; i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 8,"
+                 " \"hidden_size\": 512, \"max_position_embeddings\": 64, \"torch_dtype\": \"bfloat16\","
+                 " \"quantization_config\": %s}",
+                 Q[i]);
+        kvc_model_plan *p = plan_text(json, &o);
+        assert_int_equal(p->options.kv_dtype, KVC_DTYPE_BF16);
+        assert_true(has_warning(p, "--kv-dtype fp8_e4m3") == (i < 2));
+        assert_true(i == 2 || has_warning(p, i == 0 ? "kv_cache_scheme" : "kv_cache_quant_algo"));
+        kvc_model_plan_destroy(p);
+    }
+}
+
 static void test_minimax_m3_indexer(void **state) {
     (void)state;
     kvc_plan_options o = kvc_plan_default_options();
@@ -2200,6 +2224,7 @@ int main(void) {
         cmocka_unit_test(test_deepseek_v4),
         cmocka_unit_test(test_nemotron_nas_blocks),
         cmocka_unit_test(test_minimax_m3_indexer),
+        cmocka_unit_test(test_fp8_cache_warning),
         cmocka_unit_test(test_hy_v4),
         cmocka_unit_test(test_gemma4_plan),
         cmocka_unit_test(test_linear_and_loop_types),
