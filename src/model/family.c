@@ -239,8 +239,11 @@ kvc_status kvci_family_layer_types(const kvc_family_ctx *ctx, kvc_layer_kind *ki
         if (!cJSON_IsString(e))
             return kvci_fail(KVC_EINVAL, "%s: layer_types[%lld] must be a string", cfg->doc, (long long)i);
         const char *s = e->valuestring;
-        /* indexed_attention: DeepSeek sparse attention (GLM-5), full attention over keys its indexer picks */
-        if (strcmp(s, "full_attention") == 0 || strcmp(s, "attention") == 0 || strcmp(s, "indexed_attention") == 0)
+        /* indexed_attention: DeepSeek sparse attention (GLM-5), full attention over keys its indexer picks; its
+         * legacy names (GLM-5.2's deepseek_sparse_attention) are remapped by transformers' PreTrainedConfig */
+        if (strcmp(s, "full_attention") == 0 || strcmp(s, "attention") == 0 || strcmp(s, "indexed_attention") == 0 ||
+            strcmp(s, "deepseek_sparse_attention") == 0 || strcmp(s, "qwen_sparse_attention") == 0 ||
+            strcmp(s, "minimax_m3_sparse") == 0) /* MiniMax-M3's indexed layers (src/plan/sparse_index.c) */
             kinds[i] = KVC_LK_FULL;
         else if (strcmp(s, "sliding_attention") == 0)
             kinds[i] = KVC_LK_SLIDING;
@@ -253,8 +256,9 @@ kvc_status kvci_family_layer_types(const kvc_family_ctx *ctx, kvc_layer_kind *ki
         else
             return kvci_fail(KVC_EINVAL,
                              "%s: layer_types[%lld] \"%.64s\" is not a known layer type (full_attention, "
-                             "indexed_attention, sliding_attention, chunked_attention, linear_attention, mamba, conv, "
-                             "mlp)",
+                             "indexed_attention (deepseek_sparse_attention, qwen_sparse_attention, minimax_m3_sparse), "
+                             "sliding_attention, "
+                             "chunked_attention, linear_attention, mamba, conv, mlp)",
                              cfg->doc, (long long)i, s);
     }
     return KVC_OK;

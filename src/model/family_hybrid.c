@@ -128,13 +128,17 @@ kvc_status kvci_family_block_list(const kvc_family_ctx *ctx, const cJSON *list, 
 }
 
 /* Nemotron-H as transformers 5 saves it: layers_block_type, one entry per layer, linear_attention (Mamba2),
- * full_attention, mlp or moe (no cache). */
+ * full_attention, mlp or moe (no cache); mamba and attention, the legacy names Nemotron-3 Ultra's config gives,
+ * as transformers' PreTrainedConfig remaps them. */
 static kvc_status block_type_kinds(const kvc_family_ctx *ctx, const cJSON *list, kvc_layer_kind *kinds) {
     static const kvc_block_name names[] = {{"linear_attention", KVC_LK_STATE},
                                            {"full_attention", KVC_LK_FULL},
                                            {"mlp", KVC_LK_NONE},
-                                           {"moe", KVC_LK_NONE}};
-    return kvci_family_block_list(ctx, list, names, 4, "linear_attention, full_attention, mlp or moe", kinds);
+                                           {"moe", KVC_LK_NONE},
+                                           {"mamba", KVC_LK_STATE},
+                                           {"attention", KVC_LK_FULL}};
+    return kvci_family_block_list(ctx, list, names, 6,
+                                  "linear_attention (mamba), full_attention (attention), mlp or moe", kinds);
 }
 
 /* Mamba2ForCausalLM (model_type mamba2): no attention, its mixer's keys without the mamba_ prefix. */

@@ -330,6 +330,9 @@ static kvc_status longcat_layers(const kvc_json_obj *c, int64_t *n) {
 kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     const kvc_json_obj *c = &hp->cfg;
     const bool longcat = hp->model_type != NULL && strcmp(hp->model_type, "longcat_flash") == 0;
+    /* a Llama text_config takes LlamaConfig's sizes, as transformers builds it (llava-1.5's gives none of them: 32
+     * layers, 32 heads, hidden 4096); a top-level config still names each size */
+    const bool llama_text = hp->cfg.fallback != NULL && hp->model_type != NULL && strcmp(hp->model_type, "llama") == 0;
     bool have_layers = longcat;
     if (longcat)
         KVC_TRY(longcat_layers(c, &hp->n_layers));
@@ -337,16 +340,21 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
         KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, &have_layers));
     if (!have_layers && hp->model_type != NULL && strcmp(hp->model_type, "nemotron_h") == 0)
         KVC_TRY(nemotron_h_layers(c, &hp->n_layers));
+    else if (!have_layers && llama_text)
+        hp->n_layers = 32;
     else if (!have_layers)
         KVC_TRY(kvci_hparams_int(c, kvci_hp_layers_keys, 1, KVC_HP_MAX_LAYERS, &hp->n_layers, NULL));
     const char *type = hp->model_type != NULL ? hp->model_type : "";
     const bool mamba1 = strcmp(type, "mamba") == 0 || strcmp(type, "falcon_mamba") == 0 ||
                         strcmp(type, "rwkv") == 0; /* RWKV: no attention either */
     const bool mamba2 = strcmp(type, "mamba2") == 0, jetmoe = strcmp(type, "jetmoe") == 0;
-    bool have_heads = false;        /* optional for Mamba2 and Mamba (no attention) and JetMoE (derived) only */
-    hp->n_heads = mamba1 ? 1 : 128; /* Mamba2Config's num_heads, read as the heads (its mixer's); Mamba has none */
+    /* Gemma3TextConfig's 8 heads and 131072 positions: gemma-3-4b-it's text_config gives neither, -27b-it's no length
+     */
+    const bool gemma3 = strcmp(type, "gemma3_text") == 0 || strcmp(type, "gemma3") == 0;
+    bool have_heads = false; /* optional for Mamba2, Mamba (no attention), JetMoE (derived), Gemma 3, Llama text */
+    hp->n_heads = mamba1 ? 1 : gemma3 ? 8 : llama_text ? 32 : 128; /* Mamba2Config's num_heads: its mixer's */
     KVC_TRY(kvci_hparams_int(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads,
-                             mamba1 || mamba2 || jetmoe ? &have_heads : NULL));
+                             mamba1 || mamba2 || jetmoe || gemma3 || llama_text ? &have_heads : NULL));
     hp->n_kv_heads = hp->n_heads;
     if (defaults_of(hp).mha_only) { /* its keys unread, as transformers' attention never reads them */
         hp->have_kv_heads = true;
@@ -372,6 +380,7 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     bool have = false;
     hp->hidden_size = 0;
     KVC_TRY(kvci_hparams_int(c, kvci_hp_hidden_keys, 1, KVC_HP_MAX_WIDTH, &hp->hidden_size, &have));
+    if (!have && llama_text) hp->hidden_size = 4096;
     KVC_TRY(kvci_hparams_int(c, MAX_POS_KEYS, 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
     if (!hp->have_max_pos && hp->model_type != NULL && strcmp(hp->model_type, "rwkv") == 0) /* its attribute_map */
         KVC_TRY(kvci_json_int(c, "context_length", 1, KVC_HP_MAX_POSITIONS, &hp->max_pos, &hp->have_max_pos));
@@ -394,7 +403,8 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     int64_t offset = 0; /* RoBERTa's positions from pad_token_id + 1 on: fewer than its table's rows */
     if (kvci_family_is_bert(mt)) KVC_TRY(kvci_family_bert_positions(hp, &hp->max_pos, &offset));
     if (!hp->have_max_pos && jetmoe) hp->max_pos = 4096, hp->have_max_pos = true; /* JetMoeConfig's */
-    if (!hp->have_max_pos && mt != NULL && strcmp(mt, "zamba") == 0)              /* ZambaConfig's */
+    if (!hp->have_max_pos && gemma3) hp->max_pos = 131072, hp->have_max_pos = true;
+    if (!hp->have_max_pos && mt != NULL && strcmp(mt, "zamba") == 0) /* ZambaConfig's */
         hp->max_pos = 4096, hp->have_max_pos = true;
     if (!hp->have_max_pos && mt != NULL && strcmp(mt, "openai-gpt") == 0) /* OpenAIGPTConfig's n_positions */
         hp->max_pos = 512, hp->have_max_pos = true;
@@ -812,8 +822,9 @@ static kvc_status read_rope_entry(const kvc_hparams *hp, const kvc_json_obj *dic
     if (r->type == KVC_ROPE_LLAMA3) {
         KVC_TRY(kvci_json_num(dict, "low_freq_factor", POSITIVE_FACTOR, &r->low_freq_factor, NULL));
         KVC_TRY(kvci_json_num(dict, "high_freq_factor", POSITIVE_FACTOR, &r->high_freq_factor, NULL));
-        if (!(r->high_freq_factor > r->low_freq_factor))
-            return kvci_fail(KVC_EINVAL, "%s: %s.high_freq_factor %g must exceed low_freq_factor %g", dict->doc,
+        /* equal factors (Llama 4 Scout's 1 and 1) leave no blended band: transformers only warns */
+        if (!(r->high_freq_factor >= r->low_freq_factor))
+            return kvci_fail(KVC_EINVAL, "%s: %s.high_freq_factor %g must not be below low_freq_factor %g", dict->doc,
                              dict->path, r->high_freq_factor, r->low_freq_factor);
     }
     if (r->type == KVC_ROPE_YARN) KVC_TRY(read_yarn(dict, r));

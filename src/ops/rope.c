@@ -18,11 +18,11 @@ static kvc_status check_plan(const kvc_rope_config *r, int64_t rot_dim) {
         return kvci_fail(KVC_EINVAL, "rope: theta %g must be finite and > 0", r->theta);
     if (r->type == KVC_ROPE_LLAMA3) {
         if (!(r->factor > 0.0) || !isfinite(r->factor) || r->original_max_position <= 0 ||
-            !(r->low_freq_factor > 0.0) || !(r->high_freq_factor > r->low_freq_factor) ||
+            !(r->low_freq_factor > 0.0) || !(r->high_freq_factor >= r->low_freq_factor) ||
             !isfinite(r->high_freq_factor))
             return kvci_fail(KVC_EINVAL,
                              "rope llama3: factor %g and original_max_position %lld must be > 0, and 0 < "
-                             "low_freq_factor %g < high_freq_factor %g",
+                             "low_freq_factor %g <= high_freq_factor %g",
                              r->factor, (long long)r->original_max_position, r->low_freq_factor, r->high_freq_factor);
     } else if (r->type == KVC_ROPE_YARN) {
         if (!(r->factor > 0.0) || !isfinite(r->factor) || r->original_max_position <= 0 || !(r->beta_fast > 0.0) ||
@@ -70,7 +70,8 @@ static kvc_status check_plan(const kvc_rope_config *r, int64_t rot_dim) {
 }
 
 /* llama3: wavelengths above L0 / low_freq_factor divided by the factor,
- * below L0 / high_freq_factor kept, a smooth blend in between. */
+ * below L0 / high_freq_factor kept, a smooth blend in between (none when the
+ * two factors are equal, as Llama 4 Scout's: every wavelength up to L0 kept). */
 static void llama3_scale(const kvc_rope_config *r, int64_t half, float *inv) {
     const double L0 = (double)r->original_max_position, f = r->factor;
     const double low_wl = L0 / r->low_freq_factor, high_wl = L0 / r->high_freq_factor;
@@ -79,7 +80,7 @@ static void llama3_scale(const kvc_rope_config *r, int64_t half, float *inv) {
         double v = w;
         if (wl > low_wl) {
             v = w / f;
-        } else if (wl >= high_wl) {
+        } else if (wl >= high_wl && r->high_freq_factor > r->low_freq_factor) {
             const double s = (L0 / wl - r->low_freq_factor) / (r->high_freq_factor - r->low_freq_factor);
             v = (1.0 - s) * w / f + s * w;
         }

@@ -150,7 +150,9 @@ static kvc_status read_heads(kvc_hparams *hp, kvc_model_plan *plan, kvc_model_fa
     f->hidden_size = hp->hidden_size;
     f->have_max_pos = hp->have_max_pos;
     f->max_pos = hp->max_pos;
-    if (!hp->have_kv_heads && f->fam == &kvc_family_generic)
+    const bool blocks = kvci_plan_has_block_configs(hp); /* Nemotron-NAS: heads per layer (block_configs.c) */
+    if (blocks && !hp->have_kv_heads) KVC_TRY(kvci_plan_block_kv_heads(hp, f));
+    if (!hp->have_kv_heads && !blocks && f->fam == &kvc_family_generic)
         kvci_plan_warn(plan, "num_key_value_heads absent: %lld (one KV head per query head) assumed",
                        (long long)f->n_heads);
     if (f->fam->mla) {
@@ -265,6 +267,7 @@ kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kv
     KVC_TRY(kvci_family_layer_kinds(f->fam, &ctx, f->kinds));
     f->window = ctx.window;
     if (f->fam->layer_dims != NULL) KVC_TRY(layer_dims(&ctx, plan, f));
+    if (kvci_plan_has_block_configs(hp)) KVC_TRY(kvci_plan_block_configs(hp, plan, f));
     KVC_TRY(share_kv_layers(hp, plan, f));
     f->chunk = ctx.chunk;
     if (f->fam == &kvc_family_deepseek_v4) KVC_TRY(kvci_plan_v4_read(hp, plan, f));
@@ -272,6 +275,7 @@ kvc_status kvci_plan_layer_kinds(const kvc_hparams *hp, kvc_model_plan *plan, kv
     if (strcmp(mt, "dory") == 0) KVC_TRY(kvci_plan_dory_loops(hp, plan, f));
     if (strcmp(mt, "qwen4_exp_text") == 0 || strcmp(mt, "qwen4_exp") == 0) KVC_TRY(kvci_plan_qsa_indexer(hp, plan, f));
     if (strcmp(mt, "kolibri1_1") == 0) KVC_TRY(kvci_plan_kv_sources(hp, plan, f));
+    if (kvci_plan_is_minimax_m3(mt)) KVC_TRY(kvci_plan_minimax_m3_index(hp, plan, f));
     const bool glm5 = strcmp(mt, "glm_moe_dsa") == 0;
     if (f->fam == &kvc_family_hy_v4 || glm5) { /* indexer keys on the layers that run their own indexer */
         f->index_layers = kvci_calloc((size_t)f->n_layers, sizeof *f->index_layers);

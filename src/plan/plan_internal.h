@@ -71,6 +71,19 @@ kvc_status kvci_plan_qsa_indexer(const kvc_hparams *hp, kvc_model_plan *plan, kv
  * values keep no cache (f->kinds none); refused by name where the class refuses. */
 kvc_status kvci_plan_kv_sources(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
 
+/* block_configs.c: whether hp is a Nemotron-NAS config with block_configs; its first attention layer's KV heads
+ * into f->n_kv_heads (read_facts, when num_key_value_heads is absent); then, after the kinds, the layers without
+ * attention made KVC_LK_NONE and each layer's KV heads into f->layer_kv_heads (with layer_head_dim and
+ * layer_v_head_dim: freed by kvci_plan_free_layers). Refused by name. */
+bool kvci_plan_has_block_configs(const kvc_hparams *hp);
+kvc_status kvci_plan_block_kv_heads(const kvc_hparams *hp, kvc_model_facts *f);
+kvc_status kvci_plan_block_configs(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
+
+/* sparse_index.c: whether model_type is MiniMax-M3's; its indexed layers into f->index_layers (allocated; the caller
+ * frees it, also after a failure) and their key width into f->index_head_dim (KV dtype). Refused by name. */
+bool kvci_plan_is_minimax_m3(const char *model_type);
+kvc_status kvci_plan_minimax_m3_index(const kvc_hparams *hp, kvc_model_plan *plan, kvc_model_facts *f);
+
 /* select.c: the KV dtype from torch_dtype (or dtype) unless the options set it. */
 kvc_status kvci_plan_resolve_dtype(const kvc_hparams *hp, kvc_model_plan *plan);
 /* select.c: the softmax scale. */

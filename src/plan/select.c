@@ -146,6 +146,27 @@ kvc_status kvci_plan_compute_scale(const kvc_hparams *hp, kvc_model_plan *plan, 
 
 /* ---- dtype ----------------------------------------------------------------- */
 
+/* A quantization_config that asks for an FP8 KV cache (compressed-tensors' kv_cache_scheme, ModelOpt's
+ * kv_cache_quant_algo), which the dtype read from torch_dtype does not follow: said in a warning. */
+static kvc_status warn_fp8_cache(const kvc_hparams *hp, kvc_model_plan *plan) {
+    char path[64];
+    kvc_json_obj q = {0};
+    bool have = false;
+    KVC_TRY(kvci_json_child(&hp->cfg, "quantization_config", path, sizeof path, &q, &have));
+    static const char *const keys[] = {"kv_cache_scheme", "kv_cache_quant_algo"};
+    for (size_t k = 0; have && k < sizeof keys / sizeof keys[0]; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(q.obj, keys[k]);
+        if (v != NULL && !cJSON_IsNull(v)) {
+            kvci_plan_warn(plan,
+                           "quantization_config.%s sets a quantized KV cache: planned in %s from the config's dtype; "
+                           "--kv-dtype fp8_e4m3 plans the FP8 cache the checkpoint was calibrated for",
+                           keys[k], kvc_dtype_name(plan->options.kv_dtype));
+            break;
+        }
+    }
+    return KVC_OK;
+}
+
 kvc_status kvci_plan_resolve_dtype(const kvc_hparams *hp, kvc_model_plan *plan) {
     if (plan->options.kv_dtype_set) return KVC_OK;
     const char *name = NULL;
@@ -166,5 +187,5 @@ kvc_status kvci_plan_resolve_dtype(const kvc_hparams *hp, kvc_model_plan *plan) 
         plan->options.kv_dtype = KVC_DTYPE_BF16;
         kvci_plan_warn(plan, "torch_dtype \"%s\" is not a KV dtype: bf16 KV caches assumed", name);
     }
-    return KVC_OK;
+    return warn_fp8_cache(hp, plan);
 }

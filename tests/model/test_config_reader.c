@@ -241,6 +241,18 @@ static void test_sizes_bounded_before_use(void **state) {
     expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":64,\"hidden_size\":128}", "hidden_size", "twice");
     expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":64,\"rope_theta\":1e400}", "rope_theta", NULL);
     expect_both_refuse(LLAMA_BASE "\"max_position_embeddings\":64} trailing", "byte", NULL);
+    /* an object of 22422 members (nvidia/MiniMax-M3-NVFP4's quantization_config.quantized_layers) is read (was
+     * refused past 4096); a name given twice among them still is */
+    enum { MEMBERS = 22422 };
+    char *big = test_malloc(MEMBERS * 16 + 256);
+    int at = snprintf(big, 256, LLAMA_BASE "\"max_position_embeddings\":64,\"quantization_config\":{");
+    for (int i = 0; i < MEMBERS; i++) at += sprintf(big + at, "%s\"l%d\":{}", i ? "," : "", i);
+    strcpy(big + at, "}}");
+    kvc_model_plan *p = plan_of(big);
+    kvc_model_plan_destroy(p);
+    sprintf(big + at, ",\"l%d\":{}}}", MEMBERS / 2);
+    expect_both_refuse(big, "quantization_config.l11211", "twice");
+    test_free(big);
 }
 
 /* One window rule: Qwen applies sliding_window only with use_sliding_window

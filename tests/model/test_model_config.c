@@ -104,6 +104,18 @@ static void test_llama3_bands(void **state) {
         if (i >= 9) assert_true(fabsf(m->inv_freq[i] - base / 8.0f) <= 1e-6f * base);
     }
     kvc_model_destroy(m);
+    /* Llama 4 Scout's published factors are equal (low 1, high 1): no blended band, as transformers reads them */
+    m = model_of("{\"model_type\":\"llama\",\"vocab_size\":16,\"hidden_size\":128,\"intermediate_size\":16,"
+                 "\"num_hidden_layers\":1,\"num_attention_heads\":4,\"num_key_value_heads\":1,"
+                 "\"rope_theta\":500000,\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":16,"
+                 "\"low_freq_factor\":1,\"high_freq_factor\":1,\"original_max_position_embeddings\":8192},"
+                 "\"max_position_embeddings\":65536}");
+    for (int64_t i = 0; i < 16; i++) {
+        const float base = base_inv(500000.0, i, 32);
+        if (i <= 8) assert_true(m->inv_freq[i] == base); /* wavelengths up to 8192 kept */
+        if (i >= 9) assert_true(fabsf(m->inv_freq[i] - base / 16.0f) <= 1e-6f * base);
+    }
+    kvc_model_destroy(m);
 }
 
 static void test_family_fields(void **state) {
@@ -3695,6 +3707,12 @@ static void test_nemotron_h_fields(void **state) {
     assert_int_equal(kvci_layer_states(&c, 0, s), 0);
     assert_int_equal(kvci_layer_states(&c, 1, s), 2);
     assert_true(s[0].shape[0] == 2 && s[0].shape[1] == 64 + 2 * 2 * 8 && s[1].shape[0] == 8 && s[1].shape[1] == 8);
+    /* the legacy names Nemotron-3 Ultra's config gives, remapped as transformers does (was refused) */
+    assert_int_equal(kvc_model_config_parse(NEMOTRON_H_BASE ",\"layers_block_type\":[\"mlp\",\"mamba\","
+                                                            "\"attention\",\"mamba\"]}",
+                                            "nemotron-h-legacy", &c),
+                     KVC_OK);
+    assert_true(c.num_layers == 4 && c.layer_no_mixer[0] && c.layer_mamba[1] && !c.layer_mamba[2] && c.layer_mamba[3]);
     expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M\",\"mlp_hidden_act\":\"silu\"}", "mlp_hidden_act");
     expect_refusal(NEMOTRON_H_BASE ",\"hybrid_override_pattern\":\"M\",\"mamba_hidden_act\":\"gelu\"}",
                    "mamba_hidden_act");

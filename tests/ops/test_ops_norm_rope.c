@@ -91,6 +91,17 @@ static void test_llama3_frequencies(void **state) {
         assert_true(rel(inv[i], want) < 1e-6);
     }
     assert_true(low > 0 && mid > 0 && high > 0); /* all three bands are exercised */
+    /* Llama 4 Scout's equal factors (16, 1, 1): no blended band, wavelengths above L0 divided, the rest kept */
+    r.factor = 16.0, r.high_freq_factor = 1.0;
+    assert_int_equal(kvc_rope_frequencies(&r, 128, inv, &A), KVC_OK);
+    low = high = 0;
+    for (int i = 0; i < 64; i++) {
+        const double w = (double)(float)(1.0 / pow(500000.0, 2.0 * i / 128.0)), wl = 2 * PI / w;
+        const bool scaled = wl > 8192.0;
+        low += scaled, high += !scaled;
+        assert_true(rel(inv[i], scaled ? w / 16.0 : w) < 1e-6);
+    }
+    assert_true(low > 0 && high > 0);
 }
 
 /* linear (position interpolation): the default f32 frequencies divided by the factor in f32, as HF. */

@@ -526,6 +526,19 @@ static void test_multimodal_text_plans(void **state) {
         assert_int_equal(plan->blocks.per_token_bytes, window[t] ? 0 : 2 * 2 * kv_heads[t] * head_dim[t] * 2);
         kvc_model_plan_destroy(plan);
     }
+    /* llava-1.5's text_config names the Llama type and its length only: LlamaConfig's 32 layers, 32 heads (as many
+     * KV heads) and hidden 4096, as transformers builds it (was refused: num_hidden_layers is missing); a top-level
+     * Llama config still names its sizes */
+    static const char llava[] = "{\"architectures\": [\"LlavaForConditionalGeneration\"], \"model_type\": \"llava\","
+                                " \"text_config\": {\"model_type\": \"llama\", \"max_position_embeddings\": 4096}}";
+    kvc_model_plan *p = NULL;
+    assert_int_equal(kvc_model_plan_create(llava, sizeof llava - 1, &o, &p), KVC_OK);
+    assert_true(p->n_layers == 32 && p->num_attention_heads == 32 && p->num_key_value_heads == 32);
+    assert_int_equal(p->head_dim, 128);
+    kvc_model_plan_destroy(p);
+    static const char llama[] = "{\"model_type\": \"llama\", \"max_position_embeddings\": 4096}";
+    assert_int_equal(kvc_model_plan_create(llama, sizeof llama - 1, &o, &p), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "num_hidden_layers is missing"));
 }
 
 static void test_hybrid_state_layers(void **state) {
@@ -742,6 +755,17 @@ static void test_family_rules(void **state) {
     assert_int_equal(p->layers[0].pre_tokens, 1023);
     assert_true(p->hybrid);
     assert_string_equal(p->rope_type, "linear");
+    kvc_model_plan_destroy(p);
+    /* gemma-3-4b-it's text_config gives no heads, KV heads, head_dim or length: Gemma3TextConfig's 8, 4, 256 and
+     * 131072 (was refused: num_attention_heads is missing; a config without the length was planned at 2048) */
+    p = plan_text("{\"architectures\": [\"Gemma3ForConditionalGeneration\"], \"model_type\": \"gemma3\","
+                  " \"torch_dtype\": \"bfloat16\", \"text_config\": {\"hidden_size\": 2560,"
+                  " \"model_type\": \"gemma3_text\", \"num_hidden_layers\": 6, \"sliding_window\": 1024}}",
+                  &o);
+    assert_true(p->num_attention_heads == 8 && p->num_key_value_heads == 4 && p->head_dim == 256);
+    assert_int_equal(p->options.max_model_len, 131072);
+    assert_int_equal(p->layers[5].attn_type, KVC_ATTN_FULL);
+    assert_int_equal(p->blocks.per_token_bytes, 2 * 4 * 256 * 2); /* the one full layer */
     kvc_model_plan_destroy(p);
 
     /* Qwen2 with use_sliding_window: window layers from max_window_layers on. */
@@ -1057,6 +1081,13 @@ static void test_recent_shapes(void **state) {
         " \"hidden_size\": 512, \"max_position_embeddings\": 64, \"indexer_types\": [\"full\", \"shared\", \"full\"]}",
         &o);
     assert_true(p->layers[0].n_caches == 3 && p->layers[1].n_caches == 2 && p->layers[2].n_caches == 3);
+    kvc_model_plan_destroy(p);
+    /* GLM-5.2's layer_types spell indexed_attention by its legacy name, as transformers remaps it (was refused) */
+    p = plan_text("{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+                  " \"hidden_size\": 512, \"max_position_embeddings\": 64, \"layer_types\":"
+                  " [\"deepseek_sparse_attention\", \"qwen_sparse_attention\"]}",
+                  &o);
+    assert_true(p->n_layers == 2 && p->layers[1].attn_type == KVC_ATTN_FULL && p->layers[1].n_caches == 3);
     kvc_model_plan_destroy(p);
     p = plan_text("{\"model_type\": \"glm_moe_dsa\", \"num_hidden_layers\": 6, \"num_attention_heads\": 8,"
                   " \"hidden_size\": 512, \"max_position_embeddings\": 64, \"index_topk_freq\": 2}",
@@ -1699,6 +1730,108 @@ typedef struct bad_case {
 
 /* DeepSeek-V4: a K = V window on every layer; compressed entries (Compressed_<ratio> keys, block_size entries
  * per block) with the indexer's keys on CSA layers; the compressors' pending positions as states. */
+/* Nemotron-NAS (Llama-3.3-Nemotron-Super-49B's shape): block_configs[i].attention gives each layer's KV heads
+ * (num_attention_heads / n_heads_in_group) or none (no_op, replace_with_linear); no num_key_value_heads. Before,
+ * every layer was planned with one KV head per query head (13x the Super's bytes). */
+static void test_nemotron_nas_blocks(void **state) {
+    (void)state;
+#define NAS_HEAD                                                                                                       \
+    "{\"architectures\": [\"DeciLMForCausalLM\"], \"model_type\": \"nemotron-nas\", \"hidden_size\": 64,"              \
+    " \"num_attention_heads\": 8, \"num_key_value_heads\": null, \"num_hidden_layers\": %d,"                           \
+    " \"max_position_embeddings\": 1024, \"torch_dtype\": \"bfloat16\", \"block_configs\": [%s]}"
+#define NAS_ATTN(x) "{\"attention\": {" x "}, \"ffn\": {\"no_op\": false}}"
+    char json[2048];
+    snprintf(json, sizeof json, NAS_HEAD, 4,
+             NAS_ATTN("\"n_heads_in_group\": 2, \"no_op\": false, \"replace_with_linear\": false,"
+                      " \"window_length\": null") ","                                               /* 4 KV heads */
+             NAS_ATTN("\"n_heads_in_group\": null, \"no_op\": true") ","                            /* no cache */
+             NAS_ATTN("\"n_heads_in_group\": null, \"replace_with_linear\": true") ","              /* no cache */
+             NAS_ATTN("\"n_heads_in_group\": 4, \"no_op\": false, \"replace_with_linear\": null")); /* 2 KV heads */
+    kvc_plan_options o = kvc_plan_default_options();
+    kvc_model_plan *plan = plan_text(json, &o);
+    assert_int_equal(plan->n_layers, 2);
+    assert_int_equal(plan->layers[0].layer, 0);
+    assert_int_equal(plan->layers[1].layer, 3);
+    assert_int_equal(plan->layers[0].caches[0].num_head, 4);
+    assert_int_equal(plan->layers[1].caches[0].num_head, 2);
+    assert_int_equal(plan->num_key_value_heads, 4); /* the first attention layer's */
+    assert_int_equal(plan->blocks.per_token_bytes, 2 * (4 + 2) * 8 * 2);
+    assert_true(has_warning(plan, "2 of the 4 layers"));
+    kvc_model_plan_destroy(plan);
+    static const struct {
+        int layers;
+        const char *blocks, *needle;
+    } bad[] = {
+        {2, NAS_ATTN("\"n_heads_in_group\": 2"), "block_configs has 1 entries for 2 layers"},
+        {1, NAS_ATTN("\"n_heads_in_group\": 3"), "block_configs[0].attention.n_heads_in_group 3 does not divide"},
+        {1, NAS_ATTN("\"n_heads_in_group\": 2, \"window_length\": 64"), "block_configs[0].attention.window_length"},
+        {1, NAS_ATTN("\"no_op\": true"), "block_configs: no layer has attention"},
+        {1, "{\"ffn\": {}}", "block_configs[0].attention is missing"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(json, sizeof json, NAS_HEAD, bad[i].layers, bad[i].blocks);
+        expect_refusal_text(json, bad[i].needle);
+    }
+#undef NAS_ATTN
+#undef NAS_HEAD
+}
+
+/* MiniMax-M3: the layers running a Lightning Indexer (sparse_attention_config.sparse_attention_freq 1, or layer_types
+ * "minimax_m3_sparse") keep one index key per token in the KV dtype beside K/V, as transformers' sparse cache layer
+ * does (were planned as plain full attention, the keys left out; layer_types was refused) */
+/* A quantization_config asking for an FP8 KV cache (kv_cache_scheme, kv_cache_quant_algo) is planned in the config's
+ * dtype, with a warning naming the key and the option that plans it (was silent) */
+static void test_fp8_cache_warning(void **state) {
+    (void)state;
+    static const char *const Q[] = {
+        "{\"quant_method\": \"compressed-tensors\", \"kv_cache_scheme\": {\"num_bits\": 8}}",
+        "{\"quant_method\": \"modelopt\", \"kv_cache_quant_algo\": \"FP8\"}",
+        "{\"quant_method\": \"fp8\", \"kv_cache_scheme\": null}"};
+    kvc_plan_options o = kvc_plan_default_options();
+    for (int i = 0; i < 3; i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 8,"
+                 " \"hidden_size\": 512, \"max_position_embeddings\": 64, \"torch_dtype\": \"bfloat16\","
+                 " \"quantization_config\": %s}",
+                 Q[i]);
+        kvc_model_plan *p = plan_text(json, &o);
+        assert_int_equal(p->options.kv_dtype, KVC_DTYPE_BF16);
+        assert_true(has_warning(p, "--kv-dtype fp8_e4m3") == (i < 2));
+        assert_true(i == 2 || has_warning(p, i == 0 ? "kv_cache_scheme" : "kv_cache_quant_algo"));
+        kvc_model_plan_destroy(p);
+    }
+}
+
+static void test_minimax_m3_indexer(void **state) {
+    (void)state;
+    kvc_plan_options o = kvc_plan_default_options();
+    kvc_model_plan *p = plan_text(
+        "{\"model_type\": \"minimax_m3\", \"num_hidden_layers\": 4, \"num_attention_heads\": 8,"
+        " \"num_key_value_heads\": 2, \"head_dim\": 16, \"hidden_size\": 128, \"max_position_embeddings\": 64,"
+        " \"torch_dtype\": \"bfloat16\", \"sparse_attention_config\": {\"sparse_index_dim\": 64,"
+        " \"sparse_attention_freq\": [0, 1, 1, 0]}}",
+        &o);
+    for (int l = 0; l < 4; l++) assert_int_equal(p->layers[l].n_caches, l == 1 || l == 2 ? 3 : 2);
+    assert_string_equal(p->layers[1].caches[2].name, "indexer_k_cache");
+    assert_int_equal(p->layers[1].caches[2].bytes_per_token, 64 * 2);
+    assert_int_equal(p->blocks.per_token_bytes, 4 * 2 * 2 * 16 * 2 + 2 * 64 * 2);
+    assert_true(has_warning(p, "2 of the 4 layers run a Lightning Indexer"));
+    kvc_model_plan_destroy(p);
+    p = plan_text("{\"model_type\": \"minimax_m3_vl\", \"torch_dtype\": \"bfloat16\", \"text_config\": {"
+                  " \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"head_dim\": 16,"
+                  " \"hidden_size\": 128, \"max_position_embeddings\": 64,"
+                  " \"layer_types\": [\"full_attention\", \"minimax_m3_sparse\"]}}",
+                  &o);
+    assert_true(p->layers[0].n_caches == 2 && p->layers[1].n_caches == 3);
+    assert_int_equal(p->layers[1].caches[2].bytes_per_token, 128 * 2);
+    kvc_model_plan_destroy(p);
+    expect_refusal_text("{\"model_type\": \"minimax_m3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+                        " \"hidden_size\": 128, \"max_position_embeddings\": 64,"
+                        " \"sparse_attention_config\": {\"sparse_attention_freq\": [1]}}",
+                        "sparse_attention_config.sparse_attention_freq has 1 entries for 2 layers");
+}
+
 static void test_deepseek_v4(void **state) {
     (void)state;
     kvc_plan_options o = kvc_plan_default_options();
@@ -2100,6 +2233,9 @@ int main(void) {
         cmocka_unit_test(test_size_parser),
         cmocka_unit_test(test_llama4_chunked_layers),
         cmocka_unit_test(test_deepseek_v4),
+        cmocka_unit_test(test_nemotron_nas_blocks),
+        cmocka_unit_test(test_minimax_m3_indexer),
+        cmocka_unit_test(test_fp8_cache_warning),
         cmocka_unit_test(test_hy_v4),
         cmocka_unit_test(test_gemma4_plan),
         cmocka_unit_test(test_linear_and_loop_types),
