@@ -153,6 +153,7 @@ def test_bad_tool_choice_is_refused_by_name(base):
     ok = {"model": "test", "messages": ASK, "max_tokens": 2, "tools": TOOLS}
     cases = [({"tool_choice": {"type": "function", "function": {"name": "nowhere"}}}, "not one of the tools"),
              ({"tool_choice": "required", "tools": None}, "needs tools"),
+             ({"tool_choice": "auto", "tools": None}, "needs tools"),
              ({"tool_choice": NAMED, "tools": []}, "needs tools"),
              ({"tool_choice": "always"}, "must be"), ({"tool_choice": 5}, "must be"),
              ({"tool_choice": {"type": "function"}}, "must be"),

@@ -198,3 +198,7 @@ def test_refusals_name_the_field(server):
             assert r.status_code == (404 if param == "previous_response_id" else 400), r.text
             assert r.json()["error"]["param"] == param, (fields, r.text)
             assert "max_completion_tokens" not in r.json()["error"]["message"], r.text  # a chat field
+        # the Responses API's default tool_choice "auto" needs no tools there (chat's 400 is not passed on)
+        r = http.post("/v1/responses", json={"model": "test", "input": "Hi", "max_output_tokens": 4, "store": False,
+                                             "tool_choice": "auto"})
+        assert r.status_code == 200, r.text

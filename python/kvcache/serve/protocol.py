@@ -611,6 +611,8 @@ def chat_request(body, vocab_size, auto_tools=False):
     gen.echo = _bool(body, "echo")  # vLLM's: a final assistant message's text before the reply's
     gen.add_special_tokens = _bool(body, "add_special_tokens", False)  # the template writes them
     kwargs = _template_kwargs(body)
+    if body.get("tool_choice") == "auto" and body.get("tools") is None:  # as vLLM and OpenAI
+        raise bad("tool_choice \"auto\" needs tools (when tool_choice is given, tools must be set)", "tool_choice")
     if kwargs["tools"] and body.get("tool_choice") in (None, "auto"):
         if not auto_tools:  # as vLLM without --enable-auto-tool-choice
             raise bad("tool_choice \"auto\" (the default with tools) needs a server started with "

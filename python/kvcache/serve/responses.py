@@ -224,6 +224,8 @@ def request(body, store, tenant):
                 top_p=body.get("top_p"), response_format=_format(body.get("text")), logprobs=logprobs,
                 top_logprobs=top if logprobs else None, tools=_tools(body.get("tools")),
                 tool_choice=_tool_choice(body.get("tool_choice")), parallel_tool_calls=body.get("parallel_tool_calls"))
+    if chat["tool_choice"] == "auto" and chat["tools"] is None:  # the Responses default, unlike chat's, needs no tools
+        chat["tool_choice"] = None
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= MAX_LOGPROBS):
         raise bad(f"top_logprobs must be an integer in [0, {MAX_LOGPROBS}]", "top_logprobs")
     echoed = {"instructions": instructions, "max_output_tokens": body.get("max_output_tokens"),
