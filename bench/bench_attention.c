@@ -493,7 +493,6 @@ int kvc_bench_attention(const kvc_bench_opts *opts) {
     bool want[KVC_LIMITS_PAGE_KINDS] = {false};
     for (int i = 0; i < n_kinds; i++) want[kinds[i]] = true;
     if (kvc_limits_init(want) != 0) {
-        fprintf(stderr, "bench attention: out of memory for the 1 GiB read buffers\n");
         if (other && other->handle) dlclose(other->handle);
         return 1;
     }
@@ -510,8 +509,8 @@ int kvc_bench_attention(const kvc_bench_opts *opts) {
     kvc_limits_cpu_flags(flags, sizeof flags);
     if (!json) { /* --json: one JSON object per shape, a line each */
         printf("attention: path %s (KVC_SIMD=portable|avx2|avx512|amx forces one), %d threads, CPU flags: %s\n"
-               "read bandwidth (1 GiB, median of %d, page kinds alternating):",
-               isa, omp_get_max_threads(), flags, 2 * REPS);
+               "read bandwidth (%zu MiB, median of %d, page kinds alternating):",
+               isa, omp_get_max_threads(), flags, kvc_limits_read_mib(), 2 * REPS);
         for (int i = 0; i < n_kinds; i++) {
             const int64_t huge = kvc_limits_huge_bytes(kinds[i]);
             printf(" %s pages %.2f GB/s (%lld MiB on huge pages)%s", kvc_limits_pages_name(kinds[i]), read_by[kinds[i]],

@@ -105,16 +105,18 @@ int kvc_bench_gemm_bf16_decode(bool json) {
         const kvc_gemm_bf16_kernel *all[KVC_GEMM_BF16_MAX_KERNELS];
         const int nk = kvci_gemm_bf16_kernels(all) - 1; /* not the portable one */
         if (!json)
-            printf("\nbf16 decode (M = 1) through kvci_gemm_bf16 on %d threads, weights on 2 MiB pages: GB/s of packed "
-                   "weights vs the read\nbandwidth measured before each sample (1 GiB, 2 MiB pages); ratio: median of "
-                   "the %d pairs' ratios\n%-12s %-10s %6s %8s %10s %10s %7s\n",
-                   omp_get_max_threads(), REPS, "kernel", "shape", "calls", "GB", "GB/s", "read", "ratio");
+            printf(
+                "\nbf16 decode (M = 1) through kvci_gemm_bf16 on %d threads, weights on 2 MiB pages: GB/s of packed "
+                "weights vs the read\nbandwidth measured before each sample (%zu MiB, 2 MiB pages); ratio: median of "
+                "the %d pairs' ratios\n%-12s %-10s %6s %8s %10s %10s %7s\n",
+                omp_get_max_threads(), kvc_limits_read_mib(), REPS, "kernel", "shape", "calls", "GB", "GB/s", "read",
+                "ratio");
         for (int k = 0; k < nk; k++) {
             row(all[k], "one W", &m[STEP], 1, A, C, json);
             row(all[k], "0.6B step", m, STEP, A, C, json);
         }
     } else
-        fprintf(stderr, "bench gemm: no memory for the bf16 decode weights (2.2 GB) and the 1 GiB read buffer\n");
+        fprintf(stderr, "bench gemm: no memory for the bf16 decode weights (2.2 GB), or no read buffer (above)\n");
     for (int i = 0; i < MATS; i++)
         if (m[i].B) kvci_pages_free(m[i].B, m[i].bytes);
     kvc_limits_free();

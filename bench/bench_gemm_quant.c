@@ -149,17 +149,16 @@ int kvc_bench_gemm_quant(bool json) {
         if (all[k]) ks[nk] = all[k], peak[nk++] = kinds[k] == KVC_PEAK_KINDS ? 0.0 : kvc_limits_peak_pass(kinds[k]);
     if (nk == 0) return 0;
     const bool want[KVC_LIMITS_PAGE_KINDS] = {[KVC_LIMITS_2M] = true};
-    if (kvc_limits_init(want) != 0) {
-        fprintf(stderr, "bench gemm: no memory for the 1 GiB read buffer\n");
-        return 1;
-    }
+    if (kvc_limits_init(want) != 0) return 1;
     if (!json)
-        printf("\nquantized weights (gemm_quant.h), the ISA kernels' block functions on %d threads, each its share of "
-               "the column groups;\nM = 1: GB/s of packed weights (1 GiB of integers + scales, 2 MiB pages) vs the "
-               "read bandwidth (1 GiB, 2 MiB pages)\nmeasured between the samples (medians of %d); M = 512: G op/s vs "
-               "the kernel's instruction peak in this run\n(amx-int8: tdpbssd-amx-k32, avx512-vnni: vpdpbusd-zmm)\n"
-               "%-6s %-12s %5s %8s %6s %10s %10s %7s\n",
-               omp_get_max_threads(), REPS, "format", "kernel", "M", "N", "K", "GB|Gop/s", "read|peak", "ratio");
+        printf(
+            "\nquantized weights (gemm_quant.h), the ISA kernels' block functions on %d threads, each its share of "
+            "the column groups;\nM = 1: GB/s of packed weights (1 GiB of integers + scales, 2 MiB pages) vs the "
+            "read bandwidth (%zu MiB, 2 MiB pages)\nmeasured between the samples (medians of %d); M = 512: G op/s vs "
+            "the kernel's instruction peak in this run\n(amx-int8: tdpbssd-amx-k32, avx512-vnni: vpdpbusd-zmm)\n"
+            "%-6s %-12s %5s %8s %6s %10s %10s %7s\n",
+            omp_get_max_threads(), kvc_limits_read_mib(), REPS, "format", "kernel", "M", "N", "K", "GB|Gop/s",
+            "read|peak", "ratio");
     int rc = 0;
     for (int f = 0; f < 2 && rc == 0; f++) rc = decode_rows(ks, nk, (kvc_wq_format)f, json);
     for (int f = 0; f < 2 && rc == 0; f++) rc = prefill_rows(ks, nk, (kvc_wq_format)f, peak, json);

@@ -406,7 +406,6 @@ int kvc_bench_model(const kvc_bench_opts *opts) {
     print_memory(opts->json, "loaded", memory_now(), &c);
     const bool want[KVC_LIMITS_PAGE_KINDS] = {[KVC_LIMITS_2M] = true};
     if (kvc_limits_init(want) != 0) {
-        fprintf(stderr, "bench model: no memory for the 1 GiB read buffer\n");
         if (other) kvc_other_model_close(other);
         kvc_model_destroy(m);
         return 1;

@@ -3,7 +3,9 @@
  * share of a 1 GiB buffer in independent vector chains) and the peak of
  * each arithmetic instruction a kernel may use (independent chains of it
  * on every thread): FMA on scalars, ymm and zmm, vdpbf16ps, vpdpbusd, AMX
- * TDPBF16PS and AMX TDPBSSD. */
+ * TDPBF16PS and AMX TDPBSSD. KVC_BENCH_READ_MIB sets another buffer size
+ * (the tests' 64: a bandwidth figure then, the command still runs, but
+ * with a buffer that a large last-level cache may hold). */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +20,9 @@
 
 #define GIB ((size_t)1 << 30)
 
-/* The 1 GiB read buffers, one per page kind asked for, allocated by kvc_limits_init. */
+/* The read buffers (1 GiB, or KVC_BENCH_READ_MIB), one per page kind asked for, allocated by kvc_limits_init. */
 static float *g_read[KVC_LIMITS_PAGE_KINDS];
-static const size_t g_read_n = GIB / sizeof(float);
+static size_t g_read_bytes = GIB, g_read_n = GIB / sizeof(float);
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -57,7 +59,7 @@ static float read_sum_scalar(const float *p, size_t n) {
 }
 
 /* One STREAM-style pass: every thread sums its contiguous share of the
- * 1 GiB buffer at the widest vector width; GB/s (1e9). */
+ * buffer at the widest vector width; GB/s (1e9). */
 double kvc_limits_read_pass(kvc_limits_pages pages) {
     const float *buf = g_read[pages];
     const int wide = has_avx2();
@@ -75,13 +77,30 @@ double kvc_limits_read_pass(kvc_limits_pages pages) {
     return (double)(g_read_n * sizeof(float)) / t / 1e9;
 }
 
+/* KVC_BENCH_READ_MIB: a whole number of MiB in [16, 16384]; unset: 1 GiB. 0 when the value is refused. */
+static size_t read_bytes_asked(void) {
+    const char *v = getenv("KVC_BENCH_READ_MIB");
+    if (v == NULL) return GIB;
+    char *end = NULL;
+    const long mib = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || mib < 16 || mib > 16384) {
+        fprintf(stderr, "kvcache bench: KVC_BENCH_READ_MIB=\"%s\" is not a whole number of MiB in [16, 16384]\n", v);
+        return 0;
+    }
+    return (size_t)mib << 20;
+}
+
 int kvc_limits_init(const bool want[KVC_LIMITS_PAGE_KINDS]) {
+    const size_t bytes = read_bytes_asked();
+    if (bytes == 0) return 1;
+    g_read_bytes = bytes, g_read_n = bytes / sizeof(float);
     for (int k = 0; k < KVC_LIMITS_PAGE_KINDS; k++) {
         if (!want[k]) continue;
         bool advised = false;
         float *buf = NULL;
-        if (kvci_pages_alloc(GIB, k == KVC_LIMITS_2M ? KVCI_PAGES_HUGE : KVCI_PAGES_BASE, &advised, (void **)&buf) !=
-            KVC_OK) {
+        if (kvci_pages_alloc(g_read_bytes, k == KVC_LIMITS_2M ? KVCI_PAGES_HUGE : KVCI_PAGES_BASE, &advised,
+                             (void **)&buf) != KVC_OK) {
+            fprintf(stderr, "kvcache bench: no memory for the %zu MiB read buffer\n", g_read_bytes >> 20);
             kvc_limits_free();
             return 1;
         }
@@ -92,11 +111,13 @@ int kvc_limits_init(const bool want[KVC_LIMITS_PAGE_KINDS]) {
     return 0;
 }
 
+size_t kvc_limits_read_mib(void) { return g_read_bytes >> 20; }
+
 const char *kvc_limits_pages_name(kvc_limits_pages pages) { return pages == KVC_LIMITS_2M ? "2m" : "4k"; }
 
 int64_t kvc_limits_huge_bytes(kvc_limits_pages pages) {
     const void *ptrs[1] = {g_read[pages]};
-    const size_t sizes[1] = {GIB};
+    const size_t sizes[1] = {g_read_bytes};
     return kvci_pages_huge_resident(NULL, ptrs, sizes, 1);
 }
 
@@ -330,7 +351,7 @@ double kvc_limits_peak_pass(kvc_peak_kind k) {
 
 void kvc_limits_free(void) {
     for (int k = 0; k < KVC_LIMITS_PAGE_KINDS; k++) {
-        kvci_pages_free(g_read[k], GIB);
+        kvci_pages_free(g_read[k], g_read_bytes);
         g_read[k] = NULL;
     }
 }

@@ -12,9 +12,12 @@
  * pages (MADV_HUGEPAGE), both 2 MiB-aligned mappings from kvci_pages_alloc. */
 typedef enum kvc_limits_pages { KVC_LIMITS_4K, KVC_LIMITS_2M, KVC_LIMITS_PAGE_KINDS } kvc_limits_pages;
 
-/* Allocates and fills a 1 GiB read buffer on each page kind asked for
- * (want[kind]); 0 on success. */
+/* Allocates and fills a 1 GiB read buffer (KVC_BENCH_READ_MIB MiB where set,
+ * 16 .. 16384) on each page kind asked for (want[kind]); 0 on success, else
+ * 1 after a message on stderr. */
 int kvc_limits_init(const bool want[KVC_LIMITS_PAGE_KINDS]);
+/* The read buffers' size in MiB (after kvc_limits_init). */
+size_t kvc_limits_read_mib(void);
 void kvc_limits_free(void);
 /* One read pass over the buffer on `pages` with all threads, in GB/s (1e9);
  * it also evicts whatever the caches held. */
