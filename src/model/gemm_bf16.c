@@ -92,7 +92,7 @@ static void block_portable_f16(const kvc_bf16_call *c, int64_t m0, int64_t m1, i
 }
 
 static const kvc_gemm_bf16_kernel portable = {"portable",         "fma",          NULL, 1, block_portable, false,
-                                              block_portable_f16, block_portable, NULL};
+                                              block_portable_f16, block_portable, NULL, 0};
 
 int kvci_gemm_bf16_kernels(const kvc_gemm_bf16_kernel **out) {
     int n = 0;
@@ -204,8 +204,11 @@ static kvc_status gemm16(const kvc_gemm_bf16_kernel *kr, kvc_bf16_block_fn block
     }
     const int64_t G = kvci_cdiv(N, 16), mc = BF16_MC / kr->mb * kr->mb;
     int64_t gc = kvci_max64(2, BF16_B_BLOCK_BYTES / (32 * c.Kp) / 2 * 2);
-    if (!kr->k_blocked) /* whole 4-group tiles of the AVX-512 kernels (K = 3,072 gave 2: 4 x 2 tiles only) */
-        gc = kvci_cdiv(gc, 4) * 4;
+    if (!kr->k_blocked) { /* whole 4-group tiles of the AVX-512 kernels (K = 3,072 gave 2: 4 x 2 tiles only), whole
+                           * 3-group steps of avx512-fma's blocks of many rows (4 had run 2 + 2: 8 x 2 tiles) */
+        const int64_t unit = kr->panel_groups && M >= 16 ? kr->panel_groups : 4;
+        gc = kvci_cdiv(gc, unit) * unit;
+    }
     if (kr->k_blocked && M > 16) { /* A is re-read once per job: as few column blocks as the threads allow */
         const int64_t want_n = kvci_cdiv(BF16_JOBS_PER_THREAD * omp_get_max_threads(), kvci_cdiv(M, mc));
         gc = kvci_max64(gc, kvci_cdiv(kvci_cdiv(G, want_n), 2) * 2);

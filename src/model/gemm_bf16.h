@@ -138,6 +138,8 @@ typedef struct kvc_gemm_bf16_kernel {
      * the dot family's one-part split (NULL for the fma family, whose block reads the rounded rows as A). */
     kvc_bf16_block_fn block_rounded;
     kvc_bf16_split_fn split_rounded;
+    int panel_groups; /* column groups per step of the kernel's blocks of 16 rows or more (avx512-fma: its panel's 3,
+                       * gemm_bf16_x86.h); 0: none. Jobs of M >= 16 rows take whole steps (gemm16). */
 } kvc_gemm_bf16_kernel;
 
 #define KVC_GEMM_BF16_MAX_KERNELS 5

@@ -193,7 +193,8 @@ TGT static void block(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0
     large_m(c, m0, m1, g0, g1);
 }
 
-static const kvc_gemm_bf16_kernel amx = {"amx-bf16", "dot", kvci_bf16_split_avx512, 16, block, true, NULL, NULL, NULL};
+static const kvc_gemm_bf16_kernel amx = {"amx-bf16", "dot", kvci_bf16_split_avx512, 16, block, true, NULL, NULL,
+                                         NULL,       0};
 
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_amx_kernel(void) { return kvci_amx_bf16_granted() ? &amx : NULL; }
 #else

@@ -86,8 +86,8 @@ INL void tile(const int MR, const int NR, const int P, const kvc_bf16_call *c, i
 KVC_BF16_TILES_4X4(TGT, dot, TILE_PARTS)
 KVC_BF16_TILES_4X4(TGT, dot1, TILE_ONE)
 
-static const kvc_gemm_bf16_kernel dot512 = {"avx512-bf16", "dot",      split_panels, 4, dot_block, false,
-                                            NULL,          dot1_block, split_panels1};
+static const kvc_gemm_bf16_kernel dot512 = {"avx512-bf16", "dot",      split_panels,  4, dot_block, false,
+                                            NULL,          dot1_block, split_panels1, 0};
 
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_dot512_kernel(void) { return &dot512; }
 #else

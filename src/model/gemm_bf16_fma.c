@@ -149,7 +149,8 @@ static void rows512h(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0,
     rows_of(true, c, m0, m1, g0, g1);
 }
 
-static const kvc_gemm_bf16_kernel fma512 = {"avx512-fma", "fma", NULL, 1, rows512, false, rows512h, rows512, NULL};
+static const kvc_gemm_bf16_kernel fma512 = {"avx512-fma", "fma",    NULL,    1,    rows512,
+                                            false,        rows512h, rows512, NULL, KVC_BF16_PANEL512_GROUPS};
 
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma512_kernel(void) { return &fma512; }
 
@@ -311,7 +312,7 @@ static void block256h(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0
 }
 
 /* Listed only where kvci_isa_runs(KVC_ISA_AVX2), which includes F16C. */
-static const kvc_gemm_bf16_kernel fma256 = {"avx2-fma", "fma", NULL, 1, block256, false, block256h, block256, NULL};
+static const kvc_gemm_bf16_kernel fma256 = {"avx2-fma", "fma", NULL, 1, block256, false, block256h, block256, NULL, 0};
 
 const kvc_gemm_bf16_kernel *kvci_gemm_bf16_fma256_kernel(void) { return &fma256; }
 #else

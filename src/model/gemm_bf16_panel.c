@@ -6,8 +6,8 @@
  * units, the widening had cost a fifth of the FMA issue slots).
  *
  * Bits: each output is acc = +0, then acc = fma(A[i,k], B[j,k], acc) for
- * k = 0 .. K-1 in order (a k-block ends by storing acc into C, the next one
- * reloads it: exact), then C = acc (+ bias): the fma family's chain exactly,
+ * k = 0 .. K-1 in order (a k-block ends by storing acc into a buffer of
+ * partial sums, the next one reloads it: exact), then C = acc (+ bias): the fma family's chain exactly,
  * so these blocks give the same bits as the per-tile kernels and the portable
  * one for any rows, columns, blocking or threads.
  *
@@ -19,12 +19,17 @@
 #include "model/gemm_bf16_x86.h"
 
 #define PANEL_KB 128 /* k per panel: 128 x 48 f32 = 24 KiB of stack (AVX-512), 8 KiB (AVX2) */
+/* Rows whose partial sums wait in a contiguous buffer between k-blocks (64 x 48 f32 = 12 KiB of stack; AVX2 4 KiB):
+ * C's rows lie N floats apart, a multiple of 4 KiB for every model width, so the tiles' rows of C fell into the
+ * same few L1 sets (8 rows x 3 lines per set with the A rows and the panel: more lines than ways) and the
+ * partial sums went to L2 and back at every k-block; C now takes each output once, at the last k-block. */
+#define PART_ROWS 64
 
 /* ---- AVX-512F: tiles of up to 8 rows x 3 groups (24 accumulators) ---- */
 
 #define INL512 __attribute__((target("avx512f"), always_inline)) static inline
 #define TGT512 __attribute__((target("avx512f")))
-#define NG512  3
+#define NG512  KVC_BF16_PANEL512_GROUPS
 
 /* The k-block [k0, k1) of groups g .. g + ng - 1, widened into the panel (rows of NG512 groups). */
 INL512 void fill512(const bool F16, const kvc_bf16_call *c, int64_t g, int ng, int64_t k0, int64_t k1, float *panel) {
@@ -46,18 +51,12 @@ INL512 void fill512(const bool F16, const kvc_bf16_call *c, int64_t g, int ng, i
     }
 }
 
-/* The columns < N of group g (a lane mask). */
-INL512 __mmask16 cols512(const kvc_bf16_call *c, int64_t g) {
-    return (__mmask16)((1u << kvci_min64(16, c->N - g * 16)) - 1u);
-}
-
 INL512 void tile512(const int MR, const int NG, const kvc_bf16_call *c, int64_t i, int64_t g, const float *panel,
-                    int64_t k0, int64_t k1) {
+                    int64_t k0, int64_t k1, float *part) {
     __m512 acc[8][NG512];
     for (int r = 0; r < MR; r++)
         for (int j = 0; j < NG; j++)
-            acc[r][j] = k0 == 0 ? _mm512_setzero_ps()
-                                : _mm512_maskz_loadu_ps(cols512(c, g + j), c->C + (i + r) * c->ldc + (g + j) * 16);
+            acc[r][j] = k0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(part + (r * NG512 + j) * 16);
     const float *a = c->A + i * c->lda;
     for (int64_t k = k0; k < k1; k++) {
         const float *p = panel + (k - k0) * NG512 * 16;
@@ -74,15 +73,15 @@ INL512 void tile512(const int MR, const int NG, const kvc_bf16_call *c, int64_t 
             if (k1 == c->K)
                 bf16_store_group(c, i + r, g + j, acc[r][j]);
             else
-                _mm512_mask_storeu_ps(c->C + (i + r) * c->ldc + (g + j) * 16, cols512(c, g + j), acc[r][j]);
+                _mm512_store_ps(part + (r * NG512 + j) * 16, acc[r][j]);
         }
 }
 
-typedef void (*panel_tile)(const kvc_bf16_call *, int64_t, int64_t, const float *, int64_t, int64_t);
+typedef void (*panel_tile)(const kvc_bf16_call *, int64_t, int64_t, const float *, int64_t, int64_t, float *);
 #define TILE512_FN(MR, NG)                                                                                             \
     TGT512 static void p512_##MR##x##NG(const kvc_bf16_call *c, int64_t i, int64_t g, const float *panel, int64_t k0,  \
-                                        int64_t k1) {                                                                  \
-        tile512(MR, NG, c, i, g, panel, k0, k1);                                                                       \
+                                        int64_t k1, float *part) {                                                     \
+        tile512(MR, NG, c, i, g, panel, k0, k1, part);                                                                 \
     }
 #define TILE512_ROW(MR) TILE512_FN(MR, 1) TILE512_FN(MR, 2) TILE512_FN(MR, 3)
 TILE512_ROW(1)
@@ -99,15 +98,19 @@ static const panel_tile tiles512[8][NG512] = {PTRS512(1), PTRS512(2), PTRS512(3)
                                               PTRS512(5), PTRS512(6), PTRS512(7), PTRS512(8)};
 
 TGT512 static void block512(const bool F16, const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
-    _Alignas(64) float panel[PANEL_KB * NG512 * 16];
-    for (int64_t g = g0; g < g1;) {
-        const int ng = g1 - g == 4 ? 2 : (int)kvci_min64(NG512, g1 - g); /* four groups: 2 + 2, not 3 + 1 */
-        for (int64_t k0 = 0; k0 < c->K; k0 += PANEL_KB) {
-            const int64_t k1 = kvci_min64(c->K, k0 + PANEL_KB);
-            fill512(F16, c, g, ng, k0, k1, panel);
-            for (int64_t i = m0; i < m1; i += 8) tiles512[kvci_min64(8, m1 - i) - 1][ng - 1](c, i, g, panel, k0, k1);
+    _Alignas(64) float panel[PANEL_KB * NG512 * 16], part[PART_ROWS * NG512 * 16];
+    for (int64_t mp = m0; mp < m1; mp += PART_ROWS) { /* gemm16's jobs: one pass (64 rows) */
+        const int64_t mq = kvci_min64(m1, mp + PART_ROWS);
+        for (int64_t g = g0; g < g1;) {
+            const int ng = g1 - g == 4 ? 2 : (int)kvci_min64(NG512, g1 - g); /* four groups: 2 + 2, not 3 + 1 */
+            for (int64_t k0 = 0; k0 < c->K; k0 += PANEL_KB) {
+                const int64_t k1 = kvci_min64(c->K, k0 + PANEL_KB);
+                fill512(F16, c, g, ng, k0, k1, panel);
+                for (int64_t i = mp; i < mq; i += 8)
+                    tiles512[kvci_min64(8, mq - i) - 1][ng - 1](c, i, g, panel, k0, k1, part + (i - mp) * NG512 * 16);
+            }
+            g += ng;
         }
-        g += ng;
     }
 }
 
@@ -153,13 +156,12 @@ INL256 __m256i cols256(const kvc_bf16_call *c, int64_t n0) {
 }
 
 INL256 void tile256(const int MR, const kvc_bf16_call *c, int64_t i, int64_t g, const float *panel, int64_t k0,
-                    int64_t k1) {
+                    int64_t k1, float *part) {
     const int64_t n0 = g * 16;
-    __m256 lo[6], hi[6]; /* columns n0 .. n0+7 and n0+8 .. n0+15; lanes of columns >= N masked off (no access) */
+    __m256 lo[6], hi[6]; /* columns n0 .. n0+7 and n0+8 .. n0+15; lanes of columns >= N masked off at the store */
     for (int r = 0; r < MR; r++) {
-        float *row = c->C + (i + r) * c->ldc + n0;
-        lo[r] = k0 == 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(row, cols256(c, n0));
-        hi[r] = k0 == 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(row + 8, cols256(c, n0 + 8));
+        lo[r] = k0 == 0 ? _mm256_setzero_ps() : _mm256_load_ps(part + 16 * r);
+        hi[r] = k0 == 0 ? _mm256_setzero_ps() : _mm256_load_ps(part + 16 * r + 8);
     }
     const float *a = c->A + i * c->lda;
     for (int64_t k = k0; k < k1; k++) {
@@ -172,10 +174,15 @@ INL256 void tile256(const int MR, const kvc_bf16_call *c, int64_t i, int64_t g, 
         }
     }
     for (int r = 0; r < MR; r++) {
+        if (k1 < c->K) {
+            _mm256_store_ps(part + 16 * r, lo[r]);
+            _mm256_store_ps(part + 16 * r + 8, hi[r]);
+            continue;
+        }
         float *row = c->C + (i + r) * c->ldc + n0;
         const __m256i m0 = cols256(c, n0), m1 = cols256(c, n0 + 8); /* not kept across the loop: 12 + 3 registers */
         __m256 v0 = lo[r], v1 = hi[r];
-        if (k1 == c->K && c->bias) {
+        if (c->bias) {
             v0 = _mm256_add_ps(v0, _mm256_maskload_ps(c->bias + n0, m0));
             v1 = _mm256_add_ps(v1, _mm256_maskload_ps(c->bias + n0 + 8, m1));
         }
@@ -186,8 +193,8 @@ INL256 void tile256(const int MR, const kvc_bf16_call *c, int64_t i, int64_t g, 
 
 #define TILE256_FN(MR)                                                                                                 \
     TGT256 static void p256_##MR(const kvc_bf16_call *c, int64_t i, int64_t g, const float *panel, int64_t k0,         \
-                                 int64_t k1) {                                                                         \
-        tile256(MR, c, i, g, panel, k0, k1);                                                                           \
+                                 int64_t k1, float *part) {                                                            \
+        tile256(MR, c, i, g, panel, k0, k1, part);                                                                     \
     }
 TILE256_FN(1)
 TILE256_FN(2)
@@ -198,13 +205,17 @@ TILE256_FN(6)
 static const panel_tile tiles256[6] = {p256_1, p256_2, p256_3, p256_4, p256_5, p256_6};
 
 TGT256 static void block256(const bool F16, const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
-    _Alignas(32) float panel[PANEL_KB * 16];
-    for (int64_t g = g0; g < g1; g++)
-        for (int64_t k0 = 0; k0 < c->K; k0 += PANEL_KB) {
-            const int64_t k1 = kvci_min64(c->K, k0 + PANEL_KB);
-            fill256(F16, c, g, k0, k1, panel);
-            for (int64_t i = m0; i < m1; i += 6) tiles256[kvci_min64(6, m1 - i) - 1](c, i, g, panel, k0, k1);
-        }
+    _Alignas(32) float panel[PANEL_KB * 16], part[PART_ROWS * 16];
+    for (int64_t mp = m0; mp < m1; mp += PART_ROWS) { /* gemm16's jobs: one pass (64 rows) */
+        const int64_t mq = kvci_min64(m1, mp + PART_ROWS);
+        for (int64_t g = g0; g < g1; g++)
+            for (int64_t k0 = 0; k0 < c->K; k0 += PANEL_KB) {
+                const int64_t k1 = kvci_min64(c->K, k0 + PANEL_KB);
+                fill256(F16, c, g, k0, k1, panel);
+                for (int64_t i = mp; i < mq; i += 6)
+                    tiles256[kvci_min64(6, mq - i) - 1](c, i, g, panel, k0, k1, part + (i - mp) * 16);
+            }
+    }
 }
 
 void kvci_bf16_panel256_block(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {

@@ -46,8 +46,9 @@ __attribute__((target("avx512f"), always_inline)) static inline void bf16_store_
  * family's bits; bf16 and f16 weights), for blocks of at least this many rows: below, the per-tile
  * kernels are as fast or faster (one core, N 3,072, K 1,024: AVX-512 even at 16 rows, 0.93x at 8;
  * AVX2 1.2x at 12, even at 8). */
-#define KVC_BF16_PANEL512_ROWS 16
-#define KVC_BF16_PANEL256_ROWS 12
+#define KVC_BF16_PANEL512_ROWS   16
+#define KVC_BF16_PANEL512_GROUPS 3 /* column groups per k-block step of the AVX-512 blocks (8 x 3 tiles) */
+#define KVC_BF16_PANEL256_ROWS   12
 void kvci_bf16_panel512_block(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1);
 void kvci_f16_panel512_block(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1);
 void kvci_bf16_panel256_block(const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1);
