@@ -518,6 +518,24 @@ def test_usage_leaves_out_prompt_tokens_details_unless_asked(model_dir):
         assert r.json()["usage"]["prompt_tokens_details"] == {"cached_tokens": 0}
 
 
+def test_kvcache_serve_names_what_is_missing(model_dir, kvcache_cmd, tmp_path):
+    """`kvcache serve` with a Python that lacks the package, or one of its serve extra's libraries, says which
+    and for which Python (it printed a bare "No module named ...")."""
+    bare = tmp_path / "bare-python"  # site-packages off: the kvcache package is not found
+    bare.write_text(f"#!/bin/sh\nexec {sys.executable} -I -S \"$@\"\n")
+    bare.chmod(0o755)
+    fake = tmp_path / "fake" / "starlette"  # a serve-extra library that cannot be imported
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'starlette'\", name='starlette')\n")
+    for python, extra, words in ((bare, {}, "the kvcache Python package is not installed"),
+                                 (sys.executable, {"PYTHONPATH": str(tmp_path / "fake")},
+                                  "starlette, a library of the package's serve extra, is missing")):
+        env = {**os.environ, "KVC_PYTHON": str(python), **extra}
+        r = subprocess.run([str(kvcache_cmd), "serve", str(model_dir), "--port", "0"], capture_output=True,
+                           text=True, env=env, timeout=60)
+        assert r.returncode == 1 and words in r.stderr and "pip install" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("how", ["python -m", "kvcache serve"])
 def test_the_command_line_serves_on_127_0_0_1(model_dir, how, request):
     """python -m kvcache.serve, and `kvcache serve` that forwards to it ($KVC_PYTHON)."""
