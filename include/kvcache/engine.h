@@ -263,7 +263,9 @@ KVC_API int64_t kvc_engine_now_ns(void);
  * Managed: the description's entries receive the storage's tensors
  * (entry.tensor), which kvc_engine_destroy clears; a description whose
  * entries still hold tensors serves another live engine and is refused
- * (KVC_EINVAL naming the layer and cache). */
+ * (KVC_EINVAL naming the layer and cache); so is a second engine over a
+ * kvc_engine_adapter, managed or self-managed, until the first is
+ * destroyed. */
 KVC_API kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_params *p, kvc_engine **out);
 KVC_API void kvc_engine_destroy(kvc_engine *e);
 
@@ -487,8 +489,8 @@ KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
  * once, model.h).
  *
  * One adapter serves one live engine (its cache description receives that
- * engine's tensors; a second managed engine over it is refused until the
- * first is destroyed); create the adapter, then the engine with the same
+ * engine's tensors; a second engine over it is refused until the first is
+ * destroyed); create the adapter, then the engine with the same
  * params over kvc_engine_adapter_model(), destroy the engine first. The
  * model must outlive the adapter. Not thread-safe. */
 typedef struct kvc_engine_adapter_params {

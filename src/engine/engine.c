@@ -322,6 +322,11 @@ kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_par
     kvc_engine *e = kvci_calloc(1, sizeof *e);
     if (e == NULL) return kvci_fail(KVC_ENOMEM, "kvc_engine_create: out of host memory");
     e->model = *model;
+    st = kvci_engine_adapter_claim(model, &e->adapter_claimed);
+    if (st != KVC_OK) {
+        kvci_free(e);
+        return st;
+    }
     e->p = rp;
     e->max_tokens = rp.max_num_batched_tokens;
     const bool costed = model->cost_token > 0.0 || model->cost_row > 0.0 || model->cost_context > 0.0;
@@ -365,6 +370,7 @@ void kvc_engine_destroy(kvc_engine *e) {
     kvci_free(e->ids);
     kvci_free(e->logits);
     kvci_engine_check_free(&e->check_ws);
+    if (e->adapter_claimed) kvci_engine_adapter_unclaim(&e->model);
     kvci_free(e);
 }
 

@@ -69,6 +69,7 @@ struct kvc_engine {
     int64_t max_tokens;  /* tokens of one step = p.max_num_batched_tokens */
     double cost_token;   /* model.cost_token, or 1 when the model gives no costs (a token costs 1) */
     bool managed;
+    bool adapter_claimed; /* model is a kvc_engine_adapter's, claimed for this engine (model_adapter.c) */
 
     /* managed mode */
     kvc_block_plan plan;
@@ -127,6 +128,12 @@ struct kvc_engine {
 int32_t kvci_sampler_draw(kvc_sampler *s, const float *logits /* [vocab] */, const kvc_sampling_params *p,
                           int32_t eos_id, const uint32_t *allowed, const int32_t *tokens, int64_t n_prompt,
                           int64_t n_tokens);
+
+/* ---- one live engine per adapter (model_adapter.c) ---- */
+/* *claimed = whether model is a kvc_engine_adapter's (then claimed for one engine); KVC_EINVAL, naming it, when
+ * that adapter already serves a live engine. A model that is not an adapter's is the caller's to keep apart. */
+kvc_status kvci_engine_adapter_claim(const kvc_engine_model *model, bool *claimed);
+void kvci_engine_adapter_unclaim(const kvc_engine_model *model);
 
 /* ---- request slots and ordered lists (queue.c) ---- */
 kvc_engine_req *kvci_engine_find(const kvc_engine *e, int64_t id);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "base/internal.h"
+#include "engine/engine_internal.h"
 #include "kvcache/engine.h"
 #include "model/cache_build.h"
 #include "model/family.h"
@@ -19,6 +20,7 @@ struct kvc_engine_adapter {
     kvc_model_caches caches;         /* what the forward reads, filled by the setters */
     kvc_engine_legacy_cache *legacy; /* self-managed: one per entry */
     kvc_model_workspace *ws;
+    bool serving; /* a live engine runs on em (kvci_engine_adapter_claim) */
 };
 
 static kvc_status adapter_forward(void *self, const int32_t *ids, const kvc_engine_batch *batch, float *logits) {
@@ -207,6 +209,23 @@ void kvc_engine_adapter_destroy(kvc_engine_adapter *a) {
     kvci_cache_set_release(&a->cache);
     kvci_free(a->legacy);
     kvci_free(a);
+}
+
+kvc_status kvci_engine_adapter_claim(const kvc_engine_model *model, bool *claimed) {
+    *claimed = false;
+    if (model->forward != adapter_forward) return KVC_OK;
+    kvc_engine_adapter *a = model->self;
+    if (a->serving) /* a second engine would run its rows over the first's caches and workspace */
+        return kvci_fail(KVC_EINVAL,
+                         "kvc_engine_create: this engine adapter (%s, %s caches) already serves a live "
+                         "engine (one live engine per adapter; destroy that engine first)",
+                         kvc_model_config_of(a->m)->model_type, a->legacy != NULL ? "self-managed" : "managed");
+    a->serving = *claimed = true;
+    return KVC_OK;
+}
+
+void kvci_engine_adapter_unclaim(const kvc_engine_model *model) {
+    if (model->forward == adapter_forward) ((kvc_engine_adapter *)model->self)->serving = false;
 }
 
 const kvc_engine_model *kvc_engine_adapter_model(const kvc_engine_adapter *a) { return a != NULL ? &a->em : NULL; }

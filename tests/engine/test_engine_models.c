@@ -142,32 +142,36 @@ static void test_adapter_refuses_len_beyond_learned_positions(void **state) {
     kvc_model_destroy(m);
 }
 
-/* One adapter, one live engine: a second engine over it is refused (it took the adapter's caches, and the
- * first engine's steps then wrote into the second's storage, freed with it); once the first is destroyed,
- * the adapter serves a new one. */
+/* One adapter, one live engine, managed or self-managed: a second engine over it is refused (managed: it took the
+ * adapter's caches, and the first engine's steps then wrote into the second's storage, freed with it;
+ * self-managed: both ran their rows over the adapter's one set of legacy caches); once the first is destroyed, the
+ * adapter serves a new one. */
 static void test_adapter_one_engine(void **state) {
     (void)state;
     kvc_model *m = em_random_model(QWEN3_JSON, 5);
-    kvc_engine_adapter_params ap = {.cache = {.block_size = 16}};
-    kvc_engine_params ep = em_params(48, 1, 64);
-    kvc_engine_adapter *a = NULL;
-    kvc_engine *e = NULL, *e2 = NULL;
-    assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_OK);
-    assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &ep, &e), KVC_OK);
-    assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &ep, &e2), KVC_EINVAL);
-    assert_null(e2);
-    assert_non_null(strstr(kvc_last_error(), "serves another engine"));
-    kvc_engine_request r = kvc_engine_request_default();
-    r.id = 1, r.prompt = IDS, r.n_prompt = 5, r.max_new_tokens = 2;
-    kvc_engine_step_result res;
-    assert_int_equal(kvc_engine_add_request(e, &r), KVC_OK);
-    assert_int_equal(kvc_engine_step(e, &res), KVC_OK);
-    kvc_engine_destroy(e);
-    assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &ep, &e2), KVC_OK);
-    assert_int_equal(kvc_engine_add_request(e2, &r), KVC_OK);
-    assert_int_equal(kvc_engine_step(e2, &res), KVC_OK);
-    kvc_engine_destroy(e2);
-    kvc_engine_adapter_destroy(a);
+    for (int self_managed = 0; self_managed < 2; self_managed++) {
+        kvc_engine_adapter_params ap = {.self_managed = self_managed, .cache = {.block_size = 16}};
+        kvc_engine_params ep = em_params(48, 1, 64);
+        kvc_engine_adapter *a = NULL;
+        kvc_engine *e = NULL, *e2 = NULL;
+        assert_int_equal(kvc_engine_adapter_create(m, &ap, &ep, &a), KVC_OK);
+        assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &ep, &e), KVC_OK);
+        assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &ep, &e2), KVC_EINVAL);
+        assert_null(e2);
+        assert_non_null(strstr(kvc_last_error(), "already serves a live engine"));
+        assert_non_null(strstr(kvc_last_error(), self_managed ? "self-managed" : "managed"));
+        kvc_engine_request r = kvc_engine_request_default();
+        r.id = 1, r.prompt = IDS, r.n_prompt = 5, r.max_new_tokens = 2;
+        kvc_engine_step_result res;
+        assert_int_equal(kvc_engine_add_request(e, &r), KVC_OK);
+        assert_int_equal(kvc_engine_step(e, &res), KVC_OK);
+        kvc_engine_destroy(e);
+        assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &ep, &e2), KVC_OK);
+        assert_int_equal(kvc_engine_add_request(e2, &r), KVC_OK);
+        assert_int_equal(kvc_engine_step(e2, &res), KVC_OK);
+        kvc_engine_destroy(e2);
+        kvc_engine_adapter_destroy(a);
+    }
     kvc_model_destroy(m);
 }
 
