@@ -11,7 +11,7 @@ from ._lib import invalid, read_regular
 _SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token")
 
 
-def _read_json(path):
+def read_json(path):
     """A model directory's JSON file: an object ({} when there is none)."""
     try:
         value = json.loads(read_regular(path).decode("utf-8"))
@@ -56,7 +56,7 @@ def _token_text(value):
 def _eos_ids(path, vocab_size):
     """The eos_token_id of a JSON file (an id or a list of ids; none when the file or the key is missing or
     null), each a token id of the vocabulary: the sampler stops on them, and one outside it failed every request."""
-    value = _read_json(path).get("eos_token_id")
+    value = read_json(path).get("eos_token_id")
     ids = [] if value is None else value if isinstance(value, list) else [value]
     for v in ids:
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < vocab_size:
@@ -107,7 +107,7 @@ class Tokenizer:
             self._tok = tokenizers.Tokenizer.from_str(text)
         except Exception as exc:
             raise invalid(f"{path}: {exc}") from None
-        config = _read_json(model_dir / "tokenizer_config.json")
+        config = read_json(model_dir / "tokenizer_config.json")
         self.special_tokens = {k: _token_text(config.get(k)) for k in _SPECIAL_KEYS if _token_text(config.get(k))}
         self.chat_template = _template_of(model_dir, config)
         self.vocab_size = self._tok.get_vocab_size(with_added_tokens=True)

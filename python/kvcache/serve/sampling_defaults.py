@@ -3,7 +3,7 @@
 that leaves the field out (or null) samples with (Qwen2.5's file: temperature 0.7, top_p 0.8, top_k 20,
 repetition_penalty 1.05). docs/serve.md, "Endpoints"."""
 from .._lib import invalid
-from ..tokenizer import _read_json as read_json  # a model directory's JSON file, read as the tokenizer reads its own
+from ..tokenizer import read_json  # a model directory's JSON file, read as the tokenizer reads its own
 from .protocol import ApiError, sampling_fields
 
 KEYS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")
