@@ -195,6 +195,25 @@ typedef enum kvc_engine_role {
                                   * (kvc_engine_request.n_external_tokens) */
 } kvc_engine_role;
 
+/* Replicas of one engine in lockstep: the ranks of a tensor-parallel model (docs/serve.md, "Tensor
+ * parallel"), each with its shard and an engine over it, created with the same params. The lead (rank 0)
+ * is driven as any engine; it logs every call that changes it (kvc_engine_add_request with its prompt,
+ * sampling, salt and priority; kvc_engine_set_allowed_tokens; kvc_engine_request_release) and sends the
+ * log through bcast at the start of each kvc_engine_step (before the step's schedule: idle steps too) and
+ * from kvc_engine_destroy (the end). A follower runs kvc_engine_follow, which receives each log, replays
+ * it and steps, so every rank schedules, caches and samples alike (each samples from bitwise equal
+ * logits). The first log carries the lead's sizes (vocabulary, params, blocks per pool): a follower whose
+ * own differ refuses naming the first that differs. The log is in the lead's byte order: every rank runs
+ * the same build. Only the BOTH role. */
+typedef struct kvc_engine_sync {
+    /* Sends n bytes from the lead's buf to every follower's buf (collective: the lead and every follower
+     * call it with the same n). idle: a follower waiting for the lead's next log (the lead may have nothing
+     * to do for hours): no deadline there; every other wait is bounded. */
+    kvc_status (*bcast)(void *user, void *buf, int64_t n, bool idle);
+    void *user;
+    bool follower; /* false: the lead */
+} kvc_engine_sync;
+
 typedef struct kvc_engine_params {
     int64_t max_model_len;                /* >= 1: KV positions of one request (prompt + generated - 1) */
     int64_t max_num_seqs;                 /* >= 1: rows per step = requests running at once */
@@ -238,6 +257,7 @@ typedef struct kvc_engine_params {
                                      * each key's block size as described */
     kvc_engine_role role;           /* BOTH (default), PREFILL or DECODE; PREFILL and DECODE need a managed model
                                      * (cache info) and the BUDGET scheduler */
+    kvc_engine_sync sync;           /* tensor-parallel replicas (below); bcast NULL (default): none */
 } kvc_engine_params;
 
 /* max_model_len 0 (must be set), max_num_seqs 8, max_num_batched_tokens 0,
@@ -427,6 +447,14 @@ typedef struct kvc_engine_step_result {
  * forward fails its status is returned, this step's admissions are undone
  * and no token is appended. */
 KVC_API kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res);
+
+/* A follower's loop (kvc_engine_sync): receives each of the lead's logs, replays its calls and steps, until
+ * the lead's kvc_engine_destroy ends it (KVC_OK). A follower takes no call that changes it from elsewhere
+ * (add, mask, release and step are refused, KVC_EINVAL). Fails, returning at once, on a log it cannot
+ * parse (KVC_EINVAL naming what: bad magic or kind, a command truncated or unknown, sizes unlike the
+ * lead's), on a replayed call or step that fails (it no longer matches the lead) and on a failed bcast;
+ * the caller then ends the job (MPI_Abort: the lead may be waiting in a collective). */
+KVC_API kvc_status kvc_engine_follow(kvc_engine *e);
 
 typedef struct kvc_engine_stats {
     int64_t n_waiting, n_running, n_finished; /* held now (finished: not released yet) */

@@ -336,6 +336,7 @@ kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_par
     st = e->managed ? managed_create(e, &saved_bs) : kvci_engine_legacy_create(e);
     if (st == KVC_OK) st = alloc_requests(e);
     if (st == KVC_OK && e->p.check) st = kvci_engine_check_alloc(e, &e->check_ws);
+    if (st == KVC_OK) st = kvci_engine_log_create(e); /* last: only a whole lead sends its end when destroyed */
     if (st != KVC_OK) {
         kvc_engine_destroy(e);
         if (saved_bs != NULL) block_sizes_restore(model->cache_info, saved_bs); /* the description as it came */
@@ -348,6 +349,7 @@ kvc_status kvc_engine_create(const kvc_engine_model *model, const kvc_engine_par
 
 void kvc_engine_destroy(kvc_engine *e) {
     if (e == NULL) return;
+    kvci_engine_log_destroy(e);
     kvc_step_buffers_destroy(e->buf);
     kvc_manager_destroy(e->mgr);
     if (e->storage != NULL) clear_tensors(e->model.cache_info);

@@ -118,6 +118,12 @@ struct kvc_engine {
 
     kvc_engine_check_ws check_ws;
     kvc_engine_stats stats; /* counters; the "now" fields are filled on demand */
+
+    /* tensor-parallel replicas (p.sync, replica.c) */
+    uint8_t *log; /* [log_cap] lead: the calls logged since the last log sent; follower: the log received */
+    int64_t log_n, log_cap;
+    bool replaying; /* follower: inside kvc_engine_follow (its calls come from the lead's log) */
+    bool log_lost;  /* lead: a log failed to go out; the followers no longer match, no step runs */
 };
 
 /* ---- sampling (sampler.c) ---- */
@@ -164,6 +170,23 @@ kvc_status kvci_engine_alloc(kvc_engine *e, kvc_engine_req *r, int64_t *n_new, b
 kvc_status kvci_engine_evict(kvc_engine *e, kvc_engine_req *r);
 /* Blocks one request needs at worst for `positions` positions, per key, vs pools. */
 kvc_status kvci_engine_fit_check(const kvc_engine *e, int64_t id, int64_t positions);
+
+/* ---- tensor-parallel replicas (replica.c, kvc_engine_sync) ----
+ * The calls that change an engine log themselves on a lead, after their checks and before their change,
+ * and are refused on a follower outside its replay (KVC_EINVAL naming `what`); without replicas they do
+ * nothing. A failure (KVC_ENOMEM growing the log) leaves engine and log unchanged. */
+kvc_status kvci_engine_log_add(kvc_engine *e, const kvc_engine_request *r);
+kvc_status kvci_engine_log_mask(kvc_engine *e, int64_t id, const uint32_t *bitmask, int64_t n_words);
+/* A release logs itself before its change; *mark: the log's end before it, for kvci_engine_log_rewind
+ * when the change then fails. */
+kvc_status kvci_engine_log_release(kvc_engine *e, int64_t id, int64_t *mark);
+void kvci_engine_log_rewind(kvc_engine *e, int64_t mark);
+/* kvc_engine_step, before anything else: the lead sends its log (the followers then step). */
+kvc_status kvci_engine_log_step(kvc_engine *e);
+/* kvc_engine_create, last: a lead's log starts with its sizes. kvc_engine_destroy, first: a lead
+ * sends the end; the log is freed. */
+kvc_status kvci_engine_log_create(kvc_engine *e);
+void kvci_engine_log_destroy(kvc_engine *e);
 
 /* ---- the step's rows and preemption (step_rows.c) ---- */
 /* Appends a row for slot: tokens [r->n_cached, r->n_cached + n_new). */

@@ -80,6 +80,7 @@ kvc_status kvc_engine_add_request(kvc_engine *e, const kvc_engine_request *r) {
         return kvci_fail(KVC_EINVAL, "kvc_engine_add_request: engine and request must not be NULL");
     const int64_t now = kvc_engine_now_ns();
     kvc_status st = check_request(e, r, now);
+    if (st == KVC_OK) st = kvci_engine_log_add(e, r); /* replicas: the add goes to the followers too */
     if (st != KVC_OK) return st;
     int32_t slot = kvci_request_table_insert(&e->table, r->id);
     kvc_engine_req *q = &e->reqs[slot];
@@ -170,8 +171,9 @@ kvc_status kvc_engine_set_allowed_tokens(kvc_engine *e, int64_t id, const uint32
     kvc_status st = lookup(e, id, "kvc_engine_set_allowed_tokens", &r);
     if (st != KVC_OK) return st;
     if (bitmask == NULL) {
-        r->allowed = NULL;
-        return KVC_OK;
+        st = kvci_engine_log_mask(e, id, NULL, 0);
+        if (st == KVC_OK) r->allowed = NULL;
+        return st;
     }
     if (n_words != e->mask_words)
         return kvci_fail(
@@ -186,15 +188,17 @@ kvc_status kvc_engine_set_allowed_tokens(kvc_engine *e, int64_t id, const uint32
                          "kvc_engine_set_allowed_tokens: request %lld: bitmask[%lld] allows tokens at or past "
                          "the vocabulary size %lld",
                          (long long)id, (long long)n_words - 1, (long long)e->model.vocab_size);
+    st = kvci_engine_log_mask(e, id, bitmask, n_words);
+    if (st != KVC_OK) return st;
     memcpy(r->allowed_store, bitmask, (size_t)n_words * sizeof *bitmask);
     r->allowed = r->allowed_store;
     return KVC_OK;
 }
 
-kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id) {
-    kvc_engine_req *r = NULL;
-    kvc_status st = lookup(e, id, "kvc_engine_request_release", &r);
-    if (st != KVC_OK) return st;
+/* Forgets a held request (kvc_engine_request_release's change). */
+static kvc_status release(kvc_engine *e, kvc_engine_req *r) {
+    const int64_t id = r->id;
+    kvc_status st = KVC_OK;
     int32_t slot = kvci_engine_slot_of(e, r);
     switch (r->state) {
     case KVC_REQ_WAITING: kvci_engine_wait_remove(e, slot); break;
@@ -218,4 +222,15 @@ kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id) {
     r->state = KVC_SLOT_UNUSED;
     r->id = -1;
     return KVC_OK;
+}
+
+kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id) {
+    kvc_engine_req *r = NULL;
+    kvc_status st = lookup(e, id, "kvc_engine_request_release", &r);
+    int64_t mark = 0;
+    if (st == KVC_OK) st = kvci_engine_log_release(e, id, &mark);
+    if (st != KVC_OK) return st;
+    st = release(e, r);
+    if (st != KVC_OK) kvci_engine_log_rewind(e, mark); /* the release did not happen */
+    return st;
 }

@@ -134,6 +134,8 @@ static kvc_status check_logits(const kvc_engine *e) {
 kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res) {
     if (e == NULL || res == NULL) return kvci_fail(KVC_EINVAL, "kvc_engine_step: engine and result must not be NULL");
     memset(res, 0, sizeof *res);
+    kvc_status st = kvci_engine_log_step(e); /* replicas: the followers replay the lead's log, then step */
+    if (st != KVC_OK) return st;
     if (e->n_waiting == 0 && e->n_running == 0) {
         res->idle = true;
         return KVC_OK;
@@ -142,9 +144,8 @@ kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res) {
     e->n_rows = e->n_row_tokens = e->n_chunks = 0;
     e->decode_cost = e->chunk_cost = 0.0;
     e->build++;
-    kvc_status st = e->p.scheduler == KVC_ENGINE_SCHED_BUDGET
-                        ? kvci_engine_schedule_budget(e, &res->n_preempted)
-                        : kvci_engine_schedule_prefill_alone(e, &res->n_preempted);
+    st = e->p.scheduler == KVC_ENGINE_SCHED_BUDGET ? kvci_engine_schedule_budget(e, &res->n_preempted)
+                                                   : kvci_engine_schedule_prefill_alone(e, &res->n_preempted);
     if (st != KVC_OK) {
         kvci_engine_rows_undo(e);
         return st;

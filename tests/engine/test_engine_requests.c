@@ -1,7 +1,9 @@
 /* Engine: request lifecycle, batched outputs equal to the dense reference
  * and to each request run alone (block sizes 1..128, one or two managers),
  * refusals of bad input while other requests keep being served, creation
- * refusals, recovery from a failing forward, the max_model_len stop. */
+ * refusals, recovery from a failing forward, the max_model_len stop; tensor-parallel replicas (kvc_engine_sync)
+ * over an in-memory wire: a follower replays the lead's log to the same outputs, and refuses what it cannot
+ * parse or what is not the lead's. */
 #include <math.h>
 
 #include "engine_fixture.h"
@@ -376,6 +378,156 @@ static void test_max_model_len_stop(void **state) {
     kvc_engine_destroy(e);
 }
 
+/* ---- replicas: the lead's bcast appends to a wire, the follower's reads it back in order ---- */
+
+typedef struct wire {
+    uint8_t bytes[1 << 16];
+    int64_t n_put, n_got;
+} wire;
+
+static kvc_status wire_send(void *user, void *buf, int64_t n, bool idle) {
+    (void)idle;
+    wire *w = user;
+    assert_true(w->n_put + n <= (int64_t)sizeof w->bytes);
+    memcpy(w->bytes + w->n_put, buf, (size_t)n);
+    w->n_put += n;
+    return KVC_OK;
+}
+
+static kvc_status wire_receive(void *user, void *buf, int64_t n, bool idle) {
+    (void)idle;
+    wire *w = user;
+    if (w->n_got + n > w->n_put) return KVC_EINTERNAL; /* nothing more was sent */
+    memcpy(buf, w->bytes + w->n_got, (size_t)n);
+    w->n_got += n;
+    return KVC_OK;
+}
+
+static kvc_engine *replica(toy_model *m, wire *w, bool follower, int64_t max_num_seqs) {
+    toy_init_managed(m, FIX_VOCAB, 1, 4, 0);
+    kvc_engine_model em = toy_engine_model(m, false);
+    kvc_engine_params p = fix_params(64, max_num_seqs);
+    p.prefix_caching = true;
+    p.sync = (kvc_engine_sync){.bcast = follower ? wire_receive : wire_send, .user = w, .follower = follower};
+    return fix_engine(&em, &p);
+}
+
+/* Drives a lead through every call it logs: adds (seeded sampling, logit_bias, min_tokens ids, a salt, a
+ * priority), masks, a mask dropped, a release of a running request, steps, an idle step; records the outputs,
+ * destroys the lead (its end); the follower's loop then holds the same outputs after as many steps. */
+#define N_REPLICA_REQ 4
+static void test_replica_follows_lead(void **state) {
+    (void)state;
+    static wire w;
+    memset(&w, 0, sizeof w);
+    toy_model ml, mf;
+    kvc_engine *lead = replica(&ml, &w, false, 2), *fol = replica(&mf, &w, true, 2);
+    const int32_t prompt[] = {3, 1, 4, 1, 5, 9, 2, 6};
+    const int32_t stops[] = {7};
+    const kvc_logit_bias bias[] = {{11, 3.0f}, {12, -2.0f}};
+    uint32_t mask = 0x0000f0f0u;
+    for (int64_t id = 0; id < N_REPLICA_REQ; id++) {
+        kvc_engine_request r = fix_request_over(id, prompt, 5 + id, 10);
+        r.sampling.temperature = id == 0 ? 0.0f : 0.9f;
+        r.sampling.seed = 100 + (uint64_t)id;
+        r.sampling.min_tokens = 2, r.sampling.min_tokens_ids = stops, r.sampling.n_min_tokens_ids = 1;
+        r.sampling.logit_bias = bias, r.sampling.n_logit_bias = 2;
+        r.priority = (int32_t)(id % 2);
+        r.cache_salt = id == 2 ? "tenant" : NULL, r.cache_salt_len = id == 2 ? 6 : 0;
+        fix_add(lead, &r);
+    }
+    kvc_engine_step_result res;
+    for (int step = 0; step < 40; step++) {
+        if (step < 6 && fix_info(lead, 1).state != KVC_REQ_FINISHED)
+            assert_int_equal(kvc_engine_set_allowed_tokens(lead, 1, &mask, 1), KVC_OK);
+        if (step == 2) {
+            assert_int_equal(kvc_engine_set_allowed_tokens(lead, 3, &mask, 1), KVC_OK);
+            assert_int_equal(kvc_engine_set_allowed_tokens(lead, 3, NULL, 0), KVC_OK);
+        }
+        if (step == 3) assert_int_equal(kvc_engine_request_release(lead, 0), KVC_OK); /* aborted while running */
+        assert_int_equal(kvc_engine_step(lead, &res), KVC_OK);
+    }
+    assert_true(res.idle);
+    int32_t want[N_REPLICA_REQ][10];
+    int64_t n_want[N_REPLICA_REQ] = {0};
+    for (int64_t id = 1; id < N_REPLICA_REQ; id++)
+        assert_int_equal(kvc_engine_request_output(lead, id, want[id], 10, &n_want[id]), KVC_OK);
+    kvc_engine_stats sl, sf;
+    assert_int_equal(kvc_engine_get_stats(lead, &sl), KVC_OK);
+    kvc_engine_destroy(lead);
+    assert_int_equal(kvc_engine_follow(fol), KVC_OK);
+    assert_int_equal(w.n_got, w.n_put);
+    assert_int_equal(kvc_engine_get_stats(fol, &sf), KVC_OK);
+    assert_int_equal(sf.steps, sl.steps);
+    assert_int_equal(sf.prefix_hit_tokens, sl.prefix_hit_tokens);
+    assert_int_not_equal(kvc_engine_request_get(fol, 0, &(kvc_engine_request_info){0}), KVC_OK); /* released */
+    for (int64_t id = 1; id < N_REPLICA_REQ; id++) {
+        int32_t got[10];
+        int64_t n = 0;
+        assert_int_equal(kvc_engine_request_output(fol, id, got, 10, &n), KVC_OK);
+        assert_int_equal(n, n_want[id]);
+        assert_memory_equal(got, want[id], (size_t)n * sizeof *got);
+    }
+    kvc_engine_destroy(fol);
+}
+
+static void expect_follow_refused(kvc_engine *fol, const char *text) {
+    assert_int_equal(kvc_engine_follow(fol), KVC_EINVAL);
+    if (strstr(kvc_last_error(), text) == NULL) fail_msg("expected \"%s\" in: %s", text, kvc_last_error());
+}
+
+/* A follower refuses calls from elsewhere, a log whose header, command or sizes are not the lead's; the
+ * BOTH role only; kvc_engine_follow needs a follower. */
+static void test_replica_refusals(void **state) {
+    (void)state;
+    static wire w;
+    toy_model ml, mf;
+    const int32_t prompt[] = {1, 2, 3};
+    kvc_engine_request r = fix_request_over(7, prompt, 3, 4);
+    kvc_engine_step_result res;
+    struct {
+        int64_t at; /* byte of the wire to change (from its end when < 0), after a lead's add and step */
+        uint8_t value;
+        const char *text;
+    } cases[] = {{0, 0x01, "magic"},
+                 {4, 9, "kind"},
+                 {16, 9, "unknown"},
+                 {24, 0x01, "unknown or truncated"}, /* the hello's length */
+                 {16 + 16 + 8, 0xff, "max_model_len"},
+                 {-8, 0x7f, "add"}}; /* the add's last prompt token: replayed, refused by the engine */
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        memset(&w, 0, sizeof w);
+        kvc_engine *lead = replica(&ml, &w, false, 2), *fol = replica(&mf, &w, true, 2);
+        fix_add(lead, &r);
+        assert_int_equal(kvc_engine_step(lead, &res), KVC_OK);
+        w.bytes[cases[c].at >= 0 ? cases[c].at : w.n_put + cases[c].at] ^= cases[c].value;
+        expect_follow_refused(fol, cases[c].text);
+        kvc_engine_destroy(lead);
+        kvc_engine_destroy(fol);
+    }
+    memset(&w, 0, sizeof w); /* params unlike the lead's */
+    kvc_engine *lead = replica(&ml, &w, false, 2), *fol = replica(&mf, &w, true, 3);
+    kvc_engine_destroy(lead);
+    expect_follow_refused(fol, "max_num_seqs is 3, the lead's 2");
+    /* a follower takes no call from elsewhere; a lead or a plain engine does not follow */
+    assert_int_equal(kvc_engine_add_request(fol, &r), KVC_EINVAL);
+    assert_int_equal(kvc_engine_step(fol, &res), KVC_EINVAL);
+    assert_int_equal(kvc_engine_request_release(fol, 7), KVC_EINVAL);
+    kvc_engine_destroy(fol);
+    memset(&w, 0, sizeof w);
+    lead = replica(&ml, &w, false, 2);
+    assert_int_equal(kvc_engine_follow(lead), KVC_EINVAL);
+    kvc_engine_destroy(lead);
+    toy_init_managed(&ml, FIX_VOCAB, 1, 4, 0);
+    kvc_engine_model em = toy_engine_model(&ml, false);
+    kvc_engine_params p = fix_params(64, 2);
+    p.sync = (kvc_engine_sync){.bcast = wire_send, .user = &w};
+    p.role = KVC_ENGINE_ROLE_PREFILL;
+    kvc_engine *e = NULL;
+    assert_int_equal(kvc_engine_create(&em, &p, &e), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "BOTH role"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lifecycle),
@@ -385,6 +537,8 @@ int main(void) {
         cmocka_unit_test(test_create_refusals),
         cmocka_unit_test(test_forward_failure_recovers),
         cmocka_unit_test(test_max_model_len_stop),
+        cmocka_unit_test(test_replica_follows_lead),
+        cmocka_unit_test(test_replica_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
