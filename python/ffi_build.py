@@ -512,6 +512,7 @@ typedef struct kvc_engine_step_result {
     ...;
 } kvc_engine_step_result;
 kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res);
+kvc_status kvc_engine_follow(kvc_engine *e);
 typedef struct kvc_engine_stats {
     int64_t n_waiting, n_running, n_finished;
     int64_t steps;
@@ -549,6 +550,13 @@ typedef struct kvc_py_logits_tap {
 } kvc_py_logits_tap;
 void kvc_py_logits_tap_init(kvc_py_logits_tap *t, const kvc_engine_model *inner);
 const kvc_engine_model *kvc_py_logits_tap_model(const kvc_py_logits_tap *t);
+
+/* ---- tensor parallelism over MPI (SOURCE below; src/dist/replicas.h) ---- */
+kvc_status kvc_py_tp_check(const char *dir, int64_t size);
+kvc_status kvc_py_tp_start(int64_t size, int32_t *rank);
+kvc_status kvc_py_tp_load(const char *dir, const char *weights, kvc_model **out);
+void kvc_py_tp_set_sync(kvc_engine_params *p);
+void kvc_py_tp_end(int rc);
 """
 
 SOURCE = r"""
@@ -592,6 +600,47 @@ static void kvc_py_logits_tap_init(kvc_py_logits_tap *t, const kvc_engine_model 
 }
 
 static const kvc_engine_model *kvc_py_logits_tap_model(const kvc_py_logits_tap *t) { return &t->model; }
+
+/* Tensor parallelism (Engine(tensor_parallel_size=N) under mpirun): this process's session of
+ * src/dist/replicas.c, compiled in when the extension was built with MPI (KVC_HAVE_MPI). */
+#include "base/internal.h"
+#include "model/model_internal.h" /* kvci_model_shard_config */
+
+static kvc_status kvc_py_tp_no_mpi(void) {
+    return kvci_fail(KVC_EINVAL, "tensor parallelism: this kvcache package was built without MPI (install Open MPI, "
+                                 "libopenmpi-dev, and reinstall the package)");
+}
+
+/* Whether the model in dir splits over size ranks (shard.c's rules), before any rank starts MPI. */
+static kvc_status kvc_py_tp_check(const char *dir, int64_t size) {
+#ifndef KVC_HAVE_MPI
+    if (size > 1) return kvc_py_tp_no_mpi();
+#endif
+    kvc_model_config full, shard;
+    kvc_status st = kvc_model_config_load(dir, &full);
+    return st == KVC_OK ? kvci_model_shard_config(&full, size, &shard) : st;
+}
+
+#ifdef KVC_HAVE_MPI
+#include "dist/replicas.h"
+static kvc_status kvc_py_tp_start(int64_t size, int32_t *rank) { return kvc_replicas_start(size, rank); }
+static kvc_status kvc_py_tp_load(const char *dir, const char *weights, kvc_model **out) {
+    return kvc_replicas_load(dir, weights, out);
+}
+static void kvc_py_tp_set_sync(kvc_engine_params *p) { p->sync = kvc_replicas_sync(); }
+static void kvc_py_tp_end(int rc) { kvc_replicas_end(rc); }
+#else
+static kvc_status kvc_py_tp_start(int64_t size, int32_t *rank) {
+    (void)size, (void)rank;
+    return kvc_py_tp_no_mpi();
+}
+static kvc_status kvc_py_tp_load(const char *dir, const char *weights, kvc_model **out) {
+    (void)dir, (void)weights, (void)out;
+    return kvc_py_tp_no_mpi();
+}
+static void kvc_py_tp_set_sync(kvc_engine_params *p) { (void)p; }
+static void kvc_py_tp_end(int rc) { (void)rc; }
+#endif
 """
 
 

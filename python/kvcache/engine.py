@@ -14,11 +14,12 @@ object. kvcache.AsyncEngine drives one from a background thread for asyncio.
 import dataclasses
 import itertools
 import os
+import sys
 import weakref
 
 import numpy as np
 
-from ._lib import c_path, check, dtype_code, dtype_name, ffi, flag, int32, int64, invalid, lib, real
+from ._lib import c_path, check, dtype_code, dtype_name, ffi, flag, int32, int64, invalid, lib, real, status_name
 from ._locking import serialised
 from .errors import Error, QueueFull
 from .plan import parse_bytes, plan
@@ -218,6 +219,43 @@ def _top_logprobs(row, token, k):
 _SCORE_CHUNK = 32  # prompt tokens a scoring step feeds: [32, V] logits at a time (19 MiB for a 150k vocabulary)
 
 
+_tp = {}  # this process's tensor-parallel session (one per process, as MPI): {"size": N, "rank": r}
+
+
+def tensor_parallel_check(model_dir, size):
+    """Refuses, naming --tensor-parallel-size, a size the model in model_dir does not split over (a head count or
+    intermediate size it does not divide; docs/distributed.md) or a size above 1 without MPI in the package; no
+    MPI is started."""
+    size = int64(size, "tensor_parallel_size")
+    try:
+        check(lib.kvc_py_tp_check(c_path(model_dir, "model_dir"), size))
+    except Error as exc:
+        raise type(exc)(exc.status, exc.status_name, f"--tensor-parallel-size {size}: {exc.message}") from None
+
+
+def tensor_parallel_start(size):
+    """Starts this process's tensor-parallel session (MPI, under `mpirun -np size`) and returns its rank: rank 0
+    serves (its Engine leads), the others follow (Engine.follow). Refused naming --tensor-parallel-size when the
+    job has another number of ranks, or without MPI in the package."""
+    size = int64(size, "tensor_parallel_size")
+    if _tp:
+        if _tp["size"] != size:
+            raise invalid(f"tensor_parallel_size {size}: this process runs a session of {_tp['size']} ranks already")
+        return _tp["rank"]
+    rank = ffi.new("int32_t *")
+    check(lib.kvc_py_tp_start(size, rank))
+    _tp.update(size=size, rank=int(rank[0]))
+    return _tp["rank"]
+
+
+def tensor_parallel_end(status=0):
+    """Ends this process's tensor-parallel session once its Engine is closed: status 0 waits for every rank
+    (MPI_Finalize); another status ends the whole job at once (MPI_Abort), as a rank that failed must."""
+    if _tp:
+        _tp.clear()
+        lib.kvc_py_tp_end(status)
+
+
 def _destroy(engine, adapter, model):
     lib.kvc_engine_destroy(engine)
     lib.kvc_engine_adapter_destroy(adapter)
@@ -246,18 +284,38 @@ class Engine:
     the same cache_salt; a model with state layers, LFM2, resumes its states
     from cached snapshots), and the prefix_caching attribute says what the
     engine runs with. scheduler: "budget" (chunked prefill beside
-    decode) or "prefill_alone". seed: mixed into every request's seed."""
+    decode) or "prefill_alone". seed: mixed into every request's seed.
+
+    tensor_parallel_size N > 1: under `mpirun -np N`, each process loads its
+    shard of the model (docs/distributed.md) and makes an engine over it with
+    the same arguments; rank 0's is driven as any Engine and every call that
+    changes it reaches the others at its next step, while their processes run
+    follow() (docs/serve.md, "Tensor parallel"). prompt_logprobs is refused
+    there (the other ranks run no scoring pass)."""
 
     def __init__(self, model_dir, *, kv_dtype=None, weights="checkpoint", activations="f32", block_size=16, kv_memory=None, max_model_len=None,
                  max_num_seqs=8, max_num_batched_tokens=0, max_requests=0, prefix_caching=True, scheduler="budget",
-                 step_cost_ratio=None, long_prefill_token_threshold=0, seed=0, check_invariants=False):
+                 step_cost_ratio=None, long_prefill_token_threshold=0, seed=0, check_invariants=False,
+                 tensor_parallel_size=1):
         path = c_path(model_dir, "model_dir")
+        tp = int64(tensor_parallel_size, "tensor_parallel_size")
+        if tp < 1:
+            raise invalid(f"tensor_parallel_size {tp} must be >= 1")
         if not isinstance(weights, str) or weights not in WEIGHT_DTYPES:
             raise invalid(f"weights {weights!r} is not one of {', '.join(WEIGHT_DTYPES)}")
         if not isinstance(activations, str) or activations not in ACTIVATIONS:
             raise invalid(f"activations {activations!r} is not one of {', '.join(ACTIVATIONS)}")
         m = ffi.new("kvc_model **")
-        check(lib.kvc_model_load_weights(path, weights.encode(), m))
+        if tp > 1:
+            self.rank = tensor_parallel_start(tp)
+            try:
+                check(lib.kvc_py_tp_load(path, weights.encode(), m))
+            except Error as exc:  # a size the ranks do not divide: say which option set them
+                raise type(exc)(exc.status, exc.status_name, f"--tensor-parallel-size {tp}: {exc.message}") from None
+        else:
+            self.rank = 0
+            check(lib.kvc_model_load_weights(path, weights.encode(), m))
+        self.tensor_parallel_size = tp
         model = m[0]
         try:
             check(lib.kvc_model_set_activations(model, activations.encode()))
@@ -281,6 +339,8 @@ class Engine:
             p.prefix_caching = flag(prefix_caching, "prefix_caching")
             p.seed = int64(seed, "seed") % 2**64
             p.check = flag(check_invariants, "check_invariants")
+            if tp > 1:
+                lib.kvc_py_tp_set_sync(p)  # rank 0 leads, the others follow
             ap = ffi.new("kvc_engine_adapter_params *", lib.kvc_engine_adapter_default_params())
             if kv_dtype is None:
                 kv_dtype = _checkpoint_kv_dtype(model_dir, cfg.max_position_embeddings)
@@ -395,6 +455,9 @@ class Engine:
         its own over the prompt (a runner over the engine's model: contiguous caches in the engine's KV dtype,
         32 tokens a step), between the engine's steps; the engine's requests and caches are not touched."""
         self._handle()  # the model lives as long as the engine
+        if self.tensor_parallel_size > 1:
+            raise invalid("prompt_logprobs (echo with logprobs) is not available with tensor parallelism: the other "
+                          "ranks run no scoring pass beside their engines")
         ids = self._prompt_ids(prompt_token_ids)
         if not 0 <= int64(k, "k") <= _MAX_LOGPROBS:
             raise invalid(f"prompt_logprobs: k {k} is outside [0, {_MAX_LOGPROBS}]")
@@ -432,6 +495,12 @@ class Engine:
         check(lib.kvc_engine_request_release(e, request_id))
         return True
 
+    def follow(self):
+        """A rank > 0 of tensor_parallel_size: replays rank 0's engine calls and steps with it until rank 0's
+        Engine closes (kvc_engine_follow); raises Error on a log it cannot replay (the job must then end:
+        tensor_parallel_end with a status)."""
+        check(lib.kvc_engine_follow(self._handle()))
+
     def has_unfinished(self):
         return bool(self._live)
 
@@ -442,7 +511,12 @@ class Engine:
         e = self._handle()
         self._lend_logits()
         res = ffi.new("kvc_engine_step_result *")
-        st = check(lib.kvc_engine_step(e, res))
+        st = lib.kvc_engine_step(e, res)
+        if st < 0 and self.tensor_parallel_size > 1:  # a collective failed or timed out: the ranks no longer match
+            print(f"kvcache: rank 0's step failed, ending the job: {status_name(st)}: "
+                  f"{ffi.string(lib.kvc_last_error()).decode(errors='replace')}", file=sys.stderr, flush=True)
+            tensor_parallel_end(1)
+        check(st)
         if st == lib.KVC_NO_SPACE:
             raise Error(st, "KVC_NO_SPACE", ffi.string(lib.kvc_last_error()).decode(errors="replace"))
         outputs = []

@@ -51,8 +51,9 @@ kvc_status kvc_comm_init(int *argc, char ***argv, kvc_comm *c) {
                                      "process: start another process, e.g. another mpirun)");
     MPI_Initialized(&started);
     if (!started) {
-        /* one thread calls MPI (OpenMP threads never do) */
-        const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+        /* one thread at a time calls MPI (OpenMP threads never do); not always the one that started it: a
+         * server's engine thread steps while its main thread started MPI and loads the shard */
+        const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
         if (rc != MPI_SUCCESS) return kvci_fail(KVC_EINTERNAL, "dist: MPI_Init_thread failed (%d)", rc);
         c->owns_mpi = true;
     }

@@ -6,7 +6,8 @@ import signal
 import socket
 import sys
 
-from ..engine import ACTIVATIONS, WEIGHT_DTYPES
+from ..engine import (ACTIVATIONS, WEIGHT_DTYPES, Engine, tensor_parallel_check, tensor_parallel_end,
+                      tensor_parallel_start)
 from ..errors import Error
 from ..plan import parse_bytes
 from .reasoning import PARSERS as REASONING_PARSERS
@@ -127,6 +128,9 @@ def parser():
                    help="connections open at once (default 256); the request of one more is answered 503 and its "
                         "connection closed")
     p.add_argument("--seed", action=_Once, type=_integer, default=0, help="mixed into every request's sampling seed")
+    p.add_argument("--tensor-parallel-size", "-tp", action=_Once, type=_integer, default=1,
+                   help="processes the model is split over (tensor parallelism over MPI, docs/serve.md): run under "
+                        "mpirun -np N (kvcache serve starts mpirun itself); rank 0 serves, the others follow it")
     p.add_argument("--shutdown-timeout", action=_Once, type=_seconds, default=5.0,
                    help="on SIGINT / SIGTERM, seconds the requests in flight may take to finish before they are "
                         "aborted (default 5)")
@@ -138,6 +142,51 @@ def parser():
 def main(argv=None):
     cli = parser()
     args = cli.parse_args(argv)
+    tp = args.tensor_parallel_size
+    engine_kwargs = dict(kv_dtype=args.kv_dtype, weights=args.weights, activations=args.activations,
+                         block_size=args.block_size, kv_memory=args.kv_memory, max_model_len=args.max_model_len,
+                         max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
+                         max_requests=args.max_requests, prefix_caching=not args.no_prefix_caching, seed=args.seed,
+                         tensor_parallel_size=tp)
+    if tp < 1:
+        cli.error(f"--tensor-parallel-size {tp} must be >= 1")
+    if tp == 1:
+        return _serve(cli, args, engine_kwargs, [])
+    try:  # before MPI starts: every rank refuses alike, rank 0 (Open MPI's OMPI_COMM_WORLD_RANK) says why
+        tensor_parallel_check(args.model_dir, tp)
+    except (Error, OSError) as exc:
+        if os.environ.get("OMPI_COMM_WORLD_RANK", "0") != "0":
+            sys.exit(2)
+        cli.error(str(exc))
+    # under mpirun -np tp: rank 0 serves, the others follow; any failure ends the whole job (MPI_Abort), and a
+    # rank 0 that stops closes its engine first, whose end lets the others return
+    opened, status = [], 1
+    try:
+        rank = tensor_parallel_start(tp)
+        status = (_serve if rank == 0 else _follow)(cli, args, engine_kwargs, opened)
+    except Error as exc:
+        print(f"{cli.prog}: error: {exc}", file=sys.stderr, flush=True)
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        raise
+    finally:
+        for engine in opened:
+            engine.close()
+        tensor_parallel_end(status)
+    return status
+
+
+def _follow(cli, args, engine_kwargs, opened):
+    """A rank > 0: its shard and an engine over it, replaying rank 0's until rank 0's engine closes."""
+    for sig in (signal.SIGINT, signal.SIGTERM):  # rank 0 gets them too (mpirun sends SIGTERM to every rank):
+        signal.signal(sig, signal.SIG_IGN)       # its shutdown ends this rank, which must stay for it
+    engine = Engine(args.model_dir, **engine_kwargs)
+    opened.append(engine)
+    engine.follow()
+    return 0
+
+
+def _serve(cli, args, engine_kwargs, opened):
     import uvicorn
 
     from .app import Server
@@ -150,14 +199,10 @@ def main(argv=None):
                         write_timeout=args.write_timeout, max_connections=args.max_connections,
                         enable_prompt_tokens_details=args.enable_prompt_tokens_details,
                         enable_auto_tool_choice=args.enable_auto_tool_choice, tool_call_parser=args.tool_call_parser,
-                        reasoning_parser=args.reasoning_parser,
-                        kv_dtype=args.kv_dtype, weights=args.weights,
-                        activations=args.activations,
-                        block_size=args.block_size, kv_memory=args.kv_memory, max_model_len=args.max_model_len,
-                        max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
-                        max_requests=args.max_requests, prefix_caching=not args.no_prefix_caching, seed=args.seed)
+                        reasoning_parser=args.reasoning_parser, **engine_kwargs)
     except (Error, OSError, ValueError) as exc:
         cli.error(str(exc))
+    opened.append(server.engine)
     caching = "on" if server.engine.engine.prefix_caching else "off"
     print(f"kvcache serve: {server.model_name} (weights {args.weights}, activations {args.activations}, KV {server.engine.engine.kv_dtype}, "
           f"max_model_len {server.max_model_len}, prefix caching {caching}) on http://{args.host}:{args.port}", flush=True)
