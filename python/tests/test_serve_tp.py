@@ -1,7 +1,8 @@
 """The server with tensor parallelism: `kvcache serve --tensor-parallel-size 2` (mpirun -np 2 of `python -m
-kvcache.serve`; rank 0 serves, rank 1 follows its engine) answers greedy, streamed, seeded n=2 and JSON-schema requests with
-exactly the single-process server's ids and text, then stops cleanly (both ranks end, status 0). Refusals name
---tensor-parallel-size. Bounded: every wait has a deadline, the job's process group is killed on failure."""
+kvcache.serve`; rank 0 serves, rank 1 follows its engine) answers greedy, streamed, seeded n=2 and JSON-schema
+requests with exactly the single-process server's ids and text, then stops cleanly (both ranks end, status 0).
+Refusals name --tensor-parallel-size. Bounded: every wait has a deadline, the job's process group is killed on
+failure."""
 import os
 import re
 import shutil
@@ -128,6 +129,7 @@ def test_tp2_server_equals_one_process(model, kvcache_cmd):
     assert got == want
 
 
+@pytest.mark.skipif(MPIRUN is None, reason="no mpirun (Open MPI)")
 def test_tp_refusals_name_the_option(model):
     if not _mpi_built(model):
         pytest.skip("the package was built without MPI")

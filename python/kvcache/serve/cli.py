@@ -128,7 +128,7 @@ def parser():
                    help="connections open at once (default 256); the request of one more is answered 503 and its "
                         "connection closed")
     p.add_argument("--seed", action=_Once, type=_integer, default=0, help="mixed into every request's sampling seed")
-    p.add_argument("--tensor-parallel-size", "-tp", action=_Once, type=_integer, default=1,
+    p.add_argument("--tensor-parallel-size", "-tp", action=_Once, type=_integer, default=1, metavar="N",
                    help="processes the model is split over (tensor parallelism over MPI, docs/serve.md): run under "
                         "mpirun -np N (kvcache serve starts mpirun itself); rank 0 serves, the others follow it")
     p.add_argument("--shutdown-timeout", action=_Once, type=_seconds, default=5.0,
