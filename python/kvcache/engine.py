@@ -14,6 +14,7 @@ object. kvcache.AsyncEngine drives one from a background thread for asyncio.
 import dataclasses
 import itertools
 import os
+import time
 import weakref
 
 import numpy as np
@@ -94,18 +95,32 @@ class TokenLogprob:
 
 
 @dataclasses.dataclass
+class RequestTimes:
+    """When a request reached each stage, in time.monotonic() seconds (None: not yet): queued (add_request),
+    scheduled (the start of the first step that ran it; a preemption does not move it), first_token and last_token
+    (the end of the steps that gave its first and its latest token; a request that ends without a token: the end of
+    that step)."""
+    queued: float
+    scheduled: float = None
+    first_token: float = None
+    last_token: float = None
+
+
+@dataclasses.dataclass
 class RequestOutput:
     """What one request gained in a step. finish_reason: None while it runs,
     "stop" (a stop token, the last of new_token_ids), "length" (max_tokens or
     the model's length) or "abort". logprobs: [TokenLogprob] matching
     new_token_ids when the request asked for them, else None.
-    num_cached_tokens: prompt tokens its admission took from the prefix cache."""
+    num_cached_tokens: prompt tokens its admission took from the prefix cache.
+    times: its RequestTimes as of this step (None: not an engine request)."""
     request_id: int
     new_token_ids: list
     finish_reason: str = None
     logprobs: list = None
     num_prompt_tokens: int = 0
     num_cached_tokens: int = 0
+    times: RequestTimes = None
 
     @property
     def finished(self):
@@ -116,6 +131,7 @@ class RequestOutput:
 class _Live:
     params: SamplingParams
     n_prompt: int
+    times: RequestTimes
     n_seen: int = 0
     mask: token_masks.RequestMask = None  # a grammar, allowed_token_ids or bad_words: its next token's mask
 
@@ -347,7 +363,7 @@ class Engine:
         r.sampling, keep_arrays = _sampling(params, self.vocab_size, f"request {rid}")  # params checked first
         r.max_new_tokens = params.max_tokens
         r.priority = int32(priority, "priority")
-        live = _Live(params, int(ids.size))
+        live = _Live(params, int(ids.size), RequestTimes(time.monotonic()))
         if token_masks.wanted(params):  # before the engine holds the request: a refusal leaves nothing behind
             live.mask = token_masks.RequestMask(params, self.vocab_size, self._all_tokens)
             live.mask.fill()  # the first mask too: a matcher that fails leaves no request queued
@@ -442,12 +458,14 @@ class Engine:
         e = self._handle()
         self._lend_logits()
         res = ffi.new("kvc_engine_step_result *")
+        began = time.monotonic()
         st = check(lib.kvc_engine_step(e, res))
+        ended = time.monotonic()
         if st == lib.KVC_NO_SPACE:
             raise Error(st, "KVC_NO_SPACE", ffi.string(lib.kvc_last_error()).decode(errors="replace"))
         outputs = []
         for rid, live in list(self._live.items()):
-            out = self._collect(e, rid, live)
+            out = self._collect(e, rid, live, began, ended)
             if out is not None:
                 outputs.append(out)
         return outputs
@@ -462,12 +480,19 @@ class Engine:
         t.request_ids = ffi.from_buffer("int64_t[]", self._row_ids, require_writable=True) if wanted else ffi.NULL
         t.cap_rows = self.max_num_seqs if wanted else 0
 
-    def _collect(self, e, rid, live):
+    def _collect(self, e, rid, live, began, ended):
+        """The RequestOutput of request rid after a step that ran from `began` to `ended` (None: nothing new)."""
         info = self._info
         check(lib.kvc_engine_request_get(e, rid, info))
         finished = info.state == lib.KVC_REQ_FINISHED
+        times = live.times
+        if times.scheduled is None and info.state != lib.KVC_REQ_WAITING:
+            times.scheduled = began
         if info.n_generated == live.n_seen and not finished:
             return None
+        if times.first_token is None:
+            times.first_token = ended
+        times.last_token = ended
         n = ffi.new("int64_t *")
         check(lib.kvc_engine_request_output(e, rid, self._out, len(self._out), n))
         new = list(self._out[live.n_seen:n[0]])
@@ -480,7 +505,8 @@ class Engine:
             if t in stops:
                 new, reason = new[:i + 1], "stop"
                 break
-        out = RequestOutput(rid, new, reason, self._logprobs(rid, live, new), live.n_prompt, int(info.n_prefix_hit))
+        out = RequestOutput(rid, new, reason, self._logprobs(rid, live, new), live.n_prompt, int(info.n_prefix_hit),
+                            dataclasses.replace(times))
         if live.mask is not None and out.finish_reason is None:
             out.finish_reason = live.mask.advance(new)
             if out.finish_reason is None:

@@ -580,7 +580,7 @@ class Server:
     def _template(self, messages, kwargs):
         """The text of a conversation rendered by the chat template."""
         extra = {k: v for k, v in kwargs.items()
-                 if k not in ("add_generation_prompt", "continue_final_message", "tools")}
+                 if k not in ("add_generation_prompt", "continue_final_message", "tools", "documents")}
         if any(not isinstance(k, str) or not k.isidentifier() or k in _RESERVED_TEMPLATE_ARGS for k in extra):
             raise bad(f"chat_template_kwargs may not set {', '.join(sorted(_RESERVED_TEMPLATE_ARGS))}",
                       "chat_template_kwargs")
