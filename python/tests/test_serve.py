@@ -472,6 +472,11 @@ def test_request_phase_histograms(tmp_path, monkeypatch):
         for name in phases:  # under vLLM's names too
             vllm = name.replace("kvcache_", "vllm:") + '_count{model_name="test"}'
             assert float(lines[vllm]) == 3, vllm
+        # a choice that runs no engine request (max_tokens 0 with echo) has an e2e latency but no phases
+        assert httpx.post(url + "/v1/completions", json={"prompt": "hi", "max_tokens": 0, "echo": True}).status_code \
+            == 200
+        text = httpx.get(url + "/metrics").text
+        assert [histogram_totals(text, name)[0] for name in names] == [3] * 5 + [4, 3]
 
 
 def test_tokenize_detokenize_and_ping(server, tok):
