@@ -167,6 +167,7 @@ def test_logprobs_and_json_schema(client):
 REFUSED = [
     ({"input": ""}, "input"),
     ({"input": [{"type": "function_call", "call_id": "c", "name": "f"}]}, "input"),
+    ({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{"}]}, "input"),  # named chat's
     ({"input": [{"type": "reasoning", "summary": []}]}, "input"),
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]}, "input"),
     ({"tools": [{"type": "web_search"}]}, "tools"),
@@ -197,7 +198,8 @@ def test_refusals_name_the_field(server):
             r = http.post("/v1/responses", json={"model": "test", "input": "Hi", "max_output_tokens": 4, **fields})
             assert r.status_code == (404 if param == "previous_response_id" else 400), r.text
             assert r.json()["error"]["param"] == param, (fields, r.text)
-            assert "max_completion_tokens" not in r.json()["error"]["message"], r.text  # a chat field
+            message = r.json()["error"]["message"]
+            assert "max_completion_tokens" not in message and "messages[" not in message, r.text  # chat's fields
         # the Responses API's default tool_choice "auto" needs no tools there (chat's 400 is not passed on)
         r = http.post("/v1/responses", json={"model": "test", "input": "Hi", "max_output_tokens": 4, "store": False,
                                              "tool_choice": "auto"})

@@ -120,6 +120,11 @@ def _call_item(item, i, out):
     if item["type"] == "function_call_output":
         out.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
         return
+    if item["arguments"]:  # checked here, as chat checks it, to name the Responses field (not chat's)
+        try:
+            json.loads(item["arguments"])
+        except (ValueError, RecursionError) as exc:
+            raise bad(f"input[{i}].arguments is not JSON: {exc}", "input") from None
     call = {"id": item["call_id"], "type": "function",
             "function": {"name": item["name"], "arguments": item["arguments"]}}
     if out and out[-1]["role"] == "assistant":
