@@ -378,8 +378,13 @@ def test_hostile_field_values_are_400_naming_the_field(server):
             ("/v1/chat/completions", {**chat, "documents": 5}, "documents"),  # documents: were ignored, whatever
             ("/v1/chat/completions", {**chat, "documents": [{"text": 5}]}, "documents"),  # they were
             ("/tokenize", {"messages": chat["messages"], "documents": [[]]}, "documents"),
-            ("/v1/completions", {**ok, "user": 5}, "user"), ("/v1/chat/completions", {**chat, "user": {}}, "user")):
+            ("/v1/completions", {**ok, "user": 5}, "user"), ("/v1/chat/completions", {**chat, "user": {}}, "user"),
+            ("/v1/chat/completions", {**chat, "top_logprobs": 2}, "top_logprobs"),
+            ("/v1/chat/completions", {**chat, "logprobs": False, "top_logprobs": -1}, "top_logprobs")):
         assert error_of(httpx.post(server[0] + path, json=body), 400)["param"] == param, (path, body)
+    for logprobs in (False, None):  # top_logprobs 0 asks for none: taken without logprobs, as vLLM (was a 400)
+        r = httpx.post(server[0] + "/v1/chat/completions", json={**chat, "logprobs": logprobs, "top_logprobs": 0})
+        assert r.status_code == 200 and r.json()["choices"][0]["logprobs"] is None, r.text
     for key, value in (("name", {"a": 1}), ("name", 5), ("reasoning_content", [1])):  # were written by the template
         messages = [{"role": "user" if key == "name" else "assistant", "content": "hi", key: value}]
         err = error_of(httpx.post(server[0] + "/v1/chat/completions", json={**chat, "messages": messages}), 400)

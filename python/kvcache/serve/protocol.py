@@ -615,7 +615,7 @@ def chat_request(body, vocab_size, auto_tools=False):
     logprobs = None
     if _bool(body, "logprobs"):
         logprobs = _logprob_count(body, "top_logprobs", 0, vocab_size)
-    elif body.get("top_logprobs") is not None:
+    elif _int(body, "top_logprobs", 0, -1, MAX_LOGPROBS) != 0:  # 0 asks for none: taken without logprobs (vLLM's)
         raise bad("top_logprobs needs logprobs: true", "top_logprobs")
     gen = _common(body, vocab_size, ("max_tokens", "max_completion_tokens"), logprobs)
     gen.echo = _bool(body, "echo")  # vLLM's: a final assistant message's text before the reply's
