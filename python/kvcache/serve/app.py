@@ -111,6 +111,9 @@ class _EventStream(StreamingResponse):
 
         async def sending(message):
             started.append(True)
+            # the loop's turn first: events queued while it was behind were written back to back, so a lost
+            # connection went unnoticed (each write past the fifth an asyncio warning) until they were all written
+            await asyncio.sleep(0)
             await send(message)
 
         try:
