@@ -171,7 +171,7 @@ REFUSED = [
     ({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{"}]}, "input"),  # named chat's
     ({"min_tokens": 9}, "min_tokens"),  # its message named max_tokens
     ({"tools": [{"type": "function", "name": "f", "parameters": 5}]}, "tools"),  # named tools[0].function.parameters
-    ({"text": {"format": {"type": "json_schema", "name": "x", "schema": {"type": "bogus"}}}}, "text"),  # response_format
+    ({"text": {"format": {"type": "json_schema", "name": "x", "schema": {"type": "bogus"}}}}, "text"),  # named
     ({"input": [{"type": "reasoning", "summary": []}]}, "input"),
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]}, "input"),
     ({"tools": [{"type": "web_search"}]}, "tools"),
