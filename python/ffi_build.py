@@ -501,6 +501,13 @@ typedef struct kvc_engine_request_info {
 } kvc_engine_request_info;
 kvc_status kvc_engine_request_get(const kvc_engine *e, int64_t id, kvc_engine_request_info *out);
 kvc_status kvc_engine_request_output(const kvc_engine *e, int64_t id, int32_t *out, int64_t cap, int64_t *n_out);
+typedef struct kvc_engine_request_times {
+    int64_t arrival_step, first_scheduled_step, first_token_step, finish_step;
+    int64_t arrival_ns, first_scheduled_ns, first_token_ns, finish_ns;
+} kvc_engine_request_times;
+kvc_status kvc_engine_request_times_get(const kvc_engine *e, int64_t id, kvc_engine_request_times *out);
+kvc_status kvc_engine_request_token_times(const kvc_engine *e, int64_t id, int64_t *steps, int64_t *ns, int64_t cap,
+                                          int64_t *n_out);
 kvc_status kvc_engine_request_release(kvc_engine *e, int64_t id);
 kvc_status kvc_engine_set_allowed_tokens(kvc_engine *e, int64_t id, const uint32_t *bitmask, int64_t n_words);
 typedef struct kvc_engine_step_result {

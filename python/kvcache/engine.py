@@ -95,18 +95,33 @@ class TokenLogprob:
 
 
 @dataclasses.dataclass
+class RequestTimes:
+    """When a request reached each stage, in time.monotonic() seconds, read from the C engine's records
+    (kvc_engine_request_times_get): queued (add_request), scheduled (the start of the first step that ran it; a
+    preemption does not move it; None: never ran), first_token and last_token (the end of the steps that gave its
+    first and its last token; a request that ends without a token: the end of that step)."""
+    queued: float
+    scheduled: float = None
+    first_token: float = None
+    last_token: float = None
+
+
+@dataclasses.dataclass
 class RequestOutput:
     """What one request gained in a step. finish_reason: None while it runs,
     "stop" (a stop token, the last of new_token_ids), "length" (max_tokens or
     the model's length) or "abort". logprobs: [TokenLogprob] matching
     new_token_ids when the request asked for them, else None.
-    num_cached_tokens: prompt tokens its admission took from the prefix cache."""
+    num_cached_tokens: prompt tokens its admission took from the prefix cache.
+    times: its RequestTimes, on the output that ends the request (None before, and for a choice that ran no engine
+    request)."""
     request_id: int
     new_token_ids: list
     finish_reason: str = None
     logprobs: list = None
     num_prompt_tokens: int = 0
     num_cached_tokens: int = 0
+    times: RequestTimes = None
 
     @property
     def finished(self):
@@ -377,6 +392,8 @@ class Engine:
         self._ids = itertools.count()
         self._out = ffi.new("int32_t[]", self.max_model_len + 1)
         self._info = ffi.new("kvc_engine_request_info *")
+        self._token_ns = ffi.new("int64_t[]", self.max_model_len + 1)
+        self._req_times = ffi.new("kvc_engine_request_times *")
         self._logits = None  # [max_num_seqs, vocab] f32 and request ids, lent to the tap on the first logprobs request
         self._row_ids = None
 
@@ -537,6 +554,7 @@ class Engine:
         t.cap_rows = self.max_num_seqs if wanted else 0
 
     def _collect(self, e, rid, live):
+        """The RequestOutput of request rid after a step (None: nothing new)."""
         info = self._info
         check(lib.kvc_engine_request_get(e, rid, info))
         finished = info.state == lib.KVC_REQ_FINISHED
@@ -544,8 +562,8 @@ class Engine:
             return None
         n = ffi.new("int64_t *")
         check(lib.kvc_engine_request_output(e, rid, self._out, len(self._out), n))
-        new = list(self._out[live.n_seen:n[0]])
-        live.n_seen = n[0]
+        first, live.n_seen = live.n_seen, n[0]
+        new = list(self._out[first:n[0]])
         reason = None
         if finished:  # an empty allowed-token mask ends a request without a token: aborted, as vLLM names it
             reason = "abort" if info.finish == lib.KVC_FINISH_NO_ALLOWED_TOKEN else "length"
@@ -560,8 +578,22 @@ class Engine:
             if out.finish_reason is None:
                 self._constrain(e, rid, live)
         if out.finish_reason is not None:
+            out.times = self._times(e, rid, first + len(new))
             self.abort(rid)
         return out
+
+    def _times(self, e, rid, n_tokens):
+        """Request rid's RequestTimes from the engine's records (kvc_engine_now_ns reads CLOCK_MONOTONIC, the clock of
+        time.monotonic); its last token is its n_tokens-th (none: the step that ended it)."""
+        t = self._req_times
+        check(lib.kvc_engine_request_times_get(e, rid, t))
+        last = t.finish_ns
+        if n_tokens > 0:
+            n = ffi.new("int64_t *")
+            check(lib.kvc_engine_request_token_times(e, rid, ffi.NULL, self._token_ns, n_tokens, n))
+            last = self._token_ns[n_tokens - 1]
+        first = t.first_token_ns if t.first_token_ns >= 0 else last
+        return RequestTimes(*(None if ns < 0 else ns / 1e9 for ns in (t.arrival_ns, t.first_scheduled_ns, first, last)))
 
     def _logprobs(self, rid, live, new):
         k = live.params.logprobs

@@ -156,6 +156,24 @@ def test_generate_queues_all_of_its_prompts_or_none():
     assert e.generate([[1, 2]], kvcache.SamplingParams(max_tokens=2)) == [kvcache.run(MODEL, [[1, 2]], 2)[0].tolist()]
 
 
+def test_request_times_follow_the_steps():
+    """RequestOutput.times, on the output that ends a request only: queued at add_request, scheduled when a step
+    first ran the request (a prompt prefilled in chunks over several steps before its first token), first and last
+    token at the end of their steps; with one request running at a time the second is scheduled only after the
+    first's last token."""
+    e = engine(max_num_seqs=1, max_num_batched_tokens=4)
+    a = e.add_request(PROMPTS[2], kvcache.SamplingParams(max_tokens=3))
+    b = e.add_request(PROMPTS[1], kvcache.SamplingParams(max_tokens=2))
+    last = {}
+    while e.has_unfinished():
+        for out in e.step():
+            assert (out.times is None) == (out.finish_reason is None)
+            last[out.request_id] = out.times
+    ta, tb = last[a], last[b]
+    assert ta.queued <= tb.queued < ta.scheduled < ta.first_token < ta.last_token <= tb.scheduled
+    assert tb.scheduled < tb.first_token < tb.last_token
+
+
 def test_prefix_hits_count_per_request_and_salts_isolate():
     e = engine()
     prompt = list(range(10, 30))

@@ -374,13 +374,34 @@ def test_hostile_field_values_are_400_naming_the_field(server):
             # named include_usage, which is no field of the request: stream_options is
             ("/v1/completions", {**ok, "stream": True, "stream_options": {"include_usage": "yes"}}, "stream_options"),
             ("/v1/chat/completions", {**chat, "stream": True, "stream_options": {"continuous_usage_stats": 1}},
-             "stream_options")):
+             "stream_options"),
+            ("/v1/chat/completions", {**chat, "documents": 5}, "documents"),  # documents: were ignored, whatever
+            ("/v1/chat/completions", {**chat, "documents": [{"text": 5}]}, "documents"),  # they were
+            ("/tokenize", {"messages": chat["messages"], "documents": [[]]}, "documents"),
+            ("/v1/completions", {**ok, "user": 5}, "user"), ("/v1/chat/completions", {**chat, "user": {}}, "user"),
+            ("/v1/chat/completions", {**chat, "top_logprobs": 2}, "top_logprobs"),
+            ("/v1/chat/completions", {**chat, "logprobs": False, "top_logprobs": -1}, "top_logprobs")):
         assert error_of(httpx.post(server[0] + path, json=body), 400)["param"] == param, (path, body)
+    for logprobs in (False, None):  # top_logprobs 0 asks for none: taken without logprobs, as vLLM (was a 400)
+        r = httpx.post(server[0] + "/v1/chat/completions", json={**chat, "logprobs": logprobs, "top_logprobs": 0})
+        assert r.status_code == 200 and r.json()["choices"][0]["logprobs"] is None, r.text
     for key, value in (("name", {"a": 1}), ("name", 5), ("reasoning_content", [1])):  # were written by the template
         messages = [{"role": "user" if key == "name" else "assistant", "content": "hi", key: value}]
         err = error_of(httpx.post(server[0] + "/v1/chat/completions", json={**chat, "messages": messages}), 400)
         assert err["param"] == "messages" and f"messages[0].{key} must be a string" in err["message"], err
     assert httpx.post(server[0] + "/v1/completions", json=ok).status_code == 200
+
+
+def test_documents_reach_the_chat_template(server, monkeypatch):
+    """vLLM's documents (a retrieval template's) go to the chat template beside the messages (they were dropped)."""
+    tok, seen = server[1].tokenizer, []
+    render = tok.apply_chat_template
+    monkeypatch.setattr(tok, "apply_chat_template", lambda m, **kw: seen.append(kw["documents"]) or render(m, **kw))
+    docs = [{"title": "Foxes", "text": "The quick brown fox"}]
+    chat = {"model": "test", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    assert httpx.post(server[0] + "/v1/chat/completions", json={**chat, "documents": docs}).status_code == 200
+    assert httpx.post(server[0] + "/v1/chat/completions", json=chat).status_code == 200
+    assert seen == [docs, None]
 
 
 def test_models_health_metrics(server, client):
@@ -417,6 +438,50 @@ def test_models_health_metrics(server, client):
     before = per_request()
     client.completions.create(model="test", prompt=[5, 6, 7], max_tokens=4, n=2, extra_body={"ignore_eos": True})
     assert [a - b for a, b in zip(per_request(), before)] == [2, 6, 2, 8, 2, 4, 2, 8]
+
+
+def histogram_totals(text, name):
+    """(count, sum) of an unlabelled histogram in Prometheus text."""
+    return metric(text, name + "_count"), metric(text, name + "_sum")
+
+
+def test_request_phase_histograms(tmp_path, monkeypatch):
+    """vLLM's per-request phase histograms (queue, prefill, decode, inference, time per output token), one
+    observation a choice, from the engine's own times: with one request running at a time, the requests behind the
+    first wait in the queue; queue + prefill + decode is the e2e latency less the server's own share."""
+    with running(make_model_dir(tmp_path / "m"), max_num_seqs=1) as (url, srv):
+        slow_steps(monkeypatch, srv, 0.02)
+        phases = ["kvcache_request_" + p + "_seconds" for p in ("queue_time", "prefill_time", "decode_time",
+                                                                 "inference_time", "time_per_output_token")]
+        names = phases + ["kvcache_e2e_request_latency_seconds", "kvcache_request_prefill_kv_computed_tokens"]
+
+        async def main():
+            async with httpx.AsyncClient(timeout=30) as h:
+                body = {"model": "test", "prompt": "The quick brown fox", "max_tokens": 5, "ignore_eos": True}
+                return await asyncio.gather(*(h.post(url + "/v1/completions", json={**body, "n": 1 + i})
+                                              for i in range(2)))
+
+        replies = asyncio.run(main())
+        assert [r.status_code for r in replies] == [200, 200]
+        n_prompt = sum((1 + i) * r.json()["usage"]["prompt_tokens"] for i, r in enumerate(replies))  # per choice
+        text = httpx.get(url + "/metrics").text
+        (nq, queue), (_, prefill), (_, decode), (_, inference), (_, tpot), (ne, e2e), (_, computed) = \
+            [histogram_totals(text, name) for name in names]
+        assert [histogram_totals(text, name)[0] for name in names] == [3] * len(names)  # one a choice
+        assert inference == pytest.approx(prefill + decode) and tpot == pytest.approx(decode / 4)
+        # the second choice of the n=2 request waited for the whole first (5 slowed steps), maybe for more
+        assert queue >= 5 * 0.02 and decode >= 3 * 4 * 0.02 and prefill > 0  # (the slowing is outside the steps)
+        assert queue + prefill + decode <= e2e < queue + prefill + decode + 3 * 0.05, (queue, prefill, decode, e2e)
+        assert computed == n_prompt - metric(text, "kvcache_prefix_cache_hits_total")
+        lines = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
+        for name in phases:  # under vLLM's names too
+            vllm = name.replace("kvcache_", "vllm:") + '_count{model_name="test"}'
+            assert float(lines[vllm]) == 3, vllm
+        # a choice that runs no engine request (max_tokens 0 with echo) has an e2e latency but no phases
+        assert httpx.post(url + "/v1/completions", json={"prompt": "hi", "max_tokens": 0, "echo": True}).status_code \
+            == 200
+        text = httpx.get(url + "/metrics").text
+        assert [histogram_totals(text, name)[0] for name in names] == [3] * 5 + [4, 3]
 
 
 def test_tokenize_detokenize_and_ping(server, tok):

@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import socket
+import struct
 import threading
 import time
 
@@ -17,6 +18,7 @@ for module in ("tokenizers", "jinja2", "starlette", "uvicorn", "prometheus_clien
 
 import httpx  # noqa: E402
 
+from kvcache.serve import app  # noqa: E402
 from serve_fixture import metric, running, slow_steps  # noqa: E402
 from text_model import make_model_dir  # noqa: E402
 
@@ -25,8 +27,8 @@ HEAD = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/j
 
 
 class _Records(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.ERROR)
+    def __init__(self, level=logging.ERROR):
+        super().__init__(level)
         self.records = []
 
     def emit(self, record):
@@ -131,6 +133,35 @@ def test_a_client_that_stops_reading_its_stream_is_dropped(tmp_path, monkeypatch
                 data += chunk
         sock.close()
         assert data.startswith(b"HTTP/1.1 200") and b"data: [DONE]" not in data  # cut off, not finished
+
+
+def test_a_stream_whose_client_left_is_not_written_to_on(tmp_path, monkeypatch):
+    """Streams whose clients leave (the socket reset) while the event loop is behind, a backlog of steps queued:
+    the backlog was written to the lost connection back to back, the loop never turning to learn it was lost, and
+    each write past the fifth logged asyncio's warning "socket.send() raised exception." (a line per event, per
+    client). Each event now waits for the loop's turn before it is written."""
+    warnings = _Records(logging.WARNING)
+    logging.getLogger("asyncio").addHandler(warnings)
+    try:
+        with running(make_model_dir(tmp_path / "m")) as (url, srv):
+            sse = app._sse
+            monkeypatch.setattr(app, "_sse", lambda obj: time.sleep(0.01) or sse(obj))  # the loop falls behind
+            body = json.dumps({"model": "test", "prompt": "hi", "max_tokens": 300, "ignore_eos": True,
+                               "stream": True}).encode()
+            for _ in range(2):
+                sock = socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=10)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close(): a reset
+                sock.sendall(HEAD % len(body) + body)
+                assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+                time.sleep(0.2)  # a backlog builds
+                sock.close()
+            deadline = time.monotonic() + 10
+            while metric(httpx.get(url + "/metrics").text, "kvcache_num_requests_running") > 0:
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+    finally:
+        logging.getLogger("asyncio").removeHandler(warnings)
+    assert [r.getMessage() for r in warnings.records] == []
 
 
 def test_connections_beyond_max_connections_are_answered_503(tmp_path):

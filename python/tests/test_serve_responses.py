@@ -3,6 +3,7 @@ to the chat reply of the same conversation, streamed events, instructions, max_o
 text.format json_schema, previous_response_id with store (and tenants), retrieve, and every refusal
 (function tools: test_serve_tools.py)."""
 import json
+import re
 
 import pytest
 
@@ -167,6 +168,10 @@ def test_logprobs_and_json_schema(client):
 REFUSED = [
     ({"input": ""}, "input"),
     ({"input": [{"type": "function_call", "call_id": "c", "name": "f"}]}, "input"),
+    ({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{"}]}, "input"),  # named chat's
+    ({"min_tokens": 9}, "min_tokens"),  # its message named max_tokens
+    ({"tools": [{"type": "function", "name": "f", "parameters": 5}]}, "tools"),  # named tools[0].function.parameters
+    ({"text": {"format": {"type": "json_schema", "name": "x", "schema": {"type": "bogus"}}}}, "text"),  # named
     ({"input": [{"type": "reasoning", "summary": []}]}, "input"),
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]}, "input"),
     ({"tools": [{"type": "web_search"}]}, "tools"),
@@ -197,7 +202,8 @@ def test_refusals_name_the_field(server):
             r = http.post("/v1/responses", json={"model": "test", "input": "Hi", "max_output_tokens": 4, **fields})
             assert r.status_code == (404 if param == "previous_response_id" else 400), r.text
             assert r.json()["error"]["param"] == param, (fields, r.text)
-            assert "max_completion_tokens" not in r.json()["error"]["message"], r.text  # a chat field
+            message = r.json()["error"]["message"]
+            assert not re.search(r"max_(completion_)?tokens|messages\[|response_format|\.function\.", message), r.text
         # the Responses API's default tool_choice "auto" needs no tools there (chat's 400 is not passed on)
         r = http.post("/v1/responses", json={"model": "test", "input": "Hi", "max_output_tokens": 4, "store": False,
                                              "tool_choice": "auto"})

@@ -111,6 +111,9 @@ class _EventStream(StreamingResponse):
 
         async def sending(message):
             started.append(True)
+            # the loop's turn first: events queued while it was behind were written back to back, so a lost
+            # connection went unnoticed (each write past the fifth an asyncio warning) until they were all written
+            await asyncio.sleep(0)
             await send(message)
 
         try:
@@ -580,7 +583,7 @@ class Server:
     def _template(self, messages, kwargs):
         """The text of a conversation rendered by the chat template."""
         extra = {k: v for k, v in kwargs.items()
-                 if k not in ("add_generation_prompt", "continue_final_message", "tools")}
+                 if k not in ("add_generation_prompt", "continue_final_message", "tools", "documents")}
         if any(not isinstance(k, str) or not k.isidentifier() or k in _RESERVED_TEMPLATE_ARGS for k in extra):
             raise bad(f"chat_template_kwargs may not set {', '.join(sorted(_RESERVED_TEMPLATE_ARGS))}",
                       "chat_template_kwargs")

@@ -53,7 +53,7 @@ class Choice:
                 m.e2e.observe(now - self.arrival)
                 m.generation_tokens.inc(self.n_generated)
                 m.requests.labels(reason).inc()
-                m.ended(len(self.prompt.ids), self.n_generated, self.n, self.max_tokens)
+                m.ended(len(self.prompt.ids), self.n_generated, self.n, self.max_tokens, self.n_cached, out.times)
             yield delta, out.logprobs, reason, sampled
             if reason is not None:
                 return

@@ -41,6 +41,12 @@ _VLLM_NAMES = {"kvcache_num_requests_running": ("vllm:num_requests_running",),
                "kvcache_inter_token_latency_seconds": ("vllm:inter_token_latency_seconds",
                                                        "vllm:time_per_output_token_seconds"),
                "kvcache_e2e_request_latency_seconds": ("vllm:e2e_request_latency_seconds",),
+               "kvcache_request_queue_time_seconds": ("vllm:request_queue_time_seconds",),
+               "kvcache_request_prefill_time_seconds": ("vllm:request_prefill_time_seconds",),
+               "kvcache_request_decode_time_seconds": ("vllm:request_decode_time_seconds",),
+               "kvcache_request_inference_time_seconds": ("vllm:request_inference_time_seconds",),
+               "kvcache_request_time_per_output_token_seconds": ("vllm:request_time_per_output_token_seconds",),
+               "kvcache_request_prefill_kv_computed_tokens": ("vllm:request_prefill_kv_computed_tokens",),
                "kvcache_prompt_tokens": ("vllm:prompt_tokens",),
                "kvcache_generation_tokens": ("vllm:generation_tokens",),
                "kvcache_request_success": ("vllm:request_success",),
@@ -94,6 +100,15 @@ class Metrics:
                                   buckets=_LATENCY_BUCKETS, registry=r)
         self.e2e = prom.Histogram("kvcache_e2e_request_latency_seconds", "From arrival to the last token.",
                                   buckets=_LATENCY_BUCKETS, registry=r)
+        # a choice's phases in its engine (vLLM's, from the engine's RequestTimes): queue + prefill + decode is the
+        # e2e latency less the server's own share (parsing, tokenizing, the hops to and from the engine thread)
+        phases = (("queue_time", "From its admission to the engine to the start of the first step that ran it."),
+                  ("prefill_time", "From its first scheduled step's start to its first token."),
+                  ("decode_time", "From its first token to its last."),
+                  ("inference_time", "From its first scheduled step's start to its last token (prefill + decode)."),
+                  ("time_per_output_token", "Its decode time over its tokens after the first (0 for one token)."))
+        self.phases = {name: prom.Histogram(f"kvcache_request_{name}_seconds", doc, buckets=_LATENCY_BUCKETS,
+                                            registry=r) for name, doc in phases}
         self.prompt_tokens = prom.Counter("kvcache_prompt_tokens", "Prompt tokens of the requests admitted.",
                                           registry=r)
         self.generation_tokens = prom.Counter("kvcache_generation_tokens", "Tokens generated.", registry=r)
@@ -109,16 +124,30 @@ class Metrics:
         self.request_max_tokens = prom.Histogram("kvcache_request_params_max_tokens",
                                                  "The max_tokens each request ended ran with.", buckets=tokens,
                                                  registry=r)
-        r.register(_VllmNames((engine_collector, self.ttft, self.itl, self.e2e, self.prompt_tokens,
-                               self.generation_tokens, self.requests, self.request_prompt, self.request_generation,
-                               self.request_n, self.request_max_tokens), model_name))
+        self.request_computed = prom.Histogram("kvcache_request_prefill_kv_computed_tokens",
+                                               "Prompt tokens each request ended computed (not from the prefix cache).",
+                                               buckets=tokens, registry=r)
+        r.register(_VllmNames((engine_collector, self.ttft, self.itl, self.e2e, *self.phases.values(),
+                               self.prompt_tokens, self.generation_tokens, self.requests, self.request_prompt,
+                               self.request_generation, self.request_n, self.request_max_tokens,
+                               self.request_computed), model_name))
 
-    def ended(self, n_prompt, n_generated, n, max_tokens):
-        """A request (one choice) ended: its per-request histograms, as vLLM's (one observation per choice)."""
+    def ended(self, n_prompt, n_generated, n, max_tokens, n_cached, times):
+        """A request (one choice) ended: its per-request histograms, as vLLM's (one observation per choice); times:
+        its engine.RequestTimes (None, a choice that ran no engine request: no phases)."""
         self.request_prompt.observe(n_prompt)
         self.request_generation.observe(n_generated)
         self.request_n.observe(n)
         self.request_max_tokens.observe(max_tokens)
+        if times is None:
+            return
+        self.request_computed.observe(n_prompt - n_cached)
+        decode = times.last_token - times.first_token
+        for name, value in (("queue_time", times.scheduled - times.queued),
+                            ("prefill_time", times.first_token - times.scheduled), ("decode_time", decode),
+                            ("inference_time", times.last_token - times.scheduled),
+                            ("time_per_output_token", decode / (n_generated - 1) if n_generated > 1 else 0.0)):
+            self.phases[name].observe(value)
 
     def exposition(self):
         return prom.generate_latest(self.registry), prom.CONTENT_TYPE_LATEST

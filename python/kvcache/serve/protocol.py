@@ -400,6 +400,8 @@ def _common(body, vocab_size, max_tokens_names, logprobs, least_tokens=1):
     salt = body.get("cache_salt")
     if salt is not None and (not isinstance(salt, str) or not 0 < len(salt.encode()) <= 64):
         raise bad("cache_salt must be a string of 1 to 64 bytes", "cache_salt")
+    if body.get("user") is not None and not isinstance(body["user"], str):  # unused, but typed as vLLM's
+        raise bad("user must be a string", "user")
     prompt_logprobs = _logprob_count(body, "prompt_logprobs", None, vocab_size)
     if prompt_logprobs is not None and stream:  # vLLM refuses them streamed too
         raise bad("prompt_logprobs are not available with stream: true", "prompt_logprobs")
@@ -541,13 +543,20 @@ def _tools(body):
     return tools
 
 
+def _documents(body):
+    """vLLM's documents (for a retrieval template): a list of objects of strings, given to the chat template."""
+    docs = body.get("documents")
+    if docs is not None and (not isinstance(docs, list) or len(docs) > MAX_MESSAGES or not all(
+            isinstance(d, dict) and all(isinstance(v, str) for v in d.values()) for d in docs)):
+        raise bad(f"documents must be a list of at most {MAX_MESSAGES} objects whose values are strings",
+                  "documents")
+    return docs
+
+
 def _template_kwargs(body):
-    """What the chat template gets beside the messages: chat_template_kwargs, add_generation_prompt, tools."""
+    """What the chat template gets beside the messages: chat_template_kwargs, add_generation_prompt, tools,
+    documents."""
     tools = _tools(body)
-    kwargs = body.get("chat_template_kwargs") or {}
-    tools = body.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        raise bad("tools must be a list", "tools")
     kwargs = body.get("chat_template_kwargs")
     kwargs = {} if kwargs is None else kwargs  # [], "", 0 or false are no object (were taken as none)
     if not isinstance(kwargs, dict):
@@ -556,7 +565,8 @@ def _template_kwargs(body):
     if generation and cont:
         raise bad("continue_final_message needs add_generation_prompt: false (the reply continues the final "
                   "message instead of starting a new one)", "continue_final_message")
-    return {**kwargs, "add_generation_prompt": generation, "continue_final_message": cont, "tools": tools}
+    return {**kwargs, "add_generation_prompt": generation, "continue_final_message": cont, "tools": tools,
+            "documents": _documents(body)}
 
 
 def _forced_calls(body, tools, gen):
@@ -605,7 +615,7 @@ def chat_request(body, vocab_size, auto_tools=False):
     logprobs = None
     if _bool(body, "logprobs"):
         logprobs = _logprob_count(body, "top_logprobs", 0, vocab_size)
-    elif body.get("top_logprobs") is not None:
+    elif _int(body, "top_logprobs", 0, -1, MAX_LOGPROBS) != 0:  # 0 asks for none: taken without logprobs (vLLM's)
         raise bad("top_logprobs needs logprobs: true", "top_logprobs")
     gen = _common(body, vocab_size, ("max_tokens", "max_completion_tokens"), logprobs)
     gen.echo = _bool(body, "echo")  # vLLM's: a final assistant message's text before the reply's

@@ -5,6 +5,7 @@ items), or its stream of typed events. docs/serve.md, "Responses"."""
 import collections
 import dataclasses
 import json
+import re
 import threading
 import time
 import uuid
@@ -23,6 +24,11 @@ PASSED = ("seed", "top_k", "min_p", "presence_penalty", "frequency_penalty", "re
 # chat field -> the Responses field a refusal names
 FIELDS = {"messages": "input", "max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens",
           "response_format": "text", "top_logprobs": "top_logprobs", "n": "input"}
+# chat's names in a refusal's message -> the Responses ones (its tools are flat: no "function" object)
+_MESSAGE_NAMES = ((re.compile(r"\bmax_(completion_)?tokens\b"), "max_output_tokens"),
+                  (re.compile(r"\bresponse_format: json_schema\b"), "text.format"),
+                  (re.compile(r"\bresponse_format\b"), "text.format"),
+                  (re.compile(r"\b(tools\[\d+\])\.function\."), r"\1."))
 
 
 @dataclasses.dataclass
@@ -120,6 +126,11 @@ def _call_item(item, i, out):
     if item["type"] == "function_call_output":
         out.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
         return
+    if item["arguments"]:  # checked here, as chat checks it, to name the Responses field (not chat's)
+        try:
+            json.loads(item["arguments"])
+        except (ValueError, RecursionError) as exc:
+            raise bad(f"input[{i}].arguments is not JSON: {exc}", "input") from None
     call = {"id": item["call_id"], "type": "function",
             "function": {"name": item["name"], "arguments": item["arguments"]}}
     if out and out[-1]["role"] == "assistant":
@@ -241,11 +252,13 @@ def request(body, store, tenant):
 
 
 def renamed(exc):
-    """A chat refusal of a Responses request, naming the Responses field (input for messages, ...)."""
-    if isinstance(exc, ApiError) and exc.param in FIELDS:
-        if exc.param.startswith("max_") and exc.message.startswith(exc.param + " "):  # names the field too
-            exc.message = FIELDS[exc.param] + exc.message[len(exc.param):]
-        exc.param = FIELDS[exc.param]
+    """A chat refusal of a Responses request, naming the Responses fields (input for messages, ...), in its param
+    and its message."""
+    if not isinstance(exc, ApiError):
+        return exc
+    exc.param = FIELDS.get(exc.param, exc.param)
+    for pattern, name in _MESSAGE_NAMES:
+        exc.message = pattern.sub(name, exc.message)
     return exc
 
 
