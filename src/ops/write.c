@@ -62,8 +62,8 @@ static int64_t nz_at(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int
 
 int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int64_t n_heads, int64_t head_dim,
                      int64_t c0) {
-    if (p < 0 || bs < 1 || o < 0 || o >= bs || n_heads < 1 || h < 0 || h >= n_heads || head_dim < 1 || d < 0 ||
-        d >= head_dim || c0 < 1)
+    if (p < 0 || p == INT64_MAX || bs < 1 || o < 0 || o >= bs || n_heads < 1 || h < 0 || h >= n_heads || head_dim < 1 ||
+        d < 0 || d >= head_dim || c0 < 1)
         return -1;
     /* the largest index of block p: (p + 1) * bs * H' - 1, H' = H rounded up to whole tiles of c0 */
     int64_t H = 0, tiles = 0, end = 0;

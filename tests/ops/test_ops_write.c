@@ -246,6 +246,7 @@ static void test_nz_index_examples(void **state) {
     assert_int_equal(kvc_nz_index(3, 5, 0, 512, 128, 1, 512, 16), -1);
     assert_int_equal(kvc_nz_index(3, 5, 0, -1, 128, 1, 512, 16), -1);
     assert_int_equal(kvc_nz_index(INT64_MAX / 2, 5, 0, 37, 128, 1, 512, 16), -1);
+    assert_int_equal(kvc_nz_index(INT64_MAX, 0, 0, 0, 16, 1, 16, 16), -1); /* p + 1 overflowed (UBSan) */
     assert_int_equal(kvc_nz_index(0, 0, 0, 0, 1, INT64_MAX, 2, 16), -1);
     /* the last element of a block whose channels end in a partial tile (H 40, c0 16: 3 tiles) */
     assert_int_equal(kvc_nz_index(0, 1, 0, 39, 2, 1, 40, 16), 2 * 2 * 16 + 1 * 16 + 7);
