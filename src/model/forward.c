@@ -356,7 +356,7 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
         kvc_status st = check_layer_cache(m, cs, l);
         if (st != KVC_OK) return st;
     }
-    if (cs->kind == KVC_MCACHE_PAGED) KVC_TRY(kvci_fwd_check_keys(md));
+    if (cs->kind == KVC_MCACHE_PAGED) KVC_TRY(kvci_fwd_check_keys(md, ws->lens_b));
     /* the first cached layer's rows: its k's, or a state layer's first state's (Nemotron-H has a cached layer) */
     int64_t l0 = 0;
     while (c->layer_no_mixer[l0] && l0 + 1 < c->num_layers) l0++;

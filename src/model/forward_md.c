@@ -3,7 +3,9 @@
  * rather than from the batch builders): every row's arrays must describe
  * the same tokens, and every slot a paged key writes must be the one its
  * row's block table gives for the token's position, so that a row writes
- * and reads only the blocks of its own table. O(tokens + rows) per key, no
+ * and reads only the blocks of its own table; no two rows share a state
+ * block or a contiguous cache row. O(tokens + rows) per key (a sort of the
+ * rows for state blocks and cache rows, in workspace scratch), no
  * allocation; what stays the caller's (tables of different rows sharing a
  * block that one of them writes) is in docs/batch.md, "Caller-built
  * metadata". */
@@ -12,6 +14,11 @@
 
 #include "base/internal.h"
 #include "model/forward_internal.h"
+
+static int cmp_i64(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
 
 /* Row r of md: len = cu_seq_lens_q[r] - cu_seq_lens_q[r - 1] query tokens, equal to seq_lens_q[r];
  * seq_lens_kv[r] in [len, max_kv_len]; its positions seq_lens_kv[r] - len .. seq_lens_kv[r] - 1 in order;
@@ -88,17 +95,35 @@ static kvc_status check_key(const kvc_step_metadata *md, int32_t k) {
     return KVC_OK;
 }
 
-kvc_status kvci_fwd_check_keys(const kvc_step_metadata *md) {
-    if (md->n_keys < 0 || md->n_keys > KVC_MAX_MANAGERS)
-        return kvci_fail(KVC_EINVAL, "forward: md n_keys %d outside [0, %d]", (int)md->n_keys, KVC_MAX_MANAGERS);
-    for (int32_t k = 0; k < md->n_keys; k++)
-        if (md->keys[k].slot_mapping) KVC_TRY(check_key(md, k));
+/* A state (Mamba) key: each row's state is the first block of its table row; two rows on one block (the null
+ * block aside: padding rows) would run both requests' recurrences over one state. Sorted in scratch [n_rows]. */
+static kvc_status check_state_key(const kvc_step_metadata *md, int32_t k, int64_t *scratch) {
+    const kvc_step_key *key = &md->keys[k];
+    if (key->width < 1 || key->width > INT64_MAX / md->n_rows)
+        return kvci_fail(KVC_EINVAL, "forward: md keys[%d] (\"%s\") width %lld must be >= 1", (int)k,
+                         key->key ? key->key : "(null)", (long long)key->width);
+    for (int64_t r = 0; r < md->n_rows; r++) scratch[r] = key->block_table[r * key->width];
+    qsort(scratch, (size_t)md->n_rows, sizeof *scratch, cmp_i64);
+    for (int64_t i = 1; i < md->n_rows; i++)
+        if (scratch[i] == scratch[i - 1] && scratch[i] != KVC_NULL_BLOCK)
+            return kvci_fail(KVC_EINVAL,
+                             "forward: key %s: two step rows have state block %lld (each row needs its own; only "
+                             "padding rows share the null block)",
+                             key->key ? key->key : "(null)", (long long)scratch[i]);
     return KVC_OK;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+kvc_status kvci_fwd_check_keys(const kvc_step_metadata *md, int64_t *scratch) {
+    if (md->n_keys < 0 || md->n_keys > KVC_MAX_MANAGERS)
+        return kvci_fail(KVC_EINVAL, "forward: md n_keys %d outside [0, %d]", (int)md->n_keys, KVC_MAX_MANAGERS);
+    for (int32_t k = 0; k < md->n_keys; k++) {
+        const kvc_step_key *key = &md->keys[k];
+        if (key->slot_mapping)
+            KVC_TRY(check_key(md, k));
+        else if (key->attn_type == KVC_ATTN_MAMBA && key->block_table)
+            KVC_TRY(check_state_key(md, k, scratch));
+    }
+    return KVC_OK;
 }
 
 kvc_status kvci_fwd_check_cache_rows(const int64_t *cache_rows, int64_t n_rows, int64_t rows, int64_t *scratch) {
