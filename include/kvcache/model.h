@@ -700,7 +700,8 @@ typedef struct kvc_forward_args {
  * positions not seq_lens_kv - seq_lens_q .. seq_lens_kv - 1 in order, kv_pos
  * or cu_seq_lens_kv (when non-NULL) not those of seq_lens_kv, a slot other
  * than -1 or the one its row's block table gives, a table narrower than a
- * row's keys, two rows on one contiguous cache row or one state block. The tables themselves
+ * row's keys or naming a block its caches lack, two rows on one contiguous
+ * cache row or one state block. The tables themselves
  * (block ids, blocks shared between rows) are the caller's. */
 KVC_API kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a);
 

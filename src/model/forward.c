@@ -356,13 +356,17 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
         kvc_status st = check_layer_cache(m, cs, l);
         if (st != KVC_OK) return st;
     }
-    if (cs->kind == KVC_MCACHE_PAGED) KVC_TRY(kvci_fwd_check_keys(md, ws->lens_b));
+    if (cs->kind == KVC_MCACHE_PAGED) KVC_TRY(kvci_fwd_check_keys(md, cs, ws->lens_b));
     /* the first cached layer's rows: its k's, or a state layer's first state's (Nemotron-H has a cached layer) */
     int64_t l0 = 0;
     while (c->layer_no_mixer[l0] && l0 + 1 < c->num_layers) l0++;
     const int64_t rows = kvci_model_layer_is_state(c, l0) ? cs->layers[l0].state.shape[0] : cs->layers[l0].k.shape[0];
     if (cs->kind == KVC_MCACHE_CONTIGUOUS && a->cache_rows)
         return kvci_fwd_check_cache_rows(a->cache_rows, R, rows, ws->lens_b);
+    if (cs->kind == KVC_MCACHE_CONTIGUOUS && R > rows) /* refused here, before a layer writes the rows below it */
+        return kvci_fail(KVC_ERANGE,
+                         "forward: %lld step rows on %lld cache rows (cache_rows NULL: row r on cache row r)",
+                         (long long)R, (long long)rows);
     return KVC_OK;
 }
 

@@ -126,7 +126,8 @@ void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int6
  * slots are the ones its rows' tables give, and no two rows share a state block. KVC_EINVAL / KVC_ERANGE naming the
  * field and row. */
 kvc_status kvci_fwd_check_rows(const kvc_step_metadata *md, int64_t max_kv_len, bool *fresh);
-kvc_status kvci_fwd_check_keys(const kvc_step_metadata *md, int64_t *scratch /* [n_rows] */);
+kvc_status kvci_fwd_check_keys(const kvc_step_metadata *md, const kvc_model_caches *cs,
+                               int64_t *scratch /* [n_rows] */);
 /* Contiguous caches: each step row's cache row within [0, rows) and no two alike (sorted in scratch [n_rows]). */
 kvc_status kvci_fwd_check_cache_rows(const int64_t *cache_rows, int64_t n_rows, int64_t rows, int64_t *scratch);
 

@@ -113,14 +113,37 @@ static kvc_status check_state_key(const kvc_step_metadata *md, int32_t k, int64_
     return KVC_OK;
 }
 
-kvc_status kvci_fwd_check_keys(const kvc_step_metadata *md, int64_t *scratch) {
+/* The blocks key k's rows read (entries 0 .. cdiv(seq_lens_kv, bs) - 1) lie within every cache of the key's layers
+ * (the smallest NB): the attention of a later layer would refuse them after earlier layers had written the cache. */
+static kvc_status check_key_blocks(const kvc_step_metadata *md, int32_t k, const kvc_model_caches *cs) {
+    const kvc_step_key *key = &md->keys[k];
+    int64_t nb = -1;
+    for (int32_t l = 0; l < cs->n_layers; l++) {
+        const kvc_layer_cache *lc = &cs->layers[l];
+        if (lc->k.data && lc->k.ndim == 4 && strncmp(lc->key, key->key, sizeof lc->key) == 0)
+            nb = nb < 0 ? lc->k.shape[0] : kvci_min64(nb, lc->k.shape[0]);
+    }
+    for (int64_t r = 0; nb >= 0 && r < md->n_rows; r++) {
+        const int32_t *row = key->block_table + r * key->width;
+        for (int64_t e = 0; e <= (md->seq_lens_kv[r] - 1) / key->block_size; e++)
+            if (row[e] < 0 || row[e] >= nb)
+                return kvci_fail(KVC_ERANGE,
+                                 "forward: key %s row %lld: block_table entry %lld = %d is outside [0, %lld), the "
+                                 "blocks of its layers' caches",
+                                 key->key, (long long)r, (long long)e, (int)row[e], (long long)nb);
+    }
+    return KVC_OK;
+}
+
+kvc_status kvci_fwd_check_keys(const kvc_step_metadata *md, const kvc_model_caches *cs, int64_t *scratch) {
     if (md->n_keys < 0 || md->n_keys > KVC_MAX_MANAGERS)
         return kvci_fail(KVC_EINVAL, "forward: md n_keys %d outside [0, %d]", (int)md->n_keys, KVC_MAX_MANAGERS);
     for (int32_t k = 0; k < md->n_keys; k++) {
         const kvc_step_key *key = &md->keys[k];
-        if (key->slot_mapping)
+        if (key->slot_mapping) {
             KVC_TRY(check_key(md, k));
-        else if (key->attn_type == KVC_ATTN_MAMBA && key->block_table)
+            KVC_TRY(check_key_blocks(md, k, cs));
+        } else if (key->attn_type == KVC_ATTN_MAMBA && key->block_table)
             KVC_TRY(check_state_key(md, k, scratch));
     }
     return KVC_OK;

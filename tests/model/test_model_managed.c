@@ -72,6 +72,12 @@ static void tamper_prefill(const kvc_model *m, kvc_model_workspace *ws, const kv
     ac.caches = &contiguous, ac.cache_rows = rows;
     assert_int_equal(kvc_model_forward(m, ws, &ac), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "cache_rows[0] and cache_rows[2] are both cache row 0"));
+    for (int l = 0; l < 4; l++) layers[l].k.shape[0] = layers[l].v.shape[0] = 2; /* 3 step rows, 2 cache rows */
+    ac.cache_rows = NULL;
+    assert_int_equal(kvc_model_forward(m, ws, &ac), KVC_ERANGE);
+    assert_non_null(strstr(kvc_last_error(), "3 step rows on 2 cache rows"));
+    for (int64_t i = 0; i < 3 * 64 * w; i++) /* refused before layer 0 wrote rows 0 and 1 */
+        if (mem[i] != 0.0f) fail_msg("cache element %lld written by a refused step", (long long)i);
     free(mem);
 }
 
@@ -94,6 +100,13 @@ static void tamper_decode(const kvc_model *m, kvc_model_workspace *ws, const kvc
     slots[0] = slots[1]; /* row 0 writing into row 1's block */
     bad.keys[k].slot_mapping = slots;
     expect_md_refused(m, ws, a, &bad, "key FullAttention row 0: slot_mapping[0]");
+    bad = *md;
+    int32_t table[N_REQ * 16];
+    assert_true(md->keys[k].width <= 16);
+    memcpy(table, md->keys[k].block_table, (size_t)(N_REQ * md->keys[k].width) * sizeof table[0]);
+    table[0] = 1 << 20; /* a block no cache has, read by row 0's attention: refused before layer 0 writes */
+    bad.keys[k].block_table = table;
+    expect_md_refused(m, ws, a, &bad, "key FullAttention row 0: block_table entry 0 = 1048576 is outside [0, ");
     bad = *md;
     bad.keys[k].width = 1; /* row 0 sees 14 keys: 4 blocks of 4 */
     expect_md_refused(m, ws, a, &bad, "key FullAttention row 0: seq_lens_kv 14 needs 4 blocks of 4");
