@@ -46,7 +46,10 @@ typedef struct kvc_step_key {
 } kvc_step_key;
 
 /* Everything the model needs for one step. Arrays point into the
- * kvc_step_buffers that built it and stay valid until its next build. */
+ * kvc_step_buffers that built it and stay valid until its next build. A
+ * caller may also fill one by hand: kvc_model_forward cross-checks its rows
+ * and slots against each other and its tables' widths (docs/batch.md,
+ * "Caller-built metadata"); the block ids in the tables stay the caller's. */
 typedef struct kvc_step_metadata {
     bool is_prefill;
     int64_t n_rows;                      /* rows of the step (padding rows included) */

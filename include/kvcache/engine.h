@@ -519,8 +519,10 @@ KVC_API kvc_status kvc_engine_check(const kvc_engine *e);
  * One adapter serves one live engine (its cache description receives that
  * engine's tensors; a second engine over it is refused until the first is
  * destroyed); create the adapter, then the engine with the same
- * params over kvc_engine_adapter_model(), destroy the engine first. The
- * model must outlive the adapter. Not thread-safe. */
+ * params over kvc_engine_adapter_model(), destroy the engine first (an
+ * adapter destroyed while its engine lives is freed with that engine, which
+ * keeps working until then). The model must outlive the adapter. Not
+ * thread-safe. */
 typedef struct kvc_engine_adapter_params {
     bool self_managed;     /* legacy contiguous caches instead of cache info */
     bool latent;           /* MLA latent caches (DeepseekV3 only; MF 4.4, absorbed MLA) */

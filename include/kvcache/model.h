@@ -672,7 +672,8 @@ KVC_API kvc_status kvc_model_cache_info_build(const kvc_model *m, bool latent, k
 typedef struct kvc_model_workspace kvc_model_workspace;
 
 /* Buffers for steps of at most max_tokens tokens and max_rows rows whose
- * keys reach at most max_kv_len positions. Forward calls never allocate,
+ * keys reach at most max_kv_len positions (1 <= max_rows <= max_tokens <=
+ * 2^24, 1 <= max_kv_len < 2^31, as the manager's max_model_len). Forward calls never allocate,
  * except that the attention kernel's workspace grows (once) when a step
  * needs more than the largest seen so far. */
 KVC_API kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, int64_t max_rows,
@@ -694,7 +695,14 @@ typedef struct kvc_forward_args {
  * attention layer reads its own key (sliding layers their sliding window).
  * Refused with a named field: T or rows above the workspace, ids outside the
  * vocabulary, a paged key missing from md, a cache row or position outside
- * the cache, cache shapes that do not match the model. */
+ * the cache, cache shapes that do not match the model; and metadata that
+ * disagrees with itself (docs/batch.md, "Caller-built metadata"): a row's
+ * positions not seq_lens_kv - seq_lens_q .. seq_lens_kv - 1 in order, kv_pos
+ * or cu_seq_lens_kv (when non-NULL) not those of seq_lens_kv, a slot other
+ * than -1 or the one its row's block table gives, a table narrower than a
+ * row's keys or naming a block its caches lack, two rows on one contiguous
+ * cache row or one state block. The tables themselves
+ * (block ids, blocks shared between rows) are the caller's. */
 KVC_API kvc_status kvc_model_forward(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a);
 
 #ifdef __cplusplus

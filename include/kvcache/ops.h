@@ -72,7 +72,9 @@ KVC_API int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t
  * < -1 or >= NB*bs (KVC_ERANGE), shape or dtype mismatch (KVC_EINVAL), and
  * in debug builds a slot outside the null block (>= bs) given twice
  * (KVC_EINVAL; duplicates are legal only in block 0); the cache is
- * unchanged after a refusal (all slots are checked first). */
+ * unchanged after a refusal (all slots are checked first). Slots are only
+ * bounded: that each belongs to its token's own request is the caller's
+ * (kvc_model_forward checks it against the step's tables, docs/batch.md). */
 KVC_API kvc_status kvc_write_slots(kvc_tensor *cache, kvc_block_layout order, const kvc_tensor *upd,
                                    const int64_t *slots, int64_t n_slots);
 
@@ -92,7 +94,8 @@ KVC_API kvc_status kvc_write_slots_quant(kvc_tensor *cache, kvc_block_layout ord
  * of cache_dtype (int8 or fp8): per group of channels (n_scale 1: the
  * tensor; Nkv: each head; Nkv*D: each channel), amax = max |x| over the
  * group and all T tokens, scale = amax / qmax and inv_scale = qmax / amax
- * (qmax 127 for int8, 448 e4m3, 57344 e5m2; an all-zero group gets 1 and 1).
+ * (qmax 127 for int8, 448 e4m3, 57344 e5m2; an all-zero group, or one whose
+ * amax is so small that qmax / amax overflows f32, gets 1 and 1).
  * For static calibrated scales (vLLM's k_scale / v_scale, KIVI's
  * per-channel keys): calibrate on representative tokens, write with
  * kvc_write_slots_quant(inv_scale), read with key/value_scale = scale in
@@ -388,7 +391,8 @@ typedef struct kvc_attention_params {
 
     kvc_kv_storage kv_storage;
     kvc_block_layout block_layout; /* when paged (default KVC_BLOCK_BNBSND); BNNDBS: K in lanes, V BNNBSD */
-    kvc_tensor block_table;        /* int32 [B' >= B, W] when paged */
+    kvc_tensor block_table;        /* int32 [B' >= B, W] when paged; each entry a request reads is bounded by NB,
+                                    * but which blocks a row names is the caller's (vLLM's contract too) */
     int32_t block_size;            /* bs when paged */
 
     kvc_tensor sinks; /* optional [Nq] f32/f16/bf16 (v2 learnable_sink) */

@@ -470,7 +470,11 @@ class Manager:
         from the current block tables (call after the step's allocate_slots: a
         row past its request's allocation, or of an unknown request, raises
         InvalidArgument)."""
-        rows = [tuple(r) for r in rows]
+        try:
+            rows = [tuple(r) for r in rows]
+        except TypeError:  # escaped as Python's TypeError
+            raise invalid(f"rows: a list of (request_id, computed_tokens, num_new_tokens) is expected, got "
+                          f"{type(rows).__name__}") from None
         n = len(rows)
         req = ffi.new("kvc_step_request[]", max(n, 1))
         tokens = 0

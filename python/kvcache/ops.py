@@ -368,6 +368,8 @@ def write_contiguous(cache, update, starts):
     cv = view(cache, "cache", writable=True)
     uv = view(update, "update")
     sv = index_array(starts, "starts", "i64")
+    if len(sv.shape) > 1:  # rows of a 2-D array were read as the first batch rows' starts
+        raise invalid(f"starts: shape {list(sv.shape)} is not 1-D (one start per batch row)")
     c, u = ffi.new("kvc_tensor *"), ffi.new("kvc_tensor *")
     cv.fill(c)
     uv.fill(u)

@@ -93,6 +93,11 @@ PY_SIDE = [
     ("layout", lambda: kvcache.attention(_q, _q, _q, layout="NOPE"), "layout \"NOPE\""),
     ("int overflow", lambda: _manager().allocate_slots(2**70, 0, 1), "does not fit int64"),
     ("bool as int", lambda: _manager().allocate_slots(True, 0, 1), "is not an integer"),
+    ("step rows not a list", lambda: _manager().step(5, True), "rows: a list of"),
+    # a [2, 2] array of starts was read as the starts 0, 1 of the two batch rows
+    ("contiguous starts 2-D", lambda: kvcache.write_contiguous(np.zeros((2, 4, 8), np.float32),
+                                                               np.zeros((2, 2, 8), np.float32), [[0, 1], [2, 3]]),
+     r"starts: shape \[2, 2\] is not 1-D"),
     ("unknown cache field", lambda: kvcache.Manager(_desc(heads=3), block_num=4, max_model_len=8), "unknown field"),
     ("prompts", lambda: kvcache.run(QWEN3, []), "non-empty list"),
     # issue 23 #11: these escaped as numpy's ValueError and cffi's OverflowError

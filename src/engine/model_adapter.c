@@ -20,7 +20,8 @@ struct kvc_engine_adapter {
     kvc_model_caches caches;         /* what the forward reads, filled by the setters */
     kvc_engine_legacy_cache *legacy; /* self-managed: one per entry */
     kvc_model_workspace *ws;
-    bool serving; /* a live engine runs on em (kvci_engine_adapter_claim) */
+    bool serving;         /* a live engine runs on em (kvci_engine_adapter_claim) */
+    bool destroy_pending; /* destroyed while serving: freed when that engine lets go of it */
 };
 
 static kvc_status adapter_forward(void *self, const int32_t *ids, const kvc_engine_batch *batch, float *logits) {
@@ -203,12 +204,21 @@ kvc_status kvc_engine_adapter_create(const kvc_model *m, const kvc_engine_adapte
     return KVC_OK;
 }
 
-void kvc_engine_adapter_destroy(kvc_engine_adapter *a) {
-    if (a == NULL) return;
+static void adapter_free(kvc_engine_adapter *a) {
     kvc_model_workspace_destroy(a->ws);
     kvci_cache_set_release(&a->cache);
     kvci_free(a->legacy);
     kvci_free(a);
+}
+
+/* Destroyed before the engine it serves (the documented order is the reverse): the engine still steps over its
+ * caches and clears its cache description when destroyed, so the adapter goes with that engine instead. */
+void kvc_engine_adapter_destroy(kvc_engine_adapter *a) {
+    if (a == NULL) return;
+    if (a->serving)
+        a->destroy_pending = true;
+    else
+        adapter_free(a);
 }
 
 kvc_status kvci_engine_adapter_claim(const kvc_engine_model *model, bool *claimed) {
@@ -225,7 +235,10 @@ kvc_status kvci_engine_adapter_claim(const kvc_engine_model *model, bool *claime
 }
 
 void kvci_engine_adapter_unclaim(const kvc_engine_model *model) {
-    if (model->forward == adapter_forward) ((kvc_engine_adapter *)model->self)->serving = false;
+    if (model->forward != adapter_forward) return;
+    kvc_engine_adapter *a = model->self;
+    a->serving = false;
+    if (a->destroy_pending) adapter_free(a);
 }
 
 const kvc_engine_model *kvc_engine_adapter_model(const kvc_engine_adapter *a) { return a != NULL ? &a->em : NULL; }

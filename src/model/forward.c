@@ -51,10 +51,11 @@ kvc_status kvc_model_workspace_create(const kvc_model *m, int64_t max_tokens, in
                                       kvc_model_workspace **out) {
     if (!m || !out) return kvci_fail(KVC_EINVAL, "model_workspace_create: model and out must not be NULL");
     *out = NULL;
-    if (max_tokens < 1 || max_rows < 1 || max_rows > max_tokens || max_kv_len < 1 || max_tokens > (1 << 24))
+    if (max_tokens < 1 || max_rows < 1 || max_rows > max_tokens || max_kv_len < 1 || max_tokens > (1 << 24) ||
+        max_kv_len > INT32_MAX)
         return kvci_fail(KVC_EINVAL,
                          "model_workspace_create: max_tokens %lld, max_rows %lld, max_kv_len %lld must be >= 1 with "
-                         "max_rows <= max_tokens <= 2^24",
+                         "max_rows <= max_tokens <= 2^24 and max_kv_len < 2^31",
                          (long long)max_tokens, (long long)max_rows, (long long)max_kv_len);
     const kvc_model_config *c = &m->cfg;
     kvc_model_workspace *ws = kvci_calloc(1, sizeof *ws);
@@ -335,20 +336,7 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
                              "(max_position_embeddings, n_positions)",
                              (long long)t, (long long)md->positions[t], (long long)c->max_position_embeddings);
     }
-    *fresh = true;
-    int64_t q0 = 0;
-    for (int64_t r = 0; r < R; r++) {
-        const int64_t len = md->cu_seq_lens_q[r] - q0;
-        if (len < 1 || len != md->seq_lens_q[r] || md->seq_lens_kv[r] < len || md->seq_lens_kv[r] > ws->max_kv_len ||
-            md->positions[q0 + len - 1] != md->seq_lens_kv[r] - 1)
-            return kvci_fail(KVC_EINVAL,
-                             "forward: row %lld: %lld query tokens, %lld keys, last position %lld (need >= 1 tokens, "
-                             "keys <= max_kv_len %lld, last position = keys - 1)",
-                             (long long)r, (long long)len, (long long)md->seq_lens_kv[r],
-                             (long long)md->positions[q0 + len - 1], (long long)ws->max_kv_len);
-        *fresh = *fresh && md->seq_lens_kv[r] == len;
-        q0 += len;
-    }
+    KVC_TRY(kvci_fwd_check_rows(md, ws->max_kv_len, fresh));
     if (!a->caches) {
         if (!*fresh)
             return kvci_fail(KVC_EINVAL,
@@ -368,15 +356,17 @@ static kvc_status check_args(const kvc_model *m, const kvc_model_workspace *ws, 
         kvc_status st = check_layer_cache(m, cs, l);
         if (st != KVC_OK) return st;
     }
+    if (cs->kind == KVC_MCACHE_PAGED) KVC_TRY(kvci_fwd_check_keys(md, cs, ws->lens_b));
     /* the first cached layer's rows: its k's, or a state layer's first state's (Nemotron-H has a cached layer) */
     int64_t l0 = 0;
     while (c->layer_no_mixer[l0] && l0 + 1 < c->num_layers) l0++;
     const int64_t rows = kvci_model_layer_is_state(c, l0) ? cs->layers[l0].state.shape[0] : cs->layers[l0].k.shape[0];
     if (cs->kind == KVC_MCACHE_CONTIGUOUS && a->cache_rows)
-        for (int64_t r = 0; r < R; r++)
-            if (a->cache_rows[r] < 0 || a->cache_rows[r] >= rows)
-                return kvci_fail(KVC_ERANGE, "forward: cache_rows[%lld] = %lld outside [0, %lld)", (long long)r,
-                                 (long long)a->cache_rows[r], (long long)rows);
+        return kvci_fwd_check_cache_rows(a->cache_rows, R, rows, ws->lens_b);
+    if (cs->kind == KVC_MCACHE_CONTIGUOUS && R > rows) /* refused here, before a layer writes the rows below it */
+        return kvci_fail(KVC_ERANGE,
+                         "forward: %lld step rows on %lld cache rows (cache_rows NULL: row r on cache row r)",
+                         (long long)R, (long long)rows);
     return KVC_OK;
 }
 

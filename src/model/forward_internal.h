@@ -121,6 +121,16 @@ void kvci_fwd_rope(const kvc_fwd_step *s, float *x, int64_t n_heads, int64_t str
 void kvci_fwd_norm_rope_token(const kvc_fwd_step *s, int64_t t, float *row, int64_t n_heads, int64_t stride,
                               const float *norm, const float *bias, bool rotate);
 
+/* Cross-checks of the step metadata a caller hands the forward (forward_md.c): each row's lengths, positions,
+ * kv_pos and cu_seq_lens_kv agree (*fresh: every row's keys are all in the step); with paged caches each key's
+ * slots are the ones its rows' tables give, and no two rows share a state block. KVC_EINVAL / KVC_ERANGE naming the
+ * field and row. */
+kvc_status kvci_fwd_check_rows(const kvc_step_metadata *md, int64_t max_kv_len, bool *fresh);
+kvc_status kvci_fwd_check_keys(const kvc_step_metadata *md, const kvc_model_caches *cs,
+                               int64_t *scratch /* [n_rows] */);
+/* Contiguous caches: each step row's cache row within [0, rows) and no two alike (sorted in scratch [n_rows]). */
+kvc_status kvci_fwd_check_cache_rows(const int64_t *cache_rows, int64_t n_rows, int64_t rows, int64_t *scratch);
+
 /* The attention sub-layers: read ws->xn [T, H], write ws->proj [T, H]. */
 kvc_status kvci_attn_gqa(const kvc_fwd_step *s, int64_t l);
 kvc_status kvci_attn_mla(const kvc_fwd_step *s, int64_t l);

@@ -386,6 +386,10 @@ static kvc_status resolve_paging(const kvc_attention_params *p, kvc_attn_problem
     if (bt->shape[0] < pb->B)
         FAIL(KVC_EINVAL, "block_table has %lld rows, fewer than the batch %lld (R8)", (long long)bt->shape[0],
              (long long)pb->B);
+    int64_t tbl_bytes = 0; /* the rows read are addressed b * W + e: their byte offsets must not wrap */
+    if (kvc_tensor_numel(bt) < 0 || !kvci_mul64(kvc_tensor_numel(bt), 4, &tbl_bytes))
+        FAIL(KVC_EINVAL, "block_table [%lld, %lld] has more bytes than int64 counts (R8)", (long long)bt->shape[0],
+             (long long)bt->shape[1]);
     pb->bs = p->block_size;
     pb->tbl_w = bt->shape[1];
     if (p->paged_kv) {

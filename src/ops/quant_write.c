@@ -99,8 +99,10 @@ kvc_status kvc_write_contiguous_quant(kvc_tensor *cache, const kvc_tensor *upd, 
 }
 
 void kvci_scale_of_amax(float amax, float qmax, float *scale, float *inv) {
-    *scale = amax > 0.0f ? amax / qmax : 1.0f;
-    *inv = amax > 0.0f ? qmax / amax : 1.0f;
+    /* below qmax / FLT_MAX, qmax / amax overflows (and amax / qmax may flush to 0): 0 * inf would store NaN */
+    const bool tiny = !(amax > 0.0f) || !isfinite(qmax / amax) || amax / qmax == 0.0f;
+    *scale = tiny ? 1.0f : amax / qmax;
+    *inv = tiny ? 1.0f : qmax / amax;
 }
 
 static kvc_status check_f32_rows(const kvc_tensor *x, const char *what) {

@@ -40,11 +40,11 @@ kvc_status kvci_check_contiguous(const kvc_tensor *cache, const kvc_tensor *upd,
 kvc_status kvc_write_contiguous(kvc_tensor *cache, const kvc_tensor *upd, const int64_t *starts, int64_t n_starts) {
     kvc_status st = kvci_check_contiguous(cache, upd, starts, n_starts, "write_contiguous");
     if (st != KVC_OK) return st;
-    if (cache->dtype != upd->dtype)
+    if (cache->dtype != upd->dtype || kvc_dtype_size(cache->dtype) == 0)
         return kvci_fail(KVC_EINVAL,
-                         "write_contiguous: upd dtype %s must equal the cache dtype %s (f32 into int8/fp8: "
-                         "kvc_write_contiguous_quant)",
-                         kvc_dtype_name(upd->dtype), kvc_dtype_name(cache->dtype));
+                         "write_contiguous: upd dtype %s (%d) must equal the cache dtype %s (%d), a dtype of the "
+                         "table with whole-byte elements (f32 into int8/fp8: kvc_write_contiguous_quant)",
+                         kvc_dtype_name(upd->dtype), (int)upd->dtype, kvc_dtype_name(cache->dtype), (int)cache->dtype);
     const int64_t B = cache->shape[0], S = cache->shape[1], H = cache->shape[2], L = upd->shape[1];
     const size_t es = kvc_dtype_size(cache->dtype);
     for (int64_t b = 0; b < B; b++)
@@ -62,8 +62,8 @@ static int64_t nz_at(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int
 
 int64_t kvc_nz_index(int64_t p, int64_t o, int64_t h, int64_t d, int64_t bs, int64_t n_heads, int64_t head_dim,
                      int64_t c0) {
-    if (p < 0 || bs < 1 || o < 0 || o >= bs || n_heads < 1 || h < 0 || h >= n_heads || head_dim < 1 || d < 0 ||
-        d >= head_dim || c0 < 1)
+    if (p < 0 || p == INT64_MAX || bs < 1 || o < 0 || o >= bs || n_heads < 1 || h < 0 || h >= n_heads || head_dim < 1 ||
+        d < 0 || d >= head_dim || c0 < 1)
         return -1;
     /* the largest index of block p: (p + 1) * bs * H' - 1, H' = H rounded up to whole tiles of c0 */
     int64_t H = 0, tiles = 0, end = 0;
@@ -175,8 +175,9 @@ kvc_status kvci_check_slots(const int64_t *slots, int64_t n_slots, int64_t n_tok
 }
 
 kvc_status kvci_check_upd(const kvc_tensor *upd, const kvc_paged_geom *g, const char *what) {
-    if (!upd || !upd->data || upd->ndim != 3 || upd->shape[1] != g->n_heads || upd->shape[2] != g->head_dim)
-        return kvci_fail(KVC_EINVAL, "%s: upd must be [T, Nkv = %lld, D = %lld]", what, (long long)g->n_heads,
+    if (!upd || !upd->data || upd->ndim != 3 || upd->shape[0] < 0 || upd->shape[1] != g->n_heads ||
+        upd->shape[2] != g->head_dim)
+        return kvci_fail(KVC_EINVAL, "%s: upd must be [T >= 0, Nkv = %lld, D = %lld]", what, (long long)g->n_heads,
                          (long long)g->head_dim);
     return KVC_OK;
 }
@@ -215,11 +216,11 @@ kvc_status kvc_write_slots(kvc_tensor *cache, kvc_block_layout order, const kvc_
     if ((st = kvci_check_upd(upd, &g, "write_slots")) != KVC_OK) return st;
     if (kvci_dtype_is_blocked(cache->dtype))
         return write_blocks(cache, &g, upd, slots, n_slots, kvci_dtype_traits(cache->dtype));
-    if (upd->dtype != cache->dtype)
-        return kvci_fail(
-            KVC_EINVAL,
-            "write_slots: upd dtype %s must equal the cache dtype %s (int8 caches: use kvc_write_slots_quant)",
-            kvc_dtype_name(upd->dtype), kvc_dtype_name(cache->dtype));
+    if (upd->dtype != cache->dtype || kvc_dtype_size(cache->dtype) == 0)
+        return kvci_fail(KVC_EINVAL,
+                         "write_slots: upd dtype %s (%d) must equal the cache dtype %s (%d), a dtype of the table "
+                         "(int8 caches: use kvc_write_slots_quant)",
+                         kvc_dtype_name(upd->dtype), (int)upd->dtype, kvc_dtype_name(cache->dtype), (int)cache->dtype);
     if ((st = kvci_check_slots(slots, n_slots, upd->shape[0], g.n_blocks * g.bs, g.bs, "write_slots")) != KVC_OK)
         return st;
     const size_t es = kvc_dtype_size(cache->dtype);

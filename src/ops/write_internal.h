@@ -34,7 +34,8 @@ kvc_status kvci_check_upd(const kvc_tensor *upd, const kvc_paged_geom *g, const 
 void kvci_quant_store(void *cache, kvc_dtype dt, int64_t idx, float x, float inv_scale, float offset);
 
 /* scale = amax / qmax (dequantisation) and inv = qmax / amax (quantisation);
- * an all-zero group gets 1 / 1. */
+ * an all-zero group, or one so small that either quotient leaves the finite
+ * non-zero f32 range, gets 1 / 1 (its values then round to 0 or stay tiny). */
 void kvci_scale_of_amax(float amax, float qmax, float *scale, float *inv);
 
 /* The helpers below give the same bits in every build of them (the AVX-512 builds of norm.c and

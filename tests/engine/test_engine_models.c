@@ -169,8 +169,13 @@ static void test_adapter_one_engine(void **state) {
         assert_int_equal(kvc_engine_create(kvc_engine_adapter_model(a), &ep, &e2), KVC_OK);
         assert_int_equal(kvc_engine_add_request(e2, &r), KVC_OK);
         assert_int_equal(kvc_engine_step(e2, &res), KVC_OK);
-        kvc_engine_destroy(e2);
+        /* the adapter destroyed before its engine (the reverse of the documented order): freed with the engine,
+         * which steps on until then (it read the freed adapter's caches and description) */
         kvc_engine_adapter_destroy(a);
+        r.id = 2;
+        assert_int_equal(kvc_engine_add_request(e2, &r), KVC_OK);
+        assert_int_equal(kvc_engine_step(e2, &res), KVC_OK);
+        kvc_engine_destroy(e2);
     }
     kvc_model_destroy(m);
 }

@@ -179,6 +179,15 @@ static void run_step(harness *h, const int32_t *seqs, int64_t nrows, const int64
                           .cache_rows = h->cache_rows,
                           .all_logits = true,
                           .logits = h->logits};
+    static bool shared_state_tried; /* once: two rows on one state block (docs/batch.md), refused before any write */
+    if (h->md.n_keys > 2 && nrows >= 2 && h->state_table[1] != KVC_NULL_BLOCK && !shared_state_tried) {
+        const int32_t own = h->state_table[0];
+        h->state_table[0] = h->state_table[1];
+        assert_int_equal(kvc_model_forward(h->m, h->ws, &a), KVC_EINVAL);
+        assert_non_null(strstr(kvc_last_error(), "two step rows have state block"));
+        h->state_table[0] = own;
+        shared_state_tried = true;
+    }
     check(kvc_model_forward(h->m, h->ws, &a), "forward");
 }
 

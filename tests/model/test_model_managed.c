@@ -35,6 +35,86 @@ static void keep_tensor(void *user, const kvc_tensor *t) {
     (void)user, (void)t; /* the storage also records it in entry.tensor */
 }
 
+/* A forward over md (a copy of the step's, one field changed by the caller) is refused naming `text`. */
+static void expect_md_refused(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a0,
+                              const kvc_step_metadata *md, const char *text) {
+    kvc_forward_args a = *a0;
+    a.md = md;
+    const kvc_status st = kvc_model_forward(m, ws, &a);
+    if (st == KVC_OK) fail_msg("forward accepted metadata it should refuse with \"%s\"", text);
+    if (!strstr(kvc_last_error(), text)) fail_msg("refusal \"%s\" does not name \"%s\"", kvc_last_error(), text);
+}
+
+/* Step metadata built by hand that disagrees with itself (docs/batch.md, "Caller-built metadata"): positions
+ * out of order, kv_pos or cu_seq_lens_kv not those of seq_lens_kv, a slot outside the row's own blocks (here
+ * the next row's), a table narrower than the row's keys, too many keys; contiguous caches: two step rows on
+ * one cache row. The step then runs unchanged (the caller compares its logits). */
+static void tamper_prefill(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a,
+                           const kvc_layer_cache *paged_layers) {
+    const kvc_step_metadata *md = a->md;
+    kvc_step_metadata bad = *md;
+    int64_t pos[64];
+    memcpy(pos, md->positions, (size_t)md->n_tokens * sizeof pos[0]);
+    pos[3] = 4, pos[4] = 3; /* row 0: 0 1 2 4 3 5 .. 12, still ending at seq_lens_kv - 1 */
+    bad.positions = pos;
+    expect_md_refused(m, ws, a, &bad, "row 0: positions[3] = 4, but a row of 13 query tokens");
+    kvc_layer_cache layers[4];
+    const kvc_model_config *c = kvc_model_config_of(m);
+    const int64_t w = c->num_kv_heads * c->head_dim;
+    float *mem = calloc((size_t)(3 * 64 * w), sizeof(float));
+    for (int l = 0; l < 4; l++) {
+        layers[l] = paged_layers[l];
+        layers[l].k = layers[l].v = (kvc_tensor){.data = mem, .dtype = KVC_DTYPE_F32, .ndim = 3, .shape = {3, 64, w}};
+    }
+    const kvc_model_caches contiguous = {.kind = KVC_MCACHE_CONTIGUOUS, .n_layers = 4, .layers = layers};
+    const int64_t rows[3] = {0, 2, 0};
+    kvc_forward_args ac = *a;
+    ac.caches = &contiguous, ac.cache_rows = rows;
+    assert_int_equal(kvc_model_forward(m, ws, &ac), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "cache_rows[0] and cache_rows[2] are both cache row 0"));
+    for (int l = 0; l < 4; l++) layers[l].k.shape[0] = layers[l].v.shape[0] = 2; /* 3 step rows, 2 cache rows */
+    ac.cache_rows = NULL;
+    assert_int_equal(kvc_model_forward(m, ws, &ac), KVC_ERANGE);
+    assert_non_null(strstr(kvc_last_error(), "3 step rows on 2 cache rows"));
+    for (int64_t i = 0; i < 3 * 64 * w; i++) /* refused before layer 0 wrote rows 0 and 1 */
+        if (mem[i] != 0.0f) fail_msg("cache element %lld written by a refused step", (long long)i);
+    free(mem);
+}
+
+static void tamper_decode(const kvc_model *m, kvc_model_workspace *ws, const kvc_forward_args *a) {
+    const kvc_step_metadata *md = a->md;
+    kvc_step_metadata bad = *md;
+    int64_t kv_pos[N_REQ], cu_kv[N_REQ], slots[N_REQ];
+    memcpy(kv_pos, md->kv_pos, sizeof kv_pos);
+    kv_pos[1]++;
+    bad.kv_pos = kv_pos;
+    expect_md_refused(m, ws, a, &bad, "row 1: kv_pos 4, but seq_lens_kv 4 needs kv_pos 3");
+    bad = *md;
+    memcpy(cu_kv, md->cu_seq_lens_kv, sizeof cu_kv);
+    cu_kv[2]--;
+    bad.cu_seq_lens_kv = cu_kv;
+    expect_md_refused(m, ws, a, &bad, "row 2: cu_seq_lens_kv");
+    bad = *md;
+    const int32_t k = (int32_t)(kvc_step_metadata_key(md, "FullAttention") - md->keys);
+    memcpy(slots, md->keys[k].slot_mapping, sizeof slots);
+    slots[0] = slots[1]; /* row 0 writing into row 1's block */
+    bad.keys[k].slot_mapping = slots;
+    expect_md_refused(m, ws, a, &bad, "key FullAttention row 0: slot_mapping[0]");
+    bad = *md;
+    int32_t table[N_REQ * 16];
+    assert_true(md->keys[k].width <= 16);
+    memcpy(table, md->keys[k].block_table, (size_t)(N_REQ * md->keys[k].width) * sizeof table[0]);
+    table[0] = 1 << 20; /* a block no cache has, read by row 0's attention: refused before layer 0 writes */
+    bad.keys[k].block_table = table;
+    expect_md_refused(m, ws, a, &bad, "key FullAttention row 0: block_table entry 0 = 1048576 is outside [0, ");
+    bad = *md;
+    bad.keys[k].width = 1; /* row 0 sees 14 keys: 4 blocks of 4 */
+    expect_md_refused(m, ws, a, &bad, "key FullAttention row 0: seq_lens_kv 14 needs 4 blocks of 4");
+    bad = *md;
+    bad.n_keys = KVC_MAX_MANAGERS + 1;
+    expect_md_refused(m, ws, a, &bad, "md n_keys 17 outside [0, 16]");
+}
+
 static void test_gpt_oss_through_managers(void **state) {
     (void)state;
     kvc_model_config cfg;
@@ -97,6 +177,10 @@ static void test_gpt_oss_through_managers(void **state) {
     assert_string_equal(layers[1].key, "FullAttention");
     kvc_model_caches caches = {.kind = KVC_MCACHE_PAGED, .block_size = bs, .n_layers = 4, .layers = layers};
     kvc_model_workspace *ws = NULL;
+    /* keys beyond int32 positions (the manager's max_model_len bound): refused, where a DeepSeek sparse attention
+     * model's scratch size overflowed */
+    assert_int_equal(kvc_model_workspace_create(m, 64, N_REQ, (int64_t)1 << 31, &ws), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "max_kv_len < 2^31"));
     check(kvc_model_workspace_create(m, 64, N_REQ, max_len, &ws), "workspace");
 
     float lg[N_REQ * 128];
@@ -134,6 +218,8 @@ static void test_gpt_oss_through_managers(void **state) {
             assert_non_null(strstr(kvc_last_error(), "caches hold 4 layers (layers is NULL), the model has 4"));
             caches.layers = layers;
         }
+        if (i == 0) tamper_prefill(m, ws, &a, layers);
+        if (i == 1) tamper_decode(m, ws, &a);
         const uint64_t plans[2] = {ws->attn_plans[0].plans, ws->attn_plans[1].plans};
         check(kvc_model_forward(m, ws, &a), "forward");
         assert_int_equal(ws->attn_plans[0].plans, plans[0] + 1); /* full layers 1, 3 */

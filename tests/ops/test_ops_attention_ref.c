@@ -329,6 +329,8 @@ static void m_kvbeyond(fx *f) {
 static void m_blockid(fx *f) { ((int32_t *)f->tblbuf)[1] = 1000; }
 static void m_blocksize(fx *f) { f->p.block_size = 0; }
 static void m_tabledt(fx *f) { f->p.block_table.dtype = KVC_DTYPE_I64; }
+/* a width whose row offsets b * W wrap the address space (UBSan: pointer overflow reading row 1) */
+static void m_tablewide(fx *f) { f->p.block_table.shape[1] = INT64_MAX / 2; }
 static void m_bindbs(fx *f) { f->p.binding.block_size = 8; }
 static void m_qshape(fx *f) { f->p.q.shape[1] = 3; }
 static void m_outshape(fx *f) { f->p.out.shape[2] = 5; }
@@ -384,6 +386,7 @@ static void test_refused_misuse(void **state) {
         {"R8 block id", m_blockid, KVC_ERANGE, "outside [0, NB"},
         {"R8 block size", m_blocksize, KVC_EINVAL, "block_size"},
         {"R8 table dtype", m_tabledt, KVC_EINVAL, "int32"},
+        {"R8 table bytes past int64", m_tablewide, KVC_EINVAL, "more bytes than int64 counts"},
         {"R15 other manager", m_bindbs, KVC_EINVAL, "R15"},
         {"R7 q shape", m_qshape, KVC_EINVAL, "q has shape"},
         {"R7 out shape", m_outshape, KVC_EINVAL, "out has shape"},

@@ -85,6 +85,34 @@ static void test_token_write_refusals(void **state) {
         if (i != 5) assert_true(scales[i] == -1.0f);
 }
 
+/* A token (or a calibration group) whose largest value is so small that qmax / amax overflows f32: it gets scale 1
+ * and inverse 1 like an all-zero one, where it got inverse inf (and scale 0 below qmax x 2^-149), which stored
+ * 0 x inf = NaN for its zero channels (fp8 NaN codes, read back as NaN: a poisoned attention row). */
+static void test_tiny_amax(void **state) {
+    (void)state;
+    enum { NB = 1, BS = 2, N = 1, D = 4 };
+    const kvc_dtype dts[3] = {KVC_DTYPE_I8, KVC_DTYPE_F8E4M3, KVC_DTYPE_F8E5M2};
+    float upd[D] = {1e-37f, 0.0f, -2e-39f, 1e-45f};
+    const kvc_tensor u = t3(upd, KVC_DTYPE_F32, 1, N, D);
+    for (int di = 0; di < 3; di++) {
+        uint8_t cache[NB * BS * N * D];
+        float scales[NB * BS] = {-1.0f, -1.0f}, sc = 0.0f, inv = 0.0f;
+        kvc_tensor c = {.data = cache, .dtype = dts[di], .ndim = 4, .shape = {NB, BS, N, D}};
+        const int64_t slot = 1;
+        assert_int_equal(kvc_write_slots_token_quant(&c, KVC_BLOCK_BNBSND, &u, &slot, 1, scales, NB * BS), KVC_OK);
+        assert_true(scales[1] == 1.0f);
+        for (int d = 0; d < D; d++) {
+            const uint8_t q = cache[BS * D - D + d];
+            const float back = dts[di] == KVC_DTYPE_I8       ? (float)(int8_t)q
+                               : dts[di] == KVC_DTYPE_F8E4M3 ? kvc_fp8_e4m3_to_f32(q)
+                                                             : kvc_fp8_e5m2_to_f32(q);
+            if (!(fabsf(back - upd[d]) <= 1e-37f)) fail_msg("dtype %d channel %d reads back %g", di, d, (double)back);
+        }
+        assert_int_equal(kvc_kv_quant_scales(&u, dts[di], 1, &sc, &inv), KVC_OK);
+        assert_true(sc == 1.0f && inv == 1.0f);
+    }
+}
+
 /* KIVI end to end for one cache dtype: B requests of kv_len L[b] each (a decode row), Nq = 4,
  * Nkv = 2, paged [NB, bs, Nkv*D]. */
 static void kivi_case(kvc_dtype dt, uint32_t seed) {
@@ -208,6 +236,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_calibrated_scales),
         cmocka_unit_test(test_token_write_refusals),
+        cmocka_unit_test(test_tiny_amax),
         cmocka_unit_test(test_kivi_end_to_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

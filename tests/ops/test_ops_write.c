@@ -56,6 +56,12 @@ static void test_contiguous_scatter(void **state) {
     assert_int_equal(kvc_write_contiguous(&huge, &u, far, B), KVC_EINVAL);
     assert_non_null(strstr(kvc_last_error(), "more elements than int64"));
     assert_memory_equal(before, cache, sizeof cache);
+    /* a dtype outside the table (element size 0) or one stored in blocks: refused, where both wrote nothing and
+     * returned KVC_OK */
+    kvc_tensor c99 = c, u99 = u;
+    c99.dtype = u99.dtype = (kvc_dtype)99;
+    assert_int_equal(kvc_write_contiguous(&c99, &u99, starts, B), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "cache dtype ? (99)"));
 }
 
 /* Element index of (block p, offset o, head h, channel d) in a cache of `order` ([NB, BS, N, D],
@@ -110,6 +116,16 @@ static void check_slot_scatter(kvc_block_layout order) {
     uint16_t upd16[T * N * D] = {0};
     kvc_tensor u16 = tensor3(upd16, KVC_DTYPE_BF16, T, N, D);
     assert_int_equal(kvc_write_slots(&c, order, &u16, slots, T), KVC_EINVAL); /* dtype mismatch */
+    /* a dtype outside the table on both sides, and a negative token count: refused (both returned KVC_OK) */
+    kvc_tensor c99 = c, u99 = u;
+    c99.dtype = u99.dtype = (kvc_dtype)99;
+    assert_int_equal(kvc_write_slots(&c99, order, &u99, slots, T), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "cache dtype ? (99)"));
+    kvc_tensor neg = u;
+    neg.shape[0] = -3;
+    assert_int_equal(kvc_write_slots(&c, order, &neg, slots, -3), KVC_EINVAL);
+    assert_non_null(strstr(kvc_last_error(), "upd must be [T >= 0"));
+    assert_memory_equal(before, cache, sizeof cache);
 }
 
 static void test_slot_scatter_bnbsnd(void **state) {
@@ -230,6 +246,7 @@ static void test_nz_index_examples(void **state) {
     assert_int_equal(kvc_nz_index(3, 5, 0, 512, 128, 1, 512, 16), -1);
     assert_int_equal(kvc_nz_index(3, 5, 0, -1, 128, 1, 512, 16), -1);
     assert_int_equal(kvc_nz_index(INT64_MAX / 2, 5, 0, 37, 128, 1, 512, 16), -1);
+    assert_int_equal(kvc_nz_index(INT64_MAX, 0, 0, 0, 16, 1, 16, 16), -1); /* p + 1 overflowed (UBSan) */
     assert_int_equal(kvc_nz_index(0, 0, 0, 0, 1, INT64_MAX, 2, 16), -1);
     /* the last element of a block whose channels end in a partial tile (H 40, c0 16: 3 tiles) */
     assert_int_equal(kvc_nz_index(0, 1, 0, 39, 2, 1, 40, 16), 2 * 2 * 16 + 1 * 16 + 7);
