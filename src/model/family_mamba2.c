@@ -280,7 +280,11 @@ kvc_status kvci_family_parse_mamba2(const kvc_hparams *hp, kvc_model_config *cfg
     if (granite_hybrid(cfg)) return parse_granite_hybrid(hp, cfg);
     if (falcon_h1(cfg)) return kvci_falcon_h1_parse(c, cfg);
     cfg->rope.partial_rotary_factor = 0.5; /* BambaConfig sets it whatever the file says */
-    return KVC_OK;
+    /* BambaAttention's q/k/v/o take attention_bias, BambaMLP's gate/up/down mlp_bias (both false) */
+    bool bias = false;
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias;
+    return kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias);
 }
 
 kvc_status kvci_mamba2_ffn(const kvc_fwd_step *s, int64_t l) {

@@ -3548,7 +3548,8 @@ static void test_lfm3_fields(void **state) {
  * untied, RoPE over half of each head) and with its keys set; the states each mamba layer keeps (conv: kernel - 1
  * columns of I + 2 G N channels; ssm: [heads, head_dim, state]); refused by name: heads that do not divide the
  * inner width, a head width that does not match it, groups that do not divide the heads, a bad time_step_limit,
- * a kernel of 1, tensor parallelism (the engine's refusals: test_model_state_engine). */
+ * a kernel of 1, tensor parallelism (the engine's refusals: test_model_state_engine). attention_bias and mlp_bias
+ * (false when absent) on the attention's projections and the MLP's. */
 static void test_bamba_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -3562,6 +3563,13 @@ static void test_bamba_fields(void **state) {
     assert_true(c.conv_kernel == 4 && c.mamba_conv_bias && !c.mamba_proj_bias && c.mamba_dt_min == 0.0);
     assert_true(isinf(c.mamba_dt_max) && c.rms_norm_eps == 1e-5 && !c.tie_word_embeddings);
     assert_true(c.rope.partial_rotary_factor == 0.5 && kvci_model_rot_dim(&c) == 8 && kvci_model_first_state(&c) == 1);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    /* attention_bias (q/k/v/o) and mlp_bias, as BambaAttention and BambaMLP read them (were ignored) */
+    assert_int_equal(kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":4,\"attention_bias\":true,"
+                                                       "\"mlp_bias\":true}",
+                                            "bamba-biases", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias);
     assert_int_equal(kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":4,\"mamba_d_head\":16,"
                                                        "\"mamba_n_groups\":2,\"mamba_d_state\":8,\"mamba_d_conv\":3,"
                                                        "\"mamba_conv_bias\":false,\"mamba_proj_bias\":true,"
