@@ -3983,7 +3983,7 @@ static void test_zamba_fields(void **state) {
 
 /* Mamba (MambaConfig's defaults: expand 2, state 16, kernel 4, time_step_rank auto = ceil(hidden / 16), conv bias, no
  * projection biases, eps 1e-5, tied; no heads or intermediate_size needed), every layer a mixer alone; with its keys
- * set; FalconMamba's dt / B / C norms (mixer_rms_eps 1e-6 by default); refused by name:
+ * set (intermediate_size over expand); FalconMamba's dt / B / C norms (mixer_rms_eps 1e-6 by default); refused by name:
  * another hidden_act, a time_step_rank that is neither a rank nor "auto", an expand of 0. */
 static void test_mamba_fields(void **state) {
     (void)state;
@@ -4011,6 +4011,17 @@ static void test_mamba_fields(void **state) {
                                             "falcon-mamba-set", &c),
                      KVC_OK);
     assert_true(c.mamba_bcdt_eps == 1e-3);
+    /* the file's intermediate_size wins over expand x hidden_size, as MambaConfig keeps it (was 2 x 40 = 80: the
+     * checkpoint's in_proj was refused by shape); the planned states have its width */
+    assert_int_equal(kvc_model_config_parse(MAMBA1_BASE ",\"expand\":3,\"intermediate_size\":48}", "mamba-inner", &c),
+                     KVC_OK);
+    assert_int_equal(c.mamba_inner, 48);
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options po = kvc_plan_default_options();
+    static const char inner_json[] = MAMBA1_BASE ",\"intermediate_size\":48}";
+    assert_int_equal(kvc_model_plan_create(inner_json, strlen(inner_json), &po, &plan), KVC_OK);
+    assert_int_equal(plan->layers[0].caches[0].shape[0], 48);
+    kvc_model_plan_destroy(plan);
     expect_refusal(MAMBA1_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\"");
     expect_refusal(MAMBA1_BASE ",\"time_step_rank\":\"big\"}", "time_step_rank");
     expect_refusal(MAMBA1_BASE ",\"time_step_rank\":0}", "time_step_rank");
