@@ -551,7 +551,10 @@ static kvc_status rope_dict(kvc_hparams *hp, char *path, size_t cap, kvc_json_ob
     bool have = false;
     hp->rope_source = NULL;
     *have_sliding = false;
-    KVC_TRY(kvci_json_child(&hp->cfg, "rope_scaling", path, cap, dict, &have));
+    /* Cohere2MoeConfig declares rope_scaling as a field of its own and never folds it into rope_parameters: its
+     * model reads rope_parameters alone (transformers 5.25), so a rope_scaling there changes nothing */
+    const bool scaling_unread = hp->model_type != NULL && strcmp(hp->model_type, "cohere2_moe") == 0;
+    if (!scaling_unread) KVC_TRY(kvci_json_child(&hp->cfg, "rope_scaling", path, cap, dict, &have));
     if (have && dict->obj->child != NULL) {
         hp->rope_source = "rope_scaling";
     } else {

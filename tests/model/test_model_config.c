@@ -2901,8 +2901,8 @@ static void test_hy_v3_fields(void **state) {
 /* Cohere 2 MoE with Cohere2MoeConfig's defaults (head_dim 128, as many KV heads as heads, LayerNorms of eps 1e-5 as
  * rms_norm_eps is absent, window 4096 with three sliding layers then one full, the full ones unrotated, 8 experts of
  * intermediate_size, top 2 by softmax, no shared expert, logit scale 0.0625, tied) and with first_k_dense_replace,
- * RMSNorms, sigmoid routing, shared experts summed and prefix_dense_intermediate_size set; refused by name: an unknown
- * expert_selection_fn or shared_expert_combination_strategy. */
+ * RMSNorms, sigmoid routing, shared experts summed and prefix_dense_intermediate_size set; rope_scaling unread (its
+ * rope_parameters read); refused by name: an unknown expert_selection_fn or shared_expert_combination_strategy. */
 static void test_cohere2_moe_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -2934,6 +2934,18 @@ static void test_cohere2_moe_fields(void **state) {
     assert_true(c.layer_sliding[2] && c.layer_sliding[4]);
     assert_int_equal(kvc_model_config_parse(C2M_BASE ",\"num_shared_experts\":1}", "cohere2_moe-avg", &c), KVC_OK);
     assert_true(c.moe_shared_average && c.shared_expert_intermediate_size == 40);
+    /* rope_scaling is a field Cohere2MoeConfig never folds into rope_parameters: unread, as its model leaves it (was
+     * applied); rope_parameters and rope_theta are read */
+    assert_int_equal(kvc_model_config_parse(C2M_BASE ",\"rope_theta\":50000,\"rope_scaling\":{\"rope_type\":\"linear\","
+                                                     "\"factor\":4.0}}",
+                                            "cohere2_moe-scaling", &c),
+                     KVC_OK);
+    assert_true(c.rope.type == KVC_ROPE_DEFAULT && c.rope.theta == 50000.0);
+    assert_int_equal(kvc_model_config_parse(C2M_BASE ",\"rope_parameters\":{\"rope_type\":\"linear\",\"factor\":4.0,"
+                                                     "\"rope_theta\":20000}}",
+                                            "cohere2_moe-parameters", &c),
+                     KVC_OK);
+    assert_true(c.rope.type == KVC_ROPE_LINEAR && c.rope.factor == 4.0 && c.rope.theta == 20000.0);
     expect_refusal(C2M_BASE ",\"expert_selection_fn\":\"tanh\"}", "expert_selection_fn \"tanh\" is not supported");
     expect_refusal(C2M_BASE ",\"shared_expert_combination_strategy\":\"max\"}",
                    "shared_expert_combination_strategy \"max\" is not supported");
