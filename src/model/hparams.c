@@ -952,6 +952,12 @@ kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
         return KVC_OK;
     }
     KVC_TRY(read_rope_entry(hp, hp->rope_source != NULL ? &dict : NULL, &hp->rope));
+    if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "gpt_oss") == 0) {
+        /* GptOssConfig's rope_parameters when neither dict is given (or both are null): YaRN of factor 32 over 4096
+         * positions, betas 32 and 1, not truncated, at the file's rope_theta (else 150000) */
+        hp->rope.type = KVC_ROPE_YARN, hp->rope.factor = 32.0, hp->rope.original_max_position = 4096;
+        hp->rope.beta_fast = 32.0, hp->rope.beta_slow = 1.0, hp->rope.truncate = false;
+    }
     /* DeepSeek-V4's compressed layers take YaRN without its attention factor (DeepseekV4Config sets 1 when unset) */
     if (hp->model_type != NULL && strcmp(hp->model_type, "deepseek_v4") == 0 && hp->rope.type == KVC_ROPE_YARN &&
         hp->rope.attention_factor == 0.0)

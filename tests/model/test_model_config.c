@@ -47,6 +47,11 @@ static void test_gpt_oss_yarn_v5_and_v4(void **state) {
         if (i > 4 && i < 9) assert_true(a->inv_freq[i] < base && a->inv_freq[i] > base / 32.0f);
     }
     assert_true(fabs(kvc_model_attn_scale(c) - 1.0 / sqrt(32.0)) < 1e-12);
+    /* neither dict (or both null): GptOssConfig's own YaRN at the file's theta (was the default rope) */
+    kvc_model *d = model_of(GPT_OSS_HEAD "\"rope_theta\":150000,\"rope_scaling\":null}");
+    assert_memory_equal(a->inv_freq, d->inv_freq, 16 * sizeof(float));
+    assert_true(a->rope_attn_factor == d->rope_attn_factor);
+    kvc_model_destroy(d);
     kvc_model_destroy(a);
     kvc_model_destroy(b);
 }
