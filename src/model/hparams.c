@@ -432,9 +432,14 @@ kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
         *out = 2 * hp->hidden_size / hp->n_heads;
         return KVC_OK;
     }
-    /* AFMoE's null head_dim is hidden_size / num_attention_heads (AfmoeConfig's 128 only when absent) */
-    const bool null_derives = hp->model_type != NULL && strcmp(hp->model_type, "afmoe") == 0 &&
-                              !kvci_json_missing(c, "head_dim") && kvci_json_find(c, "head_dim") == NULL;
+    /* a null head_dim is hidden_size / num_attention_heads where the class derives it so and keeps its own default
+     * (128) for an absent key only (transformers 5.25: AFMoE, ERNIE 4.5, Seed-OSS, InternLM3, IQuest-Coder,
+     * MiniCPM5-MoE; the other classes with a default refuse null) */
+    static const char *const NULL_DERIVES[] = {"afmoe",     "ernie4_5",    "seed_oss",
+                                               "internlm3", "iquestcoder", "minicpm5_moe"};
+    const bool null_derives =
+        kvci_name_listed(hp->model_type, NULL_DERIVES, sizeof NULL_DERIVES / sizeof NULL_DERIVES[0]) &&
+        !kvci_json_missing(c, "head_dim") && kvci_json_find(c, "head_dim") == NULL;
     if (!d.head_dim_from_hidden && !null_derives) {
         KVC_TRY(kvci_json_int(c, "head_dim", 1, KVC_HP_MAX_DIM, out, &have));
         if (!have) KVC_TRY(kvci_json_int(c, "kv_channels", 1, KVC_HP_MAX_DIM, out, &have)); /* ChatGLM */

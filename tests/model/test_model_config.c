@@ -875,6 +875,19 @@ static void test_seed_oss_fields(void **state) {
                                             "seed-oss-set", &c),
                      KVC_OK);
     assert_true(!c.qkv_bias && c.o_bias && c.mlp_bias);
+    /* a null head_dim: hidden_size / num_attention_heads, as SeedOssConfig derives it (was its 128 for an absent
+     * key: q_proj refused by shape); ERNIE 4.5 likewise; hidden_size not a multiple of the heads refused by name */
+    assert_int_equal(kvc_model_config_parse(SEED_OSS_BASE ",\"head_dim\":null}", "seed-oss-null", &c), KVC_OK);
+    assert_int_equal(c.head_dim, 16);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"ernie4_5\",\"vocab_size\":8,\"hidden_size\":48,"
+                                            "\"intermediate_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":4,"
+                                            "\"head_dim\":null}",
+                                            "ernie-null", &c),
+                     KVC_OK);
+    assert_int_equal(c.head_dim, 12);
+    expect_refusal("{\"model_type\":\"seed_oss\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":1,\"num_attention_heads\":3,\"num_key_value_heads\":1,\"head_dim\":null}",
+                   "head_dim is null");
 }
 
 /* EXAONE 4.0 with Exaone4Config's defaults (post-norms, per-head q/k norms, no biases, eps 1e-5, window 4096,
