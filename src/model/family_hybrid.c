@@ -159,7 +159,10 @@ static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
         return KVC_OK;
     }
     if (kvci_is_zamba2(ctx->hp)) return kvci_zamba_kinds(ctx, kinds); /* hybrid layers: the shared block too */
-    if (plain_mamba2(ctx->hp)) {                                      /* Mamba2ForCausalLM: a mixer in every layer */
+    /* Mamba2ForCausalLM: a mixer in every layer; GraniteMoeHybridConfig without layer_types: every layer
+     * linear_attention (a mixer), whatever else the file says */
+    if (plain_mamba2(ctx->hp) || (type != NULL && strcmp(type, "granitemoehybrid") == 0) ||
+        (arch != NULL && strcmp(arch, "GraniteMoeHybridForCausalLM") == 0)) {
         for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_STATE;
         return KVC_OK;
     }

@@ -4116,6 +4116,15 @@ static void test_granitemoehybrid_fields(void **state) {
     assert_true(c.moe_intermediate_size == 48 && c.shared_expert_intermediate_size == 1024 && c.embed_scale == 1.0f);
     assert_true(c.residual_multiplier == 1.0 && kvc_model_attn_scale(&c) == 1.0 && c.logits_scaling == 1.0);
     assert_true(c.rms_norm_eps == 1e-6 && c.mamba_head_dim == 16 && c.mamba_d_state == 256 && !c.tie_word_embeddings);
+    /* without layer_types every layer is a mixer, as GraniteMoeHybridConfig derives it (was refused: "layer_types,
+     * attn_layer_indices, ... are missing") */
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"granitemoehybrid\",\"vocab_size\":8,\"hidden_size\":32,"
+                               "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"intermediate_size\":48,"
+                               "\"mamba_n_heads\":4}",
+                               "granite-h-no-types", &c),
+        KVC_OK);
+    assert_true(c.layer_mamba[0] && c.layer_mamba[1]);
     assert_int_equal(kvc_model_config_parse(GRANITE_H_BASE
                                             ",\"position_embedding_type\":\"rope\","
                                             "\"num_local_experts\":3,\"num_experts_per_tok\":3,"
