@@ -405,6 +405,16 @@ kvc_status kvci_family_parse_granite_scales(const kvc_hparams *hp, kvc_model_con
 /* The Mamba2 hybrids (family_mamba2.c): their keys over the shared reader's, and the operator of layer l, the
  * Mamba2 mixer (kvci_mamba2_mixer) on a mamba layer (Falcon-H1: with GQA attention beside it), else GQA attention. */
 kvc_status kvci_family_parse_mamba2(const kvc_hparams *hp, kvc_model_config *cfg);
+/* The Mamba2 mixer's dims of a Mamba2 type (mamba2, nemotron_h, bamba, granitemoehybrid, falcon_h1) as its
+ * transformers class reads them, each absent key at the class's default (Mamba2Config: num_heads 128, head_dim 64,
+ * state_size 128, conv_kernel 4, n_groups 8; NemotronHConfig: mamba_num_heads 128, mamba_head_dim 64, ssm_state_size
+ * 128, conv_kernel 4, n_groups 8; the others: mamba_n_heads 128, mamba_d_state 256, mamba_d_conv 4, mamba_n_groups 1,
+ * mamba_d_head the mixer's width over the heads), checked against each other. The loader and the cache plan's state
+ * shapes (family_hybrid.c) both read them here. */
+typedef struct kvc_mamba2_dims {
+    int64_t heads, head_dim, state, conv, groups;
+} kvc_mamba2_dims;
+kvc_status kvci_mamba2_dims(const kvc_json_obj *c, const char *type, int64_t hidden, kvc_mamba2_dims *d);
 /* The string key of c, the one value `want` model `type` runs (and `want` when absent); others refused by name. */
 kvc_status kvci_mamba2_only_value(const kvc_json_obj *c, const char *type, const char *key, const char *want);
 /* Falcon-H1 (family_falcon_h1.c): its keys beyond the mixer's; its layer (mixer and attention) into ws->proj; its MLP.

@@ -68,9 +68,10 @@ static kvc_status lfm2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds) {
  * split over the ranks): all the next token's convolution reads besides its own input, as vLLM keeps it and the
  * runtime stores it (transformers' cache holds one column more, never read). */
 static kvc_status lfm2_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
-    int64_t width = 7, hidden_r = 0; /* Lfm3Config's conv_L_cache when absent (LFM2's configs hold it) */
+    /* conv_L_cache when absent: Lfm3Config's 7, Lfm2Config's and Lfm2MoeConfig's 3 (the loader's, family_lfm2.c) */
+    int64_t width = is_lfm3(hp) ? 7 : 3, hidden_r = 0;
     bool have = false;
-    KVC_TRY(kvci_json_int(&hp->cfg, "conv_L_cache", 2, KVC_HP_MAX_DIM, &width, is_lfm3(hp) ? &have : NULL));
+    KVC_TRY(kvci_json_int(&hp->cfg, "conv_L_cache", 2, KVC_HP_MAX_DIM, &width, &have));
     if (hidden_size < 1)
         return kvci_fail(KVC_EINVAL, "%s: hidden_size is missing (the conv layers are hidden_size wide)", hp->cfg.doc);
     KVC_TRY(kvci_family_split_tp(hp, "hidden_size", hidden_size, tp, &hidden_r));
@@ -158,7 +159,10 @@ static kvc_status mamba2_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
         return KVC_OK;
     }
     if (kvci_is_zamba2(ctx->hp)) return kvci_zamba_kinds(ctx, kinds); /* hybrid layers: the shared block too */
-    if (plain_mamba2(ctx->hp)) {                                      /* Mamba2ForCausalLM: a mixer in every layer */
+    /* Mamba2ForCausalLM: a mixer in every layer; GraniteMoeHybridConfig without layer_types: every layer
+     * linear_attention (a mixer), whatever else the file says */
+    if (plain_mamba2(ctx->hp) || (type != NULL && strcmp(type, "granitemoehybrid") == 0) ||
+        (arch != NULL && strcmp(arch, "GraniteMoeHybridForCausalLM") == 0)) {
         for (int64_t i = 0; i < ctx->n_layers; i++) kinds[i] = KVC_LK_STATE;
         return KVC_OK;
     }
@@ -193,23 +197,28 @@ static kvc_status mamba2_states(const kvc_hparams *hp, int64_t hidden_size, int6
     const kvc_json_obj *cfg = &hp->cfg;
     static const char *const heads_n[KVC_HP_ALIASES] = {"mamba_n_heads", "mamba_num_heads"};
     static const char *const hdim_n[KVC_HP_ALIASES] = {"mamba_d_head", "mamba_head_dim"};
-    static const char *const plain_heads_n[KVC_HP_ALIASES] = {"num_heads"}; /* Mamba2ForCausalLM's */
-    static const char *const plain_hdim_n[KVC_HP_ALIASES] = {"head_dim"};
-    const bool plain = plain_mamba2(hp);
     static const char *const state_n[KVC_HP_ALIASES] = {"mamba_d_state", "ssm_state_size", "state_size"};
     static const char *const conv_n[KVC_HP_ALIASES] = {"mamba_d_conv", "conv_kernel"};
     static const char *const groups_n[KVC_HP_ALIASES] = {"mamba_n_groups", "n_groups"};
+    const kvc_family_alias *alias = NULL;
     int64_t heads = 0, hdim = 0, state = 0, conv = 0, groups = 1;
-    bool h1 = false, h2 = false, h3 = false, h4 = false, h5 = false;
-    KVC_TRY(kvci_hparams_int(cfg, plain ? plain_heads_n : heads_n, 1, KVC_HP_MAX_DIM, &heads, &h1));
-    KVC_TRY(kvci_hparams_int(cfg, plain ? plain_hdim_n : hdim_n, 1, KVC_HP_MAX_DIM, &hdim, &h2));
-    KVC_TRY(kvci_hparams_int(cfg, state_n, 1, KVC_HP_MAX_DIM, &state, &h3));
-    KVC_TRY(kvci_hparams_int(cfg, conv_n, 2, KVC_HP_MAX_DIM, &conv, &h4));
-    KVC_TRY(kvci_hparams_int(cfg, groups_n, 1, KVC_HP_MAX_DIM, &groups, &h5));
-    if (!h1 || !h2 || !h3 || !h4)
-        return kvci_fail(KVC_EINVAL, "%s: the state layers need %s%s%s%s to size their state", cfg->doc,
-                         h1 ? "" : "mamba_n_heads ", h2 ? "" : "mamba_d_head ", h3 ? "" : "mamba_d_state ",
-                         h4 ? "" : "mamba_d_conv");
+    if (kvci_family_find(hp->model_type, hp->architecture, &alias) == &kvc_family_mamba2_hybrid &&
+        strcmp(alias->model_type, "zamba2") != 0) { /* a type the loader reads: its class defaults */
+        kvc_mamba2_dims d;
+        KVC_TRY(kvci_mamba2_dims(cfg, alias->model_type, hidden_size, &d));
+        heads = d.heads, hdim = d.head_dim, state = d.state, conv = d.conv, groups = d.groups;
+    } else { /* another type's state layers: every size stated */
+        bool h1 = false, h2 = false, h3 = false, h4 = false, h5 = false;
+        KVC_TRY(kvci_hparams_int(cfg, heads_n, 1, KVC_HP_MAX_DIM, &heads, &h1));
+        KVC_TRY(kvci_hparams_int(cfg, hdim_n, 1, KVC_HP_MAX_DIM, &hdim, &h2));
+        KVC_TRY(kvci_hparams_int(cfg, state_n, 1, KVC_HP_MAX_DIM, &state, &h3));
+        KVC_TRY(kvci_hparams_int(cfg, conv_n, 2, KVC_HP_MAX_DIM, &conv, &h4));
+        KVC_TRY(kvci_hparams_int(cfg, groups_n, 1, KVC_HP_MAX_DIM, &groups, &h5));
+        if (!h1 || !h2 || !h3 || !h4)
+            return kvci_fail(KVC_EINVAL, "%s: the state layers need %s%s%s%s to size their state", cfg->doc,
+                             h1 ? "" : "mamba_n_heads ", h2 ? "" : "mamba_d_head ", h3 ? "" : "mamba_d_state ",
+                             h4 ? "" : "mamba_d_conv");
+    }
     int64_t heads_r = 0, groups_r = 1; /* a rank's groups: split, or one replicated when tp is a multiple of them */
     KVC_TRY(kvci_family_split_tp(hp, "mamba_n_heads", heads, tp, &heads_r));
     if (groups % tp == 0 || tp % groups != 0)

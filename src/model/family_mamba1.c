@@ -37,24 +37,35 @@ static kvc_status mamba1_kinds(const kvc_family_ctx *ctx, kvc_layer_kind *kinds)
     return KVC_OK;
 }
 
+/* Mamba's and FalconMamba's mixer width: intermediate_size as the file gives it, else expand (2) x hidden_size
+ * (MambaConfig's __post_init__ sets the product, then the file's key, when there is one, overrides it). */
+static kvc_status plain_inner(const kvc_json_obj *c, int64_t hidden_size, int64_t *inner) {
+    int64_t expand = 2;
+    bool have = false;
+    KVC_TRY(kvci_family_opt_int(c, "expand", 2, 1, KVC_HP_MAX_DIM, &expand));
+    *inner = expand * hidden_size; /* each below 2^20: no overflow */
+    return kvci_json_int(c, "intermediate_size", 1, KVC_HP_MAX_WIDTH, inner, &have);
+}
+
 /* The state sizes with their config classes' defaults: Mamba's and FalconMamba's state_size (16), conv_kernel (4),
- * expand (2); Jamba's mamba_d_state, mamba_d_conv, mamba_expand (the same). */
+ * width (plain_inner); Jamba's mamba_d_state, mamba_d_conv, mamba_expand (16, 4, 2). */
 static kvc_status mamba1_states(const kvc_hparams *hp, int64_t hidden_size, int64_t tp, kvc_state_shapes *s) {
     const kvc_json_obj *cfg = &hp->cfg;
-    int64_t state = 16, conv = 4, expand = 2, inner_r = 0;
+    int64_t state = 16, conv = 4, expand = 2, inner = 0, inner_r = 0;
+    if (hidden_size < 1)
+        return kvci_fail(KVC_EINVAL, "%s: hidden_size is missing (Mamba layers are expand * hidden_size wide)",
+                         cfg->doc);
     if (plain_mamba(hp)) {
         KVC_TRY(kvci_family_opt_int(cfg, "state_size", 16, 1, KVC_HP_MAX_DIM, &state));
         KVC_TRY(kvci_family_opt_int(cfg, "conv_kernel", 4, 2, KVC_HP_MAX_DIM, &conv));
-        KVC_TRY(kvci_family_opt_int(cfg, "expand", 2, 1, KVC_HP_MAX_DIM, &expand));
+        KVC_TRY(plain_inner(cfg, hidden_size, &inner));
     } else {
         KVC_TRY(kvci_family_opt_int(cfg, "mamba_d_state", 16, 1, KVC_HP_MAX_DIM, &state));
         KVC_TRY(kvci_family_opt_int(cfg, "mamba_d_conv", 4, 2, KVC_HP_MAX_DIM, &conv));
         KVC_TRY(kvci_family_opt_int(cfg, "mamba_expand", 2, 1, KVC_HP_MAX_DIM, &expand));
+        inner = expand * hidden_size;
     }
-    if (hidden_size < 1)
-        return kvci_fail(KVC_EINVAL, "%s: hidden_size is missing (Mamba layers are expand * hidden_size wide)",
-                         cfg->doc);
-    KVC_TRY(kvci_family_split_tp(hp, "expand * hidden_size", expand * hidden_size, tp, &inner_r));
+    KVC_TRY(kvci_family_split_tp(hp, "the mixer's width", inner, tp, &inner_r));
     *s = (kvc_state_shapes){.n = 2,
                             .names = {"conv_state", "ssm_state"},
                             .n_shape = {2, 2},
@@ -116,29 +127,26 @@ static kvc_status parse_jamba(const kvc_hparams *hp, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
-/* MambaForCausalLM / FalconMambaForCausalLM: expand (2) x hidden_size channels (transformers recomputes
- * intermediate_size from them, whatever the file says), state_size (16), conv_kernel (4), time_step_rank ("auto"),
- * use_conv_bias (true), use_bias on in_proj / out_proj (false), hidden_act silu (the mixer's activation; config.c
- * refuses any other),
- * layer_norm_epsilon (1e-5), tie_word_embeddings (true); FalconMamba's weightless norms of dt, B and C after x_proj
- * with mixer_rms_eps (1e-6). residual_in_fp32 changes nothing here (the runtime's residual is f32); use_mambapy,
- * use_associative_scan and the time_step_* init keys only choose training paths and initial weights. No attention:
- * its dims are the smallest the checks take (1 head of 2). */
+/* MambaForCausalLM / FalconMambaForCausalLM: intermediate_size channels, expand (2) x hidden_size when the key is
+ * absent (plain_inner: transformers keeps the file's intermediate_size over the product), state_size (16), conv_kernel
+ * (4), time_step_rank ("auto"), use_conv_bias (true), use_bias on in_proj / out_proj (false), hidden_act silu (the
+ * mixer's activation; config.c refuses any other), layer_norm_epsilon (1e-5), tie_word_embeddings (true); FalconMamba's
+ * weightless norms of dt, B and C after x_proj with mixer_rms_eps (1e-6). residual_in_fp32 changes nothing here (the
+ * runtime's residual is f32); use_mambapy, use_associative_scan and the time_step_* init keys only choose training
+ * paths and initial weights. No attention: its dims are the smallest the checks take (1 head of 2). */
 static kvc_status parse_mamba1(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
-    int64_t expand = 2;
     if (strcmp(cfg->model_type, "jamba") == 0) return parse_jamba(hp, cfg);
     if (strcmp(cfg->model_type, "zamba") == 0) return kvci_zamba_parse(hp, cfg);
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", true, &cfg->tie_word_embeddings));
-    KVC_TRY(kvci_family_opt_int(c, "expand", 2, 1, KVC_HP_MAX_DIM, &expand));
+    KVC_TRY(plain_inner(c, cfg->hidden_size, &cfg->mamba_inner));
     KVC_TRY(kvci_family_opt_int(c, "state_size", 16, 1, KVC_HP_MAX_DIM, &cfg->mamba_d_state));
     KVC_TRY(kvci_family_opt_int(c, "conv_kernel", 4, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel));
     KVC_TRY(kvci_family_opt_bool(c, "use_conv_bias", true, &cfg->mamba_conv_bias));
     KVC_TRY(kvci_family_opt_bool(c, "use_bias", false, &cfg->mamba_proj_bias));
     KVC_TRY(kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps));
     KVC_TRY(read_dt_rank(c, "time_step_rank", cfg));
-    cfg->mamba_inner = expand * cfg->hidden_size; /* each below 2^20: no overflow */
     cfg->mamba_bcdt_norm = strcmp(cfg->model_type, "falcon_mamba") == 0;
     if (cfg->mamba_bcdt_norm) KVC_TRY(kvci_family_opt_num(c, "mixer_rms_eps", 1e-6, eps, &cfg->mamba_bcdt_eps));
     cfg->num_heads = cfg->num_kv_heads = 1, cfg->head_dim = 2;

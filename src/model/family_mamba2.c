@@ -42,16 +42,6 @@ static kvc_status read_dt_limit(const kvc_json_obj *c, kvc_model_config *cfg) {
     return KVC_OK;
 }
 
-/* mamba_d_head: a head width, or "auto" (the default): mamba_expand * hidden_size / mamba_n_heads. */
-static kvc_status read_head_dim(const kvc_json_obj *c, int64_t inner, kvc_model_config *cfg) {
-    const cJSON *v = kvci_json_find(c, "mamba_d_head");
-    if (v == NULL || (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0)) {
-        cfg->mamba_head_dim = inner / cfg->mamba_heads;
-        return KVC_OK;
-    }
-    return kvci_json_int_value(v, "mamba_d_head", 1, KVC_HP_MAX_DIM, &cfg->mamba_head_dim);
-}
-
 static bool granite_hybrid(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "granitemoehybrid") == 0; }
 
 /* Granite 4.0-H beyond the mixer's keys: Granite's multipliers; RoPE on every attention layer only when
@@ -99,14 +89,94 @@ kvc_status kvci_mamba2_only_value(const kvc_json_obj *c, const char *type, const
 
 static bool falcon_h1(const kvc_model_config *cfg) { return strcmp(cfg->model_type, "falcon_h1") == 0; }
 
+/* mamba_d_head: a head width, or "auto" (the default): the mixer's width over its heads. */
+static kvc_status read_head_dim(const kvc_json_obj *c, int64_t inner, kvc_mamba2_dims *d) {
+    const cJSON *v = kvci_json_find(c, "mamba_d_head");
+    if (v == NULL || (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0)) {
+        d->head_dim = inner / d->heads;
+        return KVC_OK;
+    }
+    return kvci_json_int_value(v, "mamba_d_head", 1, KVC_HP_MAX_DIM, &d->head_dim);
+}
+
 /* The mixer's width: Falcon-H1's mamba_d_ssm (1024 when absent; null: as the others), else mamba_expand *
  * hidden_size. */
-static kvc_status mixer_width(const kvc_json_obj *c, const kvc_model_config *cfg, int64_t expand, int64_t *inner) {
-    *inner = expand * cfg->hidden_size; /* each below 2^20: no overflow */
-    if (!falcon_h1(cfg)) return KVC_OK;
+static kvc_status mixer_width(const kvc_json_obj *c, bool falcon, int64_t hidden, int64_t expand, int64_t *inner) {
+    *inner = expand * hidden; /* each below 2^20: no overflow */
+    if (!falcon) return KVC_OK;
     const cJSON *d = kvci_json_find(c, "mamba_d_ssm");
     if (kvci_json_missing(c, "mamba_d_ssm")) *inner = 1024;
     return d != NULL && !cJSON_IsNull(d) ? kvci_json_int_value(d, "mamba_d_ssm", 1, KVC_HP_MAX_WIDTH, inner) : KVC_OK;
+}
+
+/* Mamba2ForCausalLM's keys (no mamba_ prefix), Mamba2Config's defaults. */
+static kvc_status plain_dims(const kvc_json_obj *c, int64_t hidden, kvc_mamba2_dims *d) {
+    int64_t expand = 2;
+    KVC_TRY(kvci_family_opt_int(c, "num_heads", 128, 1, KVC_HP_MAX_DIM, &d->heads));
+    KVC_TRY(kvci_family_opt_int(c, "head_dim", 64, 1, KVC_HP_MAX_DIM, &d->head_dim));
+    KVC_TRY(kvci_family_opt_int(c, "expand", 2, 1, KVC_HP_MAX_DIM, &expand));
+    KVC_TRY(kvci_family_opt_int(c, "n_groups", 8, 1, KVC_HP_MAX_DIM, &d->groups));
+    KVC_TRY(kvci_family_opt_int(c, "state_size", 128, 1, KVC_HP_MAX_DIM, &d->state));
+    KVC_TRY(kvci_family_opt_int(c, "conv_kernel", 4, 2, KVC_HP_MAX_DIM, &d->conv));
+    if (d->heads * d->head_dim != expand * hidden) /* each below 2^20: no overflow */
+        return kvci_fail(KVC_EINVAL, "%s: num_heads %lld x head_dim %lld is not expand * hidden_size %lld", c->doc,
+                         (long long)d->heads, (long long)d->head_dim, (long long)(expand * hidden));
+    if (d->heads % d->groups != 0)
+        return kvci_fail(KVC_EINVAL, "%s: n_groups %lld does not divide num_heads %lld", c->doc, (long long)d->groups,
+                         (long long)d->heads);
+    return KVC_OK;
+}
+
+/* NemotronHConfig's keys (either name of groups and of the conv width) and defaults; expand is not read. */
+static kvc_status nemotron_dims(const kvc_json_obj *c, kvc_mamba2_dims *d) {
+    static const char *const groups_n[KVC_HP_ALIASES] = {"n_groups", "mamba_n_groups"};
+    static const char *const conv_n[KVC_HP_ALIASES] = {"conv_kernel", "mamba_d_conv"};
+    bool have = false;
+    KVC_TRY(kvci_family_opt_int(c, "mamba_num_heads", 128, 1, KVC_HP_MAX_DIM, &d->heads));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_head_dim", 64, 1, KVC_HP_MAX_DIM, &d->head_dim));
+    d->groups = 8, d->conv = 4;
+    KVC_TRY(kvci_hparams_int(c, groups_n, 1, KVC_HP_MAX_DIM, &d->groups, &have));
+    KVC_TRY(kvci_hparams_int(c, conv_n, 2, KVC_HP_MAX_DIM, &d->conv, &have));
+    KVC_TRY(kvci_family_opt_int(c, "ssm_state_size", 128, 1, KVC_HP_MAX_DIM, &d->state));
+    if (d->heads % d->groups != 0)
+        return kvci_fail(KVC_EINVAL, "%s: n_groups %lld does not divide mamba_num_heads %lld", c->doc,
+                         (long long)d->groups, (long long)d->heads);
+    return KVC_OK;
+}
+
+kvc_status kvci_mamba2_dims(const kvc_json_obj *c, const char *type, int64_t hidden, kvc_mamba2_dims *d) {
+    *d = (kvc_mamba2_dims){0};
+    if (strcmp(type, "mamba2") == 0) return plain_dims(c, hidden, d);
+    if (strcmp(type, "nemotron_h") == 0) return nemotron_dims(c, d);
+    const bool falcon = strcmp(type, "falcon_h1") == 0;
+    int64_t expand = 2, inner = 0;
+    KVC_TRY(kvci_family_opt_int(c, "mamba_n_heads", 128, 1, KVC_HP_MAX_DIM, &d->heads));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_n_groups", 1, 1, KVC_HP_MAX_DIM, &d->groups));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_d_state", 256, 1, KVC_HP_MAX_DIM, &d->state));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_d_conv", 4, 2, KVC_HP_MAX_DIM, &d->conv));
+    KVC_TRY(kvci_family_opt_int(c, "mamba_expand", 2, 1, KVC_HP_MAX_DIM, &expand));
+    KVC_TRY(mixer_width(c, falcon, hidden, expand, &inner));
+    const char *width = falcon ? "mamba_d_ssm" : "mamba_expand * hidden_size";
+    if (inner % d->heads != 0)
+        return kvci_fail(KVC_EINVAL, "%s: mamba_n_heads %lld does not divide %s %lld", c->doc, (long long)d->heads,
+                         width, (long long)inner);
+    KVC_TRY(read_head_dim(c, inner, d));
+    if (d->head_dim * d->heads != inner)
+        return kvci_fail(KVC_EINVAL, "%s: mamba_d_head %lld x mamba_n_heads %lld is not %s %lld", c->doc,
+                         (long long)d->head_dim, (long long)d->heads, width, (long long)inner);
+    if (d->heads % d->groups != 0)
+        return kvci_fail(KVC_EINVAL, "%s: mamba_n_groups %lld does not divide mamba_n_heads %lld", c->doc,
+                         (long long)d->groups, (long long)d->heads);
+    return KVC_OK;
+}
+
+/* The mixer's dims into cfg. */
+static kvc_status read_dims(const kvc_json_obj *c, kvc_model_config *cfg) {
+    kvc_mamba2_dims d;
+    KVC_TRY(kvci_mamba2_dims(c, cfg->model_type, cfg->hidden_size, &d));
+    cfg->mamba_heads = d.heads, cfg->mamba_head_dim = d.head_dim, cfg->mamba_groups = d.groups;
+    cfg->mamba_d_state = d.state, cfg->conv_kernel = d.conv;
+    return KVC_OK;
 }
 
 /* Marks Nemotron-H's expert layers ("moe" in layers_block_type, else "E" in hybrid_override_pattern; the layer
@@ -161,28 +231,17 @@ static kvc_status parse_nemotron_experts(const kvc_json_obj *c, kvc_model_config
  * residual_in_fp32 changes nothing here (the runtime's residual is f32). */
 static kvc_status parse_nemotron_h(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
-    static const char *const groups_n[KVC_HP_ALIASES] = {"n_groups", "mamba_n_groups"};
-    static const char *const conv_n[KVC_HP_ALIASES] = {"conv_kernel", "mamba_d_conv"};
     const kvc_json_range eps = {0.0, 1.0, false};
-    bool have = false;
     KVC_TRY(parse_nemotron_experts(c, cfg));
     KVC_TRY(kvci_mamba2_only_value(c, cfg->model_type, "mamba_hidden_act", "silu"));
     KVC_TRY(kvci_mamba2_only_value(c, cfg->model_type, "mlp_hidden_act", "relu2"));
     KVC_TRY(kvci_family_opt_int(c, "head_dim", 128, 1, KVC_HP_MAX_DIM, &cfg->head_dim)); /* not hidden / heads */
     cfg->tie_word_embeddings = false; /* NemotronHForCausalLM ties nothing, whatever tie_word_embeddings says */
-    KVC_TRY(kvci_family_opt_int(c, "mamba_num_heads", 128, 1, KVC_HP_MAX_DIM, &cfg->mamba_heads));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_head_dim", 64, 1, KVC_HP_MAX_DIM, &cfg->mamba_head_dim));
-    cfg->mamba_groups = 8, cfg->conv_kernel = 4;
-    KVC_TRY(kvci_hparams_int(c, groups_n, 1, KVC_HP_MAX_DIM, &cfg->mamba_groups, &have));
-    KVC_TRY(kvci_hparams_int(c, conv_n, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel, &have));
-    KVC_TRY(kvci_family_opt_int(c, "ssm_state_size", 128, 1, KVC_HP_MAX_DIM, &cfg->mamba_d_state));
+    KVC_TRY(read_dims(c, cfg));
     KVC_TRY(kvci_family_opt_bool(c, "use_conv_bias", true, &cfg->mamba_conv_bias));
     KVC_TRY(kvci_family_opt_bool(c, "use_bias", false, &cfg->mamba_proj_bias));
     KVC_TRY(kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias));
     KVC_TRY(kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps));
-    if (cfg->mamba_heads % cfg->mamba_groups != 0)
-        return kvci_fail(KVC_EINVAL, "%s: n_groups %lld does not divide mamba_num_heads %lld", c->doc,
-                         (long long)cfg->mamba_groups, (long long)cfg->mamba_heads);
     cfg->mlp_plain = true, cfg->mlp_act = KVC_MLP_RELU2;
     cfg->qkv_bias = cfg->o_bias = false;
     for (int64_t l = 0; l < cfg->num_layers; l++) cfg->layer_nope[l] = true;
@@ -197,25 +256,12 @@ static kvc_status parse_nemotron_h(const kvc_hparams *hp, kvc_model_config *cfg)
 static kvc_status parse_plain_mamba2(const kvc_hparams *hp, kvc_model_config *cfg) {
     const kvc_json_obj *c = &hp->cfg;
     const kvc_json_range eps = {0.0, 1.0, false};
-    int64_t expand = 2;
     KVC_TRY(kvci_mamba2_only_value(c, cfg->model_type, "hidden_act", "silu"));
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));
-    KVC_TRY(kvci_family_opt_int(c, "num_heads", 128, 1, KVC_HP_MAX_DIM, &cfg->mamba_heads));
-    KVC_TRY(kvci_family_opt_int(c, "head_dim", 64, 1, KVC_HP_MAX_DIM, &cfg->mamba_head_dim));
-    KVC_TRY(kvci_family_opt_int(c, "expand", 2, 1, KVC_HP_MAX_DIM, &expand));
-    KVC_TRY(kvci_family_opt_int(c, "n_groups", 8, 1, KVC_HP_MAX_DIM, &cfg->mamba_groups));
-    KVC_TRY(kvci_family_opt_int(c, "state_size", 128, 1, KVC_HP_MAX_DIM, &cfg->mamba_d_state));
-    KVC_TRY(kvci_family_opt_int(c, "conv_kernel", 4, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel));
+    KVC_TRY(read_dims(c, cfg));
     KVC_TRY(kvci_family_opt_bool(c, "use_conv_bias", true, &cfg->mamba_conv_bias));
     KVC_TRY(kvci_family_opt_bool(c, "use_bias", false, &cfg->mamba_proj_bias));
     KVC_TRY(kvci_family_opt_num(c, "layer_norm_epsilon", 1e-5, eps, &cfg->rms_norm_eps));
-    if (cfg->mamba_heads * cfg->mamba_head_dim != expand * cfg->hidden_size) /* each below 2^20: no overflow */
-        return kvci_fail(KVC_EINVAL, "%s: num_heads %lld x head_dim %lld is not expand * hidden_size %lld", c->doc,
-                         (long long)cfg->mamba_heads, (long long)cfg->mamba_head_dim,
-                         (long long)(expand * cfg->hidden_size));
-    if (cfg->mamba_heads % cfg->mamba_groups != 0)
-        return kvci_fail(KVC_EINVAL, "%s: n_groups %lld does not divide num_heads %lld", c->doc,
-                         (long long)cfg->mamba_groups, (long long)cfg->mamba_heads);
     cfg->num_heads = cfg->num_kv_heads = 1, cfg->head_dim = 2;
     return read_dt_limit(c, cfg);
 }
@@ -225,34 +271,20 @@ kvc_status kvci_family_parse_mamba2(const kvc_hparams *hp, kvc_model_config *cfg
     if (strcmp(cfg->model_type, "nemotron_h") == 0) return parse_nemotron_h(hp, cfg);
     if (strcmp(cfg->model_type, "mamba2") == 0) return parse_plain_mamba2(hp, cfg);
     if (strcmp(cfg->model_type, "zamba2") == 0) return kvci_zamba2_parse(hp, cfg);
-    int64_t expand = 2;
     KVC_TRY(kvci_hparams_head_dim(hp, &cfg->head_dim)); /* the attention layers': head_dim or hidden / heads */
     KVC_TRY(kvci_family_opt_bool(c, "tie_word_embeddings", false, &cfg->tie_word_embeddings));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_n_heads", 128, 1, KVC_HP_MAX_DIM, &cfg->mamba_heads));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_n_groups", 1, 1, KVC_HP_MAX_DIM, &cfg->mamba_groups));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_d_state", 256, 1, KVC_HP_MAX_DIM, &cfg->mamba_d_state));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_d_conv", 4, 2, KVC_HP_MAX_DIM, &cfg->conv_kernel));
-    KVC_TRY(kvci_family_opt_int(c, "mamba_expand", 2, 1, KVC_HP_MAX_DIM, &expand));
+    KVC_TRY(read_dims(c, cfg));
     KVC_TRY(kvci_family_opt_bool(c, "mamba_conv_bias", true, &cfg->mamba_conv_bias));
     KVC_TRY(kvci_family_opt_bool(c, "mamba_proj_bias", false, &cfg->mamba_proj_bias));
-    int64_t inner = 0;
-    KVC_TRY(mixer_width(c, cfg, expand, &inner));
-    const char *width = falcon_h1(cfg) ? "mamba_d_ssm" : "mamba_expand * hidden_size";
-    if (inner % cfg->mamba_heads != 0)
-        return kvci_fail(KVC_EINVAL, "%s: mamba_n_heads %lld does not divide %s %lld", c->doc,
-                         (long long)cfg->mamba_heads, width, (long long)inner);
-    KVC_TRY(read_head_dim(c, inner, cfg));
-    if (cfg->mamba_head_dim * cfg->mamba_heads != inner)
-        return kvci_fail(KVC_EINVAL, "%s: mamba_d_head %lld x mamba_n_heads %lld is not %s %lld", c->doc,
-                         (long long)cfg->mamba_head_dim, (long long)cfg->mamba_heads, width, (long long)inner);
-    if (cfg->mamba_heads % cfg->mamba_groups != 0)
-        return kvci_fail(KVC_EINVAL, "%s: mamba_n_groups %lld does not divide mamba_n_heads %lld", c->doc,
-                         (long long)cfg->mamba_groups, (long long)cfg->mamba_heads);
     KVC_TRY(read_dt_limit(c, cfg));
     if (granite_hybrid(cfg)) return parse_granite_hybrid(hp, cfg);
     if (falcon_h1(cfg)) return kvci_falcon_h1_parse(c, cfg);
     cfg->rope.partial_rotary_factor = 0.5; /* BambaConfig sets it whatever the file says */
-    return KVC_OK;
+    /* BambaAttention's q/k/v/o take attention_bias, BambaMLP's gate/up/down mlp_bias (both false) */
+    bool bias = false;
+    KVC_TRY(kvci_family_opt_bool(c, "attention_bias", false, &bias));
+    cfg->qkv_bias = cfg->o_bias = bias;
+    return kvci_family_opt_bool(c, "mlp_bias", false, &cfg->mlp_bias);
 }
 
 kvc_status kvci_mamba2_ffn(const kvc_fwd_step *s, int64_t l) {

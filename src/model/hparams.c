@@ -432,9 +432,14 @@ kvc_status kvci_hparams_head_dim(const kvc_hparams *hp, int64_t *out) {
         *out = 2 * hp->hidden_size / hp->n_heads;
         return KVC_OK;
     }
-    /* AFMoE's null head_dim is hidden_size / num_attention_heads (AfmoeConfig's 128 only when absent) */
-    const bool null_derives = hp->model_type != NULL && strcmp(hp->model_type, "afmoe") == 0 &&
-                              !kvci_json_missing(c, "head_dim") && kvci_json_find(c, "head_dim") == NULL;
+    /* a null head_dim is hidden_size / num_attention_heads where the class derives it so and keeps its own default
+     * (128) for an absent key only (transformers 5.25: AFMoE, ERNIE 4.5, Seed-OSS, InternLM3, IQuest-Coder,
+     * MiniCPM5-MoE; the other classes with a default refuse null) */
+    static const char *const NULL_DERIVES[] = {"afmoe",     "ernie4_5",    "seed_oss",
+                                               "internlm3", "iquestcoder", "minicpm5_moe"};
+    const bool null_derives =
+        kvci_name_listed(hp->model_type, NULL_DERIVES, sizeof NULL_DERIVES / sizeof NULL_DERIVES[0]) &&
+        !kvci_json_missing(c, "head_dim") && kvci_json_find(c, "head_dim") == NULL;
     if (!d.head_dim_from_hidden && !null_derives) {
         KVC_TRY(kvci_json_int(c, "head_dim", 1, KVC_HP_MAX_DIM, out, &have));
         if (!have) KVC_TRY(kvci_json_int(c, "kv_channels", 1, KVC_HP_MAX_DIM, out, &have)); /* ChatGLM */
@@ -551,7 +556,10 @@ static kvc_status rope_dict(kvc_hparams *hp, char *path, size_t cap, kvc_json_ob
     bool have = false;
     hp->rope_source = NULL;
     *have_sliding = false;
-    KVC_TRY(kvci_json_child(&hp->cfg, "rope_scaling", path, cap, dict, &have));
+    /* Cohere2MoeConfig declares rope_scaling as a field of its own and never folds it into rope_parameters: its
+     * model reads rope_parameters alone (transformers 5.25), so a rope_scaling there changes nothing */
+    const bool scaling_unread = hp->model_type != NULL && strcmp(hp->model_type, "cohere2_moe") == 0;
+    if (!scaling_unread) KVC_TRY(kvci_json_child(&hp->cfg, "rope_scaling", path, cap, dict, &have));
     if (have && dict->obj->child != NULL) {
         hp->rope_source = "rope_scaling";
     } else {
@@ -949,6 +957,12 @@ kvc_status kvci_hparams_read_rope(kvc_hparams *hp) {
         return KVC_OK;
     }
     KVC_TRY(read_rope_entry(hp, hp->rope_source != NULL ? &dict : NULL, &hp->rope));
+    if (hp->rope_source == NULL && hp->model_type != NULL && strcmp(hp->model_type, "gpt_oss") == 0) {
+        /* GptOssConfig's rope_parameters when neither dict is given (or both are null): YaRN of factor 32 over 4096
+         * positions, betas 32 and 1, not truncated, at the file's rope_theta (else 150000) */
+        hp->rope.type = KVC_ROPE_YARN, hp->rope.factor = 32.0, hp->rope.original_max_position = 4096;
+        hp->rope.beta_fast = 32.0, hp->rope.beta_slow = 1.0, hp->rope.truncate = false;
+    }
     /* DeepSeek-V4's compressed layers take YaRN without its attention factor (DeepseekV4Config sets 1 when unset) */
     if (hp->model_type != NULL && strcmp(hp->model_type, "deepseek_v4") == 0 && hp->rope.type == KVC_ROPE_YARN &&
         hp->rope.attention_factor == 0.0)

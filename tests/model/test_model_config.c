@@ -47,6 +47,11 @@ static void test_gpt_oss_yarn_v5_and_v4(void **state) {
         if (i > 4 && i < 9) assert_true(a->inv_freq[i] < base && a->inv_freq[i] > base / 32.0f);
     }
     assert_true(fabs(kvc_model_attn_scale(c) - 1.0 / sqrt(32.0)) < 1e-12);
+    /* neither dict (or both null): GptOssConfig's own YaRN at the file's theta (was the default rope) */
+    kvc_model *d = model_of(GPT_OSS_HEAD "\"rope_theta\":150000,\"rope_scaling\":null}");
+    assert_memory_equal(a->inv_freq, d->inv_freq, 16 * sizeof(float));
+    assert_true(a->rope_attn_factor == d->rope_attn_factor);
+    kvc_model_destroy(d);
     kvc_model_destroy(a);
     kvc_model_destroy(b);
 }
@@ -870,6 +875,19 @@ static void test_seed_oss_fields(void **state) {
                                             "seed-oss-set", &c),
                      KVC_OK);
     assert_true(!c.qkv_bias && c.o_bias && c.mlp_bias);
+    /* a null head_dim: hidden_size / num_attention_heads, as SeedOssConfig derives it (was its 128 for an absent
+     * key: q_proj refused by shape); ERNIE 4.5 likewise; hidden_size not a multiple of the heads refused by name */
+    assert_int_equal(kvc_model_config_parse(SEED_OSS_BASE ",\"head_dim\":null}", "seed-oss-null", &c), KVC_OK);
+    assert_int_equal(c.head_dim, 16);
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"ernie4_5\",\"vocab_size\":8,\"hidden_size\":48,"
+                                            "\"intermediate_size\":8,\"num_hidden_layers\":1,\"num_attention_heads\":4,"
+                                            "\"head_dim\":null}",
+                                            "ernie-null", &c),
+                     KVC_OK);
+    assert_int_equal(c.head_dim, 12);
+    expect_refusal("{\"model_type\":\"seed_oss\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"
+                   "\"num_hidden_layers\":1,\"num_attention_heads\":3,\"num_key_value_heads\":1,\"head_dim\":null}",
+                   "head_dim is null");
 }
 
 /* EXAONE 4.0 with Exaone4Config's defaults (post-norms, per-head q/k norms, no biases, eps 1e-5, window 4096,
@@ -2901,8 +2919,8 @@ static void test_hy_v3_fields(void **state) {
 /* Cohere 2 MoE with Cohere2MoeConfig's defaults (head_dim 128, as many KV heads as heads, LayerNorms of eps 1e-5 as
  * rms_norm_eps is absent, window 4096 with three sliding layers then one full, the full ones unrotated, 8 experts of
  * intermediate_size, top 2 by softmax, no shared expert, logit scale 0.0625, tied) and with first_k_dense_replace,
- * RMSNorms, sigmoid routing, shared experts summed and prefix_dense_intermediate_size set; refused by name: an unknown
- * expert_selection_fn or shared_expert_combination_strategy. */
+ * RMSNorms, sigmoid routing, shared experts summed and prefix_dense_intermediate_size set; rope_scaling unread (its
+ * rope_parameters read); refused by name: an unknown expert_selection_fn or shared_expert_combination_strategy. */
 static void test_cohere2_moe_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -2934,6 +2952,18 @@ static void test_cohere2_moe_fields(void **state) {
     assert_true(c.layer_sliding[2] && c.layer_sliding[4]);
     assert_int_equal(kvc_model_config_parse(C2M_BASE ",\"num_shared_experts\":1}", "cohere2_moe-avg", &c), KVC_OK);
     assert_true(c.moe_shared_average && c.shared_expert_intermediate_size == 40);
+    /* rope_scaling is a field Cohere2MoeConfig never folds into rope_parameters: unread, as its model leaves it (was
+     * applied); rope_parameters and rope_theta are read */
+    assert_int_equal(kvc_model_config_parse(C2M_BASE ",\"rope_theta\":50000,\"rope_scaling\":{\"rope_type\":\"linear\","
+                                                     "\"factor\":4.0}}",
+                                            "cohere2_moe-scaling", &c),
+                     KVC_OK);
+    assert_true(c.rope.type == KVC_ROPE_DEFAULT && c.rope.theta == 50000.0);
+    assert_int_equal(kvc_model_config_parse(C2M_BASE ",\"rope_parameters\":{\"rope_type\":\"linear\",\"factor\":4.0,"
+                                                     "\"rope_theta\":20000}}",
+                                            "cohere2_moe-parameters", &c),
+                     KVC_OK);
+    assert_true(c.rope.type == KVC_ROPE_LINEAR && c.rope.factor == 4.0 && c.rope.theta == 20000.0);
     expect_refusal(C2M_BASE ",\"expert_selection_fn\":\"tanh\"}", "expert_selection_fn \"tanh\" is not supported");
     expect_refusal(C2M_BASE ",\"shared_expert_combination_strategy\":\"max\"}",
                    "shared_expert_combination_strategy \"max\" is not supported");
@@ -3548,7 +3578,8 @@ static void test_lfm3_fields(void **state) {
  * untied, RoPE over half of each head) and with its keys set; the states each mamba layer keeps (conv: kernel - 1
  * columns of I + 2 G N channels; ssm: [heads, head_dim, state]); refused by name: heads that do not divide the
  * inner width, a head width that does not match it, groups that do not divide the heads, a bad time_step_limit,
- * a kernel of 1, tensor parallelism (the engine's refusals: test_model_state_engine). */
+ * a kernel of 1, tensor parallelism (the engine's refusals: test_model_state_engine). attention_bias and mlp_bias
+ * (false when absent) on the attention's projections and the MLP's. */
 static void test_bamba_fields(void **state) {
     (void)state;
     kvc_model_config c;
@@ -3562,6 +3593,13 @@ static void test_bamba_fields(void **state) {
     assert_true(c.conv_kernel == 4 && c.mamba_conv_bias && !c.mamba_proj_bias && c.mamba_dt_min == 0.0);
     assert_true(isinf(c.mamba_dt_max) && c.rms_norm_eps == 1e-5 && !c.tie_word_embeddings);
     assert_true(c.rope.partial_rotary_factor == 0.5 && kvci_model_rot_dim(&c) == 8 && kvci_model_first_state(&c) == 1);
+    assert_true(!c.qkv_bias && !c.o_bias && !c.mlp_bias);
+    /* attention_bias (q/k/v/o) and mlp_bias, as BambaAttention and BambaMLP read them (were ignored) */
+    assert_int_equal(kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":4,\"attention_bias\":true,"
+                                                       "\"mlp_bias\":true}",
+                                            "bamba-biases", &c),
+                     KVC_OK);
+    assert_true(c.qkv_bias && c.o_bias && c.mlp_bias);
     assert_int_equal(kvc_model_config_parse(BAMBA_BASE ",\"mamba_n_heads\":4,\"mamba_d_head\":16,"
                                                        "\"mamba_n_groups\":2,\"mamba_d_state\":8,\"mamba_d_conv\":3,"
                                                        "\"mamba_conv_bias\":false,\"mamba_proj_bias\":true,"
@@ -3975,7 +4013,7 @@ static void test_zamba_fields(void **state) {
 
 /* Mamba (MambaConfig's defaults: expand 2, state 16, kernel 4, time_step_rank auto = ceil(hidden / 16), conv bias, no
  * projection biases, eps 1e-5, tied; no heads or intermediate_size needed), every layer a mixer alone; with its keys
- * set; FalconMamba's dt / B / C norms (mixer_rms_eps 1e-6 by default); refused by name:
+ * set (intermediate_size over expand); FalconMamba's dt / B / C norms (mixer_rms_eps 1e-6 by default); refused by name:
  * another hidden_act, a time_step_rank that is neither a rank nor "auto", an expand of 0. */
 static void test_mamba_fields(void **state) {
     (void)state;
@@ -4003,6 +4041,17 @@ static void test_mamba_fields(void **state) {
                                             "falcon-mamba-set", &c),
                      KVC_OK);
     assert_true(c.mamba_bcdt_eps == 1e-3);
+    /* the file's intermediate_size wins over expand x hidden_size, as MambaConfig keeps it (was 2 x 40 = 80: the
+     * checkpoint's in_proj was refused by shape); the planned states have its width */
+    assert_int_equal(kvc_model_config_parse(MAMBA1_BASE ",\"expand\":3,\"intermediate_size\":48}", "mamba-inner", &c),
+                     KVC_OK);
+    assert_int_equal(c.mamba_inner, 48);
+    kvc_model_plan *plan = NULL;
+    const kvc_plan_options po = kvc_plan_default_options();
+    static const char inner_json[] = MAMBA1_BASE ",\"intermediate_size\":48}";
+    assert_int_equal(kvc_model_plan_create(inner_json, strlen(inner_json), &po, &plan), KVC_OK);
+    assert_int_equal(plan->layers[0].caches[0].shape[0], 48);
+    kvc_model_plan_destroy(plan);
     expect_refusal(MAMBA1_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\"");
     expect_refusal(MAMBA1_BASE ",\"time_step_rank\":\"big\"}", "time_step_rank");
     expect_refusal(MAMBA1_BASE ",\"time_step_rank\":0}", "time_step_rank");
@@ -4067,6 +4116,15 @@ static void test_granitemoehybrid_fields(void **state) {
     assert_true(c.moe_intermediate_size == 48 && c.shared_expert_intermediate_size == 1024 && c.embed_scale == 1.0f);
     assert_true(c.residual_multiplier == 1.0 && kvc_model_attn_scale(&c) == 1.0 && c.logits_scaling == 1.0);
     assert_true(c.rms_norm_eps == 1e-6 && c.mamba_head_dim == 16 && c.mamba_d_state == 256 && !c.tie_word_embeddings);
+    /* without layer_types every layer is a mixer, as GraniteMoeHybridConfig derives it (was refused: "layer_types,
+     * attn_layer_indices, ... are missing") */
+    assert_int_equal(
+        kvc_model_config_parse("{\"model_type\":\"granitemoehybrid\",\"vocab_size\":8,\"hidden_size\":32,"
+                               "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"intermediate_size\":48,"
+                               "\"mamba_n_heads\":4}",
+                               "granite-h-no-types", &c),
+        KVC_OK);
+    assert_true(c.layer_mamba[0] && c.layer_mamba[1]);
     assert_int_equal(kvc_model_config_parse(GRANITE_H_BASE
                                             ",\"position_embedding_type\":\"rope\","
                                             "\"num_local_experts\":3,\"num_experts_per_tok\":3,"

@@ -856,11 +856,12 @@ static void test_family_rules(void **state) {
 
     /* Falcon-H1: attention and Mamba2 side by side in every layer: two entries per model layer, the attention
      * one first, both with the layer's index; a manager takes the description. */
-    p = plan_text("{\"model_type\": \"falcon_h1\", \"num_hidden_layers\": 3, \"num_attention_heads\": 8,"
-                  " \"num_key_value_heads\": 2, \"head_dim\": 64, \"hidden_size\": 512,"
-                  " \"max_position_embeddings\": 4096, \"mamba_n_heads\": 16, \"mamba_d_head\": 32,"
-                  " \"mamba_d_state\": 64, \"mamba_d_conv\": 4, \"mamba_n_groups\": 1}",
-                  &o);
+    p = plan_text(
+        "{\"model_type\": \"falcon_h1\", \"num_hidden_layers\": 3, \"num_attention_heads\": 8,"
+        " \"num_key_value_heads\": 2, \"head_dim\": 64, \"hidden_size\": 512,"
+        " \"max_position_embeddings\": 4096, \"mamba_n_heads\": 16, \"mamba_d_head\": 32, \"mamba_d_ssm\": 512,"
+        " \"mamba_d_state\": 64, \"mamba_d_conv\": 4, \"mamba_n_groups\": 1}",
+        &o);
     assert_int_equal(p->n_layers, 6);
     for (int i = 0; i < 6; i++) {
         assert_int_equal(p->layers[i].layer, i / 2);
@@ -1316,6 +1317,30 @@ static void test_recent_shapes(void **state) {
         assert_int_equal(p->blocks.per_token_bytes, 8 * 64 * 2 * 2);
         kvc_model_plan_destroy(p);
     }
+    /* A state key the config leaves out takes its class's default, as the loader reads it (these were refused,
+     * "the state layers need ... to size their state" / "conv_L_cache is missing", and Mamba2's groups were 1):
+     * LFM2's conv_L_cache 3; Mamba2Config's n_groups 8 and conv_kernel 4; Falcon-H1's mamba_d_head (mamba_d_ssm over
+     * the heads), mamba_d_state 256, mamba_d_conv 4. */
+    p = plan_text("{\"model_type\": \"lfm2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+                  " \"num_key_value_heads\": 2, \"hidden_size\": 64, \"max_position_embeddings\": 256,"
+                  " \"layer_types\": [\"conv\", \"full_attention\"]}",
+                  &o);
+    assert_int_equal(p->layers[0].caches[0].shape[1], 2);
+    kvc_model_plan_destroy(p);
+    p = plan_text("{\"model_type\": \"mamba2\", \"num_hidden_layers\": 2, \"hidden_size\": 64, \"num_heads\": 8,"
+                  " \"head_dim\": 16, \"state_size\": 8, \"max_position_embeddings\": 256}",
+                  &o);
+    assert_int_equal(p->layers[0].caches[0].shape[0], 8 * 16 + 2 * 8 * 8);
+    assert_int_equal(p->layers[0].caches[0].shape[1], 3);
+    kvc_model_plan_destroy(p);
+    p = plan_text("{\"model_type\": \"falcon_h1\", \"num_hidden_layers\": 1, \"num_attention_heads\": 4,"
+                  " \"hidden_size\": 64, \"max_position_embeddings\": 256, \"mamba_d_ssm\": 64,"
+                  " \"mamba_n_heads\": 4}",
+                  &o);
+    assert_int_equal(p->layers[1].caches[0].shape[0], 64 + 2 * 256);
+    assert_int_equal(p->layers[1].caches[0].shape[1], 3);
+    assert_int_equal(p->layers[1].caches[1].shape[1], 16);
+    kvc_model_plan_destroy(p);
 }
 
 /* Ling / Ring hybrids (bailing_hybrid): KDA state layers (q/k/v conv of linear_num_heads x linear_head_dim, else
@@ -2132,8 +2157,8 @@ static void test_malformed_configs(void **state) {
          " \"max_position_embeddings\": 4096, \"conv_L_cache\": 3}",
          "layer_types is missing: Lfm2MoeConfig has no default"},
         {"{\"model_type\": \"lfm2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, \"hidden_size\": 512,"
-         " \"max_position_embeddings\": 4096, \"full_attn_idxs\": [1]}",
-         "conv_L_cache is missing"},
+         " \"max_position_embeddings\": 4096, \"full_attn_idxs\": [1], \"conv_L_cache\": 1}",
+         "conv_L_cache"},
     };
     kvc_plan_options o = kvc_plan_default_options();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
