@@ -403,7 +403,7 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
  * 0.89-1.06, no consistent gain).
  * Skipped when a sub-range's bytes exceed KVC_PF_FAR_BYTES, and on Intel CPUs
  * (cx->far, kvci_simd_far_prefetch): on an Ice Lake Xeon the calls took
- * 0.74-0.94 of the time without it, cold and warm, every layout (docs/bench-attention.md,
+ * 0.63-0.94 of the time without it (GQA 2-8), cold and warm, every layout (docs/bench-attention.md,
  * "Decode on an Ice Lake Xeon").
  * Always inlined: GCC takes a function of prefetches alone for one without
  * side effects and drops its calls. */
