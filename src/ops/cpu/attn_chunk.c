@@ -87,6 +87,7 @@ void kvci_cpu_ctx_init(kvc_cpu_ctx *cx, const kvc_attn_problem *pb) {
     cx->lanes = pb->vk.form == KVCI_KV_LANES;
     cx->eo = cx->simd->qk_eo && !cx->amx && !cx->lanes;
     cx->prefetch = (krows || cx->lanes) && vrows && !cx->kgen && !cx->vgen;
+    cx->far = cx->prefetch && kvci_simd_far_prefetch();
     cx->direct = cx->simd->qk_direct[cx->kslot] && cx->simd->pv_direct[cx->vslot] && krows && vrows && !pb->Dr &&
                  pb->D % 8 == 0 && pb->Dv % 8 == 0;
     cx->direct_pv = cx->simd->pv_direct[cx->vslot] && vrows && pb->Dv % 8 == 0 && (cx->direct || cx->lanes);
@@ -400,7 +401,10 @@ static int64_t next_unit_rows(const kvc_cpu_ctx *cx, const kvc_cpu_item *it, con
  * 0.89-1.06), nor do fp8 rows, whose NaN check reads each call's rows
  * before its kernel (e4m3 and e5m2, GQA 2-8, five runs at load 3-6:
  * 0.89-1.06, no consistent gain).
- * Skipped when a sub-range's bytes exceed KVC_PF_FAR_BYTES.
+ * Skipped when a sub-range's bytes exceed KVC_PF_FAR_BYTES, and on Intel CPUs
+ * (cx->far, kvci_simd_far_prefetch): on an Ice Lake Xeon the calls took
+ * 0.63-0.94 of the time without it (GQA 2-8), cold and warm, every layout (docs/bench-attention.md,
+ * "Decode on an Ice Lake Xeon").
  * Always inlined: GCC takes a function of prefetches alone for one without
  * side effects and drops its calls. */
 __attribute__((always_inline)) static inline void far_prefetch(const kvc_cpu_ctx *cx, const kvc_cpu_item *it,
@@ -408,7 +412,7 @@ __attribute__((always_inline)) static inline void far_prefetch(const kvc_cpu_ctx
                                                                int64_t part, int64_t parts, int pass) {
     const kvc_attn_problem *pb = cx->pb;
     const int64_t RG = pb->G * it->ni;
-    if (!cx->prefetch || (RG < 2 && !cx->lanes) || RG > KVC_DIRECT_ROWS) return;
+    if (!cx->far || (RG < 2 && !cx->lanes) || RG > KVC_DIRECT_ROWS) return;
     int64_t na = e, ne = sub_end(e, j1), off = cr->p0;
     const int64_t *idx = pass ? cr->vi : cr->ki;
     for (int k = cx->token_major || cx->lanes ? 1 : KVC_PF_FAR_AHEAD_HEADS;; na = ne, ne = sub_end(ne, j1)) {

@@ -62,6 +62,7 @@ typedef struct kvc_cpu_ctx {
     int64_t n_items, n_tasks;
     bool token_major; /* K and V of all heads of one token adjacent (kvci_kv_token_major) */
     bool prefetch;    /* K/V rows are prefetched unit by unit (not NZ: column tiles) */
+    bool far;         /* prefetch and kvci_simd_far_prefetch(): decode items also prefetch far ahead into L2 */
     bool direct;      /* plain K/V rows, D and Dv multiples of 8, no rope: items of <= KVC_DIRECT_ROWS rows per
                          head may use the table's direct (tile-free) qk / pv */
     bool direct_pv;   /* the same for pv alone (plain V rows, Dv a multiple of 8) */

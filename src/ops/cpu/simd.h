@@ -164,5 +164,8 @@ bool kvci_simd_cpu_runs(const kvc_simd_table *t);
 const kvc_simd_table *kvci_simd_select(void);
 /* Tests: force a table (NULL: back to the environment and detection). Not for concurrent use. */
 void kvci_simd_override(const kvc_simd_table *t);
+/* Whether decode items take the far prefetch into L2 (attn_chunk.c, far_prefetch): not on Intel CPUs (CPUID
+ * vendor GenuineIntel), where it cost time (docs/bench-attention.md, "Decode on an Ice Lake Xeon"). Read once. */
+bool kvci_simd_far_prefetch(void);
 
 #endif
