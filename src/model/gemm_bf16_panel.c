@@ -1,9 +1,10 @@
 /* The fma family's blocks of many rows (gemm_bf16.h), on AVX-512F and
  * AVX2 + FMA + F16C: the block's 16-bit weights are widened to f32 once per
- * k-block into a panel on the stack, and every tile of rows then reads the
- * panel, so a widening is paid once per block instead of once per tile of
- * rows (on cores whose shift and shuffle units share ports with the FMA
- * units, the widening had cost a fifth of the FMA issue slots).
+ * k-block into a panel on the stack (AVX-512: by the k-block's first tile of
+ * 8 rows as it runs), and every other tile of rows then reads the panel, so a
+ * widening is paid once per block instead of once per tile of rows (on cores
+ * whose shift and shuffle units share ports with the FMA units, the widening
+ * had cost a fifth of the FMA issue slots).
  *
  * Bits: each output is acc = +0, then acc = fma(A[i,k], B[j,k], acc) for
  * k = 0 .. K-1 in order (a k-block ends by storing acc into a buffer of
@@ -31,37 +32,46 @@
 #define TGT512 __attribute__((target("avx512f")))
 #define NG512  KVC_BF16_PANEL512_GROUPS
 
+/* The even (odd) k of 16 packed pairs v, widened (exact). */
+INL512 __m512 widen_half512(const bool F16, __m512i v, bool odd) {
+    if (F16) return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(odd ? _mm512_srli_epi32(v, 16) : v));
+    return _mm512_castsi512_ps(odd ? _mm512_and_si512(v, _mm512_set1_epi32((int)0xFFFF0000u))
+                                   : _mm512_slli_epi32(v, 16));
+}
+
 /* The k-block [k0, k1) of groups g .. g + ng - 1, widened into the panel (rows of NG512 groups). */
 INL512 void fill512(const bool F16, const kvc_bf16_call *c, int64_t g, int ng, int64_t k0, int64_t k1, float *panel) {
     for (int64_t P = k0 / 2; 2 * P < k1; P++) {
         float *even = panel + (2 * P - k0) * NG512 * 16, *odd = even + NG512 * 16;
         for (int j = 0; j < ng; j++) {
             const __m512i v = _mm512_loadu_si512(c->B + (g + j) * 16 * c->Kp + P * 32);
-            __m512 e, o;
-            if (F16) {
-                e = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
-                o = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
-            } else {
-                e = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
-                o = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xFFFF0000u)));
-            }
-            _mm512_store_ps(even + 16 * j, e);
-            _mm512_store_ps(odd + 16 * j, o); /* k1 odd: the padding k lands inside the panel, unread */
+            /* k1 odd: the padding k lands inside the panel, unread */
+            _mm512_store_ps(even + 16 * j, widen_half512(F16, v, false));
+            _mm512_store_ps(odd + 16 * j, widen_half512(F16, v, true));
         }
     }
 }
 
-INL512 void tile512(const int MR, const int NG, const kvc_bf16_call *c, int64_t i, int64_t g, const float *panel,
-                    int64_t k0, int64_t k1, float *part) {
+/* FILL 0: the tile reads the panel; FILL 1 (bf16) or 2 (f16): the k-block's first tile widens the weights itself and
+ * writes the panel for the tiles after it, its weight loads and panel stores spread among its FMAs (fill512 before
+ * the tiles had been a burst of loads from L3 or DRAM and of stores, with the FMA units idle). */
+INL512 void tile512(const int MR, const int NG, const int FILL, const kvc_bf16_call *c, int64_t i, int64_t g,
+                    float *panel, int64_t k0, int64_t k1, float *part) {
     __m512 acc[8][NG512];
     for (int r = 0; r < MR; r++)
         for (int j = 0; j < NG; j++)
             acc[r][j] = k0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(part + (r * NG512 + j) * 16);
     const float *a = c->A + i * c->lda;
     for (int64_t k = k0; k < k1; k++) {
-        const float *p = panel + (k - k0) * NG512 * 16;
+        float *p = panel + (k - k0) * NG512 * 16;
         __m512 b[NG512];
-        for (int j = 0; j < NG; j++) b[j] = _mm512_load_ps(p + 16 * j);
+        for (int j = 0; j < NG; j++) {
+            if (FILL) {
+                b[j] = widen_half512(FILL == 2, _mm512_loadu_si512(c->B + (g + j) * 16 * c->Kp + k / 2 * 32), k % 2);
+                _mm512_store_ps(p + 16 * j, b[j]);
+            } else
+                b[j] = _mm512_load_ps(p + 16 * j);
+        }
 #pragma GCC unroll 8
         for (int r = 0; r < MR; r++) {
             const __m512 ar = _mm512_set1_ps(a[r * c->lda + k]);
@@ -77,25 +87,28 @@ INL512 void tile512(const int MR, const int NG, const kvc_bf16_call *c, int64_t 
         }
 }
 
-typedef void (*panel_tile)(const kvc_bf16_call *, int64_t, int64_t, const float *, int64_t, int64_t, float *);
-#define TILE512_FN(MR, NG)                                                                                             \
-    TGT512 static void p512_##MR##x##NG(const kvc_bf16_call *c, int64_t i, int64_t g, const float *panel, int64_t k0,  \
-                                        int64_t k1, float *part) {                                                     \
-        tile512(MR, NG, c, i, g, panel, k0, k1, part);                                                                 \
+typedef void (*panel_tile)(const kvc_bf16_call *, int64_t, int64_t, float *, int64_t, int64_t, float *);
+#define TILE512_FN(FILL, MR, NG)                                                                                       \
+    TGT512 static void p512_##FILL##_##MR##x##NG(const kvc_bf16_call *c, int64_t i, int64_t g, float *panel,           \
+                                                 int64_t k0, int64_t k1, float *part) {                                \
+        tile512(MR, NG, FILL, c, i, g, panel, k0, k1, part);                                                           \
     }
-#define TILE512_ROW(MR) TILE512_FN(MR, 1) TILE512_FN(MR, 2) TILE512_FN(MR, 3)
-TILE512_ROW(1)
-TILE512_ROW(2)
-TILE512_ROW(3)
-TILE512_ROW(4)
-TILE512_ROW(5)
-TILE512_ROW(6)
-TILE512_ROW(7)
-TILE512_ROW(8)
-#define PTRS512(MR)                                                                                                    \
-    { p512_##MR##x1, p512_##MR##x2, p512_##MR##x3 }
-static const panel_tile tiles512[8][NG512] = {PTRS512(1), PTRS512(2), PTRS512(3), PTRS512(4),
-                                              PTRS512(5), PTRS512(6), PTRS512(7), PTRS512(8)};
+#define TILE512_ROW(FILL, MR) TILE512_FN(FILL, MR, 1) TILE512_FN(FILL, MR, 2) TILE512_FN(FILL, MR, 3)
+TILE512_ROW(0, 1)
+TILE512_ROW(0, 2)
+TILE512_ROW(0, 3)
+TILE512_ROW(0, 4)
+TILE512_ROW(0, 5)
+TILE512_ROW(0, 6)
+TILE512_ROW(0, 7)
+TILE512_ROW(0, 8)
+TILE512_ROW(1, 8)
+TILE512_ROW(2, 8)
+#define PTRS512(FILL, MR)                                                                                              \
+    { p512_##FILL##_##MR##x1, p512_##FILL##_##MR##x2, p512_##FILL##_##MR##x3 }
+static const panel_tile tiles512[8][NG512] = {PTRS512(0, 1), PTRS512(0, 2), PTRS512(0, 3), PTRS512(0, 4),
+                                              PTRS512(0, 5), PTRS512(0, 6), PTRS512(0, 7), PTRS512(0, 8)};
+static const panel_tile fill_tiles512[2][NG512] = {PTRS512(1, 8), PTRS512(2, 8)}; /* 8 rows: bf16, f16 */
 
 TGT512 static void block512(const bool F16, const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
     _Alignas(64) float panel[PANEL_KB * NG512 * 16], part[PART_ROWS * NG512 * 16];
@@ -105,9 +118,11 @@ TGT512 static void block512(const bool F16, const kvc_bf16_call *c, int64_t m0, 
             const int ng = g1 - g == 4 ? 2 : (int)kvci_min64(NG512, g1 - g); /* four groups: 2 + 2, not 3 + 1 */
             for (int64_t k0 = 0; k0 < c->K; k0 += PANEL_KB) {
                 const int64_t k1 = kvci_min64(c->K, k0 + PANEL_KB);
-                fill512(F16, c, g, ng, k0, k1, panel);
+                const bool fused = mq - mp >= 8; /* the first tile (8 rows) fills the panel */
+                if (!fused) fill512(F16, c, g, ng, k0, k1, panel);
                 for (int64_t i = mp; i < mq; i += 8)
-                    tiles512[kvci_min64(8, mq - i) - 1][ng - 1](c, i, g, panel, k0, k1, part + (i - mp) * NG512 * 16);
+                    (fused && i == mp ? fill_tiles512[F16] : tiles512[kvci_min64(8, mq - i) - 1])[ng - 1](
+                        c, i, g, panel, k0, k1, part + (i - mp) * NG512 * 16);
             }
             g += ng;
         }
@@ -202,7 +217,8 @@ TILE256_FN(3)
 TILE256_FN(4)
 TILE256_FN(5)
 TILE256_FN(6)
-static const panel_tile tiles256[6] = {p256_1, p256_2, p256_3, p256_4, p256_5, p256_6};
+typedef void (*panel_tile256)(const kvc_bf16_call *, int64_t, int64_t, const float *, int64_t, int64_t, float *);
+static const panel_tile256 tiles256[6] = {p256_1, p256_2, p256_3, p256_4, p256_5, p256_6};
 
 TGT256 static void block256(const bool F16, const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
     _Alignas(32) float panel[PANEL_KB * 16], part[PART_ROWS * 16];
