@@ -402,7 +402,8 @@ static kvc_status load(const char *dir, const kvc_model_tp *tp, kvc_wmat_dtype w
                       .text = text,
                       .model_type = names},
              c = {.st = st, .packed = packed, .text = text, .model_type = names};
-    s = kvci_model_alloc(&cfg, tp, load_fn, &check, &m); /* every shape checked against the files first */
+    s = kvci_model_alloc(&cfg, tp, load_fn, &check, &m);        /* every shape checked against the files first */
+    if (s == KVC_OK) s = kvci_check_unread(st, cfg.model_type); /* and nothing left out of a module read */
     if (s == KVC_OK) s = kvci_model_visit_weights(m, load_fn, &c);
     kvci_free(c.staging);
     if (s == KVC_OK) s = kvci_model_prepare(m);

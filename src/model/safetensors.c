@@ -45,6 +45,7 @@ struct kvc_safetensors {
     st_file files[ST_MAX_FILES];
     st_named *index; /* [n_index] every tensor of every file, by name: one lookup is a binary search */
     size_t n_index;
+    bool *used; /* [n_index] looked up with a shape to read or check (find_shaped): what the loader takes */
 };
 
 static void file_close(st_file *f) {
@@ -259,7 +260,7 @@ static int cmp_named(const void *a, const void *b) {
 
 /* The header entry of tensor `name` (its file into *file); "__metadata__" is the header's own entry,
  * never a tensor (its fields were not checked as one), and is not in the index. */
-static const cJSON *find(const kvc_safetensors *st, const char *name, const st_file **file) {
+static const cJSON *find_at(const kvc_safetensors *st, const char *name, const st_file **file, size_t *at) {
     const st_named key = {.name = name, .file = -1};
     size_t lo = 0, hi = st->n_index; /* the first entry not before (name, -1) */
     while (lo < hi) {
@@ -271,7 +272,13 @@ static const cJSON *find(const kvc_safetensors *st, const char *name, const st_f
     }
     if (lo == st->n_index || strcmp(st->index[lo].name, name) != 0) return NULL;
     *file = &st->files[st->index[lo].file];
+    *at = lo;
     return st->index[lo].entry;
+}
+
+static const cJSON *find(const kvc_safetensors *st, const char *name, const st_file **file) {
+    size_t at;
+    return find_at(st, name, file, &at);
 }
 
 /* Sorts every tensor name of every file into st->index; a tensor in two files is ambiguous: refused
@@ -281,7 +288,9 @@ static kvc_status build_index(kvc_safetensors *st) {
     size_t n = 0;
     for (int32_t i = 0; i < st->n_files; i++) n += (size_t)cJSON_GetArraySize(st->files[i].header);
     st->index = kvci_calloc(n, sizeof *st->index);
-    if (!st->index) return kvci_fail(KVC_ENOMEM, "safetensors: out of memory indexing %zu tensor names", n);
+    st->used = kvci_calloc(n ? n : 1, sizeof *st->used);
+    if (!st->index || !st->used)
+        return kvci_fail(KVC_ENOMEM, "safetensors: out of memory indexing %zu tensor names", n);
     size_t k = 0;
     for (int32_t i = 0; i < st->n_files; i++) {
         const cJSON *e;
@@ -402,6 +411,7 @@ void kvc_safetensors_destroy(kvc_safetensors *st) {
     if (!st) return;
     for (int32_t i = 0; i < st->n_files; i++) file_close(&st->files[i]);
     kvci_free(st->index);
+    kvci_free(st->used);
     kvci_free(st);
 }
 
@@ -421,7 +431,9 @@ static void shape_text(const int64_t *s, int32_t n, char *buf, size_t cap) {
  * naming what is wrong (missing, wrong shape). */
 static const cJSON *find_shaped(const kvc_safetensors *st, const char *name, int32_t ndim, const int64_t *shape,
                                 const st_file **f) {
-    const cJSON *e = find(st, name, f);
+    size_t at;
+    const cJSON *e = find_at(st, name, f, &at);
+    if (e) st->used[at] = true; /* read or checked: a wrong shape or dtype is refused anyway */
     if (!e) {
         kvci_fail(KVC_EINVAL, "missing tensor \"%s\" (not in %s%s)", name, st->files[0].path,
                   st->n_files > 1 ? " or the other shards" : "");
@@ -543,4 +555,10 @@ const char *kvci_safetensors_meta(const kvc_safetensors *st, const char *key) {
         if (cJSON_IsString(v)) return v->valuestring;
     }
     return NULL;
+}
+
+const char *kvci_safetensors_nth(const kvc_safetensors *st, size_t i, bool *used) {
+    if (i >= st->n_index) return NULL;
+    *used = st->used[i];
+    return st->index[i].name;
 }

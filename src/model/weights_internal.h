@@ -43,6 +43,13 @@ kvc_status kvci_safetensors_read_part(const kvc_safetensors *st, const char *nam
  * and its dtype `dtype` exactly; KVC_EINVAL naming the tensor otherwise. */
 kvc_status kvci_safetensors_view(const kvc_safetensors *st, const char *name, const char *dtype, int32_t ndim,
                                  const int64_t *shape, const void **data);
+/* The i-th tensor name of st in name order, NULL past the last; *used: whether a read or a shape check
+ * (kvc_safetensors_read_f32, kvci_safetensors_read_part, kvci_safetensors_view) looked it up. */
+const char *kvci_safetensors_nth(const kvc_safetensors *st, size_t i, bool *used);
+/* Refuses (KVC_EINVAL, naming the tensor and model_type) a tensor of st nobody read beside one that was read
+ * (the same name up to its last dot: a bias or a norm's bias of a module the loader reads, which would change the
+ * math); logs the others (vision towers, MTP layers, buffers) in one line at debug level (unread.c). */
+kvc_status kvci_check_unread(const kvc_safetensors *st, const char *model_type);
 /* The string `key` of a file's "__metadata__" (the first file that has it); NULL when none has. */
 const char *kvci_safetensors_meta(const kvc_safetensors *st, const char *key);
 

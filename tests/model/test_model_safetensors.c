@@ -378,9 +378,10 @@ static void test_moe_expert_refusals(void **state) {
 }
 
 /* A one-layer Mixtral (H 2, I 2, 2 experts, vocab 4) in one file, every tensor BF16 of 1.0 but expert
- * 1's w1 in `w1_dtype` ("BF16" or "F16", 1 + 2^-10 there: not a BF16 value). */
-static void write_mixtral(const char *sub, const char *w1_dtype) {
-    static const struct {
+ * 1's w1 in `w1_dtype` ("BF16" or "F16", 1 + 2^-10 there: not a BF16 value); with `extra` (not NULL) a vector [2]
+ * of that name too. */
+static void write_mixtral(const char *sub, const char *w1_dtype, const char *extra) {
+    const struct {
         const char *name;
         int64_t d0, d1; /* d1 0: one dim */
     } T[] = {{"model.embed_tokens.weight", 4, 2},
@@ -398,11 +399,12 @@ static void write_mixtral(const char *sub, const char *w1_dtype) {
              {"model.layers.0.block_sparse_moe.experts.1.w2.weight", 2, 2},
              {"model.layers.0.block_sparse_moe.experts.1.w3.weight", 2, 2},
              {"model.norm.weight", 2, 0},
-             {"lm_head.weight", 4, 2}};
+             {"lm_head.weight", 4, 2},
+             {extra, 2, 0}};
     char header[4096], name[128];
     uint16_t data[256];
     size_t h = (size_t)snprintf(header, sizeof header, "{"), n = 0;
-    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+    for (size_t i = 0; i < sizeof T / sizeof T[0] - (extra ? 0 : 1); i++) {
         const int64_t count = T[i].d0 * (T[i].d1 ? T[i].d1 : 1);
         const bool f16 = strstr(T[i].name, "experts.1.w1") != NULL && strcmp(w1_dtype, "F16") == 0;
         char shape[64];
@@ -429,17 +431,43 @@ static void test_mixed_dtype_experts(void **state) {
     char sub[600];
     snprintf(sub, sizeof sub, "%s/mixed_experts", g_dir);
     assert_int_equal(mkdir(sub, 0700), 0);
-    write_mixtral("mixed_experts", "BF16");
+    write_mixtral("mixed_experts", "BF16", NULL);
     kvc_model *m = NULL;
     assert_int_equal(kvc_model_load(sub, &m), KVC_OK);
     assert_int_equal(m->layers[0].ex_gate.dtype, KVC_WMAT_BF16); /* one dtype: kept */
     kvc_model_destroy(m);
-    write_mixtral("mixed_experts", "F16");
+    write_mixtral("mixed_experts", "F16", NULL);
     assert_int_equal(kvc_model_load(sub, &m), KVC_OK);
     assert_int_equal(m->layers[0].ex_gate.dtype, KVC_WMAT_F32);
     const float *e0 = kvci_wmat_at(&m->layers[0].ex_gate, 0).data, *e1 = kvci_wmat_at(&m->layers[0].ex_gate, 1).data;
     assert_true(e0[0] == 1.0f && e1[0] == 1.0f + 0x1p-10f);
     kvc_model_destroy(m);
+}
+
+/* A tensor left unread beside one the loader reads (a bias of a module it runs without one) is refused, naming it
+ * and the model type; one in a module it does not read at all (a vision tower, a rotary buffer) loads. */
+static void test_unread_tensors(void **state) {
+    (void)state;
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s/unread", g_dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    static const char *const refused[] = {"model.layers.0.self_attn.q_proj.bias", "model.layers.0.input_layernorm.bias",
+                                          "model.norm.bias"};
+    kvc_model *m = NULL;
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        write_mixtral("unread", "BF16", refused[i]);
+        char want[160];
+        snprintf(want, sizeof want, "tensor \"%s\" is not read", refused[i]);
+        expect_error(kvc_model_load(sub, &m), want, "mixtral");
+        assert_null(m);
+    }
+    static const char *const allowed[] = {"vision_tower.x", "model.layers.0.self_attn.rotary_emb.inv_freq", "x"};
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) {
+        write_mixtral("unread", "BF16", allowed[i]);
+        assert_int_equal(kvc_model_load(sub, &m), KVC_OK);
+        kvc_model_destroy(m);
+        m = NULL;
+    }
 }
 
 int main(void) {
@@ -448,7 +476,7 @@ int main(void) {
         cmocka_unit_test(test_truncated_and_out_of_bounds), cmocka_unit_test(test_metadata_is_not_a_tensor),
         cmocka_unit_test(test_duplicate_across_files),      cmocka_unit_test(test_model_load_names_missing_tensor),
         cmocka_unit_test(test_moe_expert_refusals),         cmocka_unit_test(test_index_names_the_shards),
-        cmocka_unit_test(test_mixed_dtype_experts),
+        cmocka_unit_test(test_mixed_dtype_experts),         cmocka_unit_test(test_unread_tensors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
