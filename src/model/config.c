@@ -110,12 +110,14 @@ static kvc_status read_act(const kvc_hparams *hp, kvc_model_config *cfg) {
     for (int64_t l = 0; l < cfg->num_layers; l++) experts |= cfg->layer_moe[l];
     const bool tanh_gelu =
         strcmp(act, "gelu_pytorch_tanh") == 0 || strcmp(act, "gelu_new") == 0 || strcmp(act, "gelu_fast") == 0;
-    if (tanh_gelu && !experts && cfg->family == KVC_FAMILY_DENSE && !cfg->mlp_plain) {
+    const bool gelu_ok = !experts && cfg->family == KVC_FAMILY_DENSE && !cfg->mlp_plain; /* Mamba's: silu only */
+    if (tanh_gelu && gelu_ok) {
         cfg->mlp_act = KVC_MLP_GELU_TANH;
         return KVC_OK;
     }
-    return kvci_fail(KVC_EINVAL, "%s: %s \"%s\" is not supported (%s: silu%s)", hp->cfg.doc,
-                     key != NULL ? key : "hidden_act", act, cfg->model_type, experts ? "" : " or a tanh GELU");
+    return kvci_fail(KVC_EINVAL, "%s: %s \"%s\" is not supported (%s: silu or swish%s)", hp->cfg.doc,
+                     key != NULL ? key : "hidden_act", act, cfg->model_type,
+                     gelu_ok ? ", gelu_pytorch_tanh, gelu_new or gelu_fast" : "");
 }
 
 /* The family of model_type, which the runtime must run. */

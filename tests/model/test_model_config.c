@@ -683,7 +683,8 @@ static void test_refusals(void **state) {
     /* an activation the runtime does not compute (it ran SiLU whatever hidden_act said) */
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"hidden_act\":\"gelu\"}",
-                   "hidden_act \"gelu\" is not supported (llama: silu or a tanh GELU)");
+                   "hidden_act \"gelu\" is not supported (llama: silu or swish, gelu_pytorch_tanh, gelu_new or "
+                   "gelu_fast)");
     /* the tanh GELUs run the gated MLP as GeGLU (transformers' ACT2FN in LlamaMLP); with routed experts, refused */
     kvc_model_config g;
     assert_int_equal(kvc_model_config_parse("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,"
@@ -694,7 +695,7 @@ static void test_refusals(void **state) {
     assert_true(g.mlp_act == KVC_MLP_GELU_TANH && !g.mlp_plain);
     expect_refusal("{\"model_type\":\"mixtral\"," MOE_BASE "\"num_hidden_layers\":1,\"num_local_experts\":2,"
                    "\"num_experts_per_tok\":1,\"hidden_act\":\"gelu_new\"}",
-                   "hidden_act \"gelu_new\" is not supported (mixtral: silu)");
+                   "hidden_act \"gelu_new\" is not supported (mixtral: silu or swish)");
     expect_refusal("{\"model_type\":\"qwen3\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":2,\"hidden_act\":7}",
                    "hidden_act");
@@ -4053,6 +4054,9 @@ static void test_mamba_fields(void **state) {
     assert_int_equal(plan->layers[0].caches[0].shape[0], 48);
     kvc_model_plan_destroy(plan);
     expect_refusal(MAMBA1_BASE ",\"hidden_act\":\"gelu\"}", "hidden_act \"gelu\"");
+    /* the message lists what is taken: a tanh GELU is not (the dense families' GeGLU only) */
+    expect_refusal(MAMBA1_BASE ",\"hidden_act\":\"gelu_pytorch_tanh\"}",
+                   "hidden_act \"gelu_pytorch_tanh\" is not supported (mamba: silu or swish)");
     expect_refusal(MAMBA1_BASE ",\"time_step_rank\":\"big\"}", "time_step_rank");
     expect_refusal(MAMBA1_BASE ",\"time_step_rank\":0}", "time_step_rank");
     expect_refusal(MAMBA1_BASE ",\"expand\":0}", "expand");
