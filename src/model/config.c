@@ -19,6 +19,13 @@ static kvc_status supported_rope(const kvc_hparams *hp, const kvc_rope_config *r
     static const char *const PROPORTIONAL[] = {"lfm3", "gemma4_text", "gemma4", "gemma4_unified_text",
                                                "gemma4_unified"}; /* the types whose code reads it */
     const bool proportional = kvci_name_listed(hp->model_type, PROPORTIONAL, 5);
+    if (t == KVC_ROPE_DYNAMIC)
+        return kvci_fail(
+            KVC_EINVAL,
+            "%s: %srope type \"dynamic\" is not supported by the runtime: past max_position_embeddings "
+            "dynamic NTK raises its base with each forward pass's longest sequence, so the keys already "
+            "cached would keep an older base and a request's keys would depend on its batch (docs/model.md)",
+            hp->cfg.doc, which);
     if (t != KVC_ROPE_DEFAULT && t != KVC_ROPE_LINEAR && t != KVC_ROPE_LLAMA3 && t != KVC_ROPE_YARN &&
         (t != KVC_ROPE_LONGROPE || hp->rope_sliding_given) && (t != KVC_ROPE_PROPORTIONAL || !proportional))
         return kvci_fail(KVC_EINVAL,

@@ -327,6 +327,19 @@ static kvc_status longcat_layers(const kvc_json_obj *c, int64_t *n) {
     return KVC_OK;
 }
 
+/* num_attention_heads (n_head) when config.json has none: the config class's default, transformers 5.25
+ * (Gemma2Config's, VaultGemmaConfig's, Gemma3TextConfig's and BloomConfig's 8, NanoChatConfig's 6; a Llama
+ * text_config's LlamaConfig 32); 0: the key is required. */
+static int64_t heads_default(const char *type) {
+    static const struct {
+        const char *type;
+        int64_t heads;
+    } HEADS[] = {{"gemma2", 8}, {"vaultgemma", 8}, {"gemma3_text", 8}, {"gemma3", 8}, {"bloom", 8}, {"nanochat", 6}};
+    for (size_t i = 0; i < sizeof HEADS / sizeof HEADS[0]; i++)
+        if (strcmp(type, HEADS[i].type) == 0) return HEADS[i].heads;
+    return 0;
+}
+
 kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     const kvc_json_obj *c = &hp->cfg;
     const bool longcat = hp->model_type != NULL && strcmp(hp->model_type, "longcat_flash") == 0;
@@ -348,13 +361,13 @@ kvc_status kvci_hparams_read_sizes(kvc_hparams *hp) {
     const bool mamba1 = strcmp(type, "mamba") == 0 || strcmp(type, "falcon_mamba") == 0 ||
                         strcmp(type, "rwkv") == 0; /* RWKV: no attention either */
     const bool mamba2 = strcmp(type, "mamba2") == 0, jetmoe = strcmp(type, "jetmoe") == 0;
-    /* Gemma3TextConfig's 8 heads and 131072 positions: gemma-3-4b-it's text_config gives neither, -27b-it's no length
-     */
+    /* Gemma3TextConfig's 131072 positions: gemma-3-27b-it's text_config gives no length */
     const bool gemma3 = strcmp(type, "gemma3_text") == 0 || strcmp(type, "gemma3") == 0;
-    bool have_heads = false; /* optional for Mamba2, Mamba (no attention), JetMoE (derived), Gemma 3, Llama text */
-    hp->n_heads = mamba1 ? 1 : gemma3 ? 8 : llama_text ? 32 : 128; /* Mamba2Config's num_heads: its mixer's */
+    const int64_t class_heads = llama_text ? 32 : heads_default(type); /* gemma-3-4b-it's text_config: none */
+    bool have_heads = false; /* optional for Mamba2, Mamba (no attention), JetMoE (derived), a class default */
+    hp->n_heads = mamba1 ? 1 : class_heads > 0 ? class_heads : 128; /* Mamba2Config's num_heads: its mixer's */
     KVC_TRY(kvci_hparams_int(c, kvci_hp_heads_keys, 1, KVC_HP_MAX_HEADS, &hp->n_heads,
-                             mamba1 || mamba2 || jetmoe || gemma3 || llama_text ? &have_heads : NULL));
+                             mamba1 || mamba2 || jetmoe || class_heads > 0 ? &have_heads : NULL));
     hp->n_kv_heads = hp->n_heads;
     if (defaults_of(hp).mha_only) { /* its keys unread, as transformers' attention never reads them */
         hp->have_kv_heads = true;

@@ -233,6 +233,32 @@ static void test_gemma2_fields(void **state) {
     assert_true(kvc_model_attn_scale(&c) == 1.0 / 16.0);
 }
 
+/* num_attention_heads absent: the config class's default (Gemma2Config's, VaultGemmaConfig's and BloomConfig's
+ * 8, NanoChatConfig's 6), as transformers reads the file; KV heads then by their own rule. */
+static void test_class_default_heads(void **state) {
+    (void)state;
+    kvc_model_config c;
+    static const char *const gemmas[] = {"gemma2", "vaultgemma"};
+    for (int i = 0; i < 2; i++) {
+        char js[256];
+        snprintf(js, sizeof js,
+                 "{\"model_type\":\"%s\",\"vocab_size\":8,\"hidden_size\":48,\"intermediate_size\":8,"
+                 "\"num_hidden_layers\":2,\"head_dim\":6}",
+                 gemmas[i]);
+        assert_int_equal(kvc_model_config_parse(js, gemmas[i], &c), KVC_OK);
+        assert_true(c.num_heads == 8 && c.num_kv_heads == 4 && c.head_dim == 6);
+    }
+    assert_int_equal(kvc_model_config_parse("{\"model_type\":\"nanochat\",\"vocab_size\":8,\"hidden_size\":48,"
+                                            "\"intermediate_size\":8,\"num_hidden_layers\":2}",
+                                            "nanochat", &c),
+                     KVC_OK);
+    assert_true(c.num_heads == 6 && c.num_kv_heads == 6 && c.head_dim == 8);
+    assert_int_equal(kvc_model_config_parse(
+                         "{\"model_type\":\"bloom\",\"vocab_size\":8,\"n_layer\":2,\"hidden_size\":48}", "bloom", &c),
+                     KVC_OK);
+    assert_true(c.num_heads == 8 && c.num_kv_heads == 8 && c.head_dim == 6);
+}
+
 #define PHI3_BASE                                                                                                      \
     "{\"model_type\":\"phi3\",\"vocab_size\":8,\"hidden_size\":64,\"intermediate_size\":8,"                            \
     "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
@@ -672,7 +698,8 @@ static void test_refusals(void **state) {
     expect_refusal(
         "{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
         "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"rope_scaling\":{\"rope_type\":\"dynamic\",\"factor\":2}}",
-        "rope type \"dynamic\" is not supported by the runtime");
+        "rope type \"dynamic\" is not supported by the runtime: past max_position_embeddings dynamic NTK raises its "
+        "base with each forward pass's longest sequence, so the keys already cached would keep an older base");
     expect_refusal("{\"model_type\":\"llama\",\"vocab_size\":8,\"hidden_size\":8,\"intermediate_size\":8,"
                    "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"rope_parameters\":{\"rope_type\":"
                    "\"proportional\"}}",
@@ -5256,6 +5283,7 @@ int main(void) {
         cmocka_unit_test(test_cohere_compass_fields),
         cmocka_unit_test(test_modernbert_fields),
         cmocka_unit_test(test_bitnet_fields),
+        cmocka_unit_test(test_class_default_heads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
