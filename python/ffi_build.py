@@ -520,6 +520,8 @@ typedef struct kvc_engine_step_result {
 } kvc_engine_step_result;
 kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res);
 kvc_status kvc_engine_follow(kvc_engine *e);
+kvc_status kvc_engine_sync_score(kvc_engine *e, const int32_t *ids, int64_t n);
+kvc_status kvc_engine_follow_score(const kvc_engine *e, const int32_t **ids, int64_t *n);
 typedef struct kvc_engine_stats {
     int64_t n_waiting, n_running, n_finished;
     int64_t steps;

@@ -456,6 +456,17 @@ KVC_API kvc_status kvc_engine_step(kvc_engine *e, kvc_engine_step_result *res);
  * the caller then ends the job (MPI_Abort: the lead may be waiting in a collective). */
 KVC_API kvc_status kvc_engine_follow(kvc_engine *e);
 
+/* A pass of the lead's own over its model beside the engine (Python's Engine.prompt_logprobs: a runner
+ * scoring a prompt between steps): a TP model's forward is collective, so every follower must run the same
+ * pass at the same point. The lead calls kvc_engine_sync_score with the prompt's n ids (1..max_model_len)
+ * just before its pass: they go out at once (the calls logged since the last step wait for the next one).
+ * A follower's kvc_engine_follow then returns KVC_OK with kvc_engine_follow_score giving those ids (*n > 0;
+ * the ids live until the next kvc_engine_follow): it runs the same pass, results dropped, and calls
+ * kvc_engine_follow again. *n == 0 after kvc_engine_follow: the lead has ended. Without replicas
+ * kvc_engine_sync_score does nothing. */
+KVC_API kvc_status kvc_engine_sync_score(kvc_engine *e, const int32_t *ids, int64_t n);
+KVC_API kvc_status kvc_engine_follow_score(const kvc_engine *e, const int32_t **ids, int64_t *n);
+
 typedef struct kvc_engine_stats {
     int64_t n_waiting, n_running, n_finished; /* held now (finished: not released yet) */
     int64_t n_free_slots;                     /* request slots free now */

@@ -305,8 +305,8 @@ class Engine:
     shard of the model (docs/distributed.md) and makes an engine over it with
     the same arguments; rank 0's is driven as any Engine and every call that
     changes it reaches the others at its next step, while their processes run
-    follow() (docs/serve.md, "Tensor parallel"). prompt_logprobs is refused
-    there (the other ranks run no scoring pass)."""
+    follow() (docs/serve.md, "Tensor parallel"); prompt_logprobs's pass runs
+    on every rank (kvc_engine_sync_score)."""
 
     def __init__(self, model_dir, *, kv_dtype=None, weights="checkpoint", activations="f32", block_size=16, kv_memory=None, max_model_len=None,
                  max_num_seqs=8, max_num_batched_tokens=0, max_requests=0, prefix_caching=True, scheduler="budget",
@@ -470,19 +470,22 @@ class Engine:
         OpenAI completions request with echo and logprobs): [None] for the first token, which has no context,
         then a TokenLogprob per later token with the k (0..20) most likely in its place. Computed by a pass of
         its own over the prompt (a runner over the engine's model: contiguous caches in the engine's KV dtype,
-        32 tokens a step), between the engine's steps; the engine's requests and caches are not touched."""
-        self._handle()  # the model lives as long as the engine
-        if self.tensor_parallel_size > 1:
-            raise invalid("prompt_logprobs (echo with logprobs) is not available with tensor parallelism: the other "
-                          "ranks run no scoring pass beside their engines")
+        32 tokens a step), between the engine's steps; the engine's requests and caches are not touched.
+        With tensor parallelism the other ranks run the same pass (kvc_engine_sync_score, follow())."""
+        e = self._handle()  # the model lives as long as the engine
         ids = self._prompt_ids(prompt_token_ids)
         if not 0 <= int64(k, "k") <= _MAX_LOGPROBS:
             raise invalid(f"prompt_logprobs: k {k} is outside [0, {_MAX_LOGPROBS}]")
         if ids.size > self.max_model_len:
             raise invalid(f"prompt_token_ids: {ids.size} tokens exceed max_model_len {self.max_model_len}")
-        out = [None]
         if ids.size == 1:
-            return out
+            return [None]
+        check(lib.kvc_engine_sync_score(e, ffi.from_buffer("int32_t[]", ids), ids.size))
+        return self._score(ids, k)
+
+    def _score(self, ids, k):
+        """prompt_logprobs's pass over ids (int32 [n], n >= 2); k None: the logits are dropped (a follower)."""
+        out = [None]
         chunk = min(_SCORE_CHUNK, int(ids.size))
         p = ffi.new("kvc_runner_params *", lib.kvc_runner_default_params())
         p.mode = lib.KVC_RUNNER_CONTIGUOUS
@@ -498,7 +501,8 @@ class Engine:
             for first in range(0, ids.size - 1, chunk):  # the last token predicts nothing asked for
                 q = min(chunk, ids.size - 1 - first)
                 check(lib.kvc_runner_score_chunk(r[0], ffi.from_buffer("int32_t[]", ids[first:]), first, q, buf))
-                out += [_top_logprobs(logits[i], ids[first + i + 1], k) for i in range(q)]
+                if k is not None:
+                    out += [_top_logprobs(logits[i], ids[first + i + 1], k) for i in range(q)]
         finally:
             lib.kvc_runner_destroy(r[0])
         return out
@@ -515,8 +519,15 @@ class Engine:
     def follow(self):
         """A rank > 0 of tensor_parallel_size: replays rank 0's engine calls and steps with it until rank 0's
         Engine closes (kvc_engine_follow); raises Error on a log it cannot replay (the job must then end:
-        tensor_parallel_end with a status)."""
-        check(lib.kvc_engine_follow(self._handle()))
+        tensor_parallel_end with a status). Runs rank 0's prompt_logprobs passes too, where rank 0 runs them."""
+        e = self._handle()
+        ids, n = ffi.new("const int32_t **"), ffi.new("int64_t *")
+        while True:
+            check(lib.kvc_engine_follow(e))
+            check(lib.kvc_engine_follow_score(e, ids, n))
+            if n[0] == 0:
+                return
+            self._score(np.frombuffer(ffi.buffer(ids[0], 4 * n[0]), dtype=np.int32).copy(), None)
 
     def has_unfinished(self):
         return bool(self._live)

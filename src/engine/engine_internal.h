@@ -122,8 +122,10 @@ struct kvc_engine {
     /* tensor-parallel replicas (p.sync, replica.c) */
     uint8_t *log; /* [log_cap] lead: the calls logged since the last log sent; follower: the log received */
     int64_t log_n, log_cap;
-    bool replaying; /* follower: inside kvc_engine_follow (its calls come from the lead's log) */
-    bool log_lost;  /* lead: a log failed to go out; the followers no longer match, no step runs */
+    bool replaying;  /* follower: inside kvc_engine_follow (its calls come from the lead's log) */
+    bool log_lost;   /* lead: a log failed to go out; the followers no longer match, no step runs */
+    bool log_begun;  /* follower: the lead's first step log (its sizes) is replayed */
+    int64_t score_n; /* follower: ids of the lead's scoring pass in log (kvc_engine_follow_score); 0: none */
 };
 
 /* ---- sampling (sampler.c) ---- */

@@ -7,6 +7,8 @@
  *   ADD     log_add, prompt int32 [n_prompt], min_tokens_ids int32 [n], logit_bias {int32, float} [n], salt
  *   MASK    int64 id, int64 n_words (0: drop the mask), words uint32 [n_words]
  *   RELEASE int64 id
+ * A SCORE log (kvc_engine_sync_score) goes out at once and holds no commands: its n bytes are the ids of
+ * the lead's scoring pass, int32 [n / 4].
  * In the lead's byte order and struct layout: every rank runs the same build. */
 #include <string.h>
 
@@ -16,7 +18,7 @@
 #define LOG_MAGIC     0x4c43564bu /* "KVCL" */
 #define LOG_MAX_BYTES ((int64_t)1 << 30)
 
-enum { LOG_STEP = 1, LOG_END = 2 };
+enum { LOG_STEP = 1, LOG_END = 2, LOG_SCORE = 3 };
 enum { OP_HELLO = 1, OP_ADD = 2, OP_MASK = 3, OP_RELEASE = 4 };
 
 typedef struct log_header {
@@ -168,16 +170,22 @@ void kvci_engine_log_rewind(kvc_engine *e, int64_t mark) {
     if (lead(e)) e->log_n = mark;
 }
 
-/* Sends the lead's log as a log of `kind`, then empties it. */
-static kvc_status send(kvc_engine *e, uint32_t kind) {
+/* Sends n bytes from buf as a log of `kind`. */
+static kvc_status send_bytes(kvc_engine *e, uint32_t kind, void *buf, int64_t n) {
     const kvc_engine_sync *s = &e->p.sync;
-    log_header h = {.magic = LOG_MAGIC, .kind = kind, .n = e->log_n};
+    log_header h = {.magic = LOG_MAGIC, .kind = kind, .n = n};
     kvc_status st = s->bcast(s->user, &h, sizeof h, false);
-    if (st == KVC_OK && h.n > 0) st = s->bcast(s->user, e->log, h.n, false);
+    if (st == KVC_OK && h.n > 0) st = s->bcast(s->user, buf, h.n, false);
     if (st != KVC_OK) {
         e->log_lost = true;
         return kvci_fail(st, "engine log: sending the lead's log to its followers failed: %s", kvc_last_error());
     }
+    return KVC_OK;
+}
+
+/* Sends the lead's log as a log of `kind`, then empties it. */
+static kvc_status send(kvc_engine *e, uint32_t kind) {
+    KVC_TRY(send_bytes(e, kind, e->log, e->log_n));
     e->log_n = 0;
     return KVC_OK;
 }
@@ -189,6 +197,26 @@ kvc_status kvci_engine_log_step(kvc_engine *e) {
         return kvci_fail(KVC_EINTERNAL, "engine log: an earlier log did not reach the followers; they no longer "
                                         "match this engine (end the job)");
     return send(e, LOG_STEP);
+}
+
+kvc_status kvc_engine_sync_score(kvc_engine *e, const int32_t *ids, int64_t n) {
+    if (e == NULL || ids == NULL) return kvci_fail(KVC_EINVAL, "kvc_engine_sync_score: NULL argument");
+    if (n < 1 || n > e->p.max_model_len)
+        return kvci_fail(KVC_EINVAL, "kvc_engine_sync_score: n %lld outside [1, %lld] (max_model_len)", (long long)n,
+                         (long long)e->p.max_model_len);
+    KVC_TRY(guard(e, "kvc_engine_sync_score"));
+    if (!lead(e)) return KVC_OK;
+    if (e->log_lost)
+        return kvci_fail(KVC_EINTERNAL, "engine log: an earlier log did not reach the followers; they no longer "
+                                        "match this engine (end the job)");
+    return send_bytes(e, LOG_SCORE, (void *)ids, n * (int64_t)sizeof(int32_t));
+}
+
+kvc_status kvc_engine_follow_score(const kvc_engine *e, const int32_t **ids, int64_t *n) {
+    if (e == NULL || ids == NULL || n == NULL) return kvci_fail(KVC_EINVAL, "kvc_engine_follow_score: NULL argument");
+    *n = e->p.sync.follower ? e->score_n : 0;
+    *ids = *n > 0 ? (const int32_t *)e->log : NULL;
+    return KVC_OK;
 }
 
 kvc_status kvci_engine_log_create(kvc_engine *e) {
@@ -311,7 +339,8 @@ static kvc_status receive(kvc_engine *e, uint32_t *kind, int64_t *n) {
     const kvc_engine_sync *s = &e->p.sync;
     log_header h;
     KVC_TRY(s->bcast(s->user, &h, sizeof h, true));
-    if (h.magic != LOG_MAGIC || (h.kind != LOG_STEP && h.kind != LOG_END) || h.n < 0 || h.n > LOG_MAX_BYTES)
+    if (h.magic != LOG_MAGIC || h.kind < LOG_STEP || h.kind > LOG_SCORE || h.n < 0 || h.n > LOG_MAX_BYTES ||
+        (h.kind == LOG_SCORE && (h.n % 4 != 0 || h.n < 4 || h.n > 4 * e->p.max_model_len)))
         return kvci_fail(KVC_EINVAL, "engine log: a header with magic 0x%08x, kind %u, %lld bytes is not the lead's",
                          h.magic, h.kind, (long long)h.n);
     if (h.n > e->log_cap) {
@@ -325,11 +354,16 @@ static kvc_status receive(kvc_engine *e, uint32_t *kind, int64_t *n) {
 }
 
 static kvc_status follow(kvc_engine *e) {
-    for (bool first = true;; first = false) {
+    for (;;) {
         uint32_t kind = 0;
         int64_t n = 0;
         KVC_TRY(receive(e, &kind, &n));
-        KVC_TRY(replay(e, n, first));
+        if (kind == LOG_SCORE) {
+            e->score_n = n / 4; /* the caller runs the lead's pass (kvc_engine_follow_score) */
+            return KVC_OK;
+        }
+        KVC_TRY(replay(e, n, !e->log_begun));
+        e->log_begun = true;
         if (kind == LOG_END) return KVC_OK;
         kvc_engine_step_result res;
         const kvc_status st = kvc_engine_step(e, &res);
@@ -342,6 +376,7 @@ kvc_status kvc_engine_follow(kvc_engine *e) {
         return kvci_fail(KVC_EINVAL, "kvc_engine_follow: an engine made with sync.bcast and sync.follower is needed");
     if (e->replaying) return kvci_fail(KVC_EINVAL, "kvc_engine_follow: the engine is following already");
     e->replaying = true;
+    e->score_n = 0;
     const kvc_status st = follow(e);
     e->replaying = false;
     return st;

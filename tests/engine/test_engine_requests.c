@@ -413,7 +413,8 @@ static kvc_engine *replica(toy_model *m, wire *w, bool follower, int64_t max_num
 }
 
 /* Drives a lead through every call it logs: adds (seeded sampling, logit_bias, min_tokens ids, a salt, a
- * priority), masks, a mask dropped, a release of a running request, steps, an idle step; records the outputs,
+ * priority), masks, a mask dropped, a release of a running request, steps, an idle step, two scoring passes
+ * (one before the first log: the follower returns for each, then at the end); records the outputs,
  * destroys the lead (its end); the follower's loop then holds the same outputs after as many steps. */
 #define N_REPLICA_REQ 4
 static void test_replica_follows_lead(void **state) {
@@ -437,7 +438,9 @@ static void test_replica_follows_lead(void **state) {
         fix_add(lead, &r);
     }
     kvc_engine_step_result res;
+    assert_int_equal(kvc_engine_sync_score(lead, prompt, 8), KVC_OK); /* before the first log: its sizes wait */
     for (int step = 0; step < 40; step++) {
+        if (step == 5) assert_int_equal(kvc_engine_sync_score(lead, prompt, 5), KVC_OK); /* between two steps */
         if (step < 6 && fix_info(lead, 1).state != KVC_REQ_FINISHED)
             assert_int_equal(kvc_engine_set_allowed_tokens(lead, 1, &mask, 1), KVC_OK);
         if (step == 2) {
@@ -455,7 +458,15 @@ static void test_replica_follows_lead(void **state) {
     kvc_engine_stats sl, sf;
     assert_int_equal(kvc_engine_get_stats(lead, &sl), KVC_OK);
     kvc_engine_destroy(lead);
-    assert_int_equal(kvc_engine_follow(fol), KVC_OK);
+    const int64_t n_scored[] = {8, 5, 0}; /* the follower's loop returns for each scoring pass, then at the end */
+    for (int i = 0; i < 3; i++) {
+        const int32_t *ids = NULL;
+        int64_t n = -1;
+        assert_int_equal(kvc_engine_follow(fol), KVC_OK);
+        assert_int_equal(kvc_engine_follow_score(fol, &ids, &n), KVC_OK);
+        assert_int_equal(n, n_scored[i]);
+        if (n > 0) assert_memory_equal(ids, prompt, (size_t)n * sizeof *ids);
+    }
     assert_int_equal(w.n_got, w.n_put);
     assert_int_equal(kvc_engine_get_stats(fol, &sf), KVC_OK);
     assert_int_equal(sf.steps, sl.steps);
@@ -513,10 +524,13 @@ static void test_replica_refusals(void **state) {
     assert_int_equal(kvc_engine_add_request(fol, &r), KVC_EINVAL);
     assert_int_equal(kvc_engine_step(fol, &res), KVC_EINVAL);
     assert_int_equal(kvc_engine_request_release(fol, 7), KVC_EINVAL);
+    assert_int_equal(kvc_engine_sync_score(fol, prompt, 3), KVC_EINVAL);
     kvc_engine_destroy(fol);
     memset(&w, 0, sizeof w);
     lead = replica(&ml, &w, false, 2);
     assert_int_equal(kvc_engine_follow(lead), KVC_EINVAL);
+    assert_int_equal(kvc_engine_sync_score(lead, prompt, 0), KVC_EINVAL);
+    assert_int_equal(kvc_engine_sync_score(lead, prompt, 65), KVC_EINVAL); /* beyond max_model_len 64 */
     kvc_engine_destroy(lead);
     toy_init_managed(&ml, FIX_VOCAB, 1, 4, 0);
     kvc_engine_model em = toy_engine_model(&ml, false);
