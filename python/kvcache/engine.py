@@ -242,8 +242,13 @@ def tensor_parallel_check(model_dir, size):
     intermediate size it does not divide; docs/distributed.md) or a size above 1 without MPI in the package; no
     MPI is started."""
     size = int64(size, "tensor_parallel_size")
+    _check_tp(lib.kvc_py_tp_check(c_path(model_dir, "model_dir"), size), size)
+
+
+def _check_tp(status, size):
+    """check(status), a refusal naming --tensor-parallel-size: the option that set the size refused."""
     try:
-        check(lib.kvc_py_tp_check(c_path(model_dir, "model_dir"), size))
+        check(status)
     except Error as exc:
         raise type(exc)(exc.status, exc.status_name, f"--tensor-parallel-size {size}: {exc.message}") from None
 
@@ -323,10 +328,7 @@ class Engine:
         m = ffi.new("kvc_model **")
         if tp > 1:
             self.rank = tensor_parallel_start(tp)
-            try:
-                check(lib.kvc_py_tp_load(path, weights.encode(), m))
-            except Error as exc:  # a size the ranks do not divide: say which option set them
-                raise type(exc)(exc.status, exc.status_name, f"--tensor-parallel-size {tp}: {exc.message}") from None
+            _check_tp(lib.kvc_py_tp_load(path, weights.encode(), m), tp)  # a size the ranks do not divide
         else:
             self.rank = 0
             check(lib.kvc_model_load_weights(path, weights.encode(), m))

@@ -36,6 +36,11 @@ void kvc_assert_fail(const char *cond, const char *file, int line);
 static inline int64_t kvci_cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 static inline int64_t kvci_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t kvci_max64(int64_t a, int64_t b) { return a > b ? a : b; }
+/* qsort's comparison of two int64_t. */
+static inline int kvci_cmp_i64(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
 
 #define KVC_STR_(x) #x
 #define KVC_STR(x)  KVC_STR_(x)

@@ -15,11 +15,6 @@
 #include "base/internal.h"
 #include "model/forward_internal.h"
 
-static int cmp_i64(const void *a, const void *b) {
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Row r of md: len = cu_seq_lens_q[r] - cu_seq_lens_q[r - 1] query tokens, equal to seq_lens_q[r];
  * seq_lens_kv[r] in [len, max_kv_len]; its positions seq_lens_kv[r] - len .. seq_lens_kv[r] - 1 in order;
  * kv_pos[r] = seq_lens_kv[r] - 1 and cu_seq_lens_kv the prefix sums of seq_lens_kv where given. */
@@ -103,7 +98,7 @@ static kvc_status check_state_key(const kvc_step_metadata *md, int32_t k, int64_
         return kvci_fail(KVC_EINVAL, "forward: md keys[%d] (\"%s\") width %lld must be >= 1", (int)k,
                          key->key ? key->key : "(null)", (long long)key->width);
     for (int64_t r = 0; r < md->n_rows; r++) scratch[r] = key->block_table[r * key->width];
-    qsort(scratch, (size_t)md->n_rows, sizeof *scratch, cmp_i64);
+    qsort(scratch, (size_t)md->n_rows, sizeof *scratch, kvci_cmp_i64);
     for (int64_t i = 1; i < md->n_rows; i++)
         if (scratch[i] == scratch[i - 1] && scratch[i] != KVC_NULL_BLOCK)
             return kvci_fail(KVC_EINVAL,
@@ -155,7 +150,7 @@ kvc_status kvci_fwd_check_cache_rows(const int64_t *cache_rows, int64_t n_rows, 
             return kvci_fail(KVC_ERANGE, "forward: cache_rows[%lld] = %lld outside [0, %lld)", (long long)r,
                              (long long)cache_rows[r], (long long)rows);
     memcpy(scratch, cache_rows, (size_t)n_rows * sizeof *scratch);
-    qsort(scratch, (size_t)n_rows, sizeof *scratch, cmp_i64);
+    qsort(scratch, (size_t)n_rows, sizeof *scratch, kvci_cmp_i64);
     for (int64_t i = 1; i < n_rows; i++) {
         if (scratch[i] != scratch[i - 1]) continue;
         int64_t a = 0, b = 0; /* the first two rows holding it, for the message */

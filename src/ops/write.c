@@ -126,11 +126,6 @@ kvc_status kvci_paged_geom_of(const kvc_tensor *cache, kvc_block_layout order, c
 }
 
 #ifndef NDEBUG
-static int cmp_i64(const void *a, const void *b) {
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Debug builds: a slot outside block 0 written twice in one call (AO 2.2:
  * duplicates are legal only for the null block). Sorts a copy, so it stays
  * out of release builds (no allocation on the write path). */
@@ -140,7 +135,7 @@ static kvc_status check_duplicates(const int64_t *slots, int64_t n_slots, int64_
     int64_t n = 0;
     for (int64_t t = 0; t < n_slots; t++)
         if (slots[t] >= bs) c[n++] = slots[t];
-    qsort(c, (size_t)n, sizeof *c, cmp_i64);
+    qsort(c, (size_t)n, sizeof *c, kvci_cmp_i64);
     for (int64_t i = 1; i < n; i++)
         if (c[i] == c[i - 1]) {
             const int64_t dup = c[i];
