@@ -170,8 +170,12 @@ INL256 __m256i cols256(const kvc_bf16_call *c, int64_t n0) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+/* A tile of MR rows over the panel; it also prefetches npf 64-byte pairs of weights at pf into L1 (its share of the
+ * next fill's: the hardware prefetchers stop at 4 KiB pages, one k-block's weights of a group, and the fill had waited
+ * for them from memory with the FMA units idle). */
 INL256 void tile256(const int MR, const kvc_bf16_call *c, int64_t i, int64_t g, const float *panel, int64_t k0,
-                    int64_t k1, float *part) {
+                    int64_t k1, float *part, const uint16_t *pf, int npf) {
+    for (int q = 0; q < npf; q++) _mm_prefetch((const char *)(pf + 32 * q), _MM_HINT_T0);
     const int64_t n0 = g * 16;
     __m256 lo[6], hi[6]; /* columns n0 .. n0+7 and n0+8 .. n0+15; lanes of columns >= N masked off at the store */
     for (int r = 0; r < MR; r++) {
@@ -195,8 +199,17 @@ INL256 void tile256(const int MR, const kvc_bf16_call *c, int64_t i, int64_t g, 
             continue;
         }
         float *row = c->C + (i + r) * c->ldc + n0;
-        const __m256i m0 = cols256(c, n0), m1 = cols256(c, n0 + 8); /* not kept across the loop: 12 + 3 registers */
         __m256 v0 = lo[r], v1 = hi[r];
+        if (n0 + 16 <= c->N) { /* a whole group: plain stores (AMD's masked stores are microcoded) */
+            if (c->bias) {
+                v0 = _mm256_add_ps(v0, _mm256_loadu_ps(c->bias + n0));
+                v1 = _mm256_add_ps(v1, _mm256_loadu_ps(c->bias + n0 + 8));
+            }
+            _mm256_storeu_ps(row, v0);
+            _mm256_storeu_ps(row + 8, v1);
+            continue;
+        }
+        const __m256i m0 = cols256(c, n0), m1 = cols256(c, n0 + 8); /* not kept across the loop: 12 + 3 registers */
         if (c->bias) {
             v0 = _mm256_add_ps(v0, _mm256_maskload_ps(c->bias + n0, m0));
             v1 = _mm256_add_ps(v1, _mm256_maskload_ps(c->bias + n0 + 8, m1));
@@ -208,8 +221,8 @@ INL256 void tile256(const int MR, const kvc_bf16_call *c, int64_t i, int64_t g, 
 
 #define TILE256_FN(MR)                                                                                                 \
     TGT256 static void p256_##MR(const kvc_bf16_call *c, int64_t i, int64_t g, const float *panel, int64_t k0,         \
-                                 int64_t k1, float *part) {                                                            \
-        tile256(MR, c, i, g, panel, k0, k1, part);                                                                     \
+                                 int64_t k1, float *part, const uint16_t *pf, int npf) {                               \
+        tile256(MR, c, i, g, panel, k0, k1, part, pf, npf);                                                            \
     }
 TILE256_FN(1)
 TILE256_FN(2)
@@ -217,8 +230,20 @@ TILE256_FN(3)
 TILE256_FN(4)
 TILE256_FN(5)
 TILE256_FN(6)
-typedef void (*panel_tile256)(const kvc_bf16_call *, int64_t, int64_t, const float *, int64_t, int64_t, float *);
+typedef void (*panel_tile256)(const kvc_bf16_call *, int64_t, int64_t, const float *, int64_t, int64_t, float *,
+                              const uint16_t *, int);
 static const panel_tile256 tiles256[6] = {p256_1, p256_2, p256_3, p256_4, p256_5, p256_6};
+
+/* The packed weights the fill after the k-block ending at k1 of group g will read (the next k-block, else the next
+ * group's first while g + 1 < g1): *at, and the count of its 64-byte pairs (0: none). */
+static int next_block256(const kvc_bf16_call *c, int64_t g, int64_t g1, int64_t k1, const uint16_t **at) {
+    if (k1 < c->K) {
+        *at = c->B + g * 16 * c->Kp + k1 / 2 * 32;
+        return (int)kvci_cdiv(kvci_min64(c->K, k1 + PANEL_KB) - k1, 2);
+    }
+    *at = c->B + (g + 1) * 16 * c->Kp; /* one past the end of B at most: not read when g + 1 == g1 */
+    return g + 1 < g1 ? (int)kvci_cdiv(kvci_min64(c->K, PANEL_KB), 2) : 0;
+}
 
 TGT256 static void block256(const bool F16, const kvc_bf16_call *c, int64_t m0, int64_t m1, int64_t g0, int64_t g1) {
     _Alignas(32) float panel[PANEL_KB * 16], part[PART_ROWS * 16];
@@ -228,8 +253,14 @@ TGT256 static void block256(const bool F16, const kvc_bf16_call *c, int64_t m0, 
             for (int64_t k0 = 0; k0 < c->K; k0 += PANEL_KB) {
                 const int64_t k1 = kvci_min64(c->K, k0 + PANEL_KB);
                 fill256(F16, c, g, k0, k1, panel);
-                for (int64_t i = mp; i < mq; i += 6)
-                    tiles256[kvci_min64(6, mq - i) - 1](c, i, g, panel, k0, k1, part + (i - mp) * 16);
+                const uint16_t *next;
+                const int lines = next_block256(c, g, g1, k1, &next), tiles = (int)kvci_cdiv(mq - mp, 6);
+                const int per = (lines + tiles - 1) / tiles;
+                for (int64_t i = mp, t = 0; i < mq; i += 6, t++) {
+                    const int from = (int)kvci_min64(lines, t * per), to = (int)kvci_min64(lines, from + per);
+                    tiles256[kvci_min64(6, mq - i) - 1](c, i, g, panel, k0, k1, part + (i - mp) * 16, next + 32 * from,
+                                                        to - from);
+                }
             }
     }
 }
