@@ -170,6 +170,8 @@ static int run_bf16(bool json) {
     const int nk = kvci_gemm_bf16_kernels(all) - 1; /* not the portable one */
     static const kvc_peak_kind kinds[] = {KVC_PEAK_FMA_YMM, KVC_PEAK_FMA_ZMM, KVC_PEAK_DPBF16, KVC_PEAK_TDPBF16};
     double peak[4];
+    idle_gap(); /* OpenBLAS's threads spin after openblas_set_num_threads and the f32 table: the peaks had shared the
+                   cores */
     for (int i = 0; i < 4; i++) peak[i] = kvc_limits_peak_pass(kinds[i]);
     if (json)
         printf("{\"bench\":\"gemm_bf16_peaks\",\"fma_ymm\":%.1f,\"fma_zmm\":%.1f,\"vdpbf16ps_zmm\":%.1f,"
