@@ -1,4 +1,5 @@
-/* kvci_isa_cap (isa.h): KVC_SIMD, read once; kvci_cpu_runs: the CPU's tiers; kvci_isa_runs: both. */
+/* kvci_isa_cap (isa.h): KVC_SIMD, read once; kvci_cpu_runs: the CPU's tiers; kvci_isa_runs: both; kvci_cpu_is_intel:
+ * the CPUID vendor. */
 #include "base/isa.h"
 
 #include <stdlib.h>
@@ -27,6 +28,20 @@ static bool cpu_has_f16c(void) {
     return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
 }
 #endif
+
+bool kvci_cpu_is_intel(void) {
+    static _Atomic int known; /* 0: not read yet, 1: other, 2: Intel (every thread reads the same) */
+    int k = known;
+    if (!k) {
+        bool intel = false;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+        unsigned a, b, c, d;
+        intel = __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
+#endif
+        known = k = intel ? 2 : 1;
+    }
+    return k == 2;
+}
 
 static bool cpu_runs_uncached(kvc_isa t) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -25,4 +25,8 @@ bool kvci_cpu_runs(kvc_isa t);
 /* Whether kernels of tier t may run here: t at or below the cap, and kvci_cpu_runs(t). */
 bool kvci_isa_runs(kvc_isa t);
 
+/* Whether CPUID names the vendor "GenuineIntel" (false off x86), read once per process: tuning that differs
+ * between vendors' cores (decode attention's far prefetch, kvci_simd_far_prefetch) asks here. */
+bool kvci_cpu_is_intel(void);
+
 #endif

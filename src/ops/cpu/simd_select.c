@@ -5,10 +5,6 @@
 #include "base/isa.h"
 #include "ops/cpu/simd.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
-
 bool kvci_simd_cpu_runs(const kvc_simd_table *t) {
     if (!t) return false;
     if (t == &kvc_simd_portable) return true;
@@ -40,18 +36,4 @@ const kvc_simd_table *kvci_simd_select(void) {
     return c;
 }
 
-static _Atomic int far_known; /* 0: not read yet, 1: no far prefetch, 2: far prefetch */
-
-bool kvci_simd_far_prefetch(void) {
-    int k = far_known;
-    if (!k) {
-        bool intel = false;
-#if defined(__x86_64__) || defined(__i386__)
-        unsigned a, b, c, d;
-        intel = __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u &&
-                c == 0x6c65746eu; /* "GenuineIntel" */
-#endif
-        far_known = k = intel ? 1 : 2;
-    }
-    return k == 2;
-}
+bool kvci_simd_far_prefetch(void) { return !kvci_cpu_is_intel(); }
