@@ -20,9 +20,11 @@ kvc_isa kvci_isa_cap(void) {
     return (kvc_isa)c;
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 static bool cpu_has_f16c(void) {
     unsigned a, b, c, d;
     return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
@@ -34,7 +36,7 @@ bool kvci_cpu_is_intel(void) {
     int k = known;
     if (!k) {
         bool intel = false;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) || defined(__i386__)
         unsigned a, b, c, d;
         intel = __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
 #endif

@@ -224,7 +224,7 @@ INL256 void tile256(const int MR, const int NR, const bool F16, const kvc_bf16_c
 
 /* How far ahead a tall tile prefetches its group's weights: the hardware prefetchers stop at each 4 KiB page of
  * the stream (64 pairs), and decode at batch 8 read its weights from memory with the FMA units waiting at each
- * (bench model --against, Zen 3, 2 threads: decode step 0.85-0.92 of the time without it). */
+ * (bench model --against, Zen 3, 2 threads: decode step 0.85-0.93 of the time without it). */
 #define TALL_PF_BYTES 2048
 /* Tall tiles for blocks of 3 .. 11 rows (a batch's decode): up to 5 rows x 2 half-groups (10 accumulators + 4
  * widened weights + 1), each pair of weights widened once for all the tile's rows (the 2 x 4 tiles: per 2 rows). */
